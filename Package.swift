@@ -1,0 +1,83 @@
+// swift-tools-version: 6.2
+// The module graph is the architecture (DESIGN.md): each arrow below is a dependency the compiler enforces.
+import PackageDescription
+
+/// Every Swift target builds in Swift 6 language mode with all warnings treated as errors.
+let strict: [SwiftSetting] = [
+    .treatAllWarnings(as: .error),
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "blemu",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "blemu", targets: ["blemu"]),
+        .library(name: "GATTModel", targets: ["GATTModel"]),
+        .library(name: "GATTProfile", targets: ["GATTProfile"]),
+        .library(name: "DBus", targets: ["DBus"]),
+        .library(name: "Peripheral", targets: ["Peripheral"]),
+        .library(name: "BlueZ", targets: ["BlueZ"]),
+        .library(name: "Emulation", targets: ["Emulation"]),
+        .library(name: "PeripheralTesting", targets: ["PeripheralTesting"]),
+        .library(name: "Lab", targets: ["Lab"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        // C libraries, each behind a one-line shim and imported by exactly one Swift module.
+        .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
+        .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
+
+        .target(name: "GATTModel", swiftSettings: strict),
+        .target(name: "GATTProfile", dependencies: ["GATTModel", "CYAML"], swiftSettings: strict),
+        .target(
+            name: "DBus",
+            dependencies: ["CDBus", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
+        .target(
+            name: "Peripheral",
+            dependencies: ["GATTModel", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
+        .target(
+            name: "BlueZ",
+            dependencies: ["Peripheral", "DBus", "GATTModel", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
+        .target(
+            name: "Emulation",
+            dependencies: ["Peripheral", "GATTModel", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
+        .target(
+            name: "Lab",
+            dependencies: [.product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
+        .target(name: "PeripheralTesting", dependencies: ["Peripheral", "GATTModel"], swiftSettings: strict),
+        .executableTarget(
+            name: "blemu",
+            dependencies: [
+                "GATTModel", "GATTProfile", "Emulation", "BlueZ", "Lab",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
+
+        .testTarget(name: "GATTModelTests", dependencies: ["GATTModel"], swiftSettings: strict),
+        .testTarget(
+            name: "GATTProfileTests", dependencies: ["GATTProfile", "GATTModel"],
+            swiftSettings: strict),
+        .testTarget(name: "DBusTests", dependencies: ["DBus"], swiftSettings: strict),
+        .testTarget(
+            name: "PeripheralTests", dependencies: ["Peripheral", "PeripheralTesting", "GATTModel"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "BlueZTests", dependencies: ["BlueZ", "DBus", "Peripheral", "GATTModel"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "EmulationTests", dependencies: ["Emulation", "Peripheral", "PeripheralTesting", "GATTModel"],
+            swiftSettings: strict),
+        .testTarget(name: "LabTests", dependencies: ["Lab"], swiftSettings: strict),
+        .testTarget(name: "blemuTests", dependencies: ["blemu"], swiftSettings: strict),
+    ]
+)

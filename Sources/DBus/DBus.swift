@@ -1,0 +1,1 @@
+// The DBus module; see DESIGN.md "Modules" for what it owns. Filled by its own issue.
