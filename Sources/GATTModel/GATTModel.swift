@@ -1,1 +1,0 @@
-// GATTModel: what a peripheral is, as plain values. No I/O, no C.

@@ -1,0 +1,62 @@
+/// A whole device as a profile declares it: its name, advertisement, pairing, GATT services and behaviour.
+public struct PeripheralProfile: Hashable, Sendable {
+    /// The device name: the GAP Device Name (bluetoothd serves the adapter `Alias`) and the default local name.
+    public var name: String
+    /// What the device advertises.
+    public var advertisement: Advertisement
+    /// How the device pairs.
+    public var pairing: PairingSettings
+    /// The GATT services, in declaration order.
+    public var services: [Service]
+    /// How the device behaves at run time (values that change, answers to writes, faults).
+    public var behaviour: Behaviour
+
+    /// A profile from its parts.
+    public init(
+        name: String, advertisement: Advertisement = Advertisement(), pairing: PairingSettings = PairingSettings(),
+        services: [Service] = [], behaviour: Behaviour = Behaviour()
+    ) {
+        self.name = name
+        self.advertisement = advertisement
+        self.pairing = pairing
+        self.services = services
+        self.behaviour = behaviour
+    }
+
+    /// Every characteristic of every service, in declaration order.
+    public var characteristics: [Characteristic] { services.flatMap(\.characteristics) }
+
+    /// The characteristic with an id, if any.
+    public func characteristic(id: String) -> Characteristic? { characteristics.first { $0.id == id } }
+}
+
+/// Pairing and security settings: what the agent answers and whether bonds are kept.
+public struct PairingSettings: Hashable, Sendable {
+    /// The IO capability the agent declares, which decides the pairing method (Core Spec Vol 3, Part H, 2.3.5.1).
+    public var ioCapability: IOCapability
+    /// A fixed passkey the agent displays or enters, for reproducible authenticated pairing in CI.
+    public var passkey: UInt32?
+    /// Whether pairings are kept as bonds.
+    public var isBondable: Bool
+
+    /// Settings from their parts; Just Works (no input, no output) by default.
+    public init(ioCapability: IOCapability = .noInputNoOutput, passkey: UInt32? = nil, isBondable: Bool = true) {
+        self.ioCapability = ioCapability
+        self.passkey = passkey
+        self.isBondable = isBondable
+    }
+}
+
+/// An IO capability a pairing agent can declare, in profile spelling.
+public enum IOCapability: String, Hashable, Sendable, CaseIterable {
+    /// Can show a passkey, cannot confirm.
+    case displayOnly = "display-only"
+    /// Can show a passkey and answer yes/no.
+    case displayYesNo = "display-yes-no"
+    /// Can enter a passkey, cannot show one.
+    case keyboardOnly = "keyboard-only"
+    /// Neither: Just Works pairing, encrypted but unauthenticated.
+    case noInputNoOutput = "no-input-no-output"
+    /// Can show and enter a passkey.
+    case keyboardDisplay = "keyboard-display"
+}
