@@ -1,0 +1,1 @@
+// DBusTests has no tests yet: its module is filled by a later issue. This file only lets SwiftPM see the target.
