@@ -202,7 +202,8 @@ extension AdvertisingPlan {
             let bytes = structures.flatMap(\.bytes)
             var lines = ["\(title) (\(used)/\(limit) bytes): \(ADStructure.hex(bytes))"]
             for structure in structures {
-                lines.append("  \(ADStructure.hex(structure.bytes))  \(structure.explanation) [\(structure.origin.rawValue)]")
+                lines.append(
+                    "  \(ADStructure.hex(structure.bytes))  \(structure.explanation) [\(structure.origin.rawValue)]")
             }
             return lines
         }

@@ -123,7 +123,8 @@ public enum AdvertisingPlanner {
 
         return AdvertisingPlan(
             rule: rule, onAir: onAir, budget: budget, advertisedUUIDs: placement.accepted,
-            overflowUUIDs: placement.overflow, localName: name?.advertised, isLocalNameShortened: name?.isShortened ?? false,
+            overflowUUIDs: placement.overflow, localName: name?.advertised,
+            isLocalNameShortened: name?.isShortened ?? false,
             registration: registration,
             deviations: deviations(
                 placement: placement, name: name, flags: onAirFlags, discoverable: advertisement.isDiscoverable,
