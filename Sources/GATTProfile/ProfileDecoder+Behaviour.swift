@@ -389,8 +389,9 @@ extension ProfileDecoder {
     private mutating func attError(_ node: YAMLNode) -> ATTError? {
         guard let text = string(node, for: "`error`") else { return nil }
         guard let error = ATTError(name: text) else {
-            report(node, "unknown ATT error `\(text)`; use a name such as `value-not-allowed` or a code such as `0x80`",
-                hint: EditDistance.hint(for: text, in: ATTError.named.map(\.key)))
+            report(node, "unknown ATT error `\(text)`",
+                hint: EditDistance.hint(for: text, in: ATTError.named.map(\.key))
+                    ?? "use a name such as `value-not-allowed` or a code such as `0x80`")
             return nil
         }
         return error
