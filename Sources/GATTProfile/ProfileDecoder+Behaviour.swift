@@ -317,11 +317,13 @@ extension ProfileDecoder {
             var decoded: WriteCheck?
             switch check {
             case "length":
-                if let (low, high) = bounds(checkNode, for: "`length`"), low >= 0, low == low.rounded(), high == high.rounded() {
-                    decoded = .length(Int(low)...Int(high))
-                } else if case .mapping = checkNode.kind {
-                    // bounds() reported a missing or reversed bound; a negative or fractional length remains.
-                    if diagnostics.last?.line != checkNode.mark.line { report(checkNode, "`length` bounds are whole numbers of bytes") }
+                if let (low, high) = bounds(checkNode, for: "`length`") {
+                    let limit = Double(Characteristic.maximumValueLength)
+                    if low >= 0, high <= limit, low == low.rounded(), high == high.rounded() {
+                        decoded = .length(Int(low)...Int(high))
+                    } else {
+                        report(checkNode, "`length` bounds are whole numbers of bytes within 0...\(Int(limit))")
+                    }
                 }
             case "allowed":
                 if let items = sequence(checkNode, in: "`allowed`") {

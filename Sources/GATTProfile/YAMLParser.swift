@@ -13,6 +13,10 @@ final class YAMLParser {
         var hint: String?
     }
 
+    /// The deepest nesting accepted: profiles need about ten levels, and the tree is released recursively, so an
+    /// absurd depth would otherwise exhaust the stack.
+    static let maximumDepth = 64
+
     private let parser: UnsafeMutablePointer<yaml_parser_t>
     private let input: UnsafeMutableBufferPointer<UInt8>
     private let isInitialized: Bool
@@ -97,10 +101,16 @@ final class YAMLParser {
                 if event.data.mapping_start.anchor != nil {
                     throw SyntaxError(mark: mark, message: "YAML anchors are not supported in profiles")
                 }
+                guard stack.count < Self.maximumDepth else {
+                    throw SyntaxError(mark: mark, message: "the YAML nests deeper than \(Self.maximumDepth) levels")
+                }
                 stack.append(.mapping(mark, [], pendingKey: nil))
             case YAML_SEQUENCE_START_EVENT:
                 if event.data.sequence_start.anchor != nil {
                     throw SyntaxError(mark: mark, message: "YAML anchors are not supported in profiles")
+                }
+                guard stack.count < Self.maximumDepth else {
+                    throw SyntaxError(mark: mark, message: "the YAML nests deeper than \(Self.maximumDepth) levels")
                 }
                 stack.append(.sequence(mark, []))
             case YAML_MAPPING_END_EVENT:
