@@ -23,3 +23,14 @@ import Testing
         #expect(result.profile != nil)
     }
 }
+
+@Suite struct FormatDocumentationTests {
+    @Test func theAnnotatedExampleInTheFormatDocumentIsAValidProfile() throws {
+        let text = try String(
+            contentsOf: Repository.root.appendingPathComponent("docs/profile-format.md"), encoding: .utf8)
+        let start = try #require(text.range(of: "```yaml\n"))
+        let end = try #require(text.range(of: "```", range: start.upperBound..<text.endIndex))
+        let result = ProfileLoader.decode(text: String(text[start.upperBound..<end.lowerBound]), fileName: "example")
+        #expect(result.diagnostics.isEmpty, "\(result.renderedDiagnostics)")
+    }
+}
