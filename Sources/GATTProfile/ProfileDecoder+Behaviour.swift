@@ -30,7 +30,8 @@ extension ProfileDecoder {
         if serviceIDs.contains(id) {
             report(node, "`\(id)` is a service; \(what) must name a characteristic")
         } else if ids[id] == nil {
-            report(node, "unknown characteristic `\(id)` in \(what)", hint: EditDistance.hint(for: id, in: declaredOrder))
+            report(
+                node, "unknown characteristic `\(id)` in \(what)", hint: EditDistance.hint(for: id, in: declaredOrder))
         }
         return nil
     }
@@ -72,11 +73,14 @@ extension ProfileDecoder {
                 isValid = false
             }
             if action == .notify && !characteristic.properties.contains(.notify) {
-                report(map["action"] ?? at, "characteristic `\(characteristic.id)` cannot notify (no `notify` property)")
+                report(
+                    map["action"] ?? at, "characteristic `\(characteristic.id)` cannot notify (no `notify` property)")
                 isValid = false
             }
             if action == .indicate && !characteristic.properties.contains(.indicate) {
-                report(map["action"] ?? at, "characteristic `\(characteristic.id)` cannot indicate (no `indicate` property)")
+                report(
+                    map["action"] ?? at,
+                    "characteristic `\(characteristic.id)` cannot indicate (no `indicate` property)")
                 isValid = false
             }
         }
@@ -90,7 +94,9 @@ extension ProfileDecoder {
             isValid = false
         case (.some(let fieldsNode), nil):
             guard let layout = characteristic.layout else {
-                report(fieldsNode, "characteristic `\(characteristic.id)` declares no `fields`, so generators cannot name fields")
+                report(
+                    fieldsNode,
+                    "characteristic `\(characteristic.id)` declares no `fields`, so generators cannot name fields")
                 return nil
             }
             guard case .mapping(let pairs) = fieldsNode.kind else {
@@ -100,7 +106,8 @@ extension ProfileDecoder {
             for (key, value) in pairs {
                 guard let name = string(key, for: "a field name") else { continue }
                 guard let index = layout.index(of: name) else {
-                    report(key, "characteristic `\(characteristic.id)` has no field `\(name)`",
+                    report(
+                        key, "characteristic `\(characteristic.id)` has no field `\(name)`",
                         hint: EditDistance.hint(for: name, in: layout.fields.map(\.name)))
                     isValid = false
                     continue
@@ -110,7 +117,9 @@ extension ProfileDecoder {
                     isValid = false
                     continue
                 }
-                if let generator = generator(value, field: layout.fields[index], maximumLength: characteristic.maximumLength) {
+                if let generator = generator(
+                    value, field: layout.fields[index], maximumLength: characteristic.maximumLength)
+                {
                     generators.append(FieldGenerator(field: name, generator: generator))
                 } else {
                     isValid = false
@@ -155,7 +164,8 @@ extension ProfileDecoder {
             return values.count == items.count ? .sequence(values, repeats: repeats) : nil
         case "counter", "random-walk":
             guard let field = numericField(field, generator: kind, at: node) else { return nil }
-            let keys = kind == "counter" ? ["start", "step", "min", "max", "wraps"] : ["start", "step", "min", "max", "seed"]
+            let keys =
+                kind == "counter" ? ["start", "step", "min", "max", "wraps"] : ["start", "step", "min", "max", "seed"]
             guard let map = fields(body, in: "`\(kind)`", allowed: keys, required: ["step", "min", "max"]),
                 let step = map["step"].flatMap({ number($0, for: "`step`") }),
                 let low = map["min"].flatMap({ fitting($0, field: field) }),
@@ -194,7 +204,8 @@ extension ProfileDecoder {
             return .randomWalk(start: start, step: step, range: low...high, seed: seed)
         case "sine":
             guard let field = numericField(field, generator: kind, at: node),
-                let map = fields(body, in: "`sine`", allowed: ["period", "amplitude", "offset"],
+                let map = fields(
+                    body, in: "`sine`", allowed: ["period", "amplitude", "offset"],
                     required: ["period", "amplitude", "offset"]),
                 let period = map["period"].flatMap({ duration($0, for: "`period`") }),
                 let amplitude = map["amplitude"].flatMap({ number($0, for: "`amplitude`") }),
@@ -291,7 +302,8 @@ extension ProfileDecoder {
             case "store": return .store
             case "echo":
                 guard !written.properties.isDisjoint(with: .anyUpdate) else {
-                    report(node, "`echo` notifies the written value, but `\(written.id)` neither notifies nor indicates")
+                    report(
+                        node, "`echo` notifies the written value, but `\(written.id)` neither notifies nor indicates")
                     return nil
                 }
                 return .echo
@@ -305,8 +317,10 @@ extension ProfileDecoder {
         }
         switch name {
         case "validate":
-            guard let map = fields(body, in: "`validate`", allowed: ["length", "allowed", "range", "error"],
-                required: ["error"])
+            guard
+                let map = fields(
+                    body, in: "`validate`", allowed: ["length", "allowed", "range", "error"],
+                    required: ["error"])
             else { return nil }
             let error = map["error"].flatMap { attError($0) }
             let checks = ["length", "allowed", "range"].filter { map[$0] != nil }
@@ -336,15 +350,18 @@ extension ProfileDecoder {
             guard let decoded, let error else { return nil }
             return .validate(decoded, error: error)
         case "set":
-            guard let map = fields(body, in: "`set`", allowed: ["characteristic", "field", "rate-per-second"],
-                required: ["characteristic"]),
+            guard
+                let map = fields(
+                    body, in: "`set`", allowed: ["characteristic", "field", "rate-per-second"],
+                    required: ["characteristic"]),
                 let at = map["characteristic"], let target = lookUpCharacteristic(at, for: "`set` target")
             else { return nil }
             var field: String?
             if let fieldNode = map["field"] {
                 guard let name = string(fieldNode, for: "`field`") else { return nil }
                 guard let layout = target.characteristic.layout, layout.index(of: name) != nil else {
-                    report(fieldNode, "characteristic `\(target.characteristic.id)` has no field `\(name)`",
+                    report(
+                        fieldNode, "characteristic `\(target.characteristic.id)` has no field `\(name)`",
                         hint: EditDistance.hint(for: name, in: target.characteristic.layout?.fields.map(\.name) ?? []))
                     return nil
                 }
@@ -361,8 +378,10 @@ extension ProfileDecoder {
             }
             return .set(characteristicID: target.characteristic.id, field: field, ratePerSecond: rate)
         default:  // reply
-            guard let map = fields(body, in: "`reply`", allowed: ["characteristic", "value"],
-                required: ["characteristic", "value"]),
+            guard
+                let map = fields(
+                    body, in: "`reply`", allowed: ["characteristic", "value"],
+                    required: ["characteristic", "value"]),
                 let at = map["characteristic"], let target = lookUpCharacteristic(at, for: "`reply` target"),
                 let value = map["value"].flatMap({ valueBytes($0, for: "reply `value`") })
             else { return nil }
@@ -391,7 +410,8 @@ extension ProfileDecoder {
     private mutating func attError(_ node: YAMLNode) -> ATTError? {
         guard let text = string(node, for: "`error`") else { return nil }
         guard let error = ATTError(name: text) else {
-            report(node, "unknown ATT error `\(text)`",
+            report(
+                node, "unknown ATT error `\(text)`",
                 hint: EditDistance.hint(for: text, in: ATTError.named.map(\.key))
                     ?? "use a name such as `value-not-allowed` or a code such as `0x80`")
             return nil
@@ -409,7 +429,9 @@ extension ProfileDecoder {
         let effect = decodeEffect(thenNode)
         guard let trigger, let effect else { return nil }
         if case .request(.write, let id, _) = trigger, case .reject = effect {
-            for target in id.map({ [$0] }) ?? declaredOrder { declared[target]?.writeErrorSources.append("the write fault") }
+            for target in id.map({ [$0] }) ?? declaredOrder {
+                declared[target]?.writeErrorSources.append("the write fault")
+            }
         }
         return Fault(trigger: trigger, effect: effect)
     }
@@ -419,7 +441,9 @@ extension ProfileDecoder {
             return nil
         }
         if let after = map["after"] {
-            if let other = ["request", "characteristic", "nth"].first(where: { map[$0] != nil }), let at = map.keyNode(other) {
+            if let other = ["request", "characteristic", "nth"].first(where: { map[$0] != nil }),
+                let at = map.keyNode(other)
+            {
                 report(at, "a fault triggers `after` a time or on a `request`, not both")
                 return nil
             }
@@ -436,7 +460,9 @@ extension ProfileDecoder {
         if let at = map["characteristic"] {
             guard let target = lookUpCharacteristic(at, for: "fault `characteristic`") else { return nil }
             guard Self.allows(operation, target.characteristic.properties) else {
-                report(at, "characteristic `\(target.characteristic.id)` does not allow `\(name)`, so the fault never fires")
+                report(
+                    at,
+                    "characteristic `\(target.characteristic.id)` does not allow `\(name)`, so the fault never fires")
                 return nil
             }
             id = target.characteristic.id
@@ -451,7 +477,9 @@ extension ProfileDecoder {
 
     private mutating func decodeEffect(_ node: YAMLNode) -> Fault.Effect? {
         if node.scalar != nil {
-            guard let name = choice(node, for: "fault effect", from: ["disconnect", "stop-advertising", "reject", "delay"])
+            guard
+                let name = choice(
+                    node, for: "fault effect", from: ["disconnect", "stop-advertising", "reject", "delay"])
             else { return nil }
             switch name {
             case "disconnect": return .disconnect
@@ -477,8 +505,10 @@ extension ProfileDecoder {
             else { continue }
             var sources: [String] = []
             for source in entry.writeErrorSources where !sources.contains(source) { sources.append(source) }
-            warn(entry.propertiesMark,
-                "`\(id)` mixes `write` with `write-without-response`: bluetoothd acknowledges its writes at once, so errors from \(sources.joined(separator: " and ")) never reach the central",
+            warn(
+                entry.propertiesMark,
+                "`\(id)` mixes `write` with `write-without-response`: bluetoothd acknowledges its writes at once, "
+                    + "so errors from \(sources.joined(separator: " and ")) never reach the central",
                 hint: "drop `write-without-response` if centrals must see the errors")
         }
     }

@@ -14,7 +14,7 @@ extension ProfileDecoder {
         var services: [Service] = []
         if let node = top["services"] { services = decodeServices(node) }
         var advertisement = Advertisement()
-        if let node = top["advertisement"], let decoded = decodeAdvertisement(node, services: services) {
+        if let node = top["advertisement"], let decoded = decodeAdvertisement(node) {
             advertisement = decoded
         }
         var pairing = PairingSettings()
@@ -30,7 +30,7 @@ extension ProfileDecoder {
     // MARK: Advertisement
 
     /// Decodes `advertisement`; advertised service UUIDs must belong to a published primary service.
-    mutating func decodeAdvertisement(_ node: YAMLNode, services: [Service]) -> Advertisement? {
+    mutating func decodeAdvertisement(_ node: YAMLNode) -> Advertisement? {
         let keys = [
             "local-name", "service-uuids", "appearance", "manufacturer-data", "service-data", "tx-power", "interval",
             "discoverable", "scan-response",
@@ -39,10 +39,9 @@ extension ProfileDecoder {
         var advertisement = Advertisement()
         advertisement.localName = map["local-name"].flatMap { string($0, for: "`local-name`") }
         if let list = map["service-uuids"].flatMap({ sequence($0, in: "`service-uuids`") }) {
-            let published = Set(services.filter(\.isPrimary).map(\.uuid))
             for item in list {
                 guard let uuid = self.uuid(item, kind: .service, for: "advertised service") else { continue }
-                if !published.contains(uuid) && !services.isEmpty {
+                if !primaryServiceUUIDs.contains(uuid) {
                     report(item, "advertised service \(describe(uuid)) is not published by any primary service")
                 }
                 advertisement.serviceUUIDs.append(uuid)
@@ -53,8 +52,10 @@ extension ProfileDecoder {
         }
         if let list = map["manufacturer-data"].flatMap({ sequence($0, in: "`manufacturer-data`") }) {
             for item in list {
-                guard let entry = fields(item, in: "manufacturer data", allowed: ["company", "data"],
-                    required: ["company", "data"]),
+                guard
+                    let entry = fields(
+                        item, in: "manufacturer data", allowed: ["company", "data"],
+                        required: ["company", "data"]),
                     let company = entry["company"].flatMap({ integer($0, for: "`company`", in: 0...0xFFFF) }),
                     let data = entry["data"].flatMap({ bytes($0, for: "`data`") })
                 else { continue }
@@ -63,7 +64,9 @@ extension ProfileDecoder {
         }
         if let list = map["service-data"].flatMap({ sequence($0, in: "`service-data`") }) {
             for item in list {
-                guard let entry = fields(item, in: "service data", allowed: ["uuid", "data"], required: ["uuid", "data"]),
+                guard
+                    let entry = fields(
+                        item, in: "service data", allowed: ["uuid", "data"], required: ["uuid", "data"]),
                     let uuid = entry["uuid"].flatMap({ self.uuid($0, kind: .service, for: "service data") }),
                     let data = entry["data"].flatMap({ bytes($0, for: "`data`") })
                 else { continue }

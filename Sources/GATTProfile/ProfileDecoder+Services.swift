@@ -23,7 +23,8 @@ extension ProfileDecoder {
             for node in nodes {
                 guard let id = string(node, for: "an included service id") else { continue }
                 guard serviceIDs.contains(id) else {
-                    report(node, "`includes` names unknown service `\(id)`",
+                    report(
+                        node, "`includes` names unknown service `\(id)`",
                         hint: EditDistance.hint(for: id, in: serviceIDs))
                     continue
                 }
@@ -62,6 +63,8 @@ extension ProfileDecoder {
         }
         var isPrimary = true
         if let value = map["primary"], let flag = boolean(value, for: "`primary`") { isPrimary = flag }
+        // Remembered even if the service fails, so the advertisement does not report it as unpublished too.
+        if let uuid, isPrimary { primaryServiceUUIDs.insert(uuid) }
         var includes: [YAMLNode] = []
         if let value = map["includes"], let list = sequence(value, in: "`includes`") { includes = list }
         var characteristics: [Characteristic] = []
@@ -90,11 +93,13 @@ extension ProfileDecoder {
             permissions = decodePermissions(value)
             if let granted = permissions, properties != nil {
                 if props.contains(.read) && !granted.allowsRead {
-                    report(value, "the `read` property needs a read permission (`readable` or `read-encryption-required`)")
+                    report(
+                        value, "the `read` property needs a read permission (`readable` or `read-encryption-required`)")
                 }
                 if !props.isDisjoint(with: .anyWrite) && !granted.allowsWrite {
                     let names = props.intersection(.anyWrite).names.map { "`\($0)`" }.joined(separator: ", ")
-                    report(value,
+                    report(
+                        value,
                         "the \(names) property needs a write permission (`writeable` or `write-encryption-required`)")
                 }
             }
@@ -103,14 +108,21 @@ extension ProfileDecoder {
 
         var security = SecurityRequirements()
         if let value = map["encryption"] {
-            if let decoded = decodeEncryption(value, properties: properties) { security = decoded } else { isValid = false }
+            if let decoded = decodeEncryption(value, properties: properties) {
+                security = decoded
+            } else {
+                isValid = false
+            }
         }
 
         var maximumLength = Characteristic.maximumValueLength
         if let value = map["max-length"] {
             if let length = integer(value, for: "`max-length`", in: 0...Int64.max) {
                 if length > Int64(Characteristic.maximumValueLength) {
-                    report(value, "`max-length` \(length) is over \(Characteristic.maximumValueLength), the largest attribute value")
+                    report(
+                        value,
+                        "`max-length` \(length) is over \(Characteristic.maximumValueLength), the largest attribute value"
+                    )
                     isValid = false
                 } else {
                     maximumLength = Int(length)
@@ -144,7 +156,11 @@ extension ProfileDecoder {
             report(initial, "give either `value` (constant, cached) or `initial` (dynamic), not both")
             isValid = false
         } else if let given = constant ?? initial, fieldBytes != nil, let fieldsNode = map.keyNode("fields") {
-            report(given, "the value is given twice: by `\(constant != nil ? "value" : "initial")` and by the values of `fields` at \(fieldsNode.mark.line):\(fieldsNode.mark.column)")
+            report(
+                given,
+                "the value is given twice: by `\(constant != nil ? "value" : "initial")` and by the values of `fields` "
+                    + "at \(fieldsNode.mark.line):\(fieldsNode.mark.column)"
+            )
             isValid = false
         }
         if let constant, initial == nil {
@@ -153,8 +169,11 @@ extension ProfileDecoder {
             let changing = props.intersection(CharacteristicProperties.anyWrite.union(.anyUpdate))
             if !changing.isEmpty {
                 let names = changing.names.map { "`\($0)`" }.joined(separator: ", ")
-                report(constant,
-                    "a constant `value` is cached and read-only, but the characteristic has \(names); use `initial` for a dynamic value")
+                report(
+                    constant,
+                    "a constant `value` is cached and read-only, but the characteristic has \(names); "
+                        + "use `initial` for a dynamic value"
+                )
                 isValid = false
             }
             if let bytes = valueBytes(constant, for: "`value`") {
@@ -174,10 +193,16 @@ extension ProfileDecoder {
             }
         } else if let fieldBytes, let fieldsNode = map["fields"] {
             if fieldBytes.count > Characteristic.maximumValueLength {
-                report(fieldsNode, "the value of `fields` is \(fieldBytes.count) bytes, over the \(Characteristic.maximumValueLength)-byte maximum")
+                report(
+                    fieldsNode,
+                    "the value of `fields` is \(fieldBytes.count) bytes, "
+                        + "over the \(Characteristic.maximumValueLength)-byte maximum"
+                )
                 isValid = false
             } else if fieldBytes.count > maximumLength {
-                report(fieldsNode, "the value of `fields` is \(fieldBytes.count) bytes, over `max-length` \(maximumLength)")
+                report(
+                    fieldsNode, "the value of `fields` is \(fieldBytes.count) bytes, over `max-length` \(maximumLength)"
+                )
                 isValid = false
             }
             characteristicValue = .dynamic(fieldBytes)
@@ -249,8 +274,11 @@ extension ProfileDecoder {
                 continue
             }
             if let properties, level != .none, !Self.allows(operation, properties) {
-                report(map.keyNode(name) ?? value,
-                    "encryption on `\(name)`, which the characteristic does not allow (no `\(Self.requiredProperty(operation))` property)")
+                report(
+                    map.keyNode(name) ?? value,
+                    "encryption on `\(name)`, which the characteristic does not allow "
+                        + "(no `\(Self.requiredProperty(operation))` property)"
+                )
                 isValid = false
             }
             result[operation] = level
@@ -335,7 +363,11 @@ extension ProfileDecoder {
         var format: UInt8?
         if let value = map["format"] {
             if value.isPlainScalar, let text = value.scalar, let code = Self.integer(text) {
-                if (0...0xFF).contains(code) { format = UInt8(code) } else { report(value, "format code \(text) is not a byte") }
+                if (0...0xFF).contains(code) {
+                    format = UInt8(code)
+                } else {
+                    report(value, "format code \(text) is not a byte")
+                }
             } else if let name = choice(value, for: "presentation format", from: Self.formatNames.map(\.name)) {
                 format = Self.formatNames.first { $0.name == name }?.code
             }

@@ -56,7 +56,9 @@ extension ProfileDecoder {
         var values: [(FieldValue, YAMLNode)?] = []
         var isValid = true
         for (index, item) in items.enumerated() {
-            guard let map = fields(item, in: "field", allowed: ["name", "type", "bits", "value"], required: ["name", "type"]),
+            guard
+                let map = fields(
+                    item, in: "field", allowed: ["name", "type", "bits", "value"], required: ["name", "type"]),
                 let name = map["name"].flatMap({ string($0, for: "field `name`") }),
                 let typeNode = map["type"],
                 let typeName = choice(typeNode, for: "field type", from: Self.fieldTypeNames)
@@ -95,7 +97,11 @@ extension ProfileDecoder {
             let spec = FieldSpec(name: name, type: type)
             specs.append(spec)
             if let valueNode = map["value"] {
-                if let value = fieldValue(valueNode, as: spec) { values.append((value, valueNode)) } else { isValid = false }
+                if let value = fieldValue(valueNode, as: spec) {
+                    values.append((value, valueNode))
+                } else {
+                    isValid = false
+                }
             } else {
                 values.append(nil)
             }
@@ -149,7 +155,9 @@ extension ProfileDecoder {
         var value: FieldValue?
         switch spec.type {
         case .unsigned, .signed:
-            value = number(node, for: what).map { $0 == $0.rounded() && abs($0) < 9e18 ? .integer(Int64($0)) : .real($0) }
+            value = number(node, for: what).map {
+                $0 == $0.rounded() && abs($0) < 9e18 ? .integer(Int64($0)) : .real($0)
+            }
         case .float32, .sfloat, .medfloat:
             value = number(node, for: what).map { .real($0) }
         case .boolean:

@@ -27,6 +27,8 @@ struct ProfileDecoder {
     var ids: [String: Mark] = [:]
     /// The ids that name services, so behaviour can say "that is a service".
     var serviceIDs: Set<String> = []
+    /// The UUIDs of the primary services declared (even those that failed), which advertised UUIDs must name.
+    var primaryServiceUUIDs: Set<BluetoothUUID> = []
 
     /// A decoder whose diagnostics name `file`.
     init(file: String) { self.file = file }
@@ -111,7 +113,8 @@ struct ProfileDecoder {
                 continue
             }
             if let first = result.entries[name] {
-                report(key, "duplicate key `\(name)` in \(what); first at \(first.key.mark.line):\(first.key.mark.column)")
+                report(
+                    key, "duplicate key `\(name)` in \(what); first at \(first.key.mark.line):\(first.key.mark.column)")
                 continue
             }
             result.entries[name] = (key, value)

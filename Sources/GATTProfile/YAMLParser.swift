@@ -94,7 +94,9 @@ final class YAMLParser {
                     throw SyntaxError(mark: mark, message: "YAML anchors are not supported in profiles")
                 }
                 let text =
-                    scalar.value.map { String(decoding: UnsafeBufferPointer(start: $0, count: scalar.length), as: UTF8.self) }
+                    scalar.value.map {
+                        String(decoding: UnsafeBufferPointer(start: $0, count: scalar.length), as: UTF8.self)
+                    }
                     ?? ""
                 complete(YAMLNode(kind: .scalar(text, isQuoted: scalar.style != YAML_PLAIN_SCALAR_STYLE), mark: mark))
             case YAML_MAPPING_START_EVENT:

@@ -48,19 +48,23 @@ func diagnostics(_ text: String) -> [String] {
     }
 
     @Test func temperatureMeasurementCarriesAnIEEE11073Float() throws {
-        let result = ProfileLoader.load(path: Repository.root.appendingPathComponent("profiles/health-thermometer.yaml").path)
+        let result = ProfileLoader.load(
+            path: Repository.root.appendingPathComponent("profiles/health-thermometer.yaml").path)
         let profile = try #require(result.profile)
         let measurement = try #require(profile.characteristic(id: "temperature-measurement"))
         // Flags 0x04 (type present), 36.6 as mantissa 366 (0x00016E) with exponent -1 (0xFF), then type 3 (ear).
         #expect(measurement.value == .dynamic([0x04, 0x6E, 0x01, 0x00, 0xFF, 0x03]))
         #expect(measurement.properties == [.indicate])
-        #expect(measurement.layout?.fields.map(\.type) == [
-            .flags(bytes: 1, bits: [
-                FlagBit(name: "fahrenheit", bit: 0), FlagBit(name: "time-stamp-present", bit: 1),
-                FlagBit(name: "temperature-type-present", bit: 2),
-            ]),
-            .medfloat, .unsigned(bytes: 1),
-        ])
+        #expect(
+            measurement.layout?.fields.map(\.type) == [
+                .flags(
+                    bytes: 1,
+                    bits: [
+                        FlagBit(name: "fahrenheit", bit: 0), FlagBit(name: "time-stamp-present", bit: 1),
+                        FlagBit(name: "temperature-type-present", bit: 2),
+                    ]),
+                .medfloat, .unsigned(bytes: 1),
+            ])
     }
 
     @Test func aConstantValueIsCachedAndAnInitialValueIsDynamic() throws {
@@ -113,15 +117,23 @@ func diagnostics(_ text: String) -> [String] {
     @Test func heartRateBehaviourIsARandomWalkNotifiedEverySecond() throws {
         let profile = try #require(
             ProfileLoader.load(path: Repository.root.appendingPathComponent("profiles/heart-rate.yaml").path).profile)
-        #expect(profile.behaviour.schedules.first == Schedule(
-            characteristicID: "heart-rate-measurement", action: .notify, interval: .seconds(1),
-            start: .firstSubscription,
-            generators: [FieldGenerator(field: "bpm", generator: .randomWalk(start: 72, step: 2, range: 55...110, seed: 10))]))
-        #expect(profile.behaviour.writeRules == [
-            WriteRule(characteristicID: "heart-rate-control-point", actions: [
-                .validate(.allowedValues([[0x01]]), error: ATTError(rawValue: 0x80)), .store,
+        #expect(
+            profile.behaviour.schedules.first
+                == Schedule(
+                    characteristicID: "heart-rate-measurement", action: .notify, interval: .seconds(1),
+                    start: .firstSubscription,
+                    generators: [
+                        FieldGenerator(
+                            field: "bpm", generator: .randomWalk(start: 72, step: 2, range: 55...110, seed: 10))
+                    ]))
+        #expect(
+            profile.behaviour.writeRules == [
+                WriteRule(
+                    characteristicID: "heart-rate-control-point",
+                    actions: [
+                        .validate(.allowedValues([[0x01]]), error: ATTError(rawValue: 0x80)), .store,
+                    ])
             ])
-        ])
     }
 
     @Test func transferSendsItsTextInChunksEndingWithEOM() throws {
@@ -168,15 +180,17 @@ func diagnostics(_ text: String) -> [String] {
                 - when: { after: 250ms }
                   then: stop-advertising
             """)
-        #expect(profile.behaviour.writeRules.first?.actions == [
-            .validate(.length(1...2), error: .invalidAttributeValueLength), .store, .echo,
-            .set(characteristicID: "level", field: "percent", ratePerSecond: nil),
-            .reply(characteristicID: "cp", value: [0x10, 0x01, 0x01]),
-        ])
-        #expect(profile.behaviour.faults == [
-            Fault(trigger: .request(.write, characteristicID: "cp", nth: 3), effect: .reject(.unlikelyError)),
-            Fault(trigger: .after(.milliseconds(250)), effect: .stopAdvertising),
-        ])
+        #expect(
+            profile.behaviour.writeRules.first?.actions == [
+                .validate(.length(1...2), error: .invalidAttributeValueLength), .store, .echo,
+                .set(characteristicID: "level", field: "percent", ratePerSecond: nil),
+                .reply(characteristicID: "cp", value: [0x10, 0x01, 0x01]),
+            ])
+        #expect(
+            profile.behaviour.faults == [
+                Fault(trigger: .request(.write, characteristicID: "cp", nth: 3), effect: .reject(.unlikelyError)),
+                Fault(trigger: .after(.milliseconds(250)), effect: .stopAdvertising),
+            ])
     }
 
     @Test func aDiagnosticRendersAsFileLineColumnSeverityMessageAndHint() {
@@ -198,17 +212,35 @@ func diagnostics(_ text: String) -> [String] {
                   - { id: b, uuid: 2A38, properties: [read], value: { hex: "1" } }
                   - { id: c, uuid: 2A39, properties: [write], max-length: 513 }
             """)
-        #expect(found == [
-            "6:43: error: unknown property `notifiy`; did you mean `notify`?",
-            "7:64: error: bad hex `1`: expected pairs of hex digits such as `06 48` or `0x0648`",
-            "8:63: error: `max-length` 513 is over 512, the largest attribute value",
-        ])
+        #expect(
+            found == [
+                "6:43: error: unknown property `notifiy`; did you mean `notify`?",
+                "7:64: error: bad hex `1`: expected pairs of hex digits such as `06 48` or `0x0648`",
+                "8:63: error: `max-length` 513 is over 512, the largest attribute value",
+            ])
     }
 
     @Test func aProfileWithErrorsHasNoModel() {
         let result = ProfileLoader.decode(text: "name: X\nservices: []\nbogus: 1\n", fileName: "x.yaml")
         #expect(result.hasErrors)
         #expect(result.profile == nil)
-        #expect(result.renderedDiagnostics == "x.yaml:3:1: error: unknown key `bogus` in the profile; expected one of `name`, `advertisement`, `pairing`, `services`, `behaviour`")
+        #expect(
+            result.renderedDiagnostics
+                == "x.yaml:3:1: error: unknown key `bogus` in the profile; expected one of `name`, `advertisement`, `pairing`, `services`, `behaviour`"
+        )
+    }
+
+    @Test func aBrokenServiceIsReportedOnceNotAgainAsUnadvertisable() {
+        let found = diagnostics(
+            """
+            name: X
+            advertisement:
+              service-uuids: [battery]
+            services:
+              - id: battery
+                uuid: battery
+                primary: yes
+            """)
+        #expect(found == ["7:14: error: expected `true` or `false` for `primary`, found `yes`"])
     }
 }

@@ -16,7 +16,8 @@ struct SplitMix64: RandomNumberGenerator {
 
 @Suite struct RobustnessTests {
     static let pieces = [
-        ":", "-", " ", "\n", "[", "]", "{", "}", "\"", "'", "&a", "*a", "!!str", "#", "0x", "-1", "99999999999999999999",
+        ":", "-", " ", "\n", "[", "]", "{", "}", "\"", "'", "&a", "*a", "!!str", "#", "0x", "-1",
+        "99999999999999999999",
         "1e400", "nan", ".inf", "~", "\t", "\u{0}", "é", "notify", "write", "hex:", "text:", "fields:", "value:",
     ]
 
@@ -61,7 +62,9 @@ struct SplitMix64: RandomNumberGenerator {
     }
 
     @Test func deeplyNestedOrEmptyInputIsAnErrorNotACrash() {
-        for text in [String(repeating: "[", count: 100_000), "", "   \n", "- 1\n- 2\n", "a: &x 1\nb: *x\n", "---\n---\n"] {
+        for text in [
+            String(repeating: "[", count: 100_000), "", "   \n", "- 1\n- 2\n", "a: &x 1\nb: *x\n", "---\n---\n",
+        ] {
             let result = ProfileLoader.decode(text: text, fileName: "x.yaml")
             #expect(result.hasErrors)
         }
