@@ -1,0 +1,148 @@
+import GATTModel
+
+/// The top level, the advertisement and pairing.
+extension ProfileDecoder {
+    /// The keys a profile may have at the top level.
+    static let profileKeys = ["name", "advertisement", "pairing", "services", "behaviour"]
+
+    /// Decodes the whole profile. Services come first whatever the key order, since the advertisement and the
+    /// behaviour refer to them.
+    mutating func decodeProfile(_ root: YAMLNode) -> PeripheralProfile? {
+        guard let top = fields(root, in: "the profile", allowed: Self.profileKeys, required: ["name", "services"])
+        else { return nil }
+        let name = top["name"].flatMap { string($0, for: "`name`") }
+        var services: [Service] = []
+        if let node = top["services"] { services = decodeServices(node) }
+        var advertisement = Advertisement()
+        if let node = top["advertisement"], let decoded = decodeAdvertisement(node) {
+            advertisement = decoded
+        }
+        var pairing = PairingSettings()
+        if let node = top["pairing"], let decoded = decodePairing(node) { pairing = decoded }
+        var behaviour = Behaviour()
+        if let node = top["behaviour"], let decoded = decodeBehaviour(node) { behaviour = decoded }
+        warnAboutUnreachableWriteErrors()
+        guard let name else { return nil }
+        return PeripheralProfile(
+            name: name, advertisement: advertisement, pairing: pairing, services: services, behaviour: behaviour)
+    }
+
+    // MARK: Advertisement
+
+    /// Decodes `advertisement`; advertised service UUIDs must belong to a published primary service.
+    mutating func decodeAdvertisement(_ node: YAMLNode) -> Advertisement? {
+        let keys = [
+            "local-name", "service-uuids", "appearance", "manufacturer-data", "service-data", "tx-power", "interval",
+            "discoverable", "scan-response",
+        ]
+        guard let map = fields(node, in: "advertisement", allowed: keys) else { return nil }
+        var advertisement = Advertisement()
+        advertisement.localName = map["local-name"].flatMap { string($0, for: "`local-name`") }
+        if let list = map["service-uuids"].flatMap({ sequence($0, in: "`service-uuids`") }) {
+            for item in list {
+                guard let uuid = self.uuid(item, kind: .service, for: "advertised service") else { continue }
+                if !primaryServiceUUIDs.contains(uuid) {
+                    report(item, "advertised service \(describe(uuid)) is not published by any primary service")
+                }
+                advertisement.serviceUUIDs.append(uuid)
+            }
+        }
+        if let value = map["appearance"] {
+            advertisement.appearance = integer(value, for: "`appearance`", in: 0...0xFFFF).map { UInt16($0) }
+        }
+        if let list = map["manufacturer-data"].flatMap({ sequence($0, in: "`manufacturer-data`") }) {
+            for item in list {
+                guard
+                    let entry = fields(
+                        item, in: "manufacturer data", allowed: ["company", "data"],
+                        required: ["company", "data"]),
+                    let company = entry["company"].flatMap({ integer($0, for: "`company`", in: 0...0xFFFF) }),
+                    let data = entry["data"].flatMap({ bytes($0, for: "`data`") })
+                else { continue }
+                advertisement.manufacturerData.append(ManufacturerData(companyID: UInt16(company), data: data))
+            }
+        }
+        if let list = map["service-data"].flatMap({ sequence($0, in: "`service-data`") }) {
+            for item in list {
+                guard
+                    let entry = fields(
+                        item, in: "service data", allowed: ["uuid", "data"], required: ["uuid", "data"]),
+                    let uuid = entry["uuid"].flatMap({ self.uuid($0, kind: .service, for: "service data") }),
+                    let data = entry["data"].flatMap({ bytes($0, for: "`data`") })
+                else { continue }
+                advertisement.serviceData.append(ServiceData(uuid: uuid, data: data))
+            }
+        }
+        if let value = map["tx-power"], let flag = boolean(value, for: "`tx-power`") {
+            advertisement.includesTxPower = flag
+        }
+        if let value = map["interval"], let range = decodeInterval(value) { advertisement.interval = range }
+        if let value = map["discoverable"], let flag = boolean(value, for: "`discoverable`") {
+            advertisement.isDiscoverable = flag
+        }
+        if let value = map["scan-response"],
+            let name = choice(value, for: "scan-response policy", from: ScanResponsePolicy.allCases.map(\.rawValue)),
+            let policy = ScanResponsePolicy(rawValue: name)
+        {
+            advertisement.scanResponse = policy
+        }
+        return advertisement
+    }
+
+    /// `interval: {min-ms: 100, max-ms: 150}`: Core Spec Vol 4, Part E, 7.8.5 allows 20 ms to 10.24 s.
+    private mutating func decodeInterval(_ node: YAMLNode) -> ClosedRange<Double>? {
+        guard let map = fields(node, in: "`interval`", allowed: ["min-ms", "max-ms"], required: ["min-ms", "max-ms"]),
+            let low = map["min-ms"].flatMap({ number($0, for: "`min-ms`") }),
+            let high = map["max-ms"].flatMap({ number($0, for: "`max-ms`") })
+        else { return nil }
+        guard (20...10240).contains(low), (20...10240).contains(high) else {
+            report(node, "advertising interval must be within 20...10240 ms")
+            return nil
+        }
+        guard low <= high else {
+            report(node, "advertising interval `min-ms` \(low) is above `max-ms` \(high)")
+            return nil
+        }
+        return low...high
+    }
+
+    // MARK: Pairing
+
+    /// Decodes `pairing`.
+    mutating func decodePairing(_ node: YAMLNode) -> PairingSettings? {
+        guard let map = fields(node, in: "pairing", allowed: ["io-capability", "passkey", "bondable"]) else {
+            return nil
+        }
+        var pairing = PairingSettings()
+        if let value = map["io-capability"],
+            let name = choice(value, for: "IO capability", from: IOCapability.allCases.map(\.rawValue)),
+            let capability = IOCapability(rawValue: name)
+        {
+            pairing.ioCapability = capability
+        }
+        // A passkey is six decimal digits (Core Spec Vol 3, Part H, 2.3.5.3).
+        if let value = map["passkey"], let passkey = integer(value, for: "`passkey`", in: 0...999_999) {
+            pairing.passkey = UInt32(passkey)
+        }
+        if let value = map["bondable"], let flag = boolean(value, for: "`bondable`") { pairing.isBondable = flag }
+        return pairing
+    }
+
+    // MARK: UUIDs
+
+    /// A UUID written as hex (`180D`, `0x180D`, 32-bit, 128-bit) or as a SIG key of the given kind.
+    mutating func uuid(_ node: YAMLNode, kind: AssignedNumber.Kind, for what: String) -> BluetoothUUID? {
+        guard let text = string(node, for: what) else { return nil }
+        if let entry = AssignedNumber.named(text, kind: kind) { return entry.uuid }
+        if let uuid = BluetoothUUID(text) { return uuid }
+        report(
+            node, "bad UUID `\(text)` for \(what): expected 16-, 32- or 128-bit hex or a SIG \(kind.rawValue) name",
+            hint: EditDistance.hint(for: text, in: AssignedNumber.keys(of: kind)))
+        return nil
+    }
+
+    /// `180F (Battery)` for known SIG numbers, else the UUID.
+    func describe(_ uuid: BluetoothUUID) -> String {
+        uuid.assignedName.map { "\(uuid) (\($0))" } ?? "\(uuid)"
+    }
+}

@@ -1,0 +1,194 @@
+import GATTModel
+
+/// Values: `{hex: ...}`, `{text: ...}`, and typed `fields`.
+extension ProfileDecoder {
+    /// A value's bytes, at most 512 (Core Spec Vol 3, Part F, 3.2.9; bluetoothd truncates longer values).
+    mutating func valueBytes(_ node: YAMLNode, for what: String) -> [UInt8]? {
+        guard let bytes = bytes(node, for: what) else { return nil }
+        guard bytes.count <= Characteristic.maximumValueLength else {
+            report(node, "\(what) is \(bytes.count) bytes, over the \(Characteristic.maximumValueLength)-byte maximum")
+            return nil
+        }
+        return bytes
+    }
+
+    /// Bytes written as `{hex: "06 48"}` (or `"0x0648"`) or `{text: "UTF-8 text"}`.
+    mutating func bytes(_ node: YAMLNode, for what: String) -> [UInt8]? {
+        guard let (form, value) = tagged(node, in: what, allowed: ["hex", "text"]) else { return nil }
+        guard let text = value.scalar, !(value.isNull && form == "hex") else {
+            report(value, "expected text for `\(form)`, found \(value.kindName)")
+            return nil
+        }
+        if form == "text" { return Array(text.utf8) }
+        guard let bytes = Self.hexBytes(text) else {
+            report(value, "bad hex `\(text)`: expected pairs of hex digits such as `06 48` or `0x0648`")
+            return nil
+        }
+        return bytes
+    }
+
+    /// Parses `06 48`, `0x0648`, `0x06 0x48`, `06:48`; nil for odd digit counts or non-hex characters.
+    static func hexBytes(_ text: String) -> [UInt8]? {
+        var digits = ""
+        for token in text.split(whereSeparator: { $0 == " " || $0 == ":" || $0 == "\t" }) {
+            digits += token.hasPrefix("0x") || token.hasPrefix("0X") ? token.dropFirst(2) : token
+        }
+        guard digits.count % 2 == 0, digits.allSatisfy(\.isHexDigit) else { return nil }
+        var bytes: [UInt8] = []
+        var rest = Substring(digits)
+        while !rest.isEmpty {
+            guard let byte = UInt8(rest.prefix(2), radix: 16) else { return nil }
+            bytes.append(byte)
+            rest = rest.dropFirst(2)
+        }
+        return bytes
+    }
+
+    // MARK: Typed fields
+
+    /// Every field type spelling: `u8` ... `hex`, then `flags8`, `flags16`, `flags32`.
+    static let fieldTypeNames = FieldType.simpleNames.map(\.name) + FieldType.flagNames.map(\.name)
+
+    /// Decodes `fields`: the layout, and the bytes of the field values when every field has one.
+    mutating func decodeFields(_ node: YAMLNode) -> (ValueLayout, [UInt8]?)? {
+        guard let items = sequence(node, in: "`fields`") else { return nil }
+        var specs: [FieldSpec] = []
+        var values: [(FieldValue, YAMLNode)?] = []
+        var isValid = true
+        for (index, item) in items.enumerated() {
+            guard
+                let map = fields(
+                    item, in: "field", allowed: ["name", "type", "bits", "value"], required: ["name", "type"]),
+                let name = map["name"].flatMap({ string($0, for: "field `name`") }),
+                let typeNode = map["type"],
+                let typeName = choice(typeNode, for: "field type", from: Self.fieldTypeNames)
+            else {
+                isValid = false
+                continue
+            }
+            if specs.contains(where: { $0.name == name }), let nameNode = map["name"] {
+                report(nameNode, "duplicate field `\(name)`")
+                isValid = false
+                continue
+            }
+            var type: FieldType
+            if let flags = FieldType.flagNames.first(where: { $0.name == typeName }) {
+                var bits: [FlagBit] = []
+                if let bitsNode = map["bits"] {
+                    guard let decoded = decodeBits(bitsNode, width: flags.bytes * 8) else {
+                        isValid = false
+                        continue
+                    }
+                    bits = decoded
+                }
+                type = .flags(bytes: flags.bytes, bits: bits)
+            } else {
+                type = FieldType.simpleNames.first { $0.name == typeName }?.type ?? .bytes
+                if let bitsNode = map.keyNode("bits") {
+                    report(bitsNode, "`bits` only applies to flags8, flags16 and flags32 fields")
+                    isValid = false
+                }
+            }
+            // Variable-length fields take the rest of the value, so only the last field may be one.
+            if type.byteCount == nil && index != items.count - 1 {
+                report(typeNode, "a `\(typeName)` field has no fixed length, so it must be the last field")
+                isValid = false
+            }
+            let spec = FieldSpec(name: name, type: type)
+            specs.append(spec)
+            if let valueNode = map["value"] {
+                if let value = fieldValue(valueNode, as: spec) {
+                    values.append((value, valueNode))
+                } else {
+                    isValid = false
+                }
+            } else {
+                values.append(nil)
+            }
+        }
+        guard isValid else { return nil }
+        let layout = ValueLayout(specs)
+        let given = values.compactMap { $0 }
+        if given.isEmpty { return (layout, nil) }
+        if given.count != specs.count {
+            for (spec, value) in zip(specs, values) where value == nil {
+                report(node, "field `\(spec.name)` has no `value`; give every field a value, or none")
+            }
+            return nil
+        }
+        do {
+            return (layout, try layout.encode(given.map(\.0)))
+        } catch {
+            report(node, error.description)
+            return nil
+        }
+    }
+
+    /// `bits: {sensor-contact-detected: 1, ...}`: names to bit positions within the field's width.
+    private mutating func decodeBits(_ node: YAMLNode, width: Int) -> [FlagBit]? {
+        guard case .mapping(let pairs) = node.kind else {
+            report(node, "expected a mapping of bit names to positions for `bits`, found \(node.kindName)")
+            return nil
+        }
+        var bits: [FlagBit] = []
+        var isValid = true
+        for (key, value) in pairs {
+            guard let name = string(key, for: "a bit name"),
+                let position = integer(value, for: "bit `\(key.scalar ?? "")`", in: 0...Int64(width - 1))
+            else {
+                isValid = false
+                continue
+            }
+            if bits.contains(where: { $0.name == name || $0.bit == Int(position) }) {
+                report(key, "bit `\(name)` repeats a name or position")
+                isValid = false
+                continue
+            }
+            bits.append(FlagBit(name: name, bit: Int(position)))
+        }
+        return isValid ? bits : nil
+    }
+
+    /// One field value in the spelling its type takes, checked to fit (reported with the model's `FieldError`).
+    mutating func fieldValue(_ node: YAMLNode, as spec: FieldSpec) -> FieldValue? {
+        let what = "field `\(spec.name)`"
+        var value: FieldValue?
+        switch spec.type {
+        case .unsigned, .signed:
+            value = number(node, for: what).map {
+                $0 == $0.rounded() && abs($0) < 9e18 ? .integer(Int64($0)) : .real($0)
+            }
+        case .float32, .sfloat, .medfloat:
+            value = number(node, for: what).map { .real($0) }
+        case .boolean:
+            value = boolean(node, for: what).map { .boolean($0) }
+        case .flags:
+            if case .sequence(let items) = node.kind {
+                let names = items.compactMap { string($0, for: "a flag name") }
+                value = names.count == items.count ? .flags(names) : nil
+            } else if node.isPlainScalar, let text = node.scalar, let raw = Self.integer(text) {
+                value = .integer(raw)
+            } else {
+                report(node, "expected a list of bit names or an integer for \(what), found \(node.kindName)")
+            }
+        case .utf8:
+            value = string(node, for: what).map { .text($0) }
+        case .bytes:
+            if let text = string(node, for: what) {
+                if let bytes = Self.hexBytes(text) {
+                    value = .bytes(bytes)
+                } else {
+                    report(node, "bad hex `\(text)` for \(what): expected pairs of hex digits such as `06 48`")
+                }
+            }
+        }
+        guard let value else { return nil }
+        do {
+            _ = try ValueLayout.encode(value, as: spec)
+        } catch {
+            report(node, error.description)
+            return nil
+        }
+        return value
+    }
+}

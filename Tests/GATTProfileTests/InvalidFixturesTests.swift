@@ -1,0 +1,34 @@
+import Foundation
+import GATTProfile
+import Testing
+
+/// fixtures/invalid: each file opens with one `# expect: line:column: severity: message; hint` comment per
+/// diagnostic it must produce, in order, and must produce exactly those.
+@Suite struct InvalidFixturesTests {
+    static let files = Repository.yamlFiles(in: "fixtures/invalid")
+
+    /// The `# expect:` lines at the top of a fixture.
+    static func expectations(in text: String) -> [String] {
+        let prefix = "# expect: "
+        return text.split(separator: "\n", omittingEmptySubsequences: false)
+            .prefix { $0.hasPrefix("#") }
+            .filter { $0.hasPrefix(prefix) }
+            .map { String($0.dropFirst(prefix.count)) }
+    }
+
+    @Test func thereIsAFixtureForEveryErrorClass() {
+        #expect(Self.files.count >= 30)
+    }
+
+    @Test(arguments: files.map(\.path))
+    func everyInvalidFixtureProducesExactlyTheDiagnosticsItNames(path: String) throws {
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        let expected = Self.expectations(in: text)
+        #expect(!expected.isEmpty, "\(path) names no `# expect:` diagnostic")
+        let result = ProfileLoader.load(path: path)
+        let actual = result.diagnostics.map(\.positionedMessage)
+        let rendered = actual.map { "# expect: \($0)" }.joined(separator: "\n")
+        #expect(actual == expected, "actual:\n\(rendered)")
+        #expect(result.diagnostics.allSatisfy { $0.file == path })
+    }
+}
