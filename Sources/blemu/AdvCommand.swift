@@ -1,0 +1,56 @@
+import ArgumentParser
+import GATTModel
+
+/// `blemu adv FILE`: the advertising plan of a profile, byte for byte.
+struct AdvCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "adv",
+        abstract: "Print the advertising and scan-response bytes a profile will send.",
+        discussion: """
+            Lays out the legacy advertisement under Core Bluetooth's rule (28 bytes for the name and service \
+            UUIDs, 10 more of scan response for the name) and predicts the exact bytes bluetoothd 5.66 programs. \
+            Each AD structure is explained; UUIDs that do not fit are listed as overflow.
+
+            Example:
+              blemu adv profiles/heart-rate.yaml
+              blemu adv --json profiles/transfer.yaml
+            """)
+
+    @Argument(help: "A profile file (YAML).")
+    var file: String
+
+    @Flag(help: "Print the ADV and SCAN_RSP bytes as hex strings and the overflowed UUIDs, as JSON.")
+    var json = false
+
+    /// The JSON form: what scripts need to compare with a capture.
+    struct PlanJSON: Encodable {
+        let adv: String
+        let scanResponse: String
+        let advertised: [String]
+        let overflow: [String]
+        let localName: String?
+        let localNameShortened: Bool
+    }
+
+    func run() throws {
+        let profile = try ProfileInput.load(file)
+        let plan: AdvertisingPlan
+        do {
+            plan = try AdvertisingPlanner.plan(profile.advertisement)
+        } catch {
+            Console.error("\(file): error: \(error)")
+            throw ExitCode.badProfile
+        }
+        if json {
+            try Console.printJSON(
+                PlanJSON(
+                    adv: plan.advertisingData.map(GATTTreeText.hexByte).joined(),
+                    scanResponse: plan.scanResponse.map(GATTTreeText.hexByte).joined(),
+                    advertised: plan.advertisedUUIDs.map(\.description),
+                    overflow: plan.overflowUUIDs.map(\.description), localName: plan.localName,
+                    localNameShortened: plan.isLocalNameShortened))
+        } else {
+            print(plan.report)
+        }
+    }
+}

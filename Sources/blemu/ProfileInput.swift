@@ -1,0 +1,34 @@
+import ArgumentParser
+import Foundation
+import GATTModel
+import GATTProfile
+
+/// Loads a profile for a command: prints its diagnostics to stderr and turns failures into sysexits codes.
+enum ProfileInput {
+    /// The profile at `path`, after printing its warnings; exits 66 if unreadable, 65 if it has errors.
+    static func load(_ path: String) throws -> PeripheralProfile {
+        guard FileManager.default.isReadableFile(atPath: path) else {
+            Console.error("blemu: cannot read \(path)")
+            throw ExitCode.noInput
+        }
+        let result = ProfileLoader.load(path: path)
+        if !result.diagnostics.isEmpty { Console.error(result.renderedDiagnostics) }
+        guard !result.hasErrors, let profile = result.profile else { throw ExitCode.badProfile }
+        return profile
+    }
+}
+
+/// Writes to the standard streams; diagnostics and messages go to stderr so stdout stays machine-readable.
+enum Console {
+    /// Writes a line to stderr.
+    static func error(_ text: String) {
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+    }
+
+    /// Writes an Encodable value as pretty JSON with sorted keys to stdout.
+    static func printJSON(_ value: some Encodable) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        print(String(decoding: try encoder.encode(value), as: UTF8.self))
+    }
+}

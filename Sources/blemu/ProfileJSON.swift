@@ -1,0 +1,78 @@
+import GATTModel
+
+/// The machine-readable form of `blemu show --json`: the same facts as the text, with stable keys.
+struct ProfileJSON: Encodable {
+    struct ServiceJSON: Encodable {
+        let id: String
+        let uuid: String
+        let name: String?
+        let primary: Bool
+        let includes: [String]
+        let characteristics: [CharacteristicJSON]
+    }
+
+    struct CharacteristicJSON: Encodable {
+        let id: String
+        let uuid: String
+        let name: String?
+        let properties: [String]
+        let permissions: [String]
+        let security: [String: String]
+        let bluezFlags: [String]
+        let cached: Bool
+        let value: String
+        let maxLength: Int
+        let fields: [FieldJSON]?
+        let descriptors: [DescriptorJSON]
+    }
+
+    struct FieldJSON: Encodable {
+        let name: String
+        let type: String
+        let value: String
+    }
+
+    struct DescriptorJSON: Encodable {
+        let uuid: String
+        let name: String?
+        let value: String
+        let bluezFlags: [String]
+    }
+
+    let name: String
+    let services: [ServiceJSON]
+
+    init(_ profile: PeripheralProfile) {
+        name = profile.name
+        services = profile.services.map { service in
+            ServiceJSON(
+                id: service.id, uuid: service.uuid.description, name: service.uuid.assignedName,
+                primary: service.isPrimary, includes: service.includedServiceIDs,
+                characteristics: service.characteristics.map(Self.characteristic))
+        }
+    }
+
+    static func characteristic(_ characteristic: Characteristic) -> CharacteristicJSON {
+        let security = characteristic.effectiveSecurity
+        let bytes = characteristic.value.bytes
+        let fields = characteristic.layout.flatMap { layout in
+            layout.decode(bytes).map { values in
+                zip(layout.fields, values).map {
+                    FieldJSON(name: $0.name, type: $0.type.name, value: GATTTreeText.describe($1))
+                }
+            }
+        }
+        return CharacteristicJSON(
+            id: characteristic.id, uuid: characteristic.uuid.description, name: characteristic.uuid.assignedName,
+            properties: characteristic.properties.names, permissions: characteristic.permissions.names,
+            security: Dictionary(uniqueKeysWithValues: security.levels.map { ($0.key.rawValue, $0.value.name) }),
+            bluezFlags: characteristic.bluezFlags.map(\.rawValue), cached: characteristic.value.isCached,
+            value: bytes.map(GATTTreeText.hexByte).joined(), maxLength: characteristic.maximumLength,
+            fields: fields,
+            descriptors: characteristic.descriptors.map {
+                DescriptorJSON(
+                    uuid: $0.uuid.description, name: $0.uuid.assignedName,
+                    value: $0.value.map(GATTTreeText.hexByte).joined(), bluezFlags: $0.bluezFlags.map(\.rawValue))
+            })
+    }
+}

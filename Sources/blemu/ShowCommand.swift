@@ -1,0 +1,31 @@
+import ArgumentParser
+
+/// `blemu show FILE`: the GATT tree a profile describes.
+struct ShowCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show",
+        abstract: "Print the GATT tree of a profile with SIG names and decoded values.",
+        discussion: """
+            Services, characteristics (properties, permissions, security, the BlueZ flags they map to), \
+            descriptors, and values decoded by their typed fields.
+
+            Example:
+              blemu show profiles/heart-rate.yaml
+              blemu show --json profiles/heart-rate.yaml | jq '.services[].characteristics[].id'
+            """)
+
+    @Argument(help: "A profile file (YAML).")
+    var file: String
+
+    @Flag(help: "Print JSON for machines.")
+    var json = false
+
+    func run() throws {
+        let profile = try ProfileInput.load(file)
+        if json {
+            try Console.printJSON(ProfileJSON(profile))
+        } else {
+            print(GATTTreeText(profile: profile).rendered)
+        }
+    }
+}

@@ -1,0 +1,42 @@
+import ArgumentParser
+import Foundation
+import GATTProfile
+
+/// `blemu validate FILE...`: every diagnostic of every profile.
+struct ValidateCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "validate",
+        abstract: "Check profiles and report every problem as file:line:col.",
+        discussion: """
+            Prints every error and warning of each file, with hints. Exits 0 when no file has errors, 65 when \
+            any has, 66 when a file cannot be read.
+
+            Example:
+              blemu validate profiles/*.yaml
+            """)
+
+    @Argument(help: "Profile files (YAML).")
+    var files: [String]
+
+    func validate() throws {
+        guard !files.isEmpty else { throw ValidationError("Give at least one profile file.") }
+    }
+
+    func run() throws {
+        var worst: ExitCode = .success
+        for file in files {
+            guard FileManager.default.isReadableFile(atPath: file) else {
+                Console.error("blemu: cannot read \(file)")
+                if worst == .success { worst = .noInput }
+                continue
+            }
+            let result = ProfileLoader.load(path: file)
+            if !result.diagnostics.isEmpty { Console.error(result.renderedDiagnostics) }
+            let errors = result.diagnostics.filter { $0.severity == .error }.count
+            let warnings = result.diagnostics.count - errors
+            print("\(file): \(errors == 0 ? "ok" : "invalid") (\(errors) errors, \(warnings) warnings)")
+            if errors > 0 { worst = .badProfile }
+        }
+        if worst != .success { throw worst }
+    }
+}

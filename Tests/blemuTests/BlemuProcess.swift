@@ -1,0 +1,44 @@
+import Foundation
+
+/// Runs the built `blemu` executable, which sits next to the test bundle in the build products directory.
+struct BlemuProcess {
+    /// What a run printed and how it ended.
+    struct Outcome {
+        let status: Int32
+        let stdout: String
+        let stderr: String
+    }
+
+    static let repositoryRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    static let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        .deletingLastPathComponent().appendingPathComponent("blemu")
+
+    /// Runs blemu with `arguments` from the repository root and waits for it.
+    static func run(_ arguments: String...) throws -> Outcome {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.currentDirectoryURL = repositoryRoot
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        // Read both pipes to the end before waiting, so a large output cannot block the child.
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Outcome(
+            status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+            stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    /// Every bundled profile, relative to the repository root.
+    static var bundledProfiles: [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(
+            atPath: repositoryRoot.appendingPathComponent("profiles").path)) ?? []
+        return names.filter { $0.hasSuffix(".yaml") }.sorted().map { "profiles/\($0)" }
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import Testing
+
+/// The CLI as a user meets it: exit codes, output on the right stream, JSON that parses.
+@Suite struct CommandLineTests {
+    @Test func everyBundledProfileValidatesWithExitZero() throws {
+        let profiles = BlemuProcess.bundledProfiles
+        #expect(profiles.count >= 8)
+        for profile in profiles {
+            let outcome = try BlemuProcess.run("validate", profile)
+            #expect(outcome.status == 0, "\(profile): \(outcome.stderr)")
+            #expect(outcome.stdout.contains("ok (0 errors, 0 warnings)"))
+        }
+    }
+
+    @Test func anInvalidProfileExitsWithDataErrorAndAPositionedDiagnostic() throws {
+        let outcome = try BlemuProcess.run("validate", "fixtures/invalid/advertised-service-not-published.yaml")
+        #expect(outcome.status == 65)
+        #expect(outcome.stderr.contains("advertised-service-not-published.yaml:4:19: error: advertised service 180D"))
+    }
+
+    @Test func anUnreadableFileExitsWithNoInput() throws {
+        let outcome = try BlemuProcess.run("show", "profiles/does-not-exist.yaml")
+        #expect(outcome.status == 66)
+        #expect(outcome.stderr.contains("cannot read profiles/does-not-exist.yaml"))
+    }
+
+    @Test func aWrongCommandLineExitsWithUsage() throws {
+        #expect(try BlemuProcess.run("frobnicate").status == 64)
+        #expect(try BlemuProcess.run("validate").status == 64)
+        #expect(try BlemuProcess.run("show", "--bogus", "profiles/battery.yaml").status == 64)
+    }
+
+    @Test func showDecodesTheHeartRateMeasurementByItsFields() throws {
+        let outcome = try BlemuProcess.run("show", "profiles/heart-rate.yaml")
+        #expect(outcome.status == 0)
+        #expect(outcome.stdout.contains("2A37 Heart Rate Measurement"))
+        #expect(outcome.stdout.contains("bpm (u8): 72"))
+    }
+
+    @Test func showJSONListsEveryServiceAndCharacteristicId() throws {
+        let outcome = try BlemuProcess.run("show", "--json", "profiles/heart-rate.yaml")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(outcome.stdout.utf8)) as? [String: Any])
+        let services = try #require(json["services"] as? [[String: Any]])
+        #expect(services.compactMap { $0["uuid"] as? String }.contains("180D"))
+        let characteristics = services.flatMap { $0["characteristics"] as? [[String: Any]] ?? [] }
+        #expect(characteristics.contains { ($0["bluezFlags"] as? [String]) == ["notify"] && $0["uuid"] as? String == "2A37" })
+    }
+
+    @Test func advJSONGivesTheTransferServiceAndNameBytes() throws {
+        let outcome = try BlemuProcess.run("adv", "--json", "profiles/transfer.yaml")
+        #expect(outcome.status == 0)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(outcome.stdout.utf8)) as? [String: Any])
+        // 0x11 bytes of 128-bit list (0x07) holding E71EE188-... little-endian, then Flags 0x06 written last.
+        #expect(json["adv"] as? String == "11070C90FD7BD7125580D64E9F2788E11EE7020106")
+        // "Transfer" fits the 8 name bytes the Core Bluetooth rule leaves: complete local name 0x09.
+        #expect(json["scanResponse"] as? String == "09095472616E73666572")
+        #expect((json["overflow"] as? [String])?.isEmpty == true)
+    }
+
+    @Test func everyCommandsHelpShowsAnExample() throws {
+        for command in ["validate", "show", "adv"] {
+            let outcome = try BlemuProcess.run(command, "--help")
+            #expect(outcome.status == 0)
+            #expect(outcome.stdout.contains("Example:"), "\(command) --help has no example")
+        }
+    }
+}
