@@ -5,5 +5,6 @@ import ArgumentParser
 struct Blemu: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "blemu",
-        abstract: "Make a BlueZ machine behave like a Bluetooth Low Energy peripheral.")
+        abstract: "Make a BlueZ machine behave like a Bluetooth Low Energy peripheral.",
+        subcommands: [LabCommand.self])
 }
