@@ -92,7 +92,8 @@ struct GuestStack {
                     [ -z "$alive" ] && break
                     sleep 0.1
                 done
-                [ -n "$bluetoothd_pid" ] && kill -TERM "$bluetoothd_pid" 2>/dev/null && sleep 0.2
+                # After a failed step bluetoothd is left as it was, so its log ends where the step hung.
+                [ "$1" != failed ] && [ -n "$bluetoothd_pid" ] && kill -TERM "$bluetoothd_pid" 2>/dev/null && sleep 0.2
                 [ -n "$btmon_pid" ] && kill -INT "$btmon_pid" 2>/dev/null && sleep 0.3
                 sync
                 \(Self.shellQuote(busybox)) poweroff -f
@@ -101,7 +102,7 @@ struct GuestStack {
             die() {
                 echo "blemu-lab: step $STEP failed: $*"
                 printf '%s\\n%s\\n' "$STEP" "$*" > "$W/\(File.failure)"
-                power_off
+                power_off failed
             }
             # wait_for DESCRIPTION COMMAND [ARGS]: polls every 0.1 s, gives up after the step timeout.
             wait_for() {
@@ -118,6 +119,9 @@ struct GuestStack {
                     org.freedesktop.DBus.Properties.Get "string:org.bluez.$2" "string:$3"
             }
             all_adapters_on_bus() {
+                # NameHasOwner first: a call to org.bluez before bluetoothd owns it asks dbus-daemon to activate it.
+                dbus-send --system --print-reply --dest=org.freedesktop.DBus / org.freedesktop.DBus.NameHasOwner \\
+                    string:org.bluez | grep -q 'boolean true' || return 1
                 out=$(dbus-send --system --print-reply --dest=org.bluez / \\
                     org.freedesktop.DBus.ObjectManager.GetManagedObjects) || return 1
                 for i in $(seq 0 \(count - 1)); do

@@ -26,7 +26,7 @@ public struct LabMachine: Sendable {
     /// Boots the VM, runs `command` in it (argv, run without a shell), and powers off.
     ///
     /// Throws `LabError` when the configuration is invalid, the rig is missing, a step fails or the run times out;
-    /// cancelling the task kills the VM.
+    /// cancelling the task kills the VM (within 0.1 s of polling, 5 s of grace) and throws `CancellationError`.
     public func run(_ command: [String]) async throws -> LabRun {
         if let problem = configuration.validationProblem() { throw LabError.invalidConfiguration(problem) }
         guard !command.isEmpty else { throw LabError.invalidConfiguration("no command to run") }
@@ -64,6 +64,7 @@ public struct LabMachine: Sendable {
         transcript.log("command: \(command.joined(separator: " "))")
 
         let (status, steps, total) = try await boot(qemuCommand, transcript: transcript)
+        try Task.checkCancellation()
         transcript.log("qemu exited with status \(status) after \(Self.seconds(total))")
 
         let lastStep = steps.last?.name ?? "boot"
@@ -82,15 +83,15 @@ public struct LabMachine: Sendable {
             let step = lines.first ?? lastStep
             let error = LabError.stepFailed(
                 step: step, reason: lines.count > 1 ? lines[1] : "unknown", logTail: logTail(for: step))
-            transcript.log(error.description)
+            transcript.log(error.description, toLogger: false)
             throw error
         }
-        // timeout(1) exits 124 after TERM, 137 when it had to KILL.
+        // timeout(1) exits 124 after TERM; it dies of its own KILL when qemu outlives TERM by --kill-after.
         let error: LabError =
-            status == 124 || status == 137
+            status == 124 || status == 137 || total >= configuration.timeout
             ? .timedOut(step: lastStep, seconds: configuration.timeout.components.seconds, logTail: logTail(for: lastStep))
             : .machineFailed(status: status, step: lastStep, logTail: logTail(for: lastStep))
-        transcript.log(error.description)
+        transcript.log(error.description, toLogger: false)
         throw error
     }
 
@@ -114,7 +115,9 @@ public struct LabMachine: Sendable {
         process.standardError = console
         let clock = ContinuousClock()
         let start = clock.now
-        do { try process.run() } catch { throw LabError.io("cannot start \(command.arguments[0]): \(error)") }
+        do { try Self.startWithSignalsUnblocked(process) } catch {
+            throw LabError.io("cannot start \(command.arguments[0]): \(error)")
+        }
 
         // A second bound behind timeout(1)'s, in case timeout itself is stuck: never a stuck job.
         let hardLimit = configuration.timeout + .seconds(30)
@@ -124,7 +127,11 @@ public struct LabMachine: Sendable {
             if Task.isCancelled || clock.now - start > hardLimit {
                 transcript.log(Task.isCancelled ? "cancelled: killing the VM" : "hard limit passed: killing the VM")
                 process.terminate()
-                try? await Task.sleep(for: .seconds(5))
+                // Up to 5 s of grace. A detached sleep: this task may be cancelled, and its own sleeps would
+                // then return at once.
+                for _ in 0..<50 where process.isRunning {
+                    await Task.detached { try? await Task.sleep(for: .milliseconds(100)) }.value
+                }
                 if process.isRunning { kill(process.processIdentifier, SIGKILL) }
                 break
             }
@@ -138,6 +145,18 @@ public struct LabMachine: Sendable {
         let total = clock.now - start
         steps += newSteps(after: &seenBytes, elapsed: total)
         return (process.terminationStatus, steps, total)
+    }
+
+    /// Starts `process` with no signal blocked. The child inherits the spawning thread's signal mask, and
+    /// libdispatch's worker threads (which run async code) block nearly every signal: qemu would then ignore the
+    /// SIGTERM of timeout(1) and of `terminate()`, and a hung VM would only die by SIGKILL.
+    private static func startWithSignalsUnblocked(_ process: Process) throws {
+        var none = sigset_t()
+        var saved = sigset_t()
+        sigemptyset(&none)
+        pthread_sigmask(SIG_SETMASK, &none, &saved)
+        defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
+        try process.run()
     }
 
     /// Steps appended to the `steps` file since `offset` bytes; moves `offset` past the complete lines read.
@@ -187,7 +206,10 @@ public struct LabMachine: Sendable {
         return names.compactMap { name -> String? in
             let path = configuration.resultsDirectory + "/" + name
             guard let text = try? String(contentsOfFile: path, encoding: .utf8), !text.isEmpty else { return nil }
-            let lines = text.split(separator: "\n", omittingEmptySubsequences: false).suffix(20)
+            // The console starts with SeaBIOS's terminal escapes: drop them and any other control characters.
+            let unescaped = text.replacing(#/\x1B(\[[0-9;?]*[A-Za-z]|c)/#, with: "")
+            let printable = String(unescaped.unicodeScalars.filter { $0 == "\n" || $0 == "\t" || $0.value >= 0x20 })
+            let lines = printable.split(separator: "\n", omittingEmptySubsequences: false).suffix(20)
             return "--- last lines of \(path)\n" + lines.joined(separator: "\n")
         }.joined(separator: "\n")
     }
@@ -195,6 +217,7 @@ public struct LabMachine: Sendable {
     /// Copies each profile into the work share (`profiles/hciN-<name>`), where the VM sees it whatever its host
     /// path (under /tmp, for one); returns the copies' paths in controller order.
     private func copyProfiles() throws -> [String] {
+        guard !configuration.profiles.isEmpty else { return [] }
         let directory = configuration.resultsDirectory + "/profiles"
         let files = FileManager.default
         do {
@@ -242,9 +265,10 @@ private struct Transcript {
         }
     }
 
-    /// Logs `message` at info and appends it, time-stamped, to the file; a failed append is only lost, not fatal.
-    func log(_ message: String) {
-        logger.info("\(message)")
+    /// Logs `message` at info (unless the caller reports it itself) and appends it, time-stamped, to the file;
+    /// a failed append is only lost, not fatal.
+    func log(_ message: String, toLogger: Bool = true) {
+        if toLogger { logger.info("\(message)") }
         guard let handle = FileHandle(forWritingAtPath: path) else { return }
         defer { try? handle.close() }
         _ = try? handle.seekToEnd()

@@ -33,11 +33,12 @@ struct QEMUCommand {
         }
     }
 
-    /// `timeout --kill-after=10 SECONDS qemu ...`: timeout sends TERM at the deadline and KILL 10 s later, so a
-    /// wedged qemu never outlives its run.
+    /// `timeout --foreground --kill-after=10 SECONDS qemu ...`: TERM at the deadline and KILL 10 s later, so a
+    /// wedged qemu never outlives its run. `--foreground` keeps qemu in the caller's process group, so a Ctrl-C
+    /// that stops `blemu lab run` stops the VM too.
     var arguments: [String] {
         let seconds = max(1, configuration.timeout.components.seconds)
-        return [timeout, "--kill-after=10", "\(seconds)", qemu]
+        return [timeout, "--foreground", "--kill-after=10", "\(seconds)", qemu]
             + acceleratorArguments
             + [
                 "-m", "\(configuration.memoryMiB)",

@@ -77,7 +77,9 @@ extension LabCommand {
                 accelerator: LabConfiguration.Accelerator(rawValue: accel) ?? .tcg,
                 blemuExecutable: profiles.isEmpty ? nil : Self.executablePath())
             do {
-                let run = try await LabMachine(configuration: configuration, logger: logger).run(argv)
+                let machine = LabMachine(configuration: configuration, logger: logger)
+                let command = argv
+                let run = try await Self.stoppingOnInterrupt { try await machine.run(command) }
                 if let output = FileManager.default.contents(atPath: run.file("command.log")) {
                     FileHandle.standardOutput.write(output)
                 }
@@ -93,6 +95,32 @@ extension LabCommand {
                 case .timedOut: throw ExitCode(124)
                 default: throw ExitCode(69)
                 }
+            } catch is CancellationError {
+                FileHandle.standardError.write(Data("lab: interrupted; the VM was stopped\n".utf8))
+                throw ExitCode(130)
+            }
+        }
+
+        /// Runs `body` in a task that SIGINT and SIGTERM cancel. Without this a Ctrl-C would end blemu but not
+        /// qemu: Foundation starts children in their own process group, out of the terminal's reach.
+        static func stoppingOnInterrupt<T: Sendable>(
+            _ body: @escaping @Sendable () async throws -> T
+        ) async throws -> T {
+            let task = Task { try await body() }
+            let sources = [SIGINT, SIGTERM].map { number in
+                // libdispatch sees a signal only when its default action is off; children get their own handlers
+                // (timeout and qemu install them), so ignoring here does not leak into the VM's shutdown.
+                signal(number, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+                source.setEventHandler { task.cancel() }
+                source.resume()
+                return source
+            }
+            defer { sources.forEach { $0.cancel() } }
+            return try await withTaskCancellationHandler {
+                try await task.value
+            } onCancel: {
+                task.cancel()
             }
         }
 
