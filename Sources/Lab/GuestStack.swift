@@ -165,7 +165,8 @@ struct GuestStack {
 
             step power
             for i in $(seq 0 \(count - 1)); do
-                btmgmt -i "hci$i" power on >/dev/null 2>&1
+                # bluetoothd powers adapters itself (AutoEnable); ask only when it has not yet.
+                powered "hci$i" || btmgmt -i "hci$i" power on >/dev/null 2>&1
                 wait_for "hci$i powered" powered "hci$i"
             done
             : > "$W/\(File.controllers)"

@@ -70,12 +70,17 @@ public struct LabPrerequisites: Sendable {
             .sorted { $0.compare($1, options: .numeric) == .orderedAscending }
         let version = versions.last
         let kernelPath = version.map { root + "/boot/vmlinuz-\($0)" }
+        let kernelProblem: String? =
+            if let kernelPath {
+                // Ubuntu ships kernels readable by root only; qemu run by a user cannot load them.
+                files.isReadableFile(atPath: kernelPath) ? nil : "\(kernelPath) is not readable"
+            } else {
+                "no /boot/vmlinuz-* with matching /lib/modules"
+            }
         items.append(
             Item(
                 name: "kernel", path: kernelPath, package: "linux-image-amd64", isRequired: true,
-                problem: kernelPath == nil
-                    ? "no /boot/vmlinuz-* with matching /lib/modules"
-                    : (files.isReadableFile(atPath: kernelPath!) ? nil : "\(kernelPath!) is not readable")))
+                problem: kernelProblem))
         if let version {
             let wanted = initramfsModules + ["kernel/drivers/bluetooth/hci_vhci"]
             let missing = wanted.filter { moduleFile($0, version: version, root: root) == nil }
@@ -109,6 +114,13 @@ public struct LabPrerequisites: Sendable {
                 name: "python3-dbus", path: files.fileExists(atPath: pythonDBus) ? pythonDBus : nil,
                 package: "python3-dbus", isRequired: false,
                 problem: files.fileExists(atPath: pythonDBus) ? nil : "\(pythonDBus) not found"))
+        // The tests' stand-in peripheral runs a GLib main loop to serve its advertisement object.
+        let pythonGI = root + "/usr/lib/python3/dist-packages/gi"
+        items.append(
+            Item(
+                name: "python3-gi", path: files.fileExists(atPath: pythonGI) ? pythonGI : nil,
+                package: "python3-gi", isRequired: false,
+                problem: files.fileExists(atPath: pythonGI) ? nil : "\(pythonGI) not found"))
         return LabPrerequisites(kernelVersion: version, items: items)
     }
 

@@ -28,7 +28,7 @@ extension LabCommand {
                       sh -c 'btmgmt -i $BLEMU_LAB_CENTRAL find -l'
 
                 Exit codes: COMMAND's own; 64 usage; 69 lab unavailable or a bring-up step failed; \
-                124 --timeout passed.
+                124 --timeout passed; 130 interrupted.
                 """)
 
         @Option(name: .customLong("profile"), help: "A profile to run with `blemu run` (repeat for hci1, hci2...).")
@@ -49,7 +49,7 @@ extension LabCommand {
         @Option(help: "qemu accelerator: tcg, or kvm where /dev/kvm really works.")
         var accel: String = LabConfiguration.Accelerator.tcg.rawValue
 
-        @Argument(parsing: .captureForPassthrough, help: "The command to run in the VM, after --.")
+        @Argument(parsing: .postTerminator, help: "The command to run in the VM, after --.")
         var command: [String] = []
 
         func validate() throws {
@@ -62,7 +62,7 @@ extension LabCommand {
         func run() async throws {
             let logger = Logger(label: "blemu.lab", factory: { StreamLogHandler.standardError(label: $0) })
             let here = FileManager.default.currentDirectoryPath
-            var argv = command.first == "--" ? Array(command.dropFirst()) : command
+            var argv = command
             if argv.isEmpty {
                 // `blemu probe` will be the default once it exists; until then, show what the lab brought up.
                 logger.notice("no COMMAND given: running a built-in check of the controllers")
