@@ -77,7 +77,8 @@ struct Initramfs {
     ) throws -> String {
         let files = FileManager.default
         let attributes = try files.attributesOfItem(atPath: busybox)
-        let busyboxIdentity = "\((attributes[.size] as? Int) ?? 0)-\(Int((attributes[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0))"
+        let busyboxIdentity =
+            "\((attributes[.size] as? Int) ?? 0)-\(Int((attributes[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0))"
         let key = "\(kernelVersion)-\(busyboxIdentity)-\(fnv1a(initScript))"
         let path = "\(directory)/initramfs-\(key).cpio"
         if files.fileExists(atPath: path) { return path }

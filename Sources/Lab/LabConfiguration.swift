@@ -88,7 +88,9 @@ public struct LabConfiguration: Sendable, Equatable {
 
     /// The first reason this configuration cannot boot, or nil when it can.
     public func validationProblem() -> String? {
-        if controllers < 2 { return "--controllers must be at least 2 (a peripheral and a central), got \(controllers)" }
+        if controllers < 2 {
+            return "--controllers must be at least 2 (a peripheral and a central), got \(controllers)"
+        }
         if controllers > 16 { return "--controllers must be at most 16, got \(controllers)" }
         if profiles.count + 1 > controllers {
             return "\(profiles.count) profile(s) need \(profiles.count + 1) controllers (one more for the central); "

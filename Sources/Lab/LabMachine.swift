@@ -67,43 +67,59 @@ public struct LabMachine: Sendable {
         try Task.checkCancellation()
         transcript.log("qemu exited with status \(status) after \(Self.seconds(total))")
 
+        switch outcome(status: status, steps: steps, total: total) {
+        case .success(let run):
+            let untilCommand = run.untilCommand.map(Self.seconds) ?? "?"
+            transcript.log(
+                "command exited with \(run.exitCode); qemu start to command \(untilCommand), total \(Self.seconds(total))"
+            )
+            return run
+        case .failure(let error):
+            transcript.log(error.description, toLogger: false)
+            throw error
+        }
+    }
+
+    /// What the results directory says about a finished VM: the command's exit code, else the failed step, else a
+    /// timeout or a machine failure, each with the relevant logs' tails.
+    func outcome(status: Int32, steps: [LabRun.Step], total: Duration) -> Result<LabRun, LabError> {
+        let results = configuration.resultsDirectory
         let lastStep = steps.last?.name ?? "boot"
         if let exitCode = readExitCode() {
-            let run = LabRun(
-                exitCode: exitCode, resultsDirectory: results, controllers: readControllers(),
-                peripherals: configuration.peripheralControllers, central: configuration.centralController,
-                steps: steps, total: total)
-            transcript.log(
-                "command exited with \(exitCode); qemu start to command \(run.untilCommand.map(Self.seconds) ?? "?"), "
-                    + "total \(Self.seconds(total))")
-            return run
+            return .success(
+                LabRun(
+                    exitCode: exitCode, resultsDirectory: results, controllers: readControllers(),
+                    peripherals: configuration.peripheralControllers, central: configuration.centralController,
+                    steps: steps, total: total))
         }
         if let failure = try? String(contentsOfFile: results + "/" + GuestStack.File.failure, encoding: .utf8) {
             let lines = failure.split(separator: "\n", maxSplits: 1).map(String.init)
             let step = lines.first ?? lastStep
-            let error = LabError.stepFailed(
-                step: step, reason: lines.count > 1 ? lines[1] : "unknown", logTail: logTail(for: step))
-            transcript.log(error.description, toLogger: false)
-            throw error
+            let reason = lines.count > 1 ? lines[1].trimmingCharacters(in: .whitespacesAndNewlines) : "unknown"
+            return .failure(.stepFailed(step: step, reason: reason, logTail: logTail(for: step)))
         }
         // timeout(1) exits 124 after TERM; it dies of its own KILL when qemu outlives TERM by --kill-after.
-        let error: LabError =
-            status == 124 || status == 137 || total >= configuration.timeout
-            ? .timedOut(step: lastStep, seconds: configuration.timeout.components.seconds, logTail: logTail(for: lastStep))
-            : .machineFailed(status: status, step: lastStep, logTail: logTail(for: lastStep))
-        transcript.log(error.description, toLogger: false)
-        throw error
+        if status == 124 || status == 137 || total >= configuration.timeout {
+            let seconds = configuration.timeout.components.seconds
+            return .failure(.timedOut(step: lastStep, seconds: seconds, logTail: logTail(for: lastStep)))
+        }
+        return .failure(.machineFailed(status: status, step: lastStep, logTail: logTail(for: lastStep)))
     }
 
     /// Starts qemu, follows the `steps` file until qemu exits, and returns qemu's status, the steps and the time.
     private func boot(_ command: QEMUCommand, transcript: Transcript) async throws -> (Int32, [LabRun.Step], Duration) {
         let results = configuration.resultsDirectory
         let files = FileManager.default
-        for stale in [GuestStack.File.steps, GuestStack.File.failure, GuestStack.File.exitCode] {
+        // A reused results directory must not pass off the last run's files as this one's.
+        for stale in [
+            GuestStack.File.steps, GuestStack.File.failure, GuestStack.File.exitCode, GuestStack.File.controllers,
+            GuestStack.File.command,
+        ] {
             try? files.removeItem(atPath: results + "/" + stale)
         }
         let consolePath = results + "/" + Self.consoleFile
-        guard files.createFile(atPath: consolePath, contents: nil), let console = FileHandle(forWritingAtPath: consolePath)
+        guard files.createFile(atPath: consolePath, contents: nil),
+            let console = FileHandle(forWritingAtPath: consolePath)
         else { throw LabError.io("cannot create \(consolePath)") }
         defer { try? console.close() }
 
@@ -138,7 +154,9 @@ public struct LabMachine: Sendable {
             try? await Task.sleep(for: .milliseconds(100))
             for step in newSteps(after: &seenBytes, elapsed: clock.now - start) {
                 steps.append(step)
-                transcript.log("step \(step.name) at \(Self.seconds(step.sinceStart)) (VM uptime \(step.guestUptime.map { "\($0) s" } ?? "?"))")
+                transcript.log(
+                    "step \(step.name) at \(Self.seconds(step.sinceStart)) (VM uptime \(step.guestUptime.map { "\($0) s" } ?? "?"))"
+                )
             }
         }
         process.waitUntilExit()
@@ -161,7 +179,9 @@ public struct LabMachine: Sendable {
 
     /// Steps appended to the `steps` file since `offset` bytes; moves `offset` past the complete lines read.
     private func newSteps(after offset: inout Int, elapsed: Duration) -> [LabRun.Step] {
-        guard let data = FileManager.default.contents(atPath: configuration.resultsDirectory + "/" + GuestStack.File.steps),
+        guard
+            let data = FileManager.default.contents(
+                atPath: configuration.resultsDirectory + "/" + GuestStack.File.steps),
             data.count > offset, let lastNewline = data.lastIndex(of: UInt8(ascii: "\n")), lastNewline >= offset
         else { return [] }
         let text = String(decoding: data[offset...lastNewline], as: UTF8.self)
@@ -200,7 +220,9 @@ public struct LabMachine: Sendable {
         case "command": names += [GuestStack.File.command, GuestStack.File.bluetoothd]
         default:
             if step.hasPrefix("peripheral-") {
-                names += [GuestStack.File.peripheral(String(step.dropFirst("peripheral-".count))), GuestStack.File.bluetoothd]
+                names += [
+                    GuestStack.File.peripheral(String(step.dropFirst("peripheral-".count))), GuestStack.File.bluetoothd,
+                ]
             }
         }
         return names.compactMap { name -> String? in

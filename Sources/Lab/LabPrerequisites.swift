@@ -159,7 +159,8 @@ public struct LabPrerequisites: Sendable {
             return "\(mark) \(item.name): \(detail)"
         }
         if !missingPackages.isEmpty {
-            lines.append("install with: sudo apt-get install --no-install-recommends \(missingPackages.joined(separator: " "))")
+            lines.append(
+                "install with: sudo apt-get install --no-install-recommends \(missingPackages.joined(separator: " "))")
         }
         return lines.joined(separator: "\n")
     }

@@ -130,7 +130,8 @@ extension LabCommand {
             let zeroth = CommandLine.arguments.first ?? ""
             let files = FileManager.default
             if zeroth.contains("/") {
-                return URL(fileURLWithPath: absolute(zeroth, in: files.currentDirectoryPath)).resolvingSymlinksInPath().path
+                return URL(fileURLWithPath: absolute(zeroth, in: files.currentDirectoryPath)).resolvingSymlinksInPath()
+                    .path
             }
             for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
                 let candidate = "\(directory)/\(zeroth)"

@@ -16,7 +16,8 @@ struct LabGenerationTests {
                 "for m in virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci netfs fscache "
                     + "9pnet 9pnet_virtio 9p; do"))
         #expect(
-            script.contains("mount -t 9p -o ro,trans=virtio,version=9p2000.L,msize=512000,cache=loose /dev/root /newroot"))
+            script.contains(
+                "mount -t 9p -o ro,trans=virtio,version=9p2000.L,msize=512000,cache=loose /dev/root /newroot"))
         #expect(script.contains("exec switch_root /newroot /bin/sh \"$script\""))
     }
 
@@ -46,17 +47,24 @@ struct LabGenerationTests {
         #expect(arguments.contains("local,id=root,path=/,readonly=on,security_model=none,multidevs=remap"))
         #expect(arguments.contains("local,id=work,path=/work/results/r1,security_model=none,multidevs=remap"))
         #expect(arguments.contains("tcg,thread=multi,tb-size=128"))
-        #expect(command.kernelCommandLine.contains("blemu.work=/work/results/r1 blemu.script=/work/results/r1/guest-stack.sh"))
+        #expect(
+            command.kernelCommandLine.contains(
+                "blemu.work=/work/results/r1 blemu.script=/work/results/r1/guest-stack.sh"))
         #expect(!command.kernelCommandLine.contains("  "))
     }
 
     @Test func theStackRunsEachProfileOnItsOwnControllerAndTheCentralOnTheNext() {
         let stack = GuestStack(
             configuration: configuration, command: ["true"], bluetoothd: "/usr/libexec/bluetooth/bluetoothd",
-            busybox: "/bin/busybox", profileCopies: ["/work/results/r1/profiles/hci0-a.yaml", "/work/results/r1/profiles/hci1-b.yaml"])
+            busybox: "/bin/busybox",
+            profileCopies: ["/work/results/r1/profiles/hci0-a.yaml", "/work/results/r1/profiles/hci1-b.yaml"])
         let script = stack.script
-        #expect(script.contains("'/opt/blemu/bin/blemu' run --adapter hci0 --bus system '/work/results/r1/profiles/hci0-a.yaml'"))
-        #expect(script.contains("'/opt/blemu/bin/blemu' run --adapter hci1 --bus system '/work/results/r1/profiles/hci1-b.yaml'"))
+        #expect(
+            script.contains(
+                "'/opt/blemu/bin/blemu' run --adapter hci0 --bus system '/work/results/r1/profiles/hci0-a.yaml'"))
+        #expect(
+            script.contains(
+                "'/opt/blemu/bin/blemu' run --adapter hci1 --bus system '/work/results/r1/profiles/hci1-b.yaml'"))
         #expect(script.contains("export BLEMU_LAB_PERIPHERAL=hci0,hci1\n"))
         #expect(script.contains("export BLEMU_LAB_CENTRAL=hci2\n"))
         #expect(script.contains("btvirt -l3 "))

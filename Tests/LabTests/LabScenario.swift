@@ -49,7 +49,9 @@ actor LabScenario {
             timeout: .seconds(240), stepTimeout: .seconds(60), blemuExecutable: advertiser)
         var logger = Logger(label: "blemu.lab.tests")
         logger.logLevel = .info
-        return try await LabMachine(configuration: configuration, logger: logger).run(["/bin/sh", results + "/scenario.sh"])
+        return try await LabMachine(configuration: configuration, logger: logger).run([
+            "/bin/sh", results + "/scenario.sh",
+        ])
     }
 
     /// Stands in for `blemu run --adapter hciN --bus system PROFILE` (which another module provides): registers one

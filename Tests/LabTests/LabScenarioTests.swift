@@ -45,7 +45,8 @@ struct LabScenarioTests {
 
     @Test func everyLogLandsInTheResultsDirectory() async throws {
         let run = try await LabScenario.shared.run()
-        for name in ["console.log", "lab.log", "bluetoothd.log", "btmon.txt", "command.log", "blemu-hci0.log", "steps"] {
+        for name in ["console.log", "lab.log", "bluetoothd.log", "btmon.txt", "command.log", "blemu-hci0.log", "steps"]
+        {
             let size = (try? FileManager.default.attributesOfItem(atPath: run.file(name))[.size] as? Int) ?? 0
             #expect(size > 0, "\(name) is empty or missing in \(run.resultsDirectory)")
         }
@@ -81,7 +82,9 @@ struct LabScenarioTests {
         let run = try await LabScenario.shared.run()
         let untilCommand = try #require(run.untilCommand)
         #expect(untilCommand > .zero && untilCommand < run.total)
-        print("lab timings: qemu start to command \(LabMachine.seconds(untilCommand)), total \(LabMachine.seconds(run.total))")
+        print(
+            "lab timings: qemu start to command \(LabMachine.seconds(untilCommand)), total \(LabMachine.seconds(run.total))"
+        )
         for step in run.steps { print("  \(step.name) at \(LabMachine.seconds(step.sinceStart))") }
     }
 }
