@@ -54,6 +54,9 @@ extension LabCommand {
 
         func validate() throws {
             guard timeout > 0, stepTimeout > 0 else { throw ValidationError("timeouts must be positive") }
+            for profile in profiles where !FileManager.default.isReadableFile(atPath: profile) {
+                throw ValidationError("cannot read the profile \(profile)")
+            }
             guard LabConfiguration.Accelerator(rawValue: accel) != nil else {
                 throw ValidationError("--accel must be tcg or kvm, got \(accel)")
             }

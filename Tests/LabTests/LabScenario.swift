@@ -10,8 +10,10 @@ actor LabScenario {
     /// The shared scenario; boots on first use.
     static let shared = LabScenario()
 
-    /// True when this machine has everything the scenario needs (the rig plus python3-dbus for the central).
-    static let isAvailable = LabPrerequisites.check().isComplete
+    /// True when this machine has everything the scenario needs (the rig plus python3-dbus and python3-gi) and
+    /// `BLEMU_LAB_TESTS=0` does not ask to skip the ~20 s boot.
+    static let isAvailable =
+        ProcessInfo.processInfo.environment["BLEMU_LAB_TESTS"] != "0" && LabPrerequisites.check().isComplete
 
     /// The local name the stand-in peripheral advertises; the central must report it.
     static let localName = "blemu-lab"
