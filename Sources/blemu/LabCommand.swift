@@ -27,8 +27,8 @@ extension LabCommand {
                   blemu lab run --profile profiles/heart-rate.yaml -- \\
                       sh -c 'btmgmt -i $BLEMU_LAB_CENTRAL find -l'
 
-                Exit codes: COMMAND's own; 64 usage; 69 lab unavailable or a bring-up step failed; \
-                124 --timeout passed; 130 interrupted.
+                Exit codes: COMMAND's own; 64 usage; 66 unreadable profile; 69 lab unavailable or a bring-up \
+                step failed; 124 --timeout passed; 130 interrupted.
                 """)
 
         @Option(name: .customLong("profile"), help: "A profile to run with `blemu run` (repeat for hci1, hci2...).")
@@ -54,9 +54,6 @@ extension LabCommand {
 
         func validate() throws {
             guard timeout > 0, stepTimeout > 0 else { throw ValidationError("timeouts must be positive") }
-            for profile in profiles where !FileManager.default.isReadableFile(atPath: profile) {
-                throw ValidationError("cannot read the profile \(profile)")
-            }
             guard LabConfiguration.Accelerator(rawValue: accel) != nil else {
                 throw ValidationError("--accel must be tcg or kvm, got \(accel)")
             }
@@ -64,6 +61,11 @@ extension LabCommand {
 
         func run() async throws {
             let logger = Logger(label: "blemu.lab", factory: { StreamLogHandler.standardError(label: $0) })
+            // 66 for an unreadable input file, as the other blemu commands do.
+            for profile in profiles where !FileManager.default.isReadableFile(atPath: profile) {
+                FileHandle.standardError.write(Data("lab: cannot read the profile \(profile)\n".utf8))
+                throw ExitCode(66)
+            }
             let here = FileManager.default.currentDirectoryPath
             var argv = command
             if argv.isEmpty {
