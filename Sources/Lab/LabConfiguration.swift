@@ -1,0 +1,119 @@
+import Foundation
+
+/// What one lab run boots: controllers, peripheral profiles, where results go, how long it may take.
+///
+/// Values only; `LabMachine.run` validates them and throws `LabError.invalidConfiguration` on a bad one.
+public struct LabConfiguration: Sendable, Equatable {
+    /// How qemu executes the guest. KVM fails on these machines' nested layer (LAB.md), so TCG is the default.
+    public enum Accelerator: String, Sendable, CaseIterable {
+        /// Software emulation: slower but works everywhere; multi-threaded, 128 MiB translation cache.
+        case tcg
+        /// Hardware virtualisation: fails with "emulation failure" where /dev/kvm is a software nested layer.
+        case kvm
+    }
+
+    /// Number of virtual controllers btvirt creates (hci0, hci1, ...); at least one more than `profiles.count`.
+    public var controllers: Int
+    /// Profile files to run with `blemu run`, one per controller from hci0 up; copied into the results directory.
+    public var profiles: [String]
+    /// Host directory for every log, shared read-write with the VM at the same path; no spaces or commas.
+    public var resultsDirectory: String
+    /// Bound on the whole run, from qemu start to power off; the VM is killed when it passes.
+    public var timeout: Duration
+    /// Bound on each bring-up step inside the VM (bus, controllers, bluetoothd, power, advertisement).
+    public var stepTimeout: Duration
+    /// How qemu runs the guest.
+    public var accelerator: Accelerator
+    /// Guest memory in MiB; 512 keeps qemu near 400 MiB resident (LAB.md).
+    public var memoryMiB: Int
+    /// Absolute path of the blemu binary that the VM runs for `profiles`; must be outside /tmp to be visible.
+    public var blemuExecutable: String?
+    /// Directory the command runs in inside the VM; when hidden there (under /tmp) the results directory is used.
+    public var workingDirectory: String
+    /// Where the initramfs is cached between runs; created when missing.
+    public var cacheDirectory: String
+
+    /// A configuration with the LAB.md defaults: 2 controllers, TCG, 512 MiB, 300 s in all, 60 s per step.
+    public init(
+        resultsDirectory: String,
+        controllers: Int = 2,
+        profiles: [String] = [],
+        timeout: Duration = .seconds(300),
+        stepTimeout: Duration = .seconds(60),
+        accelerator: Accelerator = .tcg,
+        memoryMiB: Int = 512,
+        blemuExecutable: String? = nil,
+        workingDirectory: String = FileManager.default.currentDirectoryPath,
+        cacheDirectory: String = LabConfiguration.defaultCacheDirectory()
+    ) {
+        self.controllers = controllers
+        self.profiles = profiles
+        self.resultsDirectory = resultsDirectory
+        self.timeout = timeout
+        self.stepTimeout = stepTimeout
+        self.accelerator = accelerator
+        self.memoryMiB = memoryMiB
+        self.blemuExecutable = blemuExecutable
+        self.workingDirectory = workingDirectory
+        self.cacheDirectory = cacheDirectory
+    }
+
+    /// `$XDG_CACHE_HOME/blemu/lab`, else `~/.cache/blemu/lab`; /var/tmp when neither is set.
+    public static func defaultCacheDirectory() -> String {
+        let environment = ProcessInfo.processInfo.environment
+        if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") { return xdg + "/blemu/lab" }
+        if let home = environment["HOME"], home.hasPrefix("/") { return home + "/.cache/blemu/lab" }
+        return "/var/tmp/blemu-lab-cache"
+    }
+
+    /// `<base>/lab-results/<UTC timestamp>`; the timestamp has no colons, which qemu option values cannot carry.
+    public static func defaultResultsDirectory(
+        under base: String = FileManager.default.currentDirectoryPath, now: Date = Date()
+    ) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyyMMdd'T'HHmmss.SSS'Z'"
+        return base + "/lab-results/" + formatter.string(from: now)
+    }
+
+    /// The controllers the peripherals use: one per profile from hci0; without profiles hci0 is left free for the
+    /// command to drive as its own peripheral.
+    public var peripheralControllers: [String] {
+        profiles.isEmpty ? ["hci0"] : profiles.indices.map { "hci\($0)" }
+    }
+
+    /// The first controller after the peripherals: the central the command drives.
+    public var centralController: String { "hci\(max(profiles.count, 1))" }
+
+    /// The first reason this configuration cannot boot, or nil when it can.
+    public func validationProblem() -> String? {
+        if controllers < 2 {
+            return "--controllers must be at least 2 (a peripheral and a central), got \(controllers)"
+        }
+        if controllers > 16 { return "--controllers must be at most 16, got \(controllers)" }
+        if profiles.count + 1 > controllers {
+            return "\(profiles.count) profile(s) need \(profiles.count + 1) controllers (one more for the central); "
+                + "got --controllers \(controllers)"
+        }
+        if !profiles.isEmpty && blemuExecutable == nil { return "profiles need the blemu executable's path" }
+        if let blemu = blemuExecutable, !blemu.hasPrefix("/") || blemu.hasPrefix("/tmp/") {
+            return "the blemu executable \(blemu) must be an absolute path outside /tmp (the VM's /tmp is its own)"
+        }
+        if timeout <= .zero || stepTimeout <= .zero { return "timeouts must be positive" }
+        if memoryMiB < 256 { return "the VM needs at least 256 MiB, got \(memoryMiB)" }
+        guard resultsDirectory.hasPrefix("/") else { return "the results directory must be absolute" }
+        // The path travels as a qemu option value (commas split it) and a kernel command line word (spaces split it).
+        let allowed = CharacterSet(
+            charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+@")
+        if resultsDirectory.unicodeScalars.contains(where: { !allowed.contains($0) }) {
+            return "the results directory \(resultsDirectory) may only hold letters, digits and / . _ - + @"
+        }
+        if resultsDirectory == "/" || resultsDirectory.hasPrefix("/proc") || resultsDirectory.hasPrefix("/sys")
+            || resultsDirectory.hasPrefix("/dev")
+        {
+            return "the results directory cannot be \(resultsDirectory): the VM mounts its own file systems there"
+        }
+        return nil
+    }
+}

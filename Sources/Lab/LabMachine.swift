@@ -1,0 +1,299 @@
+import Foundation
+import Logging
+
+/// The lab: boots a qemu VM with the host's root shared read-only, real bluetoothd and btvirt's virtual
+/// controllers, runs one command in it and returns its exit code (LAB.md).
+///
+/// `run` throws `LabError` when the rig itself fails (missing packages, a bring-up step that hangs, the timeout);
+/// the command's own failure is its exit code. Every wait is bounded, in the VM and on the host.
+public struct LabMachine: Sendable {
+    /// What to boot.
+    public let configuration: LabConfiguration
+    /// Where progress and timings go (also copied to `lab.log` in the results directory).
+    public let logger: Logger
+
+    /// A machine for `configuration`; nothing happens until `run`.
+    public init(configuration: LabConfiguration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// The host's transcript of the run, next to the VM's logs.
+    static let transcriptFile = "lab.log"
+    /// qemu's standard output and error: the serial console (kernel, initramfs, step lines).
+    static let consoleFile = "console.log"
+
+    /// Boots the VM, runs `command` in it (argv, run without a shell), and powers off.
+    ///
+    /// Throws `LabError` when the configuration is invalid, the rig is missing, a step fails or the run times out;
+    /// cancelling the task kills the VM (within 0.1 s of polling, 5 s of grace) and throws `CancellationError`.
+    public func run(_ command: [String]) async throws -> LabRun {
+        if let problem = configuration.validationProblem() { throw LabError.invalidConfiguration(problem) }
+        guard !command.isEmpty else { throw LabError.invalidConfiguration("no command to run") }
+        let prerequisites = LabPrerequisites.check()
+        guard prerequisites.isSatisfied, let kernelVersion = prerequisites.kernelVersion,
+            let kernel = prerequisites.path(of: "kernel"), let busybox = prerequisites.path(of: "busybox (static)"),
+            let qemu = prerequisites.path(of: "qemu-system-x86_64"), let timeout = prerequisites.path(of: "timeout"),
+            let bluetoothd = prerequisites.path(of: "bluetoothd")
+        else { throw LabError.prerequisitesMissing(prerequisites.report) }
+
+        let results = configuration.resultsDirectory
+        let transcript = try Transcript(path: results + "/" + Self.transcriptFile, logger: logger)
+        let profileCopies = try copyProfiles()
+        let stack = GuestStack(
+            configuration: configuration, command: command, bluetoothd: bluetoothd, busybox: busybox,
+            profileCopies: profileCopies)
+        let script = results + "/" + GuestStack.File.script
+        try write(GuestStack.mainConf, to: results + "/" + GuestStack.File.mainConf)
+        try write(stack.script, to: script)
+
+        let initramfs: String
+        do {
+            initramfs = try Initramfs.cached(
+                in: configuration.cacheDirectory, kernelVersion: kernelVersion, busybox: busybox,
+                initScript: GuestInit.script)
+        } catch let error as LabError {
+            throw error
+        } catch {
+            throw LabError.io("cannot build the initramfs in \(configuration.cacheDirectory): \(error)")
+        }
+        let qemuCommand = QEMUCommand(
+            configuration: configuration, timeout: timeout, qemu: qemu, kernel: kernel, initramfs: initramfs,
+            script: script)
+        transcript.log("booting: \(qemuCommand.arguments.joined(separator: " "))")
+        transcript.log("command: \(command.joined(separator: " "))")
+
+        let (status, steps, total) = try await boot(qemuCommand, transcript: transcript)
+        try Task.checkCancellation()
+        transcript.log("qemu exited with status \(status) after \(Self.seconds(total))")
+
+        switch outcome(status: status, steps: steps, total: total) {
+        case .success(let run):
+            let untilCommand = run.untilCommand.map(Self.seconds) ?? "?"
+            transcript.log(
+                "command exited with \(run.exitCode); qemu start to command \(untilCommand), total \(Self.seconds(total))"
+            )
+            return run
+        case .failure(let error):
+            transcript.log(error.description, toLogger: false)
+            throw error
+        }
+    }
+
+    /// What the results directory says about a finished VM: the command's exit code, else the failed step, else a
+    /// timeout or a machine failure, each with the relevant logs' tails.
+    func outcome(status: Int32, steps: [LabRun.Step], total: Duration) -> Result<LabRun, LabError> {
+        let results = configuration.resultsDirectory
+        let lastStep = steps.last?.name ?? "boot"
+        if let exitCode = readExitCode() {
+            return .success(
+                LabRun(
+                    exitCode: exitCode, resultsDirectory: results, controllers: readControllers(),
+                    peripherals: configuration.peripheralControllers, central: configuration.centralController,
+                    steps: steps, total: total))
+        }
+        if let failure = try? String(contentsOfFile: results + "/" + GuestStack.File.failure, encoding: .utf8) {
+            let lines = failure.split(separator: "\n", maxSplits: 1).map(String.init)
+            let step = lines.first ?? lastStep
+            let reason = lines.count > 1 ? lines[1].trimmingCharacters(in: .whitespacesAndNewlines) : "unknown"
+            return .failure(.stepFailed(step: step, reason: reason, logTail: logTail(for: step)))
+        }
+        // timeout(1) exits 124 after TERM; it dies of its own KILL when qemu outlives TERM by --kill-after.
+        if status == 124 || status == 137 || total >= configuration.timeout {
+            let seconds = configuration.timeout.components.seconds
+            return .failure(.timedOut(step: lastStep, seconds: seconds, logTail: logTail(for: lastStep)))
+        }
+        return .failure(.machineFailed(status: status, step: lastStep, logTail: logTail(for: lastStep)))
+    }
+
+    /// Starts qemu, follows the `steps` file until qemu exits, and returns qemu's status, the steps and the time.
+    private func boot(_ command: QEMUCommand, transcript: Transcript) async throws -> (Int32, [LabRun.Step], Duration) {
+        let results = configuration.resultsDirectory
+        let files = FileManager.default
+        // A reused results directory must not pass off the last run's files as this one's.
+        for stale in [
+            GuestStack.File.steps, GuestStack.File.failure, GuestStack.File.exitCode, GuestStack.File.controllers,
+            GuestStack.File.command,
+        ] {
+            try? files.removeItem(atPath: results + "/" + stale)
+        }
+        let consolePath = results + "/" + Self.consoleFile
+        guard files.createFile(atPath: consolePath, contents: nil),
+            let console = FileHandle(forWritingAtPath: consolePath)
+        else { throw LabError.io("cannot create \(consolePath)") }
+        defer { try? console.close() }
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: command.arguments[0])
+        process.arguments = Array(command.arguments.dropFirst())
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = console
+        process.standardError = console
+        let clock = ContinuousClock()
+        let start = clock.now
+        do { try Self.startWithSignalsUnblocked(process) } catch {
+            throw LabError.io("cannot start \(command.arguments[0]): \(error)")
+        }
+
+        // A second bound behind timeout(1)'s, in case timeout itself is stuck: never a stuck job.
+        let hardLimit = configuration.timeout + .seconds(30)
+        var steps: [LabRun.Step] = []
+        var seenBytes = 0
+        while process.isRunning {
+            if Task.isCancelled || clock.now - start > hardLimit {
+                transcript.log(Task.isCancelled ? "cancelled: killing the VM" : "hard limit passed: killing the VM")
+                process.terminate()
+                // Up to 5 s of grace. A detached sleep: this task may be cancelled, and its own sleeps would
+                // then return at once.
+                for _ in 0..<50 where process.isRunning {
+                    await Task.detached { try? await Task.sleep(for: .milliseconds(100)) }.value
+                }
+                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+                break
+            }
+            try? await Task.sleep(for: .milliseconds(100))
+            for step in newSteps(after: &seenBytes, elapsed: clock.now - start) {
+                steps.append(step)
+                transcript.log(
+                    "step \(step.name) at \(Self.seconds(step.sinceStart)) (VM uptime \(step.guestUptime.map { "\($0) s" } ?? "?"))"
+                )
+            }
+        }
+        process.waitUntilExit()
+        let total = clock.now - start
+        steps += newSteps(after: &seenBytes, elapsed: total)
+        return (process.terminationStatus, steps, total)
+    }
+
+    /// Starts `process` with no signal blocked. The child inherits the spawning thread's signal mask, and
+    /// libdispatch's worker threads (which run async code) block nearly every signal: qemu would then ignore the
+    /// SIGTERM of timeout(1) and of `terminate()`, and a hung VM would only die by SIGKILL.
+    private static func startWithSignalsUnblocked(_ process: Process) throws {
+        var none = sigset_t()
+        var saved = sigset_t()
+        sigemptyset(&none)
+        pthread_sigmask(SIG_SETMASK, &none, &saved)
+        defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
+        try process.run()
+    }
+
+    /// Steps appended to the `steps` file since `offset` bytes; moves `offset` past the complete lines read.
+    private func newSteps(after offset: inout Int, elapsed: Duration) -> [LabRun.Step] {
+        guard
+            let data = FileManager.default.contents(
+                atPath: configuration.resultsDirectory + "/" + GuestStack.File.steps),
+            data.count > offset, let lastNewline = data.lastIndex(of: UInt8(ascii: "\n")), lastNewline >= offset
+        else { return [] }
+        let text = String(decoding: data[offset...lastNewline], as: UTF8.self)
+        offset = lastNewline + 1
+        return text.split(separator: "\n").map { line in
+            let words = line.split(separator: " ", maxSplits: 1).map(String.init)
+            return LabRun.Step(
+                name: words.count > 1 ? words[1] : words[0], sinceStart: elapsed, guestUptime: Double(words[0]))
+        }
+    }
+
+    /// The exit code the VM wrote, or nil when it did not get that far.
+    private func readExitCode() -> Int32? {
+        let path = configuration.resultsDirectory + "/" + GuestStack.File.exitCode
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        return Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    /// The controllers and addresses the VM wrote (`hci0 00:AA:01:00:00:00` lines).
+    private func readControllers() -> [LabRun.Controller] {
+        let path = configuration.resultsDirectory + "/" + GuestStack.File.controllers
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
+        return text.split(separator: "\n").map { line in
+            let words = line.split(separator: " ").map(String.init)
+            return LabRun.Controller(name: words.first ?? "", address: words.count > 1 ? words[1] : "")
+        }
+    }
+
+    /// The ends of the logs that explain a failure in `step`: the console always, then the step's own logs.
+    func logTail(for step: String) -> String {
+        var names = [Self.consoleFile]
+        switch step {
+        case "dbus": names.append(GuestStack.File.dbus)
+        case "controllers": names += [GuestStack.File.btvirt, GuestStack.File.btmon]
+        case "bluetoothd", "power": names += [GuestStack.File.bluetoothd, GuestStack.File.btmon]
+        case "command": names += [GuestStack.File.command, GuestStack.File.bluetoothd]
+        default:
+            if step.hasPrefix("peripheral-") {
+                names += [
+                    GuestStack.File.peripheral(String(step.dropFirst("peripheral-".count))), GuestStack.File.bluetoothd,
+                ]
+            }
+        }
+        return names.compactMap { name -> String? in
+            let path = configuration.resultsDirectory + "/" + name
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8), !text.isEmpty else { return nil }
+            // The console starts with SeaBIOS's terminal escapes: drop them and any other control characters.
+            let unescaped = text.replacing(#/\x1B(\[[0-9;?]*[A-Za-z]|c)/#, with: "")
+            let printable = String(unescaped.unicodeScalars.filter { $0 == "\n" || $0 == "\t" || $0.value >= 0x20 })
+            let lines = printable.split(separator: "\n", omittingEmptySubsequences: false).suffix(20)
+            return "--- last lines of \(path)\n" + lines.joined(separator: "\n")
+        }.joined(separator: "\n")
+    }
+
+    /// Copies each profile into the work share (`profiles/hciN-<name>`), where the VM sees it whatever its host
+    /// path (under /tmp, for one); returns the copies' paths in controller order.
+    private func copyProfiles() throws -> [String] {
+        guard !configuration.profiles.isEmpty else { return [] }
+        let directory = configuration.resultsDirectory + "/profiles"
+        let files = FileManager.default
+        do {
+            try files.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            return try configuration.profiles.enumerated().map { index, profile in
+                let copy = "\(directory)/hci\(index)-\(URL(fileURLWithPath: profile).lastPathComponent)"
+                try? files.removeItem(atPath: copy)
+                try files.copyItem(atPath: profile, toPath: copy)
+                return copy
+            }
+        } catch {
+            throw LabError.io("cannot copy the profiles into \(directory): \(error)")
+        }
+    }
+
+    /// Writes `text` to `path`, as a `LabError.io` on failure.
+    private func write(_ text: String, to path: String) throws {
+        do { try text.write(toFile: path, atomically: true, encoding: .utf8) } catch {
+            throw LabError.io("cannot write \(path): \(error)")
+        }
+    }
+
+    /// "12.3 s".
+    static func seconds(_ duration: Duration) -> String {
+        let value = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        return String(format: "%.1f s", value)
+    }
+}
+
+/// The host's transcript: each line to the logger and to `lab.log` in the results directory.
+private struct Transcript {
+    let path: String
+    let logger: Logger
+
+    /// Creates the results directory and an empty transcript; fails when the directory cannot be written.
+    init(path: String, logger: Logger) throws {
+        self.path = path
+        self.logger = logger
+        let directory = (path as NSString).deletingLastPathComponent
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try Data().write(to: URL(fileURLWithPath: path))
+        } catch {
+            throw LabError.io("cannot write the results directory \(directory): \(error)")
+        }
+    }
+
+    /// Logs `message` at info (unless the caller reports it itself) and appends it, time-stamped, to the file;
+    /// a failed append is only lost, not fatal.
+    func log(_ message: String, toLogger: Bool = true) {
+        if toLogger { logger.info("\(message)") }
+        guard let handle = FileHandle(forWritingAtPath: path) else { return }
+        defer { try? handle.close() }
+        _ = try? handle.seekToEnd()
+        try? handle.write(contentsOf: Data("\(Date()) \(message)\n".utf8))
+    }
+}

@@ -1,0 +1,167 @@
+import Foundation
+
+/// What this machine has of the lab's rig (LAB.md): qemu, a kernel with its modules, static busybox, BlueZ.
+///
+/// Checking only reads the file system; it never fails, it reports. `isSatisfied` is false when anything required is
+/// missing, and `missingPackages` says what to `apt-get install`.
+public struct LabPrerequisites: Sendable {
+    /// One thing the lab needs, where it was found, and the Debian package that provides it.
+    public struct Item: Sendable, Equatable {
+        /// What it is, for people: "qemu-system-x86_64", "kernel modules for 6.1.0-56-amd64".
+        public let name: String
+        /// Where it was found; nil when missing.
+        public let path: String?
+        /// The Debian package that provides it.
+        public let package: String
+        /// False for things only some scenarios need (python3-dbus for the tests' central).
+        public let isRequired: Bool
+        /// Why it is missing or unusable, when it is.
+        public let problem: String?
+
+        /// True when it was found and is usable.
+        public var isPresent: Bool { path != nil && problem == nil }
+    }
+
+    /// The kernel the VM boots (`/boot/vmlinuz-<version>`), whose modules go into the initramfs.
+    public let kernelVersion: String?
+    /// Every checked item, required or not.
+    public let items: [Item]
+
+    /// True when every required item is present.
+    public var isSatisfied: Bool { items.allSatisfy { $0.isPresent || !$0.isRequired } }
+    /// True when the optional items (the tests' python central) are present too.
+    public var isComplete: Bool { items.allSatisfy(\.isPresent) }
+    /// Debian packages to install for the missing items, required and optional, without duplicates, in order.
+    public var missingPackages: [String] {
+        var seen: Set<String> = []
+        return items.filter { !$0.isPresent }.map(\.package).filter { seen.insert($0).inserted }
+    }
+
+    /// The path of a present item by name; nil when it is missing.
+    func path(of name: String) -> String? { items.first { $0.name == name && $0.isPresent }?.path }
+
+    /// The kernel modules the initramfs loads, in dependency order (LAB.md): virtio transport, then 9p.
+    static let initramfsModules = [
+        "kernel/drivers/virtio/virtio_ring", "kernel/drivers/virtio/virtio",
+        "kernel/drivers/virtio/virtio_pci_modern_dev", "kernel/drivers/virtio/virtio_pci_legacy_dev",
+        "kernel/drivers/virtio/virtio_pci", "kernel/fs/netfs/netfs", "kernel/fs/fscache/fscache",
+        "kernel/net/9p/9pnet", "kernel/net/9p/9pnet_virtio", "kernel/fs/9p/9p",
+    ]
+
+    /// Checks this machine (or a tree rooted at `root`, for tests); never throws.
+    public static func check(root: String = "") -> LabPrerequisites {
+        let files = FileManager.default
+        func executable(_ name: String, _ candidates: [String], package: String, required: Bool = true) -> Item {
+            let found = candidates.map { root + $0 }.first { files.isExecutableFile(atPath: $0) }
+            return Item(
+                name: name, path: found, package: package, isRequired: required,
+                problem: found == nil ? "not found at \(candidates.joined(separator: " or "))" : nil)
+        }
+
+        var items: [Item] = []
+        items.append(executable("qemu-system-x86_64", ["/usr/bin/qemu-system-x86_64"], package: "qemu-system-x86"))
+        items.append(executable("timeout", ["/usr/bin/timeout", "/bin/timeout"], package: "coreutils"))
+
+        // The newest kernel whose modules are installed: the VM runs the host's userland, so modprobe inside it
+        // must find /lib/modules/<version>.
+        let versions = ((try? files.contentsOfDirectory(atPath: root + "/boot")) ?? [])
+            .filter { $0.hasPrefix("vmlinuz-") }.map { String($0.dropFirst("vmlinuz-".count)) }
+            .filter { files.fileExists(atPath: root + "/lib/modules/\($0)/kernel") }
+            .sorted { $0.compare($1, options: .numeric) == .orderedAscending }
+        let version = versions.last
+        let kernelPath = version.map { root + "/boot/vmlinuz-\($0)" }
+        let kernelProblem: String? =
+            if let kernelPath {
+                // Ubuntu ships kernels readable by root only; qemu run by a user cannot load them.
+                files.isReadableFile(atPath: kernelPath) ? nil : "\(kernelPath) is not readable"
+            } else {
+                "no /boot/vmlinuz-* with matching /lib/modules"
+            }
+        items.append(
+            Item(
+                name: "kernel", path: kernelPath, package: "linux-image-amd64", isRequired: true,
+                problem: kernelProblem))
+        if let version {
+            let wanted = initramfsModules + ["kernel/drivers/bluetooth/hci_vhci"]
+            let missing = wanted.filter { moduleFile($0, version: version, root: root) == nil }
+            items.append(
+                Item(
+                    name: "kernel modules", path: root + "/lib/modules/\(version)", package: "linux-image-amd64",
+                    isRequired: true,
+                    problem: missing.isEmpty ? nil : "missing \(missing.map { $0 + ".ko" }.joined(separator: ", "))"))
+        }
+
+        var busybox = executable("busybox (static)", ["/bin/busybox", "/usr/bin/busybox"], package: "busybox-static")
+        if let path = busybox.path, !isStaticELF(path) {
+            busybox = Item(
+                name: busybox.name, path: path, package: busybox.package, isRequired: true,
+                problem: "\(path) is dynamically linked: the initramfs has no libc")
+        }
+        items.append(busybox)
+        items.append(executable("kmod", ["/usr/sbin/modprobe", "/sbin/modprobe"], package: "kmod"))
+        items.append(executable("dbus-daemon", ["/usr/bin/dbus-daemon"], package: "dbus-daemon"))
+        items.append(executable("dbus-send", ["/usr/bin/dbus-send"], package: "dbus-bin"))
+        items.append(
+            executable(
+                "bluetoothd", ["/usr/libexec/bluetooth/bluetoothd", "/usr/sbin/bluetoothd"], package: "bluez"))
+        items.append(executable("btmgmt", ["/usr/bin/btmgmt"], package: "bluez"))
+        items.append(executable("btmon", ["/usr/bin/btmon"], package: "bluez"))
+        items.append(executable("btvirt", ["/usr/bin/btvirt"], package: "bluez-test-tools"))
+        items.append(executable("python3", ["/usr/bin/python3"], package: "python3", required: false))
+        let pythonDBus = root + "/usr/lib/python3/dist-packages/dbus"
+        items.append(
+            Item(
+                name: "python3-dbus", path: files.fileExists(atPath: pythonDBus) ? pythonDBus : nil,
+                package: "python3-dbus", isRequired: false,
+                problem: files.fileExists(atPath: pythonDBus) ? nil : "\(pythonDBus) not found"))
+        // The tests' stand-in peripheral runs a GLib main loop to serve its advertisement object.
+        let pythonGI = root + "/usr/lib/python3/dist-packages/gi"
+        items.append(
+            Item(
+                name: "python3-gi", path: files.fileExists(atPath: pythonGI) ? pythonGI : nil,
+                package: "python3-gi", isRequired: false,
+                problem: files.fileExists(atPath: pythonGI) ? nil : "\(pythonGI) not found"))
+        return LabPrerequisites(kernelVersion: version, items: items)
+    }
+
+    /// The module file for `name` (path under /lib/modules/<version> without extension); Debian ships them
+    /// uncompressed, other kernels as .ko.xz or .ko.zst, which busybox insmod cannot load.
+    static func moduleFile(_ name: String, version: String, root: String = "") -> String? {
+        let path = root + "/lib/modules/\(version)/\(name).ko"
+        return FileManager.default.fileExists(atPath: path) ? path : nil
+    }
+
+    /// True when the ELF file at `path` has no program interpreter (PT_INTERP), so it runs without a libc on disk.
+    static func isStaticELF(_ path: String) -> Bool {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
+        defer { try? handle.close() }
+        guard let header = try? handle.read(upToCount: 64), header.count == 64,
+            header.starts(with: [0x7F, 0x45, 0x4C, 0x46]), header[4] == 2  // 64-bit ELF
+        else { return false }
+        func integer(_ data: Data, _ offset: Int, _ size: Int) -> Int {
+            (0..<size).reduce(0) { $0 | Int(data[data.startIndex + offset + $1]) << (8 * $1) }  // little endian
+        }
+        let tableOffset = integer(header, 0x20, 8)
+        let entrySize = integer(header, 0x36, 2)
+        let count = integer(header, 0x38, 2)
+        guard entrySize >= 4, count < 256, (try? handle.seek(toOffset: UInt64(tableOffset))) != nil,
+            let table = try? handle.read(upToCount: entrySize * count), table.count == entrySize * count
+        else { return false }
+        let interpreter = 3  // PT_INTERP
+        return !(0..<count).contains { integer(table, $0 * entrySize, 4) == interpreter }
+    }
+
+    /// A report for people: one line per item, then the `apt-get install` line when something is missing.
+    public var report: String {
+        var lines = items.map { item in
+            let mark = item.isPresent ? "ok     " : (item.isRequired ? "MISSING" : "absent ")
+            let detail = item.problem ?? item.path ?? ""
+            return "\(mark) \(item.name): \(detail)"
+        }
+        if !missingPackages.isEmpty {
+            lines.append(
+                "install with: sudo apt-get install --no-install-recommends \(missingPackages.joined(separator: " "))")
+        }
+        return lines.joined(separator: "\n")
+    }
+}

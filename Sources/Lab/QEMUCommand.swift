@@ -1,0 +1,54 @@
+/// The argument vector that boots the lab VM: `timeout` around qemu, with the flags LAB.md found to work.
+///
+/// Pure: builds strings only. qemu rejects the result at start when a path is unreadable (the kernel, the
+/// initramfs) or the accelerator is unavailable; `LabMachine` reports qemu's own message from the console log.
+struct QEMUCommand {
+    /// The run's configuration: accelerator, memory, the results directory shared read-write, the timeout.
+    var configuration: LabConfiguration
+    /// `timeout` from coreutils.
+    var timeout: String
+    /// `qemu-system-x86_64`.
+    var qemu: String
+    /// The kernel image (`/boot/vmlinuz-<version>`).
+    var kernel: String
+    /// The initramfs archive (`Initramfs.cached`).
+    var initramfs: String
+    /// The stage 2 script, a file in the work share.
+    var script: String
+
+    /// The kernel command line: console on the serial port, reboot (= qemu exits, `-no-reboot`) on panic, and the
+    /// init's own words. It cannot carry spaces, hence a script path rather than a command.
+    var kernelCommandLine: String {
+        [
+            "console=ttyS0", "panic=-1", "quiet", "loglevel=4",
+            "blemu.work=\(configuration.resultsDirectory)", "blemu.script=\(script)",
+        ].joined(separator: " ")
+    }
+
+    /// The accelerator flags: TCG multi-threaded with a 128 MiB translation cache (LAB.md), or KVM.
+    var acceleratorArguments: [String] {
+        switch configuration.accelerator {
+        case .tcg: ["-accel", "tcg,thread=multi,tb-size=128", "-cpu", "max"]
+        case .kvm: ["-accel", "kvm", "-cpu", "host"]
+        }
+    }
+
+    /// `timeout --foreground --kill-after=10 SECONDS qemu ...`: TERM at the deadline and KILL 10 s later, so a
+    /// wedged qemu never outlives its run. `--foreground` keeps qemu in the caller's process group, so a Ctrl-C
+    /// that stops `blemu lab run` stops the VM too.
+    var arguments: [String] {
+        let seconds = max(1, configuration.timeout.components.seconds)
+        return [timeout, "--foreground", "--kill-after=10", "\(seconds)", qemu]
+            + acceleratorArguments
+            + [
+                "-m", "\(configuration.memoryMiB)",
+                "-nographic", "-nodefaults", "-no-reboot", "-nic", "none", "-serial", "stdio",
+                "-kernel", kernel, "-initrd", initramfs, "-append", kernelCommandLine,
+                "-fsdev", "local,id=root,path=/,readonly=on,security_model=none,multidevs=remap",
+                "-device", "virtio-9p-pci,fsdev=root,mount_tag=\(GuestInit.rootTag)",
+                "-fsdev",
+                "local,id=work,path=\(configuration.resultsDirectory),security_model=none,multidevs=remap",
+                "-device", "virtio-9p-pci,fsdev=work,mount_tag=\(GuestInit.workTag)",
+            ]
+    }
+}

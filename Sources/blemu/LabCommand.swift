@@ -1,0 +1,174 @@
+import ArgumentParser
+import Foundation
+import Lab
+import Logging
+
+/// `blemu lab`: run a command next to real bluetoothd and virtual controllers in a VM (see LAB.md).
+struct LabCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "lab",
+        abstract: "Run a command in a VM with real bluetoothd and virtual Bluetooth controllers.",
+        subcommands: [Run.self, Check.self])
+}
+
+extension LabCommand {
+    /// `blemu lab run`: boot, run the command, exit with its exit code.
+    struct Run: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Boot the lab VM, run COMMAND in it, exit with COMMAND's exit code.",
+            discussion: """
+                The VM sees this machine's root read-only and the results directory read-write at the same path.
+                COMMAND runs as root in the current directory with BLEMU_LAB_PERIPHERAL, \
+                BLEMU_LAB_PERIPHERAL_ADDRESS, BLEMU_LAB_CENTRAL, BLEMU_LAB_CENTRAL_ADDRESS and BLEMU_LAB_RESULTS set. \
+                Its output is in command.log, printed when it ends. Each --profile runs as `blemu run` on hci0, \
+                hci1, ... before COMMAND starts; the central is the next controller.
+
+                Example:
+                  blemu lab run --profile profiles/heart-rate.yaml -- \\
+                      sh -c 'btmgmt -i $BLEMU_LAB_CENTRAL find -l'
+
+                Exit codes: COMMAND's own; 64 usage; 66 unreadable profile; 69 lab unavailable or a bring-up \
+                step failed; 124 --timeout passed; 130 interrupted.
+                """)
+
+        @Option(name: .customLong("profile"), help: "A profile to run with `blemu run` (repeat for hci1, hci2...).")
+        var profiles: [String] = []
+
+        @Option(help: "Number of virtual controllers (at least profiles + 1).")
+        var controllers: Int = 2
+
+        @Option(help: "Results directory (default ./lab-results/<timestamp>).")
+        var results: String?
+
+        @Option(help: "Seconds the whole run may take, boot included.")
+        var timeout: Int = 300
+
+        @Option(help: "Seconds each bring-up step in the VM may take.")
+        var stepTimeout: Int = 60
+
+        @Option(help: "qemu accelerator: tcg, or kvm where /dev/kvm really works.")
+        var accel: String = LabConfiguration.Accelerator.tcg.rawValue
+
+        @Argument(parsing: .postTerminator, help: "The command to run in the VM, after --.")
+        var command: [String] = []
+
+        func validate() throws {
+            guard timeout > 0, stepTimeout > 0 else { throw ValidationError("timeouts must be positive") }
+            guard LabConfiguration.Accelerator(rawValue: accel) != nil else {
+                throw ValidationError("--accel must be tcg or kvm, got \(accel)")
+            }
+        }
+
+        func run() async throws {
+            let logger = Logger(label: "blemu.lab", factory: { StreamLogHandler.standardError(label: $0) })
+            // 66 for an unreadable input file, as the other blemu commands do.
+            for profile in profiles where !FileManager.default.isReadableFile(atPath: profile) {
+                FileHandle.standardError.write(Data("lab: cannot read the profile \(profile)\n".utf8))
+                throw ExitCode(66)
+            }
+            let here = FileManager.default.currentDirectoryPath
+            var argv = command
+            if argv.isEmpty {
+                // `blemu probe` will be the default once it exists; until then, show what the lab brought up.
+                logger.notice("no COMMAND given: running a built-in check of the controllers")
+                argv = ["/bin/sh", "-c", "env | grep '^BLEMU_LAB' | sort; btmgmt info"]
+            }
+            let configuration = LabConfiguration(
+                resultsDirectory: absolute(results ?? LabConfiguration.defaultResultsDirectory(under: here), in: here),
+                controllers: controllers,
+                profiles: profiles.map { absolute($0, in: here) },
+                timeout: .seconds(timeout),
+                stepTimeout: .seconds(stepTimeout),
+                accelerator: LabConfiguration.Accelerator(rawValue: accel) ?? .tcg,
+                blemuExecutable: profiles.isEmpty ? nil : Self.executablePath())
+            do {
+                let machine = LabMachine(configuration: configuration, logger: logger)
+                let command = argv
+                let run = try await Self.stoppingOnInterrupt { try await machine.run(command) }
+                if let output = FileManager.default.contents(atPath: run.file("command.log")) {
+                    FileHandle.standardOutput.write(output)
+                }
+                let untilCommand = run.untilCommand.map { "\($0.components.seconds) s" } ?? "?"
+                logger.notice(
+                    "exit \(run.exitCode); qemu start to command \(untilCommand), total \(run.total.components.seconds) s; logs in \(run.resultsDirectory)"
+                )
+                throw ExitCode(run.exitCode)
+            } catch let error as LabError {
+                FileHandle.standardError.write(Data((error.description + "\n").utf8))
+                switch error {
+                case .invalidConfiguration: throw ExitCode(64)
+                case .timedOut: throw ExitCode(124)
+                default: throw ExitCode(69)
+                }
+            } catch is CancellationError {
+                FileHandle.standardError.write(Data("lab: interrupted; the VM was stopped\n".utf8))
+                throw ExitCode(130)
+            }
+        }
+
+        /// Runs `body` in a task that SIGINT and SIGTERM cancel. Without this a Ctrl-C would end blemu but not
+        /// qemu: Foundation starts children in their own process group, out of the terminal's reach.
+        static func stoppingOnInterrupt<T: Sendable>(
+            _ body: @escaping @Sendable () async throws -> T
+        ) async throws -> T {
+            let task = Task { try await body() }
+            let sources = [SIGINT, SIGTERM].map { number in
+                // libdispatch sees a signal only when its default action is off; children get their own handlers
+                // (timeout and qemu install them), so ignoring here does not leak into the VM's shutdown.
+                signal(number, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+                source.setEventHandler { task.cancel() }
+                source.resume()
+                return source
+            }
+            defer { sources.forEach { $0.cancel() } }
+            return try await withTaskCancellationHandler {
+                try await task.value
+            } onCancel: {
+                task.cancel()
+            }
+        }
+
+        /// This binary's absolute path, as the VM sees it through the read-only root share: argv[0] made absolute
+        /// (looked up in PATH when it has no slash), else the kernel's /proc/self/exe.
+        static func executablePath() -> String {
+            let zeroth = CommandLine.arguments.first ?? ""
+            let files = FileManager.default
+            if zeroth.contains("/") {
+                return URL(fileURLWithPath: absolute(zeroth, in: files.currentDirectoryPath)).resolvingSymlinksInPath()
+                    .path
+            }
+            for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
+                let candidate = "\(directory)/\(zeroth)"
+                if !zeroth.isEmpty, files.isExecutableFile(atPath: candidate) {
+                    return URL(fileURLWithPath: candidate).resolvingSymlinksInPath().path
+                }
+            }
+            return (try? files.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? zeroth
+        }
+    }
+
+    /// `blemu lab check`: can this machine run the lab, and what to install if not.
+    struct Check: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Say whether this machine can run the lab, and what to apt-get install if not.",
+            discussion: "Exit codes: 0 ready, 69 something required is missing.\n\nExample:\n  blemu lab check")
+
+        func run() async throws {
+            let prerequisites = LabPrerequisites.check()
+            print(prerequisites.report)
+            if prerequisites.isSatisfied {
+                print("the lab can run here (kernel \(prerequisites.kernelVersion ?? "?"))")
+            } else {
+                print("the lab cannot run here; or run scripts/setup --lab")
+                throw ExitCode(69)
+            }
+        }
+    }
+}
+
+/// `path` made absolute against `directory`, with `.` and `..` resolved.
+private func absolute(_ path: String, in directory: String) -> String {
+    let joined = path.hasPrefix("/") ? path : directory + "/" + path
+    return URL(fileURLWithPath: joined).standardizedFileURL.path
+}

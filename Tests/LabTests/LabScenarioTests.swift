@@ -1,0 +1,92 @@
+import Foundation
+import Testing
+
+@testable import Lab
+
+/// Assertions on the one shared VM boot (`LabScenario`): real bluetoothd 5.66, btvirt controllers, a stand-in
+/// peripheral on hci0 and a python central on hci1.
+@Suite(
+    .enabled(if: LabScenario.isAvailable, "needs the lab rig (blemu lab check) and BLEMU_LAB_TESTS unset or 1"),
+    .timeLimit(.minutes(5)))
+struct LabScenarioTests {
+    private func read(_ run: LabRun, _ name: String) throws -> String {
+        try String(contentsOfFile: run.file(name), encoding: .utf8)
+    }
+
+    @Test func controllersComeUpWithTheAddressesBtvirtAssigns() async throws {
+        let run = try await LabScenario.shared.run()
+        #expect(run.controllers.map(\.name) == ["hci0", "hci1", "hci2"])
+        #expect(run.address(of: "hci0") == "00:AA:01:00:00:00")
+        #expect(run.address(of: "hci1") == "00:AA:01:01:00:01")
+    }
+
+    @Test func bluetoothdOwnsOrgBluezWithEveryAdapter() async throws {
+        let run = try await LabScenario.shared.run()
+        #expect(try read(run, "owner.txt").contains("org.bluez bluetoothd"))
+        let objects = try read(run, "objects.txt")
+        for controller in ["hci0", "hci1", "hci2"] {
+            #expect(objects.contains("object path \"/org/bluez/\(controller)\""))
+        }
+    }
+
+    @Test func theCommandsExitCodeIsPropagated() async throws {
+        let run = try await LabScenario.shared.run()
+        #expect(run.exitCode == LabScenario.commandExitCode)
+        #expect(try read(run, "vm-rc").trimmingCharacters(in: .whitespacesAndNewlines) == "3")
+    }
+
+    @Test func theCommandSeesThePeripheralAndCentralInItsEnvironment() async throws {
+        let run = try await LabScenario.shared.run()
+        let environment = try read(run, "env.txt")
+        #expect(environment.contains("BLEMU_LAB_PERIPHERAL=hci0\n"))
+        #expect(environment.contains("BLEMU_LAB_PERIPHERAL_ADDRESS=00:AA:01:00:00:00\n"))
+        #expect(environment.contains("BLEMU_LAB_CENTRAL=hci1\n"))
+        #expect(environment.contains("BLEMU_LAB_CENTRAL_ADDRESS=00:AA:01:01:00:01\n"))
+        #expect(environment.contains("BLEMU_LAB_RESULTS=\(run.resultsDirectory)\n"))
+    }
+
+    @Test func everyLogLandsInTheResultsDirectory() async throws {
+        let run = try await LabScenario.shared.run()
+        for name in ["console.log", "lab.log", "bluetoothd.log", "btmon.txt", "command.log", "blemu-hci0.log", "steps"]
+        {
+            let size = (try? FileManager.default.attributesOfItem(atPath: run.file(name))[.size] as? Int) ?? 0
+            #expect(size > 0, "\(name) is empty or missing in \(run.resultsDirectory)")
+        }
+        #expect(try read(run, "bluetoothd.log").contains("Bluetooth daemon 5."))
+        #expect(try read(run, "bluetoothd.log").contains("Channels=1"))
+        #expect(try read(run, "command.log").contains("scenario done"))
+    }
+
+    @Test func thePeripheralIsAdvertisingBeforeTheCommandStarts() async throws {
+        let run = try await LabScenario.shared.run()
+        let steps = run.steps.map(\.name)
+        let peripheral = try #require(steps.firstIndex(of: "peripheral-hci0"))
+        let command = try #require(steps.firstIndex(of: "command"))
+        #expect(peripheral < command)
+        #expect(try read(run, "blemu-hci0.log").contains("advertising on hci0"))
+        #expect(try read(run, "blemu-hci0.log").contains("unregistered"), "the peripheral got SIGTERM at power off")
+    }
+
+    @Test func aCentralOnHci1DiscoversAndConnectsToTheAdvertiserOnHci0() async throws {
+        let run = try await LabScenario.shared.run()
+        let central = try read(run, "central.txt")
+        #expect(central.contains("found 00:AA:01:00:00:00 name \(LabScenario.localName)"), "\(central)")
+        #expect(central.contains("connected"), "\(central)")
+        #expect(central.contains("services resolved"), "\(central)")
+        // GATT discovery crossed the link: bluetoothd on hci0 serves the GATT service (0x1801).
+        #expect(central.contains("00001801-0000-1000-8000-00805f9b34fb"), "\(central)")
+        #expect(central.contains("central exited 0"), "\(central)")
+        // btmon saw the connection from the controllers' side.
+        #expect(try read(run, "btmon.txt").contains("Connection Complete"))
+    }
+
+    @Test func timingsAreRecordedFromQemuStart() async throws {
+        let run = try await LabScenario.shared.run()
+        let untilCommand = try #require(run.untilCommand)
+        #expect(untilCommand > .zero && untilCommand < run.total)
+        print(
+            "lab timings: qemu start to command \(LabMachine.seconds(untilCommand)), total \(LabMachine.seconds(run.total))"
+        )
+        for step in run.steps { print("  \(step.name) at \(LabMachine.seconds(step.sinceStart))") }
+    }
+}
