@@ -1,0 +1,83 @@
+import Foundation
+import GATTModel
+
+/// A running `Generator`: the state that makes successive calls produce the declared series.
+///
+/// Tick-driven kinds (sequence, counter, random walk) advance once per `next(at:)` call; time-driven kinds (sine,
+/// replay) read only the elapsed time, so a missed tick skips nothing they would have shown.
+public struct GeneratorState: Hashable, Sendable {
+    private enum Kind: Hashable, Sendable {
+        case constant(FieldValue)
+        case sequence([FieldValue], repeats: Bool, index: Int)
+        case counter(next: Double, step: Double, range: ClosedRange<Double>, wraps: Bool)
+        case randomWalk(next: Double, step: Double, range: ClosedRange<Double>, random: SplitMix64)
+        case sine(period: Double, amplitude: Double, offset: Double)
+        case replay(ReplayTrack)
+    }
+
+    private var kind: Kind
+
+    /// Prepares a generator; a replay loads its file now, relative to `baseDirectory` (the profile's directory)
+    /// unless the path is absolute.
+    ///
+    /// Throws `BehaviourError.replay` when a replay file is missing or malformed.
+    public init(_ generator: Generator, baseDirectory: String? = nil) throws(BehaviourError) {
+        switch generator {
+        case .constant(let value):
+            kind = .constant(value)
+        case .sequence(let values, let repeats):
+            kind = .sequence(values, repeats: repeats, index: 0)
+        case .counter(let start, let step, let range, let wraps):
+            kind = .counter(next: start, step: step, range: range, wraps: wraps)
+        case .randomWalk(let start, let step, let range, let seed):
+            kind = .randomWalk(
+                next: min(max(start, range.lowerBound), range.upperBound), step: abs(step), range: range,
+                random: SplitMix64(seed: seed))
+        case .sine(let period, let amplitude, let offset):
+            kind = .sine(period: period.seconds, amplitude: amplitude, offset: offset)
+        case .replay(let file, let column):
+            var path = file
+            if let baseDirectory, !file.hasPrefix("/") { path = baseDirectory + "/" + file }
+            kind = .replay(try ReplayTrack(contentsOf: path, column: column))
+        }
+    }
+
+    /// The next value. `elapsed` is the time since the device started; only sine and replay read it.
+    public mutating func next(at elapsed: Duration) -> FieldValue {
+        switch kind {
+        case .constant(let value):
+            return value
+        case .sequence(let values, let repeats, let index):
+            guard !values.isEmpty else { return .bytes([]) }
+            let value = values[index]
+            let following = index + 1 < values.count ? index + 1 : (repeats ? 0 : index)
+            kind = .sequence(values, repeats: repeats, index: following)
+            return value
+        case .counter(let value, let step, let range, let wraps):
+            kind = .counter(next: Self.count(from: value, by: step, in: range, wraps: wraps), step: step, range: range,
+                            wraps: wraps)
+            return .real(value)
+        case .randomWalk(let value, let step, let range, var random):
+            // A uniform move in -step...step, clamped: the walk never leaves the range nor moves more than `step`.
+            let move = (random.nextUnitInterval() * 2 - 1) * step
+            let following = min(max(value + move, range.lowerBound), range.upperBound)
+            kind = .randomWalk(next: following, step: step, range: range, random: random)
+            return .real(value)
+        case .sine(let period, let amplitude, let offset):
+            guard period > 0 else { return .real(offset) }
+            return .real(offset + amplitude * sin(2 * Double.pi * elapsed.seconds / period))
+        case .replay(let track):
+            return .real(track.value(at: elapsed.seconds))
+        }
+    }
+
+    /// A counter's next value: past a bound it wraps to the other bound, or stops at the bound it reached.
+    private static func count(from value: Double, by step: Double, in range: ClosedRange<Double>, wraps: Bool)
+        -> Double
+    {
+        let next = value + step
+        if next > range.upperBound { return wraps ? range.lowerBound : range.upperBound }
+        if next < range.lowerBound { return wraps ? range.upperBound : range.lowerBound }
+        return next
+    }
+}
