@@ -1,0 +1,113 @@
+import GATTModel
+
+/// Runs a profile's schedules as a state machine: no clock, no timer, no I/O. The caller reads `nextDeadline`,
+/// waits until then on its own clock, calls `tick(at:)` and performs the returned actions.
+///
+/// Times are `Duration`s on the caller's monotonic clock (for example `ContinuousClock.now - launch`).
+///
+/// - A `launch` schedule runs from `start(at:)`; a `first-subscription` schedule runs while its characteristic
+///   has at least one subscriber and pauses while it has none (resuming one interval after the next subscription).
+/// - The first tick comes one interval after the schedule starts or resumes; the value before it is the declared one.
+/// - Missed ticks: when `now` has passed several deadlines (a suspended VM, a busy actor), the schedule fires
+///   **once** and re-aligns to its grid (start + k * interval), rather than catching up with a burst of stale values.
+///   So a counter advances one step per fired tick, never per missed one.
+/// - Generators see the time since `start(at:)`, so a sine or a replay follows the clock even across pauses.
+/// - Schedules that fire at the same instant act in declaration order.
+public struct ScheduleEngine: Sendable {
+    private struct Run: Sendable {
+        var schedule: Schedule
+        var composer: ValueComposer
+        /// The grid origin and the next tick while running; nil while paused or not started.
+        var anchor: Duration?
+        var nextTick: Duration?
+    }
+
+    private var runs: [Run]
+    private var values: [String: [UInt8]]
+    private var subscribers: [String: Int] = [:]
+    private var startTime: Duration?
+
+    /// The schedules of a profile, ready to start. Throws `BehaviourError` when a schedule names an unknown
+    /// characteristic or field, or a replay file cannot be loaded (relative to `baseDirectory`).
+    public init(profile: PeripheralProfile, baseDirectory: String? = nil) throws(BehaviourError) {
+        var runs: [Run] = []
+        for schedule in profile.behaviour.schedules {
+            guard let characteristic = profile.characteristic(id: schedule.characteristicID) else {
+                throw .unknownCharacteristic(schedule.characteristicID)
+            }
+            let composer = try ValueComposer(
+                characteristic: characteristic, generators: schedule.generators, baseDirectory: baseDirectory)
+            runs.append(Run(schedule: schedule, composer: composer))
+        }
+        self.runs = runs
+        values = Dictionary(profile.characteristics.map { ($0.id, $0.value.bytes) }) { first, _ in first }
+    }
+
+    /// Starts the schedules: `launch` ones now, `first-subscription` ones if already subscribed.
+    public mutating func start(at now: Duration) {
+        startTime = now
+        for index in runs.indices {
+            let run = runs[index]
+            if run.schedule.start == .launch || subscribers[run.schedule.characteristicID, default: 0] > 0 {
+                resume(index, at: now)
+            }
+        }
+    }
+
+    /// Records how many centrals subscribe to a characteristic: from none to some resumes its
+    /// `first-subscription` schedules, from some to none pauses them.
+    public mutating func subscribersChanged(_ characteristicID: String, count: Int, at now: Duration) {
+        let previous = subscribers[characteristicID, default: 0]
+        subscribers[characteristicID] = max(count, 0)
+        guard startTime != nil else { return }
+        for index in runs.indices
+        where runs[index].schedule.characteristicID == characteristicID && runs[index].schedule.start == .firstSubscription
+        {
+            if previous == 0 && count > 0 { resume(index, at: now) }
+            if previous > 0 && count <= 0 { runs[index].nextTick = nil }
+        }
+    }
+
+    /// Tells the engine a value changed elsewhere (a write, a ramp), so generated fields compose on it.
+    public mutating func valueChanged(_ characteristicID: String, to value: [UInt8]) {
+        values[characteristicID] = value
+    }
+
+    /// The value the engine last produced or was told about.
+    public func value(of characteristicID: String) -> [UInt8]? { values[characteristicID] }
+
+    /// When `tick(at:)` next has something to do; nil when every schedule is paused or not started.
+    public var nextDeadline: Duration? { runs.compactMap(\.nextTick).min() }
+
+    /// Fires every schedule whose deadline is at or before `now`, once each, and returns what to do.
+    public mutating func tick(at now: Duration) -> [EmulationAction] {
+        guard let startTime else { return [] }
+        var actions: [EmulationAction] = []
+        for index in runs.indices {
+            guard let due = runs[index].nextTick, let anchor = runs[index].anchor, due <= now else { continue }
+            let id = runs[index].schedule.characteristicID
+            let composition = runs[index].composer.next(current: values[id] ?? [], at: now - startTime)
+            values[id] = composition.value
+            actions += composition.warnings.map { .warning(characteristicID: id, message: $0) }
+            actions.append(.storing(composition.value, in: id, by: runs[index].schedule.action))
+            runs[index].nextTick = Self.firstGridPoint(after: now, anchor: anchor, interval: runs[index].schedule.interval)
+        }
+        return actions
+    }
+
+    private mutating func resume(_ index: Int, at now: Duration) {
+        runs[index].anchor = now
+        runs[index].nextTick = now + runs[index].schedule.interval
+    }
+
+    /// The first `anchor + k * interval` strictly after `now`: one division, then exact `Duration` fix-ups,
+    /// so a jump of a day over a 50 ms schedule costs no loop of a million steps.
+    static func firstGridPoint(after now: Duration, anchor: Duration, interval: Duration) -> Duration {
+        guard interval > .zero else { return now + .seconds(1) }
+        let steps = max(Int64((now - anchor) / interval), 0)
+        var next = anchor + interval * steps
+        while next <= now { next += interval }
+        while next - interval > now { next -= interval }
+        return next
+    }
+}

@@ -1,0 +1,112 @@
+import GATTModel
+import Testing
+
+@testable import Emulation
+
+@Suite struct ScheduleEngineTests {
+    @Test func generatedBPMKeepsTheHeartRateFlagsByte() throws {
+        var composer = try ValueComposer(
+            characteristic: Fixtures.heartRateMeasurement,
+            generators: [FieldGenerator(field: "bpm", generator: .sequence([.integer(80), .real(90.6)], repeats: true))])
+        let first = composer.next(current: [0x06, 72], at: .zero)
+        #expect(first.value == [0x06, 80])
+        #expect(composer.next(current: first.value, at: .seconds(1)).value == [0x06, 91])
+    }
+
+    @Test func outOfRangeValuesAreClampedWithOneWarning() throws {
+        var composer = try ValueComposer(
+            characteristic: Fixtures.heartRateMeasurement,
+            generators: [FieldGenerator(field: "bpm", generator: .counter(start: 300, step: 1, range: 0...400, wraps: true))])
+        let first = composer.next(current: [0x06, 72], at: .zero)
+        #expect(first.value == [0x06, 255])
+        #expect(first.warnings.count == 1)
+        #expect(composer.next(current: first.value, at: .zero).warnings.isEmpty)
+    }
+
+    @Test func undecodableCurrentValueStartsFromZeroedFields() throws {
+        var composer = try ValueComposer(
+            characteristic: Fixtures.heartRateMeasurement,
+            generators: [FieldGenerator(field: "bpm", generator: .constant(.integer(60)))])
+        #expect(composer.next(current: [], at: .zero).value == [0x00, 60])
+    }
+
+    @Test func unknownFieldIsRefusedWhenTheEngineIsBuilt() {
+        #expect(throws: BehaviourError.unknownField(characteristicID: "heart-rate-measurement", field: "rr")) {
+            try ValueComposer(
+                characteristic: Fixtures.heartRateMeasurement,
+                generators: [FieldGenerator(field: "rr", generator: .constant(.integer(1)))])
+        }
+    }
+
+    @Test func launchScheduleTicksEveryIntervalAndOnlyUpdates() throws {
+        var engine = try ScheduleEngine(profile: Fixtures.heartRate())
+        #expect(engine.nextDeadline == nil)
+        engine.start(at: .seconds(5))
+        #expect(engine.nextDeadline == .seconds(605))
+        #expect(engine.tick(at: .seconds(604)).isEmpty)
+        #expect(engine.tick(at: .seconds(605)) == [.update(characteristicID: "battery-level", value: [87])])
+        #expect(engine.tick(at: .seconds(1205)) == [.update(characteristicID: "battery-level", value: [86])])
+        #expect(engine.value(of: "battery-level") == [86])
+    }
+
+    @Test func firstSubscriptionSchedulePausesWhileNobodyIsSubscribed() throws {
+        var engine = try ScheduleEngine(profile: Fixtures.heartRate())
+        engine.start(at: .zero)
+        #expect(engine.nextDeadline == .seconds(600))
+        engine.subscribersChanged("heart-rate-measurement", count: 1, at: .milliseconds(300))
+        #expect(engine.nextDeadline == .milliseconds(1300))
+        let actions = engine.tick(at: .milliseconds(1300))
+        #expect(actions == [.notify(characteristicID: "heart-rate-measurement", value: [0x06, 72])])
+        engine.subscribersChanged("heart-rate-measurement", count: 2, at: .milliseconds(1500))
+        #expect(engine.nextDeadline == .milliseconds(2300))
+        engine.subscribersChanged("heart-rate-measurement", count: 0, at: .milliseconds(1800))
+        #expect(engine.nextDeadline == .seconds(600))
+        #expect(engine.tick(at: .milliseconds(2300)).isEmpty)
+        engine.subscribersChanged("heart-rate-measurement", count: 1, at: .seconds(10))
+        #expect(engine.nextDeadline == .seconds(11))
+    }
+
+    @Test func subscriptionBeforeStartRunsTheScheduleFromStart() throws {
+        var engine = try ScheduleEngine(profile: Fixtures.heartRate())
+        engine.subscribersChanged("heart-rate-measurement", count: 1, at: .zero)
+        #expect(engine.nextDeadline == nil)
+        engine.start(at: .seconds(2))
+        #expect(engine.nextDeadline == .seconds(3))
+    }
+
+    @Test func jumpOverSeveralIntervalsFiresOnceAndRealigns() throws {
+        var engine = try ScheduleEngine(profile: Fixtures.heartRate())
+        engine.start(at: .zero)
+        let actions = engine.tick(at: .seconds(3000))  // five intervals of 600 s passed
+        #expect(actions == [.update(characteristicID: "battery-level", value: [87])])
+        #expect(engine.nextDeadline == .seconds(3600))
+        #expect(engine.tick(at: .milliseconds(3_600_001)) == [.update(characteristicID: "battery-level", value: [86])])
+        #expect(engine.nextDeadline == .seconds(4200))
+    }
+
+    @Test func gridPointAfterAHugeJumpIsExact() {
+        let next = ScheduleEngine.firstGridPoint(after: .seconds(86_400), anchor: .milliseconds(7), interval: .milliseconds(50))
+        #expect(next == .milliseconds(86_400_007))
+    }
+
+    @Test func wholeValueSequenceSendsTextChunksThenHoldsTheLast() throws {
+        let text = Characteristic(id: "transfer-text", uuid: BluetoothUUID(0x1111), properties: [.notify])
+        let schedule = Schedule(
+            characteristicID: "transfer-text", action: .notify, interval: .milliseconds(50), start: .launch,
+            generators: [FieldGenerator(field: nil, generator: .sequence([.text("Hi"), .text("EOM")], repeats: false))])
+        var engine = try ScheduleEngine(
+            profile: PeripheralProfile(
+                name: "t", services: [Service(id: "s", uuid: BluetoothUUID(0x1112), characteristics: [text])],
+                behaviour: Behaviour(schedules: [schedule])))
+        engine.start(at: .zero)
+        let values = [50, 100, 150].flatMap { engine.tick(at: .milliseconds($0)) }.compactMap(\.value)
+        #expect(values == [Array("Hi".utf8), Array("EOM".utf8), Array("EOM".utf8)])
+    }
+
+    @Test func unknownCharacteristicIsRefused() {
+        let schedule = Schedule(characteristicID: "nope", action: .update, interval: .seconds(1), start: .launch, generators: [])
+        #expect(throws: BehaviourError.unknownCharacteristic("nope")) {
+            try ScheduleEngine(profile: PeripheralProfile(name: "x", behaviour: Behaviour(schedules: [schedule])))
+        }
+    }
+}
