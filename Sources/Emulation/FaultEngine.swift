@@ -1,0 +1,86 @@
+import GATTModel
+
+/// Decides a profile's deliberate faults as a state machine: it counts requests and says which fault, if any,
+/// applies to each; time-triggered faults come out of `tick(at:)`.
+///
+/// Exactly once still holds under faults, and keeping it is the caller's job: a request with a `delay` gets its one
+/// answer later (the delay must stay under the engine's answer deadline, else the deadline answers it), and a
+/// request with a `rejection` gets that error **instead of** its normal answer, never in addition to it.
+public struct FaultEngine: Sendable {
+    /// What the faults triggered by one request ask of its single answer.
+    public struct RequestFaults: Hashable, Sendable {
+        /// Answer with this error instead of the normal answer (the first rejecting fault wins).
+        public var rejection: ATTError?
+        /// Hold the answer this long (the delays of every fault that fired, added).
+        public var delay: Duration?
+        /// Link faults to perform as well (`stopAdvertising`, `disconnect`), after answering.
+        public var actions: [EmulationAction] = []
+
+        /// Whether no fault fired: answer normally.
+        public var isEmpty: Bool { rejection == nil && delay == nil && actions.isEmpty }
+    }
+
+    private struct Key: Hashable, Sendable {
+        var operation: AttributeOperation
+        var characteristicID: String?
+    }
+
+    private let faults: [Fault]
+    private var counts: [Key: Int] = [:]
+    private var timedDeadlines: [Int: Duration] = [:]
+
+    /// The faults of a profile.
+    public init(faults: [Fault]) { self.faults = faults }
+
+    /// Counts a request (1-based, per characteristic and overall) and returns the faults whose nth it is.
+    /// Each request fault fires once, on exactly its nth request.
+    public mutating func request(_ operation: AttributeOperation, characteristicID: String) -> RequestFaults {
+        counts[Key(operation: operation, characteristicID: characteristicID), default: 0] += 1
+        counts[Key(operation: operation, characteristicID: nil), default: 0] += 1
+        var result = RequestFaults()
+        for fault in faults {
+            guard case .request(let faultOperation, let target, let nth) = fault.trigger, faultOperation == operation,
+                target == nil || target == characteristicID,
+                counts[Key(operation: operation, characteristicID: target)] == nth
+            else { continue }
+            switch fault.effect {
+            case .reject(let error): result.rejection = result.rejection ?? error
+            case .delay(let delay): result.delay = (result.delay ?? .zero) + delay
+            case .stopAdvertising: result.actions.append(.stopAdvertising)
+            case .disconnect: result.actions.append(.disconnect)
+            }
+        }
+        return result
+    }
+
+    /// How many requests of an operation were counted on a characteristic, or on all when `characteristicID` is nil.
+    public func count(of operation: AttributeOperation, characteristicID: String? = nil) -> Int {
+        counts[Key(operation: operation, characteristicID: characteristicID), default: 0]
+    }
+
+    /// Arms the time-triggered faults, each `after` this instant.
+    public mutating func start(at now: Duration) {
+        timedDeadlines = [:]
+        for (index, fault) in faults.enumerated() {
+            if case .after(let delay) = fault.trigger { timedDeadlines[index] = now + delay }
+        }
+    }
+
+    /// When the next time-triggered fault is due; nil when none is left.
+    public var nextDeadline: Duration? { timedDeadlines.values.min() }
+
+    /// Fires every time-triggered fault due by `now`, once each, in declaration order. A timed `reject` or `delay`
+    /// has no request to act on and is dropped (the profile decoder does not produce one).
+    public mutating func tick(at now: Duration) -> [EmulationAction] {
+        var actions: [EmulationAction] = []
+        for (index, deadline) in timedDeadlines.sorted(by: { $0.key < $1.key }) where deadline <= now {
+            timedDeadlines[index] = nil
+            switch faults[index].effect {
+            case .stopAdvertising: actions.append(.stopAdvertising)
+            case .disconnect: actions.append(.disconnect)
+            case .reject, .delay: break
+            }
+        }
+        return actions
+    }
+}
