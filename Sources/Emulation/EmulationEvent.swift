@@ -1,0 +1,52 @@
+import Foundation
+import GATTModel
+
+/// Something that happened while a profile ran, as the event log records it (one JSON line each).
+public enum EmulationEvent: Hashable, Sendable {
+    /// How a request was answered.
+    public enum Answer: Hashable, Sendable {
+        /// Answered with success.
+        case success
+        /// Answered with an ATT error.
+        case error(ATTError)
+    }
+
+    /// The peripheral's state changed (`poweredOn`, `resetting`...).
+    case stateChanged(String)
+    /// A central connected.
+    case connected(central: String)
+    /// A central disconnected.
+    case disconnected(central: String)
+    /// A read or write and its one answer; `value` is what was read or written, `latency` from request to answer.
+    case request(
+        operation: AttributeOperation, central: String, characteristicID: String, value: [UInt8], answer: Answer,
+        latency: Duration)
+    /// A central subscribed to a characteristic.
+    case subscribed(central: String, characteristicID: String)
+    /// A central unsubscribed.
+    case unsubscribed(central: String, characteristicID: String)
+    /// A value was notified (or indicated) to `centrals` subscribers.
+    case notification(characteristicID: String, value: [UInt8], isIndication: Bool, centrals: Int)
+    /// The notification queue refused an update: full.
+    case queueFull(characteristicID: String)
+    /// The notification queue drained: ready to update subscribers again.
+    case queueReady
+    /// A deliberate fault fired.
+    case fault(String, characteristicID: String?)
+    /// The engine re-registered after bluetoothd restarted or the adapter came back.
+    case restarted(reason: String)
+}
+
+/// An event with the wall-clock time it happened: what one line of the event log holds.
+public struct EventRecord: Hashable, Sendable {
+    /// When it happened.
+    public var time: Date
+    /// What happened.
+    public var event: EmulationEvent
+
+    /// A record from its parts.
+    public init(time: Date, event: EmulationEvent) {
+        self.time = time
+        self.event = event
+    }
+}

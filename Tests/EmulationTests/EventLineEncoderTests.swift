@@ -1,0 +1,56 @@
+import Foundation
+import GATTModel
+import Testing
+
+@testable import Emulation
+
+@Suite struct EventLineEncoderTests {
+    let time = Date(timeIntervalSince1970: 1_714_566_896.789)  // 2024-05-01T12:34:56.789Z
+
+    func object(_ line: String) throws -> [String: Any] {
+        try #require(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+    }
+
+    @Test func timestampsAreISO8601InUTCWithMilliseconds() {
+        #expect(EventLineEncoder.timestamp(time) == "2024-05-01T12:34:56.789Z")
+        #expect(EventLineEncoder.timestamp(Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000Z")
+        #expect(EventLineEncoder.timestamp(Date(timeIntervalSince1970: 951_782_400.5)) == "2000-02-29T00:00:00.500Z")
+        #expect(EventLineEncoder.timestamp(Date(timeIntervalSince1970: -0.001)) == "1969-12-31T23:59:59.999Z")
+    }
+
+    @Test func rejectedRequestParsesBackWithItsAnswerAndLatency() throws {
+        let record = EventRecord(
+            time: time,
+            event: .request(
+                operation: .read, central: "AA:BB:CC:DD:EE:FF", characteristicID: "battery-level", value: [0x57],
+                answer: .error(.unlikelyError), latency: .microseconds(1234)))
+        let line = EventLineEncoder.encode(record)
+        #expect(line.hasPrefix(#"{"time":"2024-05-01T12:34:56.789Z","type":"request""#))
+        let json = try object(line)
+        #expect(json["operation"] as? String == "read")
+        #expect(json["value"] as? String == "57")
+        #expect(json["result"] as? String == "error")
+        #expect(json["code"] as? Int == 14)
+        #expect(json["latencyMs"] as? Double == 1.234)
+    }
+
+    @Test func everyEventKindIsOneParseableLineWithAType() throws {
+        let events: [EmulationEvent] = [
+            .stateChanged("poweredOn"), .connected(central: "c"), .disconnected(central: "c"),
+            .request(operation: .write, central: "c", characteristicID: "x", value: [], answer: .success, latency: .zero),
+            .subscribed(central: "c", characteristicID: "x"), .unsubscribed(central: "c", characteristicID: "x"),
+            .notification(characteristicID: "x", value: [0x06, 0x48], isIndication: false, centrals: 2),
+            .queueFull(characteristicID: "x"), .queueReady, .fault("reject 0x0E on read #3", characteristicID: "x"),
+            .restarted(reason: "bluetoothd \"restarted\"\n"),
+        ]
+        let text = EventLineEncoder.encode(events.map { EventRecord(time: time, event: $0) })
+        let lines = text.split(separator: "\n")
+        #expect(lines.count == events.count)
+        let types = try lines.map { try object(String($0))["type"] as? String }
+        #expect(types == [
+            "state", "connected", "disconnected", "request", "subscribed", "unsubscribed", "notification", "queue-full",
+            "queue-ready", "fault", "restart",
+        ])
+        #expect(try object(String(lines[10]))["reason"] as? String == "bluetoothd \"restarted\"\n")
+    }
+}
