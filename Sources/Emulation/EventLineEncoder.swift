@@ -23,14 +23,18 @@ public enum EventLineEncoder {
             switch answer {
             case .success: fields.append(("result", .string("success")))
             case .error(let error):
-                fields += [("result", .string("error")), ("code", .number(Double(error.rawValue))),
-                           ("error", .string(error.description))]
+                fields += [
+                    ("result", .string("error")), ("code", .number(Double(error.rawValue))),
+                    ("error", .string(error.description)),
+                ]
             }
             fields.append(("latencyMs", .number((latency.seconds * 1_000_000).rounded() / 1000)))
         case .subscribed(let central, let id):
             fields += [("type", .string("subscribed")), ("central", .string(central)), ("characteristic", .string(id))]
         case .unsubscribed(let central, let id):
-            fields += [("type", .string("unsubscribed")), ("central", .string(central)), ("characteristic", .string(id))]
+            fields += [
+                ("type", .string("unsubscribed")), ("central", .string(central)), ("characteristic", .string(id)),
+            ]
         case .notification(let id, let value, let isIndication, let centrals):
             fields += [
                 ("type", .string(isIndication ? "indication" : "notification")), ("characteristic", .string(id)),

@@ -54,8 +54,9 @@ public struct GeneratorState: Hashable, Sendable {
             kind = .sequence(values, repeats: repeats, index: following)
             return value
         case .counter(let value, let step, let range, let wraps):
-            kind = .counter(next: Self.count(from: value, by: step, in: range, wraps: wraps), step: step, range: range,
-                            wraps: wraps)
+            kind = .counter(
+                next: Self.count(from: value, by: step, in: range, wraps: wraps), step: step, range: range,
+                wraps: wraps)
             return .real(value)
         case .randomWalk(let value, let step, let range, var random):
             // A uniform move in -step...step, clamped: the walk never leaves the range nor moves more than `step`.
@@ -72,7 +73,9 @@ public struct GeneratorState: Hashable, Sendable {
     }
 
     /// A counter's next value: past a bound it wraps to the other bound, or stops at the bound it reached.
-    private static func count(from value: Double, by step: Double, in range: ClosedRange<Double>, wraps: Bool)
+    private static func count(
+        from value: Double, by step: Double, in range: ClosedRange<Double>, wraps: Bool
+    )
         -> Double
     {
         let next = value + step

@@ -43,7 +43,8 @@ public struct ReplayTrack: Hashable, Sendable {
                     if let column {
                         guard let index = cells.firstIndex(of: column), index > 0 else {
                             let names = cells.joined(separator: ", ")
-                            throw .replay(file: file, line: line, message: "no value column `\(column)` in header (\(names))")
+                            throw .replay(
+                                file: file, line: line, message: "no value column `\(column)` in header (\(names))")
                         }
                         valueIndex = index
                     }

@@ -61,7 +61,8 @@ public struct ScheduleEngine: Sendable {
         subscribers[characteristicID] = max(count, 0)
         guard startTime != nil else { return }
         for index in runs.indices
-        where runs[index].schedule.characteristicID == characteristicID && runs[index].schedule.start == .firstSubscription
+        where runs[index].schedule.characteristicID == characteristicID
+            && runs[index].schedule.start == .firstSubscription
         {
             if previous == 0 && count > 0 { resume(index, at: now) }
             if previous > 0 && count <= 0 { runs[index].nextTick = nil }
@@ -90,7 +91,8 @@ public struct ScheduleEngine: Sendable {
             values[id] = composition.value
             actions += composition.warnings.map { .warning(characteristicID: id, message: $0) }
             actions.append(.storing(composition.value, in: id, by: runs[index].schedule.action))
-            runs[index].nextTick = Self.firstGridPoint(after: now, anchor: anchor, interval: runs[index].schedule.interval)
+            runs[index].nextTick = Self.firstGridPoint(
+                after: now, anchor: anchor, interval: runs[index].schedule.interval)
         }
         return actions
     }

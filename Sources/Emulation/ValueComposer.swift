@@ -29,7 +29,9 @@ public struct ValueComposer: Sendable {
 
     /// A composer for a characteristic's generators. Throws `BehaviourError` when a generator names a field the
     /// layout lacks, or a replay file cannot be loaded.
-    public init(characteristic: Characteristic, generators: [FieldGenerator], baseDirectory: String? = nil)
+    public init(
+        characteristic: Characteristic, generators: [FieldGenerator], baseDirectory: String? = nil
+    )
         throws(BehaviourError)
     {
         characteristicID = characteristic.id
@@ -43,7 +45,8 @@ public struct ValueComposer: Sendable {
                 }
                 index = found
             }
-            bindings.append(Binding(index: index, state: try GeneratorState(generator.generator, baseDirectory: baseDirectory)))
+            bindings.append(
+                Binding(index: index, state: try GeneratorState(generator.generator, baseDirectory: baseDirectory)))
         }
         self.bindings = bindings
     }
@@ -70,7 +73,9 @@ public struct ValueComposer: Sendable {
 
     /// Replaces some fields of `current` and re-encodes it; fields that cannot be decoded from `current` (an
     /// empty initial value) start from zero, no flags, or empty.
-    public static func compose(_ updates: [(index: Int, value: FieldValue)], into current: [UInt8], layout: ValueLayout)
+    public static func compose(
+        _ updates: [(index: Int, value: FieldValue)], into current: [UInt8], layout: ValueLayout
+    )
         -> Composition
     {
         var values = layout.decode(current) ?? layout.fields.map { zero(of: $0.type) }

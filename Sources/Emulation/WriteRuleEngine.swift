@@ -47,7 +47,9 @@ public struct WriteRuleEngine: Sendable {
     public init(profile: PeripheralProfile, rampInterval: Duration = .seconds(1)) throws(BehaviourError) {
         let characteristics = Dictionary(profile.characteristics.map { ($0.id, $0) }) { first, _ in first }
         for rule in profile.behaviour.writeRules {
-            guard characteristics[rule.characteristicID] != nil else { throw .unknownCharacteristic(rule.characteristicID) }
+            guard characteristics[rule.characteristicID] != nil else {
+                throw .unknownCharacteristic(rule.characteristicID)
+            }
             for action in rule.actions {
                 switch action {
                 case .set(let id, let field, _):
@@ -86,8 +88,9 @@ public struct WriteRuleEngine: Sendable {
             case .validate(let check, let error):
                 guard passes(value, check, characteristicID: characteristicID) else { return .reject(error) }
             case .set(let targetID, let field, let rate):
-                actions += set(value, from: characteristicID, into: targetID, field: field, rate: rate, at: now,
-                               values: &values, ramps: &ramps)
+                actions += set(
+                    value, from: characteristicID, into: targetID, field: field, rate: rate, at: now,
+                    values: &values, ramps: &ramps)
             case .reply(let targetID, let reply):
                 values[targetID] = reply
                 actions.append(.storing(reply, in: targetID, by: pushKind(targetID)))
@@ -125,7 +128,8 @@ public struct WriteRuleEngine: Sendable {
             let current = ramp.value(at: now)
             actions += apply(.real(current), to: ramp.characteristicID, fieldIndex: ramp.fieldIndex)
             if current != ramp.to {
-                ramp.nextTick = ScheduleEngine.firstGridPoint(after: now, anchor: ramp.startTime, interval: rampInterval)
+                ramp.nextTick = ScheduleEngine.firstGridPoint(
+                    after: now, anchor: ramp.startTime, interval: rampInterval)
                 remaining.append(ramp)
             }
         }
@@ -155,11 +159,15 @@ public struct WriteRuleEngine: Sendable {
         // A new set on the same field replaces its ramp, starting from where the old one had got to.
         let previous = ramps.firstIndex { $0.characteristicID == targetID && $0.fieldIndex == index }
         let from: Double? =
-            if let previous { ramps[previous].value(at: now) } else { layout.decode(values[targetID] ?? [])?[index].number }
+            if let previous { ramps[previous].value(at: now) } else {
+                layout.decode(values[targetID] ?? [])?[index].number
+            }
         if let previous { ramps.remove(at: previous) }
         if let rate, rate > 0, let from, from != number {
-            ramps.append(Ramp(characteristicID: targetID, fieldIndex: index, from: from, to: number, ratePerSecond: rate,
-                              startTime: now, nextTick: now + rampInterval))
+            ramps.append(
+                Ramp(
+                    characteristicID: targetID, fieldIndex: index, from: from, to: number, ratePerSecond: rate,
+                    startTime: now, nextTick: now + rampInterval))
             return []
         }
         let composition = ValueComposer.compose([(index, .real(number))], into: values[targetID] ?? [], layout: layout)
@@ -172,7 +180,8 @@ public struct WriteRuleEngine: Sendable {
         switch check {
         case .length(let range): range.contains(value.count)
         case .allowedValues(let allowed): allowed.contains(value)
-        case .range(let range): Self.number(in: value, of: characteristics[characteristicID]).map(range.contains) ?? false
+        case .range(let range):
+            Self.number(in: value, of: characteristics[characteristicID]).map(range.contains) ?? false
         }
     }
 

@@ -37,7 +37,8 @@ import Testing
     @Test func everyEventKindIsOneParseableLineWithAType() throws {
         let events: [EmulationEvent] = [
             .stateChanged("poweredOn"), .connected(central: "c"), .disconnected(central: "c"),
-            .request(operation: .write, central: "c", characteristicID: "x", value: [], answer: .success, latency: .zero),
+            .request(
+                operation: .write, central: "c", characteristicID: "x", value: [], answer: .success, latency: .zero),
             .subscribed(central: "c", characteristicID: "x"), .unsubscribed(central: "c", characteristicID: "x"),
             .notification(characteristicID: "x", value: [0x06, 0x48], isIndication: false, centrals: 2),
             .queueFull(characteristicID: "x"), .queueReady, .fault("reject 0x0E on read #3", characteristicID: "x"),
@@ -47,10 +48,12 @@ import Testing
         let lines = text.split(separator: "\n")
         #expect(lines.count == events.count)
         let types = try lines.map { try object(String($0))["type"] as? String }
-        #expect(types == [
-            "state", "connected", "disconnected", "request", "subscribed", "unsubscribed", "notification", "queue-full",
-            "queue-ready", "fault", "restart",
-        ])
+        #expect(
+            types == [
+                "state", "connected", "disconnected", "request", "subscribed", "unsubscribed", "notification",
+                "queue-full",
+                "queue-ready", "fault", "restart",
+            ])
         #expect(try object(String(lines[10]))["reason"] as? String == "bluetoothd \"restarted\"\n")
     }
 }

@@ -5,11 +5,13 @@ import GATTModel
 enum Fixtures {
     static let heartRateFlags = FieldSpec(
         name: "flags",
-        type: .flags(bytes: 1, bits: [
-            FlagBit(name: "value-format-u16", bit: 0), FlagBit(name: "sensor-contact-detected", bit: 1),
-            FlagBit(name: "sensor-contact-supported", bit: 2), FlagBit(name: "energy-expended-present", bit: 3),
-            FlagBit(name: "rr-interval-present", bit: 4),
-        ]))
+        type: .flags(
+            bytes: 1,
+            bits: [
+                FlagBit(name: "value-format-u16", bit: 0), FlagBit(name: "sensor-contact-detected", bit: 1),
+                FlagBit(name: "sensor-contact-supported", bit: 2), FlagBit(name: "energy-expended-present", bit: 3),
+                FlagBit(name: "rr-interval-present", bit: 4),
+            ]))
 
     static let heartRateMeasurement = Characteristic(
         id: "heart-rate-measurement", uuid: BluetoothUUID(0x2A37), properties: [.notify], value: .dynamic([0x06, 72]),
@@ -26,7 +28,9 @@ enum Fixtures {
         PeripheralProfile(
             name: "blemu HR",
             services: [
-                Service(id: "heart-rate", uuid: BluetoothUUID(0x180D), characteristics: [heartRateMeasurement, controlPoint]),
+                Service(
+                    id: "heart-rate", uuid: BluetoothUUID(0x180D),
+                    characteristics: [heartRateMeasurement, controlPoint]),
                 Service(id: "battery", uuid: BluetoothUUID(0x180F), characteristics: [batteryLevel]),
             ],
             behaviour: Behaviour(
@@ -52,7 +56,9 @@ enum Fixtures {
                 ]))
     }
 
-    static func signed16(_ id: String, _ field: String, _ value: Int16, _ properties: CharacteristicProperties)
+    static func signed16(
+        _ id: String, _ field: String, _ value: Int16, _ properties: CharacteristicProperties
+    )
         -> Characteristic
     {
         Characteristic(
@@ -74,7 +80,8 @@ enum Fixtures {
                         signed16("set-point", "centidegrees", 2100, [.read, .write, .notify]),
                         Characteristic(
                             id: "mode", uuid: BluetoothUUID(0x1235), properties: [.read, .write], value: .dynamic([1]),
-                            maximumLength: 1, layout: ValueLayout([FieldSpec(name: "mode", type: .unsigned(bytes: 1))])),
+                            maximumLength: 1,
+                            layout: ValueLayout([FieldSpec(name: "mode", type: .unsigned(bytes: 1))])),
                         Characteristic(
                             id: "control", uuid: BluetoothUUID(0x1236), properties: [.write, .indicate]),
                     ]),

@@ -7,7 +7,9 @@ import Testing
     @Test func generatedBPMKeepsTheHeartRateFlagsByte() throws {
         var composer = try ValueComposer(
             characteristic: Fixtures.heartRateMeasurement,
-            generators: [FieldGenerator(field: "bpm", generator: .sequence([.integer(80), .real(90.6)], repeats: true))])
+            generators: [
+                FieldGenerator(field: "bpm", generator: .sequence([.integer(80), .real(90.6)], repeats: true))
+            ])
         let first = composer.next(current: [0x06, 72], at: .zero)
         #expect(first.value == [0x06, 80])
         #expect(composer.next(current: first.value, at: .seconds(1)).value == [0x06, 91])
@@ -16,7 +18,9 @@ import Testing
     @Test func outOfRangeValuesAreClampedWithOneWarning() throws {
         var composer = try ValueComposer(
             characteristic: Fixtures.heartRateMeasurement,
-            generators: [FieldGenerator(field: "bpm", generator: .counter(start: 300, step: 1, range: 0...400, wraps: true))])
+            generators: [
+                FieldGenerator(field: "bpm", generator: .counter(start: 300, step: 1, range: 0...400, wraps: true))
+            ])
         let first = composer.next(current: [0x06, 72], at: .zero)
         #expect(first.value == [0x06, 255])
         #expect(first.warnings.count == 1)
@@ -85,7 +89,8 @@ import Testing
     }
 
     @Test func gridPointAfterAHugeJumpIsExact() {
-        let next = ScheduleEngine.firstGridPoint(after: .seconds(86_400), anchor: .milliseconds(7), interval: .milliseconds(50))
+        let next = ScheduleEngine.firstGridPoint(
+            after: .seconds(86_400), anchor: .milliseconds(7), interval: .milliseconds(50))
         #expect(next == .milliseconds(86_400_007))
     }
 
@@ -104,7 +109,8 @@ import Testing
     }
 
     @Test func unknownCharacteristicIsRefused() {
-        let schedule = Schedule(characteristicID: "nope", action: .update, interval: .seconds(1), start: .launch, generators: [])
+        let schedule = Schedule(
+            characteristicID: "nope", action: .update, interval: .seconds(1), start: .launch, generators: [])
         #expect(throws: BehaviourError.unknownCharacteristic("nope")) {
             try ScheduleEngine(profile: PeripheralProfile(name: "x", behaviour: Behaviour(schedules: [schedule])))
         }

@@ -21,10 +21,13 @@ import Testing
     }
 
     @Test func rangeIsReadAsTheFirstTypedFieldAndLengthIsChecked() throws {
-        var engine = try WriteRuleEngine(profile: Fixtures.thermostat(writeRules: [
-            setPointRule,
-            WriteRule(characteristicID: "mode", actions: [.validate(.length(1...1), error: .invalidAttributeValueLength)]),
-        ]))
+        var engine = try WriteRuleEngine(
+            profile: Fixtures.thermostat(writeRules: [
+                setPointRule,
+                WriteRule(
+                    characteristicID: "mode",
+                    actions: [.validate(.length(1...1), error: .invalidAttributeValueLength)]),
+            ]))
         // 0xFF38 is -200 as an s16: below the range although it is large read as unsigned.
         #expect(engine.write([0x38, 0xFF], to: "set-point", at: .zero) == .reject(.outOfRange))
         #expect(engine.write([0x10], to: "set-point", at: .zero) == .reject(.outOfRange))
@@ -43,7 +46,8 @@ import Testing
         let decision = engine.write([0xC4, 0x09], to: "set-point", at: .seconds(100))
         #expect(decision == .accept([.update(characteristicID: "set-point", value: [0xC4, 0x09])]))
         #expect(engine.nextDeadline == .seconds(101))
-        #expect(engine.tick(at: .seconds(101)) == [.notify(characteristicID: "temperature", value: [0x70, 0x08])])  // 2160
+        // One second at 10 centidegrees a second: 2160.
+        #expect(engine.tick(at: .seconds(101)) == [.notify(characteristicID: "temperature", value: [0x70, 0x08])])
         var last: [UInt8] = []
         var now = Duration.seconds(101)
         while let deadline = engine.nextDeadline, deadline < .seconds(1000) {
@@ -63,9 +67,12 @@ import Testing
     }
 
     @Test func setWithoutARateTakesEffectAtOnce() throws {
-        var engine = try WriteRuleEngine(profile: Fixtures.thermostat(writeRules: [
-            WriteRule(characteristicID: "set-point", actions: [.set(characteristicID: "temperature", field: "centidegrees", ratePerSecond: nil)])
-        ]))
+        var engine = try WriteRuleEngine(
+            profile: Fixtures.thermostat(writeRules: [
+                WriteRule(
+                    characteristicID: "set-point",
+                    actions: [.set(characteristicID: "temperature", field: "centidegrees", ratePerSecond: nil)])
+            ]))
         #expect(
             engine.write([0xC4, 0x09], to: "set-point", at: .zero)
                 == .accept([.notify(characteristicID: "temperature", value: [0xC4, 0x09])]))
@@ -73,10 +80,13 @@ import Testing
     }
 
     @Test func echoNotifiesTheWrittenValueBackAndReplyIndicatesAFixedOne() throws {
-        var engine = try WriteRuleEngine(profile: Fixtures.thermostat(writeRules: [
-            WriteRule(characteristicID: "set-point", actions: [.echo]),
-            WriteRule(characteristicID: "control", actions: [.store, .reply(characteristicID: "control", value: [0x10, 0x01, 0x01])]),
-        ]))
+        var engine = try WriteRuleEngine(
+            profile: Fixtures.thermostat(writeRules: [
+                WriteRule(characteristicID: "set-point", actions: [.echo]),
+                WriteRule(
+                    characteristicID: "control",
+                    actions: [.store, .reply(characteristicID: "control", value: [0x10, 0x01, 0x01])]),
+            ]))
         #expect(
             engine.write([0x01, 0x02], to: "set-point", at: .zero)
                 == .accept([.notify(characteristicID: "set-point", value: [0x01, 0x02])]))
@@ -90,11 +100,14 @@ import Testing
 
     @Test func writeWithoutARuleIsStored() throws {
         var engine = try WriteRuleEngine(profile: Fixtures.thermostat(writeRules: []))
-        #expect(engine.write([0x02], to: "mode", at: .zero) == .accept([.update(characteristicID: "mode", value: [0x02])]))
+        #expect(
+            engine.write([0x02], to: "mode", at: .zero) == .accept([.update(characteristicID: "mode", value: [0x02])]))
     }
 
     @Test func ruleNamingAnUnknownFieldIsRefused() {
-        let rule = WriteRule(characteristicID: "set-point", actions: [.set(characteristicID: "temperature", field: "kelvin", ratePerSecond: nil)])
+        let rule = WriteRule(
+            characteristicID: "set-point",
+            actions: [.set(characteristicID: "temperature", field: "kelvin", ratePerSecond: nil)])
         #expect(throws: BehaviourError.unknownField(characteristicID: "temperature", field: "kelvin")) {
             try WriteRuleEngine(profile: Fixtures.thermostat(writeRules: [rule]))
         }
