@@ -54,7 +54,8 @@ public actor PeripheralManager {
     private var subscriptions: [String: [String: (central: Central, kind: UpdateKind)]] = [:]
     private var stateWaiters: [CheckedContinuation<PeripheralManagerState, Never>] = []
 
-    /// A manager that starts consuming the backend's events at once and hands requests to `handler`.
+    /// A manager that starts consuming the backend's events at once and hands requests to `handler`; it lives until
+    /// the backend finishes its event stream, even when the caller lets go of it.
     public init(
         backend: any PeripheralBackend, handler: any RequestHandler = ProfileServer(),
         configuration: Configuration = Configuration(),
@@ -67,12 +68,11 @@ public actor PeripheralManager {
         self.queue = NotificationQueue(capacity: configuration.queueCapacity)
         (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
         let incoming = backend.events
-        Task { [weak self] in
-            for await event in incoming {
-                guard let self else { return }
-                await self.handle(event)
-            }
-            await self?.backendFinished()
+        // The loop holds the manager strongly: it runs as long as the stack reports events, so that a request
+        // never waits for a manager nobody holds any more. It ends when the backend finishes its stream.
+        Task {
+            for await event in incoming { await self.handle(event) }
+            await self.backendFinished()
         }
     }
 
