@@ -151,11 +151,12 @@ public struct NotificationQueue: Sendable {
 
     /// Queues one value for each target, all or nothing: when any target's queue is full, nothing is queued
     /// (so that the application's retry after `signalReady` does not send duplicates to the others).
-    /// Targets the queue does not know are connected first with their own limit.
+    /// Targets the queue does not know are connected first with their own limit; for known ones the limit from the
+    /// latest `connected` counts (a subscription's copy of a central may predate an MTU exchange).
     public mutating func enqueue(
         _ bytes: [UInt8], characteristicID: String, to targets: [(central: Central, isIndication: Bool)]
     ) -> EnqueueResult {
-        for target in targets { connected(target.central) }
+        for target in targets where links[target.central.id] == nil { connected(target.central) }
         let full = targets.map(\.central).filter { (links[$0.id]?.count ?? 0) >= capacity }
         if !full.isEmpty {
             statistics.refusedFull += 1

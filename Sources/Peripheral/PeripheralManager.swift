@@ -105,7 +105,8 @@ public actor PeripheralManager {
         guard !services.contains(where: { $0.id == service.id }) else { throw .alreadyPublished(serviceID: service.id) }
         services.append(service)
         for characteristic in service.characteristics { characteristics[characteristic.id] = characteristic }
-        logger.info("published service \(service.id) (\(service.uuid)), \(service.characteristics.count) characteristics")
+        let count = service.characteristics.count
+        logger.info("published service \(service.id) (\(service.uuid)), \(count) characteristics")
     }
 
     /// Withdraws a published service; its subscriptions end. Throws when it is not published or the stack fails.
@@ -166,7 +167,7 @@ public actor PeripheralManager {
         let targets = (subscriptions[characteristic.id] ?? [:]).values
             .filter { wanted?.contains($0.central.id) ?? true }
             .sorted { $0.central.id < $1.central.id }
-            .map { (central: $0.central, isIndication: $0.kind == .indication) }
+            .map { (central: self.centrals[$0.central.id] ?? $0.central, isIndication: $0.kind == .indication) }
         guard !targets.isEmpty else { return true }
         switch queue.enqueue(value, characteristicID: characteristic.id, to: targets) {
         case .full(let full):
@@ -174,7 +175,8 @@ public actor PeripheralManager {
             return false
         case .enqueued(let truncated):
             for central in truncated {
-                logger.debug("update of \(characteristic.id) cut to \(central.maximumUpdateValueLength) bytes for \(central)")
+                let limit = central.maximumUpdateValueLength
+                logger.debug("update of \(characteristic.id) cut to \(limit) bytes for \(central)")
             }
             drain()
             return true

@@ -67,3 +67,24 @@ public struct ProfileServer: RequestHandler {
         return required == .encrypted ? .insufficientEncryption : .insufficientAuthentication
     }
 }
+
+extension ProfileServer {
+    /// What became of `setValue(_:for:notifying:)`.
+    public enum ValueChange: Hashable, Sendable {
+        /// Stored, and queued for every subscriber (or there are none).
+        case queued
+        /// Stored, but a subscriber's queue is full: call again after `.readyToUpdateSubscribers`.
+        case queueFull
+        /// Not stored: the characteristic is cached (constant) or the value is longer than 512 bytes.
+        case refused
+    }
+
+    /// Stores a value and sends it to the characteristic's subscribers: what Emulation does when a value changes.
+    /// Can fail with `.queueFull` (stored, not sent: retry on ready) or `.refused` (nothing done).
+    public func setValue(
+        _ value: [UInt8], for characteristic: Characteristic, notifying manager: PeripheralManager
+    ) async -> ValueChange {
+        guard store.setValue(value, for: characteristic) else { return .refused }
+        return await manager.updateValue(value, for: characteristic) ? .queued : .queueFull
+    }
+}

@@ -103,7 +103,8 @@ public final class VirtualCentral: Sendable {
     /// Subscribes to notifications, or indications; throws the ATT error bluetoothd would answer the CCCD write
     /// with (no such property, insufficient encryption or authentication). The manager's `subscribed` event follows.
     public func subscribe(to characteristicID: String, indications: Bool = false) throws(ATTError) {
-        if let error = backend.subscribe(central, to: characteristicID, kind: indications ? .indication : .notification) {
+        if let error = backend.subscribe(central, to: characteristicID, kind: indications ? .indication : .notification)
+        {
             throw error
         }
     }

@@ -230,3 +230,41 @@ import Testing
         #expect(counts.requests == 1000 && counts.answered == 1000 && counts.responded == 1000)
     }
 }
+
+extension InMemoryTests {
+    @Test func settingAValueStoresItAndNotifiesSubscribers() async throws {
+        let server = ProfileServer(store: ValueStore())
+        let (manager, backend) = try await PeripheralManager.inMemory(publishing: [Fixture.service], handler: server)
+        let phone = VirtualCentral(connectingTo: backend, attMTU: 185)
+        try phone.subscribe(to: "hr")
+        _ = await manager.nextEvent { $0.isSubscription(to: "hr") }
+        #expect(await server.setValue([0, 72], for: Fixture.heartRate, notifying: manager) == .queued)
+        var updates = phone.notifications.makeAsyncIterator()
+        #expect(await updates.next()?.bytes == [0, 72])
+        #expect(server.store.value(of: Fixture.heartRate) == [0, 72])
+        #expect(await server.setValue([1], for: Fixture.name, notifying: manager) == .refused)
+    }
+
+    @Test func unsubscribingEndsTheSubscriptionWithAnEvent() async throws {
+        let (manager, backend) = try await PeripheralManager.inMemory(publishing: [Fixture.service])
+        let phone = VirtualCentral(connectingTo: backend)
+        try phone.subscribe(to: "hr")
+        _ = await manager.nextEvent { $0.isSubscription(to: "hr") }
+        phone.unsubscribe(from: "hr")
+        let event = await manager.nextEvent { if case .unsubscribed = $0 { true } else { false } }
+        #expect(event == .unsubscribed(phone.central, Fixture.heartRate))
+        #expect(await manager.updateValue([1], for: Fixture.heartRate))  // nobody left: nothing to do
+        #expect(await manager.notificationStatistics.enqueued == 0)
+    }
+
+    @Test func poweringOffEndsEveryLinkAndTheStateFollows() async throws {
+        let (manager, backend) = try await PeripheralManager.inMemory(publishing: [Fixture.service])
+        let phone = VirtualCentral(connectingTo: backend)
+        _ = await manager.nextEvent { $0 == .centralConnected(phone.central) }
+        backend.setState(.poweredOff)
+        #expect(await manager.nextEvent { $0 == .centralDisconnected(phone.central) } != nil)
+        #expect(await manager.nextEvent { $0 == .stateChanged(.poweredOff) } != nil)
+        #expect(await manager.state == .poweredOff)
+        #expect(await manager.connectedCentrals.isEmpty)
+    }
+}

@@ -148,3 +148,15 @@ import Testing
         #expect(actions.last == .send(alice, .init(characteristicID: "b", bytes: [2], isIndication: false)))
     }
 }
+
+extension NotificationQueueTests {
+    @Test func aNewMTUFromTheStackWinsOverAnOldCopyOfTheCentral() {
+        var queue = NotificationQueue(capacity: 4)
+        let before = Central(id: "alice", attMTU: 23)
+        queue.connected(before)
+        queue.connected(Central(id: "alice", attMTU: 185))
+        #expect(
+            queue.enqueue(Array(repeating: 1, count: 100), characteristicID: "c", to: [(before, false)])
+                == .enqueued(truncated: []))
+    }
+}

@@ -99,8 +99,10 @@ import Testing
     @Test func anAnswerBeforeTheDeadlineDisarmsIt() async throws {
         let responder = responder()
         responder.arm(deadline: .milliseconds(10), error: .unlikelyError)
-        ReadRequest(central: central, characteristic: characteristic, offset: 0, linkSecurity: .none, responder: responder)
-            .respond(with: [7])
+        ReadRequest(
+            central: central, characteristic: characteristic, offset: 0, linkSecurity: .none, responder: responder
+        )
+        .respond(with: [7])
         #expect(await nextReply() == .success([7]))
         try await Task.sleep(for: .milliseconds(30))  // the only sleep: proving something does NOT happen
         #expect(ledger.snapshot.expired == 0 && ledger.snapshot.refusedLate == 0)
@@ -128,8 +130,9 @@ import Testing
     @Test func aWriteBeyondTheMaximumLengthIsInvalidAttributeValueLength() {
         let write = WriteRequest(characteristic: characteristic, offset: 4, value: [1, 2, 3, 4, 5])
         #expect(write.applied(to: [1, 2, 3, 4]) == .failure(.invalidAttributeValueLength))
-        #expect(WriteRequest(characteristic: characteristic, offset: 4, value: [1, 2, 3, 4]).applied(to: [1, 2, 3, 4])
-            == .success([1, 2, 3, 4, 1, 2, 3, 4]))
+        #expect(
+            WriteRequest(characteristic: characteristic, offset: 4, value: [1, 2, 3, 4]).applied(to: [1, 2, 3, 4])
+                == .success([1, 2, 3, 4, 1, 2, 3, 4]))
     }
 
     @Test func aBatchIsValidatedAsAWholeAndInOrder() {
