@@ -5,6 +5,19 @@ import GATTModel
 /// The stack reports everything through `events`, which exactly one manager consumes. The manager answers each
 /// request exactly once through the `reply` closure the request carries, sends updates with `send(_:to:)` from its
 /// own bounded queue, and drives publishing and advertising with the async methods.
+///
+/// Fitting BlueZ (BLUEZ-FACTS.md):
+/// - `ReadValue`/`WriteValue` become `.read`/`.write` events whose `reply` sends the D-Bus reply; a no-reply
+///   `WriteValue` (write-without-response) gets `reply: nil` and is never answered; `prepare-authorize: true`
+///   sets `isAuthorizationOnly`, so a prepared batch can be validated before bluetoothd applies it handle by handle.
+/// - Map answers with `dbus_error_to_att_ecode()` in mind: 0x02/0x03 -> `NotPermitted`, 0x06 -> `NotSupported`,
+///   0x07 -> `InvalidOffset`, 0x08 -> `NotAuthorized`, 0x0D -> `InvalidValueLength`, 0xFD/0xFE -> their names,
+///   0x80-0x9F -> `Failed` with message `"0x80"`..; other codes cannot be expressed and arrive as 0x0E or 0x80.
+///   0x05/0x0F come from the static `encrypt-*` flags, before bluetoothd ever calls the app.
+/// - `AcquireNotify` names the device: yield `.subscribed(central, …)` with the device path as `Central.id` and
+///   MTU - 3 (or bluer's MTU - 5) as its limit; socket writability after `EAGAIN` is `.writable`; byte 0x01 on it
+///   is `.confirmed`; its closing is `.unsubscribed`. `StartNotify` (no device) subscribes `Central.allSubscribersID`,
+///   served with `PropertiesChanged`, and `Confirm()` confirms for it.
 public protocol PeripheralBackend: Sendable {
     /// Everything the stack reports, in order: state, connections, requests, subscriptions, confirmations,
     /// writability. Yield `.stateChanged` first. Finish the stream when the backend shuts down: the manager stops.
