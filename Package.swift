@@ -53,7 +53,10 @@ let package = Package(
             name: "Lab",
             dependencies: [.product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
-        .target(name: "PeripheralTesting", dependencies: ["Peripheral", "GATTModel"], swiftSettings: strict),
+        .target(
+            name: "PeripheralTesting",
+            dependencies: ["Peripheral", "GATTModel", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
         .executableTarget(
             name: "blemu",
             dependencies: [
@@ -69,7 +72,10 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(name: "DBusTests", dependencies: ["DBus"], swiftSettings: strict),
         .testTarget(
-            name: "PeripheralTests", dependencies: ["Peripheral", "PeripheralTesting", "GATTModel"],
+            name: "PeripheralTests",
+            dependencies: [
+                "Peripheral", "PeripheralTesting", "GATTModel", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict),
         .testTarget(
             name: "BlueZTests", dependencies: ["BlueZ", "DBus", "Peripheral", "GATTModel"],

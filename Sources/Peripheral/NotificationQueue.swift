@@ -1,0 +1,283 @@
+/// The bounded per-central queues behind `updateValue(_:for:onSubscribedCentrals:)`: a state machine with no I/O
+/// and no clock. Feed it events (`enqueue`, `sent`, `wouldBlock`, `writable`, `confirmed`, `failed`,
+/// `disconnected`), then perform what `nextAction()` returns until it returns nil.
+///
+/// bluetoothd's own ATT send queue is unbounded (BLUEZ-FACTS.md, "Notifications and indications"), so Core
+/// Bluetooth's "queue full" and "ready to update subscribers" must come from here. One update is in flight per
+/// central at a time; an indication stays in flight until the central confirms it (Core Spec Vol 3, Part F, 3.4.7.2).
+public struct NotificationQueue: Sendable {
+    /// One value for one central, already cut to the central's limit.
+    public struct Update: Hashable, Sendable {
+        /// The characteristic whose value this is.
+        public var characteristicID: String
+        /// The bytes to send.
+        public var bytes: [UInt8]
+        /// Whether the central must confirm it (indication) or not (notification).
+        public var isIndication: Bool
+
+        /// An update from its parts.
+        public init(characteristicID: String, bytes: [UInt8], isIndication: Bool) {
+            self.characteristicID = characteristicID
+            self.bytes = bytes
+            self.isIndication = isIndication
+        }
+    }
+
+    /// Something the owner of the queue must do.
+    public enum Action: Hashable, Sendable {
+        /// Hand this update to the stack for this central, then report `sent`, `wouldBlock` or `failed`.
+        case send(Central, Update)
+        /// Tell the application it may retry: every queue that was full when `enqueue` said so has room again.
+        case signalReady
+        /// Updates were discarded (already counted in `statistics`): log them.
+        case drop(Central, count: Int, reason: DropReason)
+    }
+
+    /// Why queued updates were discarded.
+    public enum DropReason: Hashable, Sendable, CustomStringConvertible {
+        /// The central disconnected with updates still queued or unconfirmed.
+        case disconnected
+        /// The central unsubscribed from the characteristic with updates still queued.
+        case unsubscribed
+        /// The stack refused the update (e.g. a closed notification socket).
+        case sendFailed(String)
+
+        /// A short phrase for logs.
+        public var description: String {
+            switch self {
+            case .disconnected: "central disconnected"
+            case .unsubscribed: "central unsubscribed"
+            case .sendFailed(let reason): "send failed: \(reason)"
+            }
+        }
+    }
+
+    /// What `enqueue` did.
+    public enum EnqueueResult: Hashable, Sendable {
+        /// Every target got the update; `truncated` lists the centrals whose copy was cut to their limit.
+        case enqueued(truncated: [Central])
+        /// Nothing was queued because these targets' queues are full; `signalReady` follows when they have room.
+        case full([Central])
+    }
+
+    /// Counters of everything that went through the queue: nothing disappears without showing up here.
+    public struct Statistics: Hashable, Sendable {
+        /// Copies accepted by `enqueue` (one per target central).
+        public var enqueued = 0
+        /// Copies the stack accepted.
+        public var sent = 0
+        /// Indications the central confirmed.
+        public var confirmed = 0
+        /// Copies discarded, for any reason.
+        public var dropped = 0
+        /// Copies cut to the central's `maximumUpdateValueLength`.
+        public var truncated = 0
+        /// `enqueue` calls refused because a queue was full.
+        public var refusedFull = 0
+        /// `signalReady` actions produced.
+        public var readySignals = 0
+    }
+
+    private struct Link: Sendable {
+        var central: Central
+        var queued: [Update] = []
+        var head = 0
+        /// The update handed out by `nextAction` and not yet reported back.
+        var inFlight: Update?
+        /// An indication the stack sent and the central has not confirmed.
+        var awaitingConfirmation: Update?
+        /// The stack said "would block": wait for `writable`.
+        var isBlocked = false
+
+        var count: Int { queued.count - head }
+        var isIdle: Bool { inFlight == nil && awaitingConfirmation == nil && !isBlocked }
+
+        mutating func popFirst() -> Update? {
+            guard head < queued.count else { return nil }
+            let update = queued[head]
+            head += 1
+            // Compact now and then so that a long-lived link does not keep every value it ever sent.
+            if head > 64 && head * 2 > queued.count {
+                queued.removeFirst(head)
+                head = 0
+            }
+            return update
+        }
+
+        mutating func pushFront(_ update: Update) {
+            if head > 0 {
+                head -= 1
+                queued[head] = update
+            } else {
+                queued.insert(update, at: 0)
+            }
+        }
+    }
+
+    /// The most updates one central may have waiting (not counting the one in flight).
+    public let capacity: Int
+    /// The counters.
+    public private(set) var statistics = Statistics()
+
+    private var links: [String: Link] = [:]
+    /// Central ids in connection order, for round-robin sending.
+    private var order: [String] = []
+    private var cursor = 0
+    /// Centrals whose full queue made `enqueue` fail; `signalReady` is owed once all have room.
+    private var waitingForRoom: Set<String> = []
+    private var isReadyOwed = false
+    private var pending: [Action] = []
+
+    /// An empty queue; a capacity below 1 is raised to 1, since a queue that can hold nothing can never drain.
+    public init(capacity: Int) {
+        self.capacity = max(1, capacity)
+    }
+
+    /// The number of updates waiting for a central (not counting the one in flight); 0 for an unknown central.
+    public func count(for central: Central) -> Int { links[central.id]?.count ?? 0 }
+
+    /// Whether the central is known to the queue.
+    public func isConnected(_ central: Central) -> Bool { links[central.id] != nil }
+
+    /// A central connected, or its MTU changed: later updates are cut to its new limit.
+    public mutating func connected(_ central: Central) {
+        if links[central.id] == nil {
+            links[central.id] = Link(central: central)
+            order.append(central.id)
+        } else {
+            links[central.id]?.central = central
+        }
+    }
+
+    /// Queues one value for each target, all or nothing: when any target's queue is full, nothing is queued
+    /// (so that the application's retry after `signalReady` does not send duplicates to the others).
+    /// Targets the queue does not know are connected first with their own limit; for known ones the limit from the
+    /// latest `connected` counts (a subscription's copy of a central may predate an MTU exchange).
+    public mutating func enqueue(
+        _ bytes: [UInt8], characteristicID: String, to targets: [(central: Central, isIndication: Bool)]
+    ) -> EnqueueResult {
+        for target in targets where links[target.central.id] == nil { connected(target.central) }
+        let full = targets.map(\.central).filter { (links[$0.id]?.count ?? 0) >= capacity }
+        if !full.isEmpty {
+            statistics.refusedFull += 1
+            waitingForRoom.formUnion(full.map(\.id))
+            isReadyOwed = true
+            return .full(full)
+        }
+        var truncated: [Central] = []
+        for target in targets {
+            guard let link = links[target.central.id] else { continue }
+            let limit = link.central.maximumUpdateValueLength
+            var copy = bytes
+            if copy.count > limit {
+                // Core Bluetooth cuts too: the central reads the whole value with a long read.
+                copy.removeLast(copy.count - limit)
+                truncated.append(link.central)
+                statistics.truncated += 1
+            }
+            links[target.central.id]?.queued.append(
+                Update(characteristicID: characteristicID, bytes: copy, isIndication: target.isIndication))
+            statistics.enqueued += 1
+        }
+        return .enqueued(truncated: truncated)
+    }
+
+    /// The stack accepted the update `nextAction` handed out for this central.
+    public mutating func sent(to central: Central) {
+        guard let update = links[central.id]?.inFlight else { return }
+        links[central.id]?.inFlight = nil
+        statistics.sent += 1
+        if update.isIndication { links[central.id]?.awaitingConfirmation = update }
+        noteRoom(for: central.id)
+    }
+
+    /// The stack could not take the update now (e.g. a full notification socket): it goes back to the head of
+    /// the queue until `writable`.
+    public mutating func wouldBlock(for central: Central) {
+        guard let update = links[central.id]?.inFlight else { return }
+        links[central.id]?.inFlight = nil
+        links[central.id]?.pushFront(update)
+        links[central.id]?.isBlocked = true
+    }
+
+    /// The stack can take updates for this central again.
+    public mutating func writable(_ central: Central) {
+        links[central.id]?.isBlocked = false
+    }
+
+    /// The central confirmed the indication in flight; unexpected confirmations are ignored.
+    public mutating func confirmed(by central: Central) {
+        guard links[central.id]?.awaitingConfirmation != nil else { return }
+        links[central.id]?.awaitingConfirmation = nil
+        statistics.confirmed += 1
+    }
+
+    /// The stack refused the update in flight for good: it is dropped and counted.
+    public mutating func failed(for central: Central, reason: String) {
+        guard let link = links[central.id], link.inFlight != nil else { return }
+        links[central.id]?.inFlight = nil
+        drop(count: 1, of: link.central, reason: .sendFailed(reason))
+        noteRoom(for: central.id)
+    }
+
+    /// The central unsubscribed from a characteristic: its queued updates for it are dropped and counted.
+    public mutating func unsubscribed(_ central: Central, from characteristicID: String) {
+        guard var link = links[central.id] else { return }
+        let before = link.count
+        let remaining = link.queued[link.head...].filter { $0.characteristicID != characteristicID }
+        link.queued = Array(remaining)
+        link.head = 0
+        if link.awaitingConfirmation?.characteristicID == characteristicID { link.awaitingConfirmation = nil }
+        links[central.id] = link
+        if before > link.count { drop(count: before - link.count, of: link.central, reason: .unsubscribed) }
+        noteRoom(for: central.id)
+    }
+
+    /// The central disconnected: everything queued, in flight or unconfirmed for it is dropped and counted.
+    public mutating func disconnected(_ central: Central) {
+        guard let link = links.removeValue(forKey: central.id) else { return }
+        order.removeAll { $0 == central.id }
+        let lost = link.count + (link.inFlight == nil ? 0 : 1) + (link.awaitingConfirmation == nil ? 0 : 1)
+        if lost > 0 { drop(count: lost, of: link.central, reason: .disconnected) }
+        waitingForRoom.remove(central.id)
+        signalIfRoom()
+    }
+
+    /// The next thing to do, or nil when there is nothing to do until the next event.
+    public mutating func nextAction() -> Action? {
+        if !pending.isEmpty { return pending.removeFirst() }
+        guard !order.isEmpty else { return nil }
+        for step in 0..<order.count {
+            let id = order[(cursor + step) % order.count]
+            guard var link = links[id], link.isIdle, let update = link.popFirst() else { continue }
+            link.inFlight = update
+            links[id] = link
+            cursor = (cursor + step + 1) % order.count
+            noteRoom(for: id)
+            if !pending.isEmpty {
+                // Room just opened: signal it before the send, so the application's retry overlaps the I/O.
+                pending.append(.send(link.central, update))
+                return pending.removeFirst()
+            }
+            return .send(link.central, update)
+        }
+        return nil
+    }
+
+    private mutating func drop(count: Int, of central: Central, reason: DropReason) {
+        statistics.dropped += count
+        pending.append(.drop(central, count: count, reason: reason))
+    }
+
+    private mutating func noteRoom(for id: String) {
+        if waitingForRoom.contains(id), (links[id]?.count ?? 0) < capacity { waitingForRoom.remove(id) }
+        signalIfRoom()
+    }
+
+    private mutating func signalIfRoom() {
+        guard isReadyOwed, waitingForRoom.isEmpty else { return }
+        isReadyOwed = false
+        statistics.readySignals += 1
+        pending.append(.signalReady)
+    }
+}

@@ -1,0 +1,61 @@
+import GATTModel
+
+/// What `PeripheralManager` needs from a Bluetooth stack (BlueZ over D-Bus, or `InMemoryBackend` in tests).
+///
+/// The stack reports everything through `events`, which exactly one manager consumes. The manager answers each
+/// request exactly once through the `reply` closure the request carries, sends updates with `send(_:to:)` from its
+/// own bounded queue, and drives publishing and advertising with the async methods.
+///
+/// Fitting BlueZ (BLUEZ-FACTS.md):
+/// - `ReadValue`/`WriteValue` become `.read`/`.write` events whose `reply` sends the D-Bus reply; a no-reply
+///   `WriteValue` (write-without-response) gets `reply: nil` and is never answered; `prepare-authorize: true`
+///   sets `isAuthorizationOnly`, so a prepared batch can be validated before bluetoothd applies it handle by handle.
+/// - Map answers with `dbus_error_to_att_ecode()` in mind: 0x02/0x03 -> `NotPermitted`, 0x06 -> `NotSupported`,
+///   0x07 -> `InvalidOffset`, 0x08 -> `NotAuthorized`, 0x0D -> `InvalidValueLength`, 0xFD/0xFE -> their names,
+///   0x80-0x9F -> `Failed` with message `"0x80"`..; other codes cannot be expressed and arrive as 0x0E or 0x80.
+///   0x05/0x0F come from the static `encrypt-*` flags, before bluetoothd ever calls the app.
+/// - `AcquireNotify` names the device: yield `.subscribed(central, …)` with the device path as `Central.id` and
+///   MTU - 3 (or bluer's MTU - 5) as its limit; socket writability after `EAGAIN` is `.writable`; byte 0x01 on it
+///   is `.confirmed`; its closing is `.unsubscribed`. `StartNotify` (no device) subscribes `Central.allSubscribersID`,
+///   served with `PropertiesChanged`, and `Confirm()` confirms for it.
+public protocol PeripheralBackend: Sendable {
+    /// Everything the stack reports, in order: state, connections, requests, subscriptions, confirmations,
+    /// writability. Yield `.stateChanged` first. Finish the stream when the backend shuts down: the manager stops.
+    var events: AsyncStream<BackendEvent> { get }
+
+    /// Publishes a service (BlueZ: export its objects and register the application); throws when the stack refuses.
+    /// The manager has already checked ids and state.
+    func publish(_ service: Service) async throws
+    /// Withdraws a published service (BlueZ: unregister, export the rest, register again); throws on failure.
+    func unpublish(_ service: Service) async throws
+    /// Starts advertising (BlueZ: plan the AD bytes, then `RegisterAdvertisement`); throws when refused or when the
+    /// advertisement cannot be laid out within the legacy budget.
+    func startAdvertising(_ advertisement: Advertisement) async throws
+    /// Stops advertising; throws when the stack fails (not when nothing was advertised).
+    func stopAdvertising() async throws
+
+    /// Sends one update to one central now, without blocking and without queueing (the manager queues):
+    /// `.sent` when the stack took it, `.wouldBlock` when it cannot take it yet (then yield `.writable(central)`
+    /// later), `.failed` when it never will (unknown central, closed socket). BlueZ: write one datagram to the
+    /// central's `AcquireNotify` socket; for `Central.allSubscribersID`, emit `PropertiesChanged` and return `.sent`.
+    /// Called on the manager's actor: it must return quickly.
+    func send(_ update: NotificationQueue.Update, to central: Central) -> SendOutcome
+}
+
+/// What happened to an update handed to `PeripheralBackend.send(_:to:)`.
+public enum SendOutcome: Hashable, Sendable {
+    /// The stack took it (for an indication: the confirmation comes later as `.confirmed`).
+    case sent
+    /// Not now (a full socket): the manager keeps it and waits for `.writable(central)`.
+    case wouldBlock
+    /// Never: the manager drops it, counts it and logs the reason.
+    case failed(String)
+}
+
+/// Whether a subscription asked for notifications or indications.
+public enum UpdateKind: String, Hashable, Sendable {
+    /// Unacknowledged updates.
+    case notification
+    /// Updates the central confirms, one at a time.
+    case indication
+}

@@ -1,0 +1,40 @@
+import GATTModel
+
+/// What the peripheral manager tells the application: Core Bluetooth's `CBPeripheralManagerDelegate`, as values.
+///
+/// Requests are not events: a `~Copyable` request cannot travel in an `AsyncStream`, so they go to the
+/// `RequestHandler` instead, where the compiler can check they are answered once.
+public enum PeripheralEvent: Hashable, Sendable {
+    /// The state changed (`peripheralManagerDidUpdateState`).
+    case stateChanged(PeripheralManagerState)
+    /// State saved by a previous run is back, delivered before the first state change (`willRestoreState`).
+    case willRestoreState(RestoredState)
+    /// A central connected (or its link changed, e.g. a new MTU).
+    case centralConnected(Central)
+    /// A central disconnected; its subscriptions ended first, each with `unsubscribed`.
+    case centralDisconnected(Central)
+    /// A central subscribed to a characteristic's notifications or indications (`didSubscribeTo`).
+    case subscribed(Central, Characteristic)
+    /// A central unsubscribed, or disconnected while subscribed (`didUnsubscribeFrom`).
+    case unsubscribed(Central, Characteristic)
+    /// The queues that made `updateValue` return false have room again: retry (`isReady(toUpdateSubscribers:)`).
+    case readyToUpdateSubscribers
+    /// Queued updates were discarded (already counted in `notificationStatistics`), with the reason.
+    case updatesDropped(Central, count: Int, reason: NotificationQueue.DropReason)
+    /// The stack stopped advertising on its own (BlueZ calls `Release()`), with its reason.
+    case advertisingStopped(reason: String)
+}
+
+/// What a previous run saved for state restoration. A placeholder until state restoration lands (issue 4).
+public struct RestoredState: Hashable, Sendable {
+    /// The services that were published.
+    public var services: [Service]
+    /// The last written values, by characteristic id.
+    public var values: [String: [UInt8]]
+
+    /// Restored state from its parts.
+    public init(services: [Service] = [], values: [String: [UInt8]] = [:]) {
+        self.services = services
+        self.values = values
+    }
+}

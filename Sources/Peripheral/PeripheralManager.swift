@@ -1,0 +1,341 @@
+import GATTModel
+import Logging
+
+/// A Bluetooth LE peripheral: Core Bluetooth's `CBPeripheralManager`, over any `PeripheralBackend`.
+///
+/// Publish services, advertise, and push values with `updateValue(_:for:onSubscribedCentrals:)`; requests go to
+/// the `RequestHandler` (by default a `ProfileServer`), everything else comes out of `events`.
+public actor PeripheralManager {
+    /// Limits and timings.
+    public struct Configuration: Sendable {
+        /// How long a handler has to answer before the engine answers `deadlineError`: well under ATT's 30 s
+        /// transaction timeout (Core Spec Vol 3, Part F, 3.3.3), after which the central drops the link.
+        public var requestDeadline: Duration
+        /// What the engine answers when the deadline passes.
+        public var deadlineError: ATTError
+        /// How many updates may wait per central before `updateValue` returns false.
+        public var queueCapacity: Int
+
+        /// A configuration; the defaults leave a handler 10 s and queue 16 updates per central.
+        public init(
+            requestDeadline: Duration = .seconds(10), deadlineError: ATTError = .unlikelyError, queueCapacity: Int = 16
+        ) {
+            self.requestDeadline = requestDeadline
+            self.deadlineError = deadlineError
+            self.queueCapacity = queueCapacity
+        }
+    }
+
+    /// What happens, in order; one consumer. Unbounded, so nothing is lost when nobody listens for a while.
+    public nonisolated let events: AsyncStream<PeripheralEvent>
+    /// The latest state the stack reported.
+    public private(set) var state: PeripheralManagerState = .unknown
+    /// Whether `startAdvertising` succeeded and nothing stopped it since.
+    public private(set) var isAdvertising = false
+    /// The published services, in publication order.
+    public private(set) var services: [Service] = []
+    /// The connected centrals, with their current limits.
+    public var connectedCentrals: [Central] { Array(centrals.values).sorted { $0.id < $1.id } }
+    /// What went through the notification queue: enqueued, sent, confirmed, dropped, truncated.
+    public var notificationStatistics: NotificationQueue.Statistics { queue.statistics }
+    /// Requests received and how each was answered: `requests == answered` once all are answered.
+    public nonisolated var requestCounts: RequestCounts { ledger.snapshot }
+
+    private let backend: any PeripheralBackend
+    private let handler: any RequestHandler
+    private let configuration: Configuration
+    private let logger: Logger
+    private let ledger = RequestLedger()
+    private let continuation: AsyncStream<PeripheralEvent>.Continuation
+    private var queue: NotificationQueue
+    private var characteristics: [String: Characteristic] = [:]
+    private var centrals: [String: Central] = [:]
+    /// Subscribers by characteristic id, then central id.
+    private var subscriptions: [String: [String: (central: Central, kind: UpdateKind)]] = [:]
+    private var stateWaiters: [CheckedContinuation<PeripheralManagerState, Never>] = []
+
+    /// A manager that starts consuming the backend's events at once and hands requests to `handler`; it lives until
+    /// the backend finishes its event stream, even when the caller lets go of it.
+    public init(
+        backend: any PeripheralBackend, handler: any RequestHandler = ProfileServer(),
+        configuration: Configuration = Configuration(),
+        logger: Logger = Logger(label: "blemu.peripheral")
+    ) {
+        self.backend = backend
+        self.handler = handler
+        self.configuration = configuration
+        self.logger = logger
+        self.queue = NotificationQueue(capacity: configuration.queueCapacity)
+        (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+        let incoming = backend.events
+        // The loop holds the manager strongly: it runs as long as the stack reports events, so that a request
+        // never waits for a manager nobody holds any more. It ends when the backend finishes its stream.
+        Task {
+            for await event in incoming { await self.handle(event) }
+            await self.backendFinished()
+        }
+    }
+
+    /// Waits until the state is `.poweredOn`; throws `.unavailable` when it is unsupported or unauthorized.
+    public func waitUntilPoweredOn() async throws(PeripheralError) {
+        while true {
+            switch state {
+            case .poweredOn: return
+            case .unsupported, .unauthorized: throw .unavailable(state)
+            default: _ = await withCheckedContinuation { stateWaiters.append($0) }
+            }
+        }
+    }
+
+    // MARK: Services
+
+    /// Publishes a service; it cannot change afterwards (remove and publish again). Throws when not powered on,
+    /// when its id or a characteristic id is already published, or when the stack refuses.
+    public func publish(_ service: Service) async throws(PeripheralError) {
+        guard state == .poweredOn else { throw .notPoweredOn(state) }
+        guard !services.contains(where: { $0.id == service.id }) else { throw .alreadyPublished(serviceID: service.id) }
+        var seen = Set<String>()
+        for characteristic in service.characteristics {
+            guard characteristics[characteristic.id] == nil, seen.insert(characteristic.id).inserted else {
+                throw .duplicateCharacteristicID(characteristic.id)
+            }
+        }
+        do { try await backend.publish(service) } catch { throw .backendFailed("\(error)") }
+        // Checked again after the await: another publish may have raced in while the stack worked.
+        guard !services.contains(where: { $0.id == service.id }) else { throw .alreadyPublished(serviceID: service.id) }
+        services.append(service)
+        for characteristic in service.characteristics { characteristics[characteristic.id] = characteristic }
+        let count = service.characteristics.count
+        logger.info("published service \(service.id) (\(service.uuid)), \(count) characteristics")
+    }
+
+    /// Withdraws a published service; its subscriptions end. Throws when it is not published or the stack fails.
+    public func remove(_ service: Service) async throws(PeripheralError) {
+        guard let published = services.first(where: { $0.id == service.id }) else {
+            throw .notPublished(serviceID: service.id)
+        }
+        do { try await backend.unpublish(published) } catch { throw .backendFailed("\(error)") }
+        services.removeAll { $0.id == published.id }
+        for characteristic in published.characteristics {
+            characteristics[characteristic.id] = nil
+            for (_, subscriber) in subscriptions.removeValue(forKey: characteristic.id) ?? [:] {
+                queue.unsubscribed(subscriber.central, from: characteristic.id)
+                continuation.yield(.unsubscribed(subscriber.central, characteristic))
+            }
+        }
+        drain()
+        logger.info("removed service \(published.id)")
+    }
+
+    /// Withdraws every published service; throws the first failure.
+    public func removeAllServices() async throws(PeripheralError) {
+        for service in services { try await remove(service) }
+    }
+
+    // MARK: Advertising
+
+    /// Starts advertising; throws when not powered on or when the stack refuses (or cannot lay it out).
+    public func startAdvertising(_ advertisement: Advertisement) async throws(PeripheralError) {
+        guard state == .poweredOn else { throw .notPoweredOn(state) }
+        do { try await backend.startAdvertising(advertisement) } catch { throw .backendFailed("\(error)") }
+        isAdvertising = true
+        logger.info("advertising \(advertisement.localName ?? "(no name)")")
+    }
+
+    /// Stops advertising; throws when the stack fails.
+    public func stopAdvertising() async throws(PeripheralError) {
+        do { try await backend.stopAdvertising() } catch { throw .backendFailed("\(error)") }
+        isAdvertising = false
+    }
+
+    // MARK: Updates
+
+    /// Sends a value to the subscribed centrals (all of them, or those of `centrals` that subscribed), as a
+    /// notification or indication per subscription, cut to each central's `maximumUpdateValueLength`.
+    ///
+    /// Returns false, sending to nobody, when a target's queue is full: `.readyToUpdateSubscribers` follows when
+    /// it has room, then call again. Returns true when queued, also when nobody is subscribed (nothing to do);
+    /// an unpublished characteristic is logged as misuse and returns true (no retry would help).
+    public func updateValue(
+        _ value: [UInt8], for characteristic: Characteristic, onSubscribedCentrals centrals: [Central]? = nil
+    ) -> Bool {
+        guard characteristics[characteristic.id] != nil else {
+            logger.error("updateValue for \(characteristic.id), which is not published: ignored")
+            return true
+        }
+        let wanted = centrals.map { Set($0.map(\.id)) }
+        let targets = (subscriptions[characteristic.id] ?? [:]).values
+            .filter { wanted?.contains($0.central.id) ?? true }
+            .sorted { $0.central.id < $1.central.id }
+            .map { (central: self.centrals[$0.central.id] ?? $0.central, isIndication: $0.kind == .indication) }
+        guard !targets.isEmpty else { return true }
+        switch queue.enqueue(value, characteristicID: characteristic.id, to: targets) {
+        case .full(let full):
+            logger.debug("updateValue for \(characteristic.id): queue full for \(full.map(\.id))")
+            return false
+        case .enqueued(let truncated):
+            for central in truncated {
+                let limit = central.maximumUpdateValueLength
+                logger.debug("update of \(characteristic.id) cut to \(limit) bytes for \(central)")
+            }
+            drain()
+            return true
+        }
+    }
+
+    /// The centrals subscribed to a characteristic.
+    public func subscribedCentrals(of characteristic: Characteristic) -> [Central] {
+        (subscriptions[characteristic.id] ?? [:]).values.map(\.central).sorted { $0.id < $1.id }
+    }
+
+    // MARK: Events from the stack
+
+    private func handle(_ event: BackendEvent) {
+        switch event {
+        case .stateChanged(let newState):
+            changeState(to: newState)
+        case .connected(let central):
+            centrals[central.id] = central
+            queue.connected(central)
+            continuation.yield(.centralConnected(central))
+        case .disconnected(let central):
+            let known = centrals.removeValue(forKey: central.id) ?? central
+            endSubscriptions(of: known)
+            queue.disconnected(known)
+            drain()
+            continuation.yield(.centralDisconnected(known))
+        case .read(let incoming):
+            dispatch(incoming)
+        case .write(let incoming):
+            dispatch(incoming)
+        case .subscribed(let central, let id, let kind):
+            guard let characteristic = characteristics[id] else {
+                logger.warning("\(central) subscribed to unknown characteristic \(id): ignored")
+                return
+            }
+            centrals[central.id] = central
+            queue.connected(central)
+            subscriptions[id, default: [:]][central.id] = (central, kind)
+            continuation.yield(.subscribed(central, characteristic))
+        case .unsubscribed(let central, let id):
+            guard subscriptions[id]?.removeValue(forKey: central.id) != nil else { return }
+            queue.unsubscribed(central, from: id)
+            drain()
+            if let characteristic = characteristics[id] { continuation.yield(.unsubscribed(central, characteristic)) }
+        case .confirmed(let central):
+            queue.confirmed(by: central)
+            drain()
+        case .writable(let central):
+            queue.writable(central)
+            drain()
+        case .advertisingStopped(let reason):
+            isAdvertising = false
+            logger.warning("the stack stopped advertising: \(reason)")
+            continuation.yield(.advertisingStopped(reason: reason))
+        }
+    }
+
+    private func changeState(to newState: PeripheralManagerState) {
+        guard newState != state else { return }
+        logger.info("state \(state.rawValue) -> \(newState.rawValue)")
+        state = newState
+        if newState != .poweredOn {
+            // Links do not survive the adapter: end them so queued updates are counted as dropped.
+            for central in centrals.values {
+                endSubscriptions(of: central)
+                queue.disconnected(central)
+                continuation.yield(.centralDisconnected(central))
+            }
+            centrals.removeAll()
+            isAdvertising = false
+            drain()
+        }
+        continuation.yield(.stateChanged(newState))
+        let waiters = stateWaiters
+        stateWaiters.removeAll()
+        for waiter in waiters { waiter.resume(returning: newState) }
+    }
+
+    private func endSubscriptions(of central: Central) {
+        for id in subscriptions.keys.sorted() where subscriptions[id]?.removeValue(forKey: central.id) != nil {
+            if let characteristic = characteristics[id] { continuation.yield(.unsubscribed(central, characteristic)) }
+        }
+    }
+
+    private func backendFinished() {
+        logger.info("the backend finished its events: the manager stops")
+        continuation.finish()
+        let waiters = stateWaiters
+        stateWaiters.removeAll()
+        for waiter in waiters { waiter.resume(returning: state) }
+    }
+
+    // MARK: Requests
+
+    private func responder(
+        _ summary: String, reply: (@Sendable (Result<[UInt8], ATTError>) -> Void)?
+    ) -> Responder {
+        Responder(summary: summary, reply: reply, ledger: ledger, logger: logger)
+    }
+
+    private func dispatch(_ incoming: IncomingRead) {
+        let summary = "read of \(incoming.characteristicID) by \(incoming.central) at offset \(incoming.offset)"
+        let responder = responder(summary, reply: incoming.reply)
+        guard let characteristic = characteristics[incoming.characteristicID] else {
+            responder.answer(.failure(.invalidHandle), by: .engine)
+            return
+        }
+        responder.arm(deadline: configuration.requestDeadline, error: configuration.deadlineError)
+        let handler = handler
+        // A task per request: a slow handler must not hold up the stack's other events (or its own deadline).
+        Task {
+            await handler.handleRead(
+                ReadRequest(
+                    central: incoming.central, characteristic: characteristic, offset: incoming.offset,
+                    linkSecurity: incoming.linkSecurity, responder: responder))
+        }
+    }
+
+    private func dispatch(_ incoming: IncomingWrites) {
+        let ids = incoming.writes.map(\.characteristicID)
+        let summary = "write of \(ids.joined(separator: ", ")) by \(incoming.central)"
+        let responder = responder(summary, reply: incoming.reply)
+        var writes: [WriteRequest] = []
+        for write in incoming.writes {
+            guard let characteristic = characteristics[write.characteristicID] else {
+                responder.answer(.failure(.invalidHandle), by: .engine)
+                return
+            }
+            writes.append(WriteRequest(characteristic: characteristic, offset: write.offset, value: write.value))
+        }
+        responder.arm(deadline: configuration.requestDeadline, error: configuration.deadlineError)
+        let handler = handler
+        Task {
+            await handler.handleWrites(
+                WriteRequests(
+                    central: incoming.central, requests: writes, linkSecurity: incoming.linkSecurity,
+                    expectsResponse: incoming.reply != nil, isAuthorizationOnly: incoming.isAuthorizationOnly,
+                    responder: responder))
+        }
+    }
+
+    // MARK: Performing the queue's actions
+
+    private func drain() {
+        while let action = queue.nextAction() {
+            switch action {
+            case .send(let central, let update):
+                switch backend.send(update, to: central) {
+                case .sent: queue.sent(to: central)
+                case .wouldBlock: queue.wouldBlock(for: central)
+                case .failed(let reason): queue.failed(for: central, reason: reason)
+                }
+            case .signalReady:
+                continuation.yield(.readyToUpdateSubscribers)
+            case .drop(let central, let count, let reason):
+                logger.warning("dropped \(count) update(s) for \(central): \(reason)")
+                continuation.yield(.updatesDropped(central, count: count, reason: reason))
+            }
+        }
+    }
+}

@@ -1,0 +1,91 @@
+import GATTModel
+import Logging
+import Synchronization
+
+/// The one-shot box every request carries: whoever answers first (handler, `deinit`, deadline, engine) wins,
+/// and exactly one answer reaches the stack. A `Mutex`, not an actor, because `deinit` cannot await.
+package final class Responder: Sendable {
+    private enum Claim {
+        case won(deadline: Task<Void, Never>?)
+        case lost(to: AnswerSource)
+    }
+
+    private enum State {
+        case pending(deadline: Task<Void, Never>?)
+        case answered(by: AnswerSource)
+    }
+
+    /// What the request is, for logs: "read hr-measurement from /org/bluez/hci0/dev_…, offset 0".
+    package let summary: String
+    private let state = Mutex(State.pending(deadline: nil))
+    private let reply: (@Sendable (Result<[UInt8], ATTError>) -> Void)?
+    private let ledger: RequestLedger
+    private let logger: Logger
+
+    /// A pending request; `reply` is the stack's way to answer, nil when the stack expects no reply.
+    package init(
+        summary: String, reply: (@Sendable (Result<[UInt8], ATTError>) -> Void)?, ledger: RequestLedger,
+        logger: Logger
+    ) {
+        self.summary = summary
+        self.reply = reply
+        self.ledger = ledger
+        self.logger = logger
+        ledger.recordRequest()
+    }
+
+    /// Answers with `error` after `duration` unless answered before.
+    package func arm(deadline duration: Duration, error: ATTError) {
+        let task = Task { [weak self] in
+            try? await Task.sleep(for: duration)
+            guard !Task.isCancelled else { return }
+            self?.answer(.failure(error), by: .deadline)
+        }
+        let armed = state.withLock { state -> Bool in
+            guard case .pending(nil) = state else { return false }
+            state = .pending(deadline: task)
+            return true
+        }
+        if !armed { task.cancel() }
+    }
+
+    /// Whether an answer has been given.
+    package var isAnswered: Bool {
+        state.withLock { if case .answered = $0 { true } else { false } }
+    }
+
+    /// Answers unless answered already; the first caller's result is the one the stack gets.
+    @discardableResult
+    package func answer(_ result: Result<[UInt8], ATTError>, by source: AnswerSource) -> AnswerDelivery {
+        let outcome = state.withLock { state -> Claim in
+            switch state {
+            case .answered(let first): return .lost(to: first)
+            case .pending(let deadline):
+                state = .answered(by: source)
+                return .won(deadline: deadline)
+            }
+        }
+        switch outcome {
+        case .lost(let first):
+            // deinit runs after every consuming answer: finding the request answered is the normal case.
+            guard source != .dropped else { return .refused(alreadyAnsweredBy: first) }
+            ledger.recordRefusedLate()
+            logger.warning("late answer refused: \(summary) was already answered by \(first)")
+            return .refused(alreadyAnsweredBy: first)
+        case .won(let deadline):
+            deadline?.cancel()
+            // Reply outside the lock: the stack's reply may take its own locks.
+            reply?(result)
+            let isError: Bool
+            if case .failure = result { isError = true } else { isError = false }
+            ledger.recordAnswer(by: source, isError: isError, hasReply: reply != nil)
+            switch (source, result) {
+            case (.handler, .success): logger.trace("answered \(summary)")
+            case (.handler, .failure(let error)): logger.debug("answered \(summary) with \(error)")
+            case (_, .failure(let error)): logger.warning("\(summary) answered by \(source) with \(error)")
+            case (_, .success): logger.debug("\(summary) answered by \(source)")
+            }
+            return .delivered
+        }
+    }
+}

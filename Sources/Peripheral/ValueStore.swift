@@ -1,0 +1,51 @@
+import GATTModel
+import Synchronization
+
+/// The current value of every characteristic: the one place `ProfileServer` reads and writes, and where
+/// Emulation sets values before notifying them. Safe to use from any task.
+public final class ValueStore: Sendable {
+    private let values: Mutex<[String: [UInt8]]>
+
+    /// A store holding these values by characteristic id; characteristics not in it start from their declared value.
+    public init(_ values: [String: [UInt8]] = [:]) {
+        self.values = Mutex(values)
+    }
+
+    /// The current value: the last one set, else the declared one. A cached characteristic always has its
+    /// declared value (it is constant, as in Core Bluetooth).
+    public func value(of characteristic: Characteristic) -> [UInt8] {
+        if characteristic.value.isCached { return characteristic.value.bytes }
+        return values.withLock { $0[characteristic.id] } ?? characteristic.value.bytes
+    }
+
+    /// Sets a value. Returns false, storing nothing, for a cached (constant) characteristic or a value longer than
+    /// `Characteristic.maximumValueLength`, which bluetoothd would truncate.
+    @discardableResult
+    public func setValue(_ value: [UInt8], for characteristic: Characteristic) -> Bool {
+        guard !characteristic.value.isCached, value.count <= Characteristic.maximumValueLength else { return false }
+        values.withLock { $0[characteristic.id] = value }
+        return true
+    }
+
+    /// Applies a batch of writes all or nothing, under one lock so no other write interleaves: validates every
+    /// write in order against the staged values, then stores them unless `dryRun`. Returns the first error.
+    public func apply(_ writes: [WriteRequest], dryRun: Bool = false) -> ATTError? {
+        values.withLock { values in
+            var staged: [String: [UInt8]] = [:]
+            for write in writes {
+                let characteristic = write.characteristic
+                if characteristic.value.isCached { return .writeNotPermitted }
+                let current = staged[characteristic.id] ?? values[characteristic.id] ?? characteristic.value.bytes
+                switch write.applied(to: current) {
+                case .success(let value): staged[characteristic.id] = value
+                case .failure(let error): return error
+                }
+            }
+            if !dryRun { values.merge(staged) { _, new in new } }
+            return nil
+        }
+    }
+
+    /// Every value set so far, by characteristic id (for state restoration and the control socket).
+    public var snapshot: [String: [UInt8]] { values.withLock { $0 } }
+}

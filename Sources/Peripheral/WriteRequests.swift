@@ -1,0 +1,97 @@
+import GATTModel
+
+/// One write in a batch: a value for a characteristic at an offset.
+public struct WriteRequest: Hashable, Sendable {
+    /// The characteristic written.
+    public let characteristic: Characteristic
+    /// Where the bytes go in the value (prepared writes); 0 for a plain write.
+    public let offset: Int
+    /// The bytes written.
+    public let value: [UInt8]
+
+    /// A write from its parts.
+    public init(characteristic: Characteristic, offset: Int, value: [UInt8]) {
+        self.characteristic = characteristic
+        self.offset = offset
+        self.value = value
+    }
+
+    /// The value after this write: `current[..<offset] + value`. Fails with Invalid Offset (0x07) when the offset
+    /// is past the end of `current`, and Invalid Attribute Value Length (0x0D) when the result would be longer than
+    /// the characteristic's `maximumLength` (Core Spec Vol 3, Part F, 3.4.5.1 and 3.4.6.1).
+    public func applied(to current: [UInt8]) -> Result<[UInt8], ATTError> {
+        guard offset >= 0, offset <= current.count else { return .failure(.invalidOffset) }
+        guard offset + value.count <= characteristic.maximumLength else {
+            return .failure(.invalidAttributeValueLength)
+        }
+        return .success(Array(current[..<offset]) + value)
+    }
+}
+
+/// A batch of writes from one central, answered once for the whole batch: Core Bluetooth's `didReceiveWrite`
+/// array, where `respond(to: requests.first!, withResult:)` answers all of them.
+///
+/// A plain write is a batch of one; a reliable or long write may hold several. Answer exactly once with
+/// `respond()` or `reject(_:)` (both consume it). Dropped unanswered, it answers Unlikely Error itself (logged);
+/// after the deadline a late answer returns `.refused` (logged). Validate the whole batch before applying any of it:
+/// `validated(current:)` does that.
+public struct WriteRequests: ~Copyable, Sendable {
+    /// The central writing.
+    public let central: Central
+    /// The writes, in the order the central sent them.
+    public let requests: [WriteRequest]
+    /// The security of the central's link as the stack reports it.
+    public let linkSecurity: SecurityLevel
+    /// False for a write without response: the answer is still required (and counted) but nothing is sent, so an
+    /// error never reaches the central (BLUEZ-FACTS.md: bluetoothd acknowledges those writes itself).
+    public let expectsResponse: Bool
+    /// True when the stack only asks whether the batch would be accepted (BlueZ's `prepare-authorize`): validate,
+    /// answer, and apply nothing; the real writes follow.
+    public let isAuthorizationOnly: Bool
+    private let responder: Responder
+
+    /// A batch answered through `responder`.
+    package init(
+        central: Central, requests: [WriteRequest], linkSecurity: SecurityLevel, expectsResponse: Bool,
+        isAuthorizationOnly: Bool, responder: Responder
+    ) {
+        self.central = central
+        self.requests = requests
+        self.linkSecurity = linkSecurity
+        self.expectsResponse = expectsResponse
+        self.isAuthorizationOnly = isAuthorizationOnly
+        self.responder = responder
+    }
+
+    /// The value each written characteristic would have after the whole batch, applied in order to `current`
+    /// (keyed by characteristic id); the first failing write's error (Invalid Offset, Invalid Attribute Value
+    /// Length) otherwise, and then nothing should be applied.
+    public func validated(current: (Characteristic) -> [UInt8]) -> Result<[String: [UInt8]], ATTError> {
+        var staged: [String: [UInt8]] = [:]
+        for request in requests {
+            let id = request.characteristic.id
+            switch request.applied(to: staged[id] ?? current(request.characteristic)) {
+            case .success(let value): staged[id] = value
+            case .failure(let error): return .failure(error)
+            }
+        }
+        return .success(staged)
+    }
+
+    /// Answers success for the whole batch. Returns `.refused` if the deadline already answered.
+    @discardableResult
+    public consuming func respond() -> AnswerDelivery {
+        responder.answer(.success([]), by: .handler)
+    }
+
+    /// Answers an ATT error for the whole batch. Returns `.refused` if the deadline already answered.
+    @discardableResult
+    public consuming func reject(_ error: ATTError) -> AnswerDelivery {
+        responder.answer(.failure(error), by: .handler)
+    }
+
+    deinit {
+        // Runs after respond/reject too (they consume self); the responder ignores it then.
+        responder.answer(.failure(.unlikelyError), by: .dropped)
+    }
+}
