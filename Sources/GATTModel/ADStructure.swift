@@ -121,12 +121,7 @@ extension ADType: CustomStringConvertible {
 
 extension ADStructure {
     /// Bytes as uppercase hex pairs separated by spaces, `02 01 06`: the form `blemu adv` prints and tests compare.
-    public static func hex(_ bytes: [UInt8]) -> String {
-        bytes.map { byte in
-            let digits = String(byte, radix: 16, uppercase: true)
-            return byte < 0x10 ? "0" + digits : digits
-        }.joined(separator: " ")
-    }
+    public static func hex(_ bytes: [UInt8]) -> String { Hex.string(bytes) }
 
     /// A 16-bit value as four uppercase hex digits, `004C`, for company identifiers and appearance values.
     static func hex16(_ value: UInt16) -> String {

@@ -112,7 +112,6 @@ public struct ATTError: Error, Hashable, Sendable, RawRepresentable, CustomStrin
 
     /// The code and its name, e.g. `0x0E Unlikely Error`.
     public var description: String {
-        let hex = String(rawValue, radix: 16, uppercase: true)
-        return "0x\(hex.count == 1 ? "0" + hex : hex) \(name)"
+        "0x\(Hex.byte(rawValue)) \(name)"
     }
 }

@@ -44,8 +44,8 @@ struct AdvCommand: ParsableCommand {
         if json {
             try Console.printJSON(
                 PlanJSON(
-                    adv: plan.advertisingData.map(GATTTreeText.hexByte).joined(),
-                    scanResponse: plan.scanResponse.map(GATTTreeText.hexByte).joined(),
+                    adv: Hex.string(plan.advertisingData, separator: ""),
+                    scanResponse: Hex.string(plan.scanResponse, separator: ""),
                     advertised: plan.advertisedUUIDs.map(\.description),
                     overflow: plan.overflowUUIDs.map(\.description), localName: plan.localName,
                     localNameShortened: plan.isLocalNameShortened))

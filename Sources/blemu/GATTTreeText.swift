@@ -59,7 +59,7 @@ struct GATTTreeText {
             return "\"\(String(decoding: descriptor.value, as: UTF8.self))\""
         case .characteristicPresentationFormat:
             guard let format = PresentationFormat(bytes: descriptor.value) else { return hex(descriptor.value) }
-            return "format 0x\(hexByte(format.format)), exponent \(format.exponent), unit 0x"
+            return "format 0x\(Hex.byte(format.format)), exponent \(format.exponent), unit 0x"
                 + String(format.unit, radix: 16, uppercase: true)
         default:
             return hex(descriptor.value)
@@ -79,12 +79,7 @@ struct GATTTreeText {
 
     static func list(_ names: [String]) -> String { names.isEmpty ? "none" : names.joined(separator: ", ") }
 
-    static func hex(_ bytes: [UInt8]) -> String { bytes.map(hexByte).joined(separator: " ") }
-
-    static func hexByte(_ byte: UInt8) -> String {
-        let digits = String(byte, radix: 16, uppercase: true)
-        return digits.count == 1 ? "0" + digits : digits
-    }
+    static func hex(_ bytes: [UInt8]) -> String { Hex.string(bytes) }
 
     /// The value as text when it is printable UTF-8, so string characteristics read as strings.
     static func printableText(_ bytes: [UInt8]) -> String? {

@@ -67,12 +67,12 @@ struct ProfileJSON: Encodable {
             properties: characteristic.properties.names, permissions: characteristic.permissions.names,
             security: Dictionary(uniqueKeysWithValues: security.levels.map { ($0.key.rawValue, $0.value.name) }),
             bluezFlags: characteristic.bluezFlags.map(\.rawValue), cached: characteristic.value.isCached,
-            value: bytes.map(GATTTreeText.hexByte).joined(), maxLength: characteristic.maximumLength,
+            value: Hex.string(bytes, separator: ""), maxLength: characteristic.maximumLength,
             fields: fields,
             descriptors: characteristic.descriptors.map {
                 DescriptorJSON(
                     uuid: $0.uuid.description, name: $0.uuid.assignedName,
-                    value: $0.value.map(GATTTreeText.hexByte).joined(), bluezFlags: $0.bluezFlags.map(\.rawValue))
+                    value: Hex.string($0.value, separator: ""), bluezFlags: $0.bluezFlags.map(\.rawValue))
             })
     }
 }
