@@ -89,7 +89,7 @@ let package = Package(
         .testTarget(
             name: "EmulationTests", dependencies: ["Emulation", "Peripheral", "PeripheralTesting", "GATTModel"],
             swiftSettings: strict),
-        .testTarget(name: "LabTests", dependencies: ["Lab"], swiftSettings: strict),
+        .testTarget(name: "LabTests", dependencies: ["Lab", "ProbeCentral"], swiftSettings: strict),
         .testTarget(name: "ProbeCentralTests", dependencies: ["ProbeCentral"], swiftSettings: strict),
         .testTarget(name: "blemuTests", dependencies: ["blemu"], swiftSettings: strict),
     ]

@@ -307,9 +307,11 @@ public struct Central: Sendable {
     static func device(_ path: ObjectPath, scanned: [String: DBusValue], now: [String: [String: DBusValue]])
         -> ProbeDevice
     {
-        let current = (now[BlueZClient.Device.interface] ?? [:]).merging(scanned) { now, _ in now }
+        // The scan's values win: once connected, bluetoothd replaces Name with the GAP Device Name it read and
+        // UUIDs with the resolved services, and the report's device is what the scan saw.
+        let current = (now[BlueZClient.Device.interface] ?? [:]).merging(scanned) { _, scan in scan }
         func string(_ key: String) -> String? { try? current[key]?.asString() }
-        let rssi = (try? scanned[BlueZClient.Device.rssi]?.asInt16()) ?? (try? current[BlueZClient.Device.rssi]?.asInt16())
+        let rssi = try? current[BlueZClient.Device.rssi]?.asInt16()
         let uuids = ((try? scanned[BlueZClient.Device.uuids]?.asStrings()) ?? []).map { shortUUID(.string($0)) }
         return ProbeDevice(
             path: path.rawValue, address: string(BlueZClient.Device.address) ?? "",
