@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "Emulation", targets: ["Emulation"]),
         .library(name: "PeripheralTesting", targets: ["PeripheralTesting"]),
         .library(name: "Lab", targets: ["Lab"]),
+        .library(name: "ProbeCentral", targets: ["ProbeCentral"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -53,6 +54,11 @@ let package = Package(
             name: "Lab",
             dependencies: [.product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
+        // The central side of bluetoothd's client API, for `blemu probe`; apart from BlueZ, the peripheral backend.
+        .target(
+            name: "ProbeCentral",
+            dependencies: ["DBus", "GATTModel", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
         .target(
             name: "PeripheralTesting",
             dependencies: ["Peripheral", "GATTModel", .product(name: "Logging", package: "swift-log")],
@@ -60,7 +66,7 @@ let package = Package(
         .executableTarget(
             name: "blemu",
             dependencies: [
-                "GATTModel", "GATTProfile", "Emulation", "BlueZ", "Lab",
+                "GATTModel", "GATTProfile", "Emulation", "BlueZ", "Lab", "ProbeCentral",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -83,7 +89,8 @@ let package = Package(
         .testTarget(
             name: "EmulationTests", dependencies: ["Emulation", "Peripheral", "PeripheralTesting", "GATTModel"],
             swiftSettings: strict),
-        .testTarget(name: "LabTests", dependencies: ["Lab"], swiftSettings: strict),
+        .testTarget(name: "LabTests", dependencies: ["Lab", "ProbeCentral"], swiftSettings: strict),
+        .testTarget(name: "ProbeCentralTests", dependencies: ["ProbeCentral"], swiftSettings: strict),
         .testTarget(name: "blemuTests", dependencies: ["blemu"], swiftSettings: strict),
     ]
 )

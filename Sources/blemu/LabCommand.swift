@@ -20,7 +20,8 @@ extension LabCommand {
                 The VM sees this machine's root read-only and the results directory read-write at the same path.
                 COMMAND runs as root in the current directory with BLEMU_LAB_PERIPHERAL, \
                 BLEMU_LAB_PERIPHERAL_ADDRESS, BLEMU_LAB_CENTRAL, BLEMU_LAB_CENTRAL_ADDRESS and BLEMU_LAB_RESULTS set. \
-                Its output is in command.log, printed when it ends. Each --profile runs as `blemu run` on hci0, \
+                Its output is in command.log, printed when it ends. Without COMMAND it runs `blemu probe` on the central \
+                against the first peripheral: what a phone would see. Each --profile runs as `blemu run` on hci0, \
                 hci1, ... before COMMAND starts; the central is the next controller.
 
                 Example:
@@ -69,9 +70,10 @@ extension LabCommand {
             let here = FileManager.default.currentDirectoryPath
             var argv = command
             if argv.isEmpty {
-                // `blemu probe` will be the default once it exists; until then, show what the lab brought up.
-                logger.notice("no COMMAND given: running a built-in check of the controllers")
-                argv = ["/bin/sh", "-c", "env | grep '^BLEMU_LAB' | sort; btmgmt info"]
+                // What a phone would see: this same binary (visible in the VM through the read-only root share)
+                // probes the first peripheral from the central controller.
+                logger.notice("no COMMAND given: running blemu probe on the central against the first peripheral")
+                argv = Self.defaultProbe(blemu: Self.executablePath())
             }
             let configuration = LabConfiguration(
                 resultsDirectory: absolute(results ?? LabConfiguration.defaultResultsDirectory(under: here), in: here),
@@ -104,6 +106,16 @@ extension LabCommand {
                 FileHandle.standardError.write(Data("lab: interrupted; the VM was stopped\n".utf8))
                 throw ExitCode(130)
             }
+        }
+
+        /// The command run when none is given: `blemu probe --adapter $BLEMU_LAB_CENTRAL <first peripheral>`.
+        /// A shell expands the variables, which exist only inside the VM; `${...%%,*}` keeps the first address
+        /// when several profiles run.
+        static func defaultProbe(blemu: String) -> [String] {
+            [
+                "/bin/sh", "-c",
+                "exec \"$0\" probe --adapter \"$BLEMU_LAB_CENTRAL\" \"${BLEMU_LAB_PERIPHERAL_ADDRESS%%,*}\"", blemu,
+            ]
         }
 
         /// Runs `body` in a task that SIGINT and SIGTERM cancel. Without this a Ctrl-C would end blemu but not

@@ -3,12 +3,21 @@ import Logging
 
 @testable import Lab
 
-/// The one VM boot the lab tests share: a stand-in peripheral on hci0, a python central on hci1, a scenario that
-/// records what it saw in the results directory and exits 3. Booting costs ~20 s of TCG, so tests await this
-/// one run and assert on its files.
+/// The one VM boot the lab tests share: a stand-in peripheral on hci0, `blemu probe` and then a python central on
+/// hci1, a scenario that records what it saw in the results directory and exits 3. Booting costs ~20 s of TCG, so
+/// tests await this one run and assert on its files.
 actor LabScenario {
     /// The shared scenario; boots on first use.
-    static let shared = LabScenario()
+    static let shared = LabScenario(boot: bootScenario)
+
+    /// The built blemu next to the test bundle (`swift test` builds every product); visible in the VM through the
+    /// read-only root share, since .build is not under /tmp.
+    static let blemuExecutable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        .deletingLastPathComponent().appendingPathComponent("blemu").path
+
+    /// Seconds `blemu probe` listens for notifications in the scenarios; short, to keep each boot well under a
+    /// minute.
+    static let probeListenSeconds = 1
 
     /// True when this machine has everything the scenario needs (the rig plus python3-dbus and python3-gi) and
     /// `BLEMU_LAB_TESTS=0` does not ask to skip the ~20 s boot.
@@ -22,23 +31,35 @@ actor LabScenario {
     /// Controllers booted: one more than the default, to exercise `--controllers`.
     static let controllers = 3
 
+    private let bootScenario: @Sendable () async throws -> LabRun
     private var boot: Task<LabRun, any Error>?
+
+    /// A scenario that boots with `boot` on first use.
+    init(boot: @escaping @Sendable () async throws -> LabRun) { bootScenario = boot }
 
     /// The run, booting it on the first call; every caller gets the same run or the same error.
     func run() async throws -> LabRun {
         if let boot { return try await boot.value }
-        let task = Task { try await Self.bootScenario() }
+        let task = Task { [bootScenario] in try await bootScenario() }
         boot = task
         return try await task.value
     }
 
-    /// Writes the scenario's files into a fresh results directory (the VM's work share) and boots.
-    private static func bootScenario() async throws -> LabRun {
-        // Under .build, outside /tmp: kept after the run for reading, ignored by git.
-        let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().path
+    /// The checkout's root, found from this file.
+    static let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+
+    /// A fresh results directory (the VM's work share) under .build, outside /tmp: kept after the run for
+    /// reading, ignored by git.
+    static func freshResultsDirectory() throws -> String {
         let results = LabConfiguration.defaultResultsDirectory(under: package + "/.build")
         try FileManager.default.createDirectory(atPath: results, withIntermediateDirectories: true)
+        return results
+    }
+
+    /// Writes the scenario's files into a fresh results directory and boots.
+    private static func bootScenario() async throws -> LabRun {
+        let results = try freshResultsDirectory()
         let advertiser = results + "/fake-blemu"
         try advertiserScript.write(toFile: advertiser, atomically: true, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: advertiser)
@@ -163,6 +184,14 @@ actor LabScenario {
         pid=$(dbus-send --system --print-reply --dest=org.freedesktop.DBus / \\
             org.freedesktop.DBus.GetConnectionUnixProcessID string:org.bluez | sed -n 's/.*uint32 //p')
         echo "org.bluez $(cat /proc/$pid/comm)" > "$R/owner.txt"
+        # blemu probe first, while the peripheral is fresh: it must discover it, not find it already connected.
+        if [ -x \(GuestStack.shellQuote(blemuExecutable)) ]; then
+            \(GuestStack.shellQuote(blemuExecutable)) probe --adapter "$BLEMU_LAB_CENTRAL" --listen \(probeListenSeconds) \\
+                --timeout 15 --json "$BLEMU_LAB_PERIPHERAL_ADDRESS" > "$R/probe.json" 2> "$R/probe.err"
+            echo $? > "$R/probe-rc"
+        else
+            echo "no blemu at \(blemuExecutable)" > "$R/probe.err"
+        fi
         /usr/bin/python3 "$R/central.py" "$BLEMU_LAB_CENTRAL" "$BLEMU_LAB_PERIPHERAL_ADDRESS" > "$R/central.txt" 2>&1
         echo "central exited $?" >> "$R/central.txt"
         echo "scenario done, exiting \(commandExitCode)"

@@ -1,10 +1,11 @@
 import Foundation
+import ProbeCentral
 import Testing
 
 @testable import Lab
 
 /// Assertions on the one shared VM boot (`LabScenario`): real bluetoothd 5.66, btvirt controllers, a stand-in
-/// peripheral on hci0 and a python central on hci1.
+/// peripheral on hci0, then `blemu probe` and a python central on hci1.
 @Suite(
     .enabled(if: LabScenario.isAvailable, "needs the lab rig (blemu lab check) and BLEMU_LAB_TESTS unset or 1"),
     .timeLimit(.minutes(5)))
@@ -78,6 +79,29 @@ struct LabScenarioTests {
         #expect(central.contains("central exited 0"), "\(central)")
         // btmon saw the connection from the controllers' side.
         #expect(try read(run, "btmon.txt").contains("Connection Complete"))
+    }
+
+    @Test func blemuProbeOnHci1FindsConnectsAndReadsTheStandInPeripheral() async throws {
+        let run = try await LabScenario.shared.run()
+        let errors = (try? read(run, "probe.err")) ?? ""
+        #expect(try read(run, "probe-rc").trimmingCharacters(in: .whitespacesAndNewlines) == "0", "\(errors)")
+        let report = try JSONDecoder().decode(ProbeReport.self, from: Data(try read(run, "probe.json").utf8))
+        #expect(report.adapter == "hci1")
+        #expect(report.device.address == "00:AA:01:00:00:00")
+        #expect(report.device.name == LabScenario.localName)
+        #expect(report.device.uuids.contains("180D"), "the scan saw the advertised service")
+        #expect(report.device.rssi != nil, "a device found by this scan has an RSSI")
+        // Without an app, bluetoothd on hci0 serves GAP, GATT and Device Information; its client on hci1 keeps GAP
+        // to itself (a claimed service is not exported), so the probe walks GATT (0x1801) and 0x180A.
+        let services = report.services.map(\.uuid)
+        #expect(services.contains("1801") && services.contains("180A"), "\(services)")
+        let serviceChanged = try #require(report.characteristics.first { $0.uuid == "2A05" })
+        #expect(serviceChanged.flags == ["indicate"])
+        #expect(serviceChanged.subscribeError == nil, "StartNotify on an indicating characteristic works")
+        let databaseHash = try #require(report.characteristics.first { $0.uuid == "2B2A" })
+        #expect(databaseHash.read?.value?.hex.count == 32, "a 16-byte Database Hash was read")
+        #expect(report.timings.found <= report.timings.connected && report.timings.resolved <= report.timings.total)
+        print("probe timings: \(report.timings)")
     }
 
     @Test func timingsAreRecordedFromQemuStart() async throws {

@@ -58,8 +58,19 @@ import Testing
         #expect((json["overflow"] as? [String])?.isEmpty == true)
     }
 
+    @Test func probeWithoutABusExitsUnavailable() throws {
+        let outcome = try BlemuProcess.run("probe", "--bus", "unix:path=/nonexistent/bus", "00:AA:01:00:00:00")
+        #expect(outcome.status == 69)
+        #expect(outcome.stderr.contains("probe: cannot reach the bus"))
+    }
+
+    @Test func probeRefusesAMalformedAddressOrServiceWithUsage() throws {
+        #expect(try BlemuProcess.run("probe", "00:AA").status == 64)
+        #expect(try BlemuProcess.run("probe", "--service", "heart", "00:AA:01:00:00:00").status == 64)
+    }
+
     @Test func everyCommandsHelpShowsAnExample() throws {
-        for command in ["validate", "show", "adv"] {
+        for command in ["validate", "show", "adv", "probe"] {
             let outcome = try BlemuProcess.run(command, "--help")
             #expect(outcome.status == 0)
             #expect(outcome.stdout.contains("Example:"), "\(command) --help has no example")

@@ -1,0 +1,340 @@
+import DBus
+import Foundation
+import GATTModel
+import Logging
+
+/// A BLE central built on bluetoothd's D-Bus client API (LAB.md: the fastest, most deterministic central):
+/// discover, connect, walk the GATT tree, read everything readable, listen to everything that notifies, disconnect.
+///
+/// Owns its bus connection; `probe` runs once per value and closes nothing, so call `close()` when done.
+public struct Central: Sendable {
+    private let connection: BusConnection
+    private let logger: Logger
+
+    /// Connects to `bus`; throws `ProbeError.busUnavailable` when the bus cannot be reached.
+    public init(bus: BusAddress, logger: Logger) throws(ProbeError) {
+        do {
+            connection = try BusConnection(bus, logger: logger)
+        } catch {
+            throw .busUnavailable(error.description)
+        }
+        self.logger = logger
+    }
+
+    /// Closes the bus connection.
+    public func close() { connection.close() }
+
+    /// Runs the whole probe and returns its report. Throws `ProbeError` for every failure (see its cases for the
+    /// exit codes); read and subscribe errors are not failures: they are recorded in the report.
+    public func probe(_ request: ProbeRequest) async throws(ProbeError) -> ProbeReport {
+        do {
+            return try await run(request)
+        } catch let error as ProbeError {
+            throw error
+        } catch let error as DBusError {
+            throw .unexpectedReply(error.description)
+        } catch {
+            throw .unexpectedReply("\(error)")
+        }
+    }
+
+    private func run(_ request: ProbeRequest) async throws -> ProbeReport {
+        let clock = ContinuousClock()
+        let start = clock.now
+        func seconds() -> Double { Self.seconds(start.duration(to: clock.now)) }
+
+        guard let owner = try await connection.nameOwner(BlueZClient.service) else {
+            throw ProbeError.bluetoothdNotRunning
+        }
+        // Subscribe before the first GetManagedObjects so nothing falls between the snapshot and the signals.
+        let mirror = ObjectMirror()
+        let subscription = try await connection.subscribe(MatchRule(sender: owner)) { mirror.apply($0) }
+        defer { subscription.cancel() }
+        try await refresh(mirror)
+
+        let adapterPath = try chooseAdapter(request.adapter, in: mirror.objects)
+        let adapterName = adapterPath.rawValue.split(separator: "/").last.map(String.init) ?? adapterPath.rawValue
+        logger.debug("using adapter", metadata: ["adapter": "\(adapterName)"])
+        try await powerOn(adapterPath, mirror: mirror, timeout: request.timeout)
+
+        let matches = Self.matcher(for: request, adapter: adapterPath)
+        try await call(
+            adapterPath, BlueZClient.Adapter.interface, BlueZClient.Adapter.setDiscoveryFilter,
+            [.vardict([BlueZClient.Adapter.transport: .string(BlueZClient.Adapter.transportLE)])])
+        do {
+            try await call(adapterPath, BlueZClient.Adapter.interface, BlueZClient.Adapter.startDiscovery)
+        } catch let error as DBusError where error.name == BlueZClient.ErrorName.inProgress {
+            // Someone else's discovery on this adapter serves us as well.
+        }
+        let found = await mirror.wait(upTo: request.timeout) { objects in
+            objects.keys.sorted().first { matches($0, objects[$0] ?? [:]) }
+        }
+        // bluetoothd recommends no discovery while connecting (device-api.txt, Connect); errors here are harmless.
+        _ = try? await call(adapterPath, BlueZClient.Adapter.interface, BlueZClient.Adapter.stopDiscovery)
+        guard let devicePath = found else {
+            throw ProbeError.notFound(target: request.targetDescription, seconds: request.timeout.components.seconds)
+        }
+        let timeFound = seconds()
+        // The scan's view (RSSI above all) before connecting changes it.
+        let scanned = mirror.objects[devicePath]?[BlueZClient.Device.interface] ?? [:]
+        logger.debug("found", metadata: ["device": "\(devicePath)"])
+
+        try await connect(devicePath, mirror: mirror, timeout: request.timeout)
+        let timeConnected = seconds()
+        let resolved = await mirror.wait(upTo: request.timeout) { objects in
+            Self.bool(objects[devicePath]?[BlueZClient.Device.interface]?[BlueZClient.Device.servicesResolved])
+                == true ? true : nil
+        }
+        guard resolved == true else {
+            _ = try? await call(devicePath, BlueZClient.Device.interface, BlueZClient.Device.disconnect)
+            throw ProbeError.connectFailed(
+                "services of \(devicePath) not resolved within \(request.timeout.components.seconds) s")
+        }
+        let timeResolved = seconds()
+        try await refresh(mirror)
+
+        var services = try await readTree(of: devicePath, objects: mirror.objects)
+        services = try await listen(services, mirror: mirror, for: request.listen)
+        _ = try? await call(devicePath, BlueZClient.Device.interface, BlueZClient.Device.disconnect)
+
+        let device = Self.device(devicePath, scanned: scanned, now: mirror.objects[devicePath] ?? [:])
+        return ProbeReport(
+            adapter: adapterName, device: device, services: services, listenSeconds: Self.seconds(request.listen),
+            timings: ProbeTimings(
+                found: timeFound, connected: timeConnected, resolved: timeResolved, total: seconds()))
+    }
+
+    // MARK: Steps
+
+    /// Loads a fresh GetManagedObjects snapshot into the mirror.
+    private func refresh(_ mirror: ObjectMirror) async throws {
+        let reply = try await connection.call(
+            BlueZClient.service, path: .root, interface: BlueZClient.Standard.objectManager,
+            member: BlueZClient.Standard.getManagedObjects)
+        guard let first = reply.first else { throw ProbeError.unexpectedReply("GetManagedObjects returned nothing") }
+        mirror.load(try ObjectMirror.managedObjects(first))
+    }
+
+    /// The named adapter's path, or the first (by path) without active advertisements.
+    private func chooseAdapter(_ name: String?, in objects: ManagedObjects) throws -> ObjectPath {
+        let adapters = objects.keys.filter { objects[$0]?[BlueZClient.Adapter.interface] != nil }.sorted()
+        if adapters.isEmpty { throw ProbeError.noAdapter("bluetoothd has no adapter") }
+        if let name {
+            guard let path = adapters.first(where: { $0.rawValue.hasSuffix("/" + name) }) else {
+                let names = adapters.map { $0.rawValue.split(separator: "/").last.map(String.init) ?? "" }
+                throw ProbeError.noAdapter("no adapter \(name); bluetoothd has \(names.joined(separator: ", "))")
+            }
+            return path
+        }
+        let idle = adapters.first { path in
+            let instances = objects[path]?[BlueZClient.AdvertisingManager.interface]?[
+                BlueZClient.AdvertisingManager.activeInstances]
+            return (try? instances?.asByte()) ?? 0 == 0
+        }
+        guard let idle else { throw ProbeError.noAdapter("every adapter is advertising; name one with --adapter") }
+        return idle
+    }
+
+    /// Sets Powered when it is off and waits for bluetoothd to report it on.
+    private func powerOn(_ adapter: ObjectPath, mirror: ObjectMirror, timeout: Duration) async throws {
+        let isPowered: @Sendable (ManagedObjects) -> Bool? = { objects in
+            Self.bool(objects[adapter]?[BlueZClient.Adapter.interface]?[BlueZClient.Adapter.powered]) == true
+                ? true : nil
+        }
+        if isPowered(mirror.objects) == true { return }
+        _ = try await connection.call(
+            BlueZClient.service, path: adapter, interface: BlueZClient.Standard.properties,
+            member: BlueZClient.Standard.set,
+            arguments: [
+                .string(BlueZClient.Adapter.interface), .string(BlueZClient.Adapter.powered), .variant(.boolean(true)),
+            ])
+        guard await mirror.wait(upTo: timeout, for: isPowered) == true else {
+            throw ProbeError.noAdapter("\(adapter) did not power on within \(timeout.components.seconds) s")
+        }
+    }
+
+    /// Connects unless already connected; bluetoothd's refusal becomes `connectFailed`.
+    private func connect(_ device: ObjectPath, mirror: ObjectMirror, timeout: Duration) async throws {
+        let connected = Self.bool(mirror.objects[device]?[BlueZClient.Device.interface]?[BlueZClient.Device.connected])
+        if connected == true { return }
+        do {
+            _ = try await connection.call(
+                BlueZClient.service, path: device, interface: BlueZClient.Device.interface,
+                member: BlueZClient.Device.connect, timeout: timeout)
+        } catch let error as DBusError where error.name == BlueZClient.ErrorName.alreadyConnected {
+            return
+        } catch let error as DBusError {
+            throw ProbeError.connectFailed("Connect to \(device) failed: \(error.description)")
+        }
+    }
+
+    /// Builds the GATT tree under `device` and reads every readable characteristic and every descriptor.
+    private func readTree(of device: ObjectPath, objects: ManagedObjects) async throws -> [ProbeService] {
+        func children(_ interface: String, _ parentKey: String, of parent: ObjectPath) -> [ObjectPath] {
+            objects.keys.filter { path in
+                (try? objects[path]?[interface]?[parentKey]?.asObjectPath()) == parent
+            }.sorted()
+        }
+        var services: [ProbeService] = []
+        for servicePath in children(BlueZClient.Service.interface, BlueZClient.Service.device, of: device) {
+            let service = objects[servicePath]?[BlueZClient.Service.interface] ?? [:]
+            var characteristics: [ProbeCharacteristic] = []
+            for path in children(BlueZClient.Characteristic.interface, BlueZClient.Characteristic.service, of: servicePath) {
+                let properties = objects[path]?[BlueZClient.Characteristic.interface] ?? [:]
+                let uuid = Self.shortUUID(properties[BlueZClient.Characteristic.uuid])
+                let flags = (try? properties[BlueZClient.Characteristic.flags]?.asStrings()) ?? []
+                var descriptors: [ProbeDescriptor] = []
+                for descriptorPath in children(
+                    BlueZClient.Descriptor.interface, BlueZClient.Descriptor.characteristic, of: path)
+                {
+                    let descriptorUUID = Self.shortUUID(
+                        objects[descriptorPath]?[BlueZClient.Descriptor.interface]?[BlueZClient.Descriptor.uuid])
+                    descriptors.append(
+                        ProbeDescriptor(
+                            uuid: descriptorUUID, name: Self.name(of: descriptorUUID), path: descriptorPath.rawValue,
+                            read: await read(descriptorPath, BlueZClient.Descriptor.interface, uuid: descriptorUUID)))
+                }
+                var characteristic = ProbeCharacteristic(
+                    uuid: uuid, name: Self.name(of: uuid), flags: flags, path: path.rawValue, read: nil,
+                    notifications: [], descriptors: descriptors)
+                if characteristic.canRead {
+                    characteristic.read = await read(path, BlueZClient.Characteristic.interface, uuid: uuid)
+                }
+                characteristics.append(characteristic)
+            }
+            let uuid = Self.shortUUID(service[BlueZClient.Service.uuid])
+            services.append(
+                ProbeService(
+                    uuid: uuid, name: Self.name(of: uuid),
+                    isPrimary: Self.bool(service[BlueZClient.Service.primary]) ?? true, path: servicePath.rawValue,
+                    characteristics: characteristics))
+        }
+        return services
+    }
+
+    /// One `ReadValue({})`; an error reply is recorded, not thrown.
+    private func read(_ path: ObjectPath, _ interface: String, uuid: String) async -> ProbeRead {
+        do {
+            let reply = try await connection.call(
+                BlueZClient.service, path: path, interface: interface, member: BlueZClient.Characteristic.readValue,
+                arguments: [.vardict([:])])
+            let bytes = try reply.first?.asBytes() ?? []
+            return .value(ProbeValue(bytes: bytes, uuid: uuid))
+        } catch let error as DBusError {
+            return .failure(ProbeFailure(name: error.name, message: error.message))
+        } catch {
+            return .failure(ProbeFailure(name: "blemu.UnexpectedReply", message: "\(error)"))
+        }
+    }
+
+    /// Subscribes to every characteristic that notifies or indicates, collects for `duration`, unsubscribes.
+    private func listen(
+        _ services: [ProbeService], mirror: ObjectMirror, for duration: Duration
+    ) async throws -> [ProbeService] {
+        var services = services
+        let start = ContinuousClock.now
+        var subscribed: [ObjectPath] = []
+        for s in services.indices {
+            for c in services[s].characteristics.indices where services[s].characteristics[c].canSubscribe {
+                let path = ObjectPath(stringLiteral: services[s].characteristics[c].path)
+                // Listening starts before StartNotify: a notification may arrive before its reply does.
+                mirror.listen(to: path, since: start)
+                do {
+                    try await call(path, BlueZClient.Characteristic.interface, BlueZClient.Characteristic.startNotify)
+                    subscribed.append(path)
+                } catch let error as DBusError {
+                    services[s].characteristics[c].subscribeError = ProbeFailure(name: error.name, message: error.message)
+                }
+            }
+        }
+        // The listening window itself: notifications are collected by the mirror meanwhile.
+        if !subscribed.isEmpty { try await Task.sleep(for: duration) }
+        let received = mirror.stopListening()
+        for path in subscribed {
+            _ = try? await call(path, BlueZClient.Characteristic.interface, BlueZClient.Characteristic.stopNotify)
+        }
+        for s in services.indices {
+            for c in services[s].characteristics.indices {
+                let characteristic = services[s].characteristics[c]
+                let values = received[ObjectPath(stringLiteral: characteristic.path)] ?? []
+                services[s].characteristics[c].notifications = values.map {
+                    ProbeValue(bytes: $0.bytes, uuid: characteristic.uuid, at: Self.seconds($0.at))
+                }
+            }
+        }
+        return services
+    }
+
+    /// Calls a method on bluetoothd with its default timeout.
+    private func call(
+        _ path: ObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = []
+    ) async throws {
+        _ = try await connection.call(
+            BlueZClient.service, path: path, interface: interface, member: member, arguments: arguments)
+    }
+
+    // MARK: Reading properties
+
+    /// A predicate matching the request's device on `adapter`.
+    static func matcher(
+        for request: ProbeRequest, adapter: ObjectPath
+    ) -> @Sendable (ObjectPath, [String: [String: DBusValue]]) -> Bool {
+        let address = request.address?.uppercased()
+        let service = request.service.flatMap(BluetoothUUID.init)
+        let name = request.name
+        return { _, interfaces in
+            guard let device = interfaces[BlueZClient.Device.interface],
+                (try? device[BlueZClient.Device.adapter]?.asObjectPath()) == adapter
+            else { return false }
+            if let address, (try? device[BlueZClient.Device.address]?.asString())?.uppercased() != address {
+                return false
+            }
+            if let name {
+                let names = [BlueZClient.Device.name, BlueZClient.Device.alias].compactMap {
+                    try? device[$0]?.asString()
+                }
+                if !names.contains(name) { return false }
+            }
+            if let service {
+                let uuids = ((try? device[BlueZClient.Device.uuids]?.asStrings()) ?? []).compactMap(BluetoothUUID.init)
+                if !uuids.contains(service) { return false }
+            }
+            return true
+        }
+    }
+
+    /// The report's device from its Device1 properties at discovery (`scanned`) and now.
+    static func device(_ path: ObjectPath, scanned: [String: DBusValue], now: [String: [String: DBusValue]])
+        -> ProbeDevice
+    {
+        // The scan's values win: once connected, bluetoothd replaces Name with the GAP Device Name it read and
+        // UUIDs with the resolved services, and the report's device is what the scan saw.
+        let current = (now[BlueZClient.Device.interface] ?? [:]).merging(scanned) { _, scan in scan }
+        func string(_ key: String) -> String? { try? current[key]?.asString() }
+        let rssi = try? current[BlueZClient.Device.rssi]?.asInt16()
+        let uuids = ((try? scanned[BlueZClient.Device.uuids]?.asStrings()) ?? []).map { shortUUID(.string($0)) }
+        return ProbeDevice(
+            path: path.rawValue, address: string(BlueZClient.Device.address) ?? "",
+            addressType: string(BlueZClient.Device.addressType),
+            name: string(BlueZClient.Device.name) ?? string(BlueZClient.Device.alias),
+            rssi: rssi.map(Int.init), uuids: uuids)
+    }
+
+    /// A `UUID` property in its shortest form ("180D"); the raw text when it does not parse.
+    static func shortUUID(_ value: DBusValue?) -> String {
+        guard let text = try? value?.asString() else { return "?" }
+        return BluetoothUUID(text)?.description ?? text
+    }
+
+    /// The SIG name of a short UUID, nil for custom ones.
+    static func name(of uuid: String) -> String? { BluetoothUUID(uuid)?.assignedName }
+
+    /// A boolean property; nil when absent or not a boolean.
+    static func bool(_ value: DBusValue?) -> Bool? { try? value?.asBool() }
+
+    /// Seconds as a Double with millisecond precision.
+    static func seconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return (Double(seconds) + Double(attoseconds / 1_000_000_000_000_000) / 1000)
+    }
+}

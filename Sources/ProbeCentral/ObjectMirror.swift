@@ -1,0 +1,158 @@
+import DBus
+import Foundation
+import Synchronization
+
+/// bluetoothd's objects as its ObjectManager describes them: path, then interface, then property.
+typealias ManagedObjects = [ObjectPath: [String: [String: DBusValue]]]
+
+/// A live copy of bluetoothd's object tree, kept by InterfacesAdded/Removed and PropertiesChanged, plus the
+/// notifications received on the characteristics being listened to.
+///
+/// Signals are applied on the bus loop thread, in wire order, before any later method reply resumes its caller.
+/// So when a call such as `ReadValue` returns, every signal bluetoothd sent before its reply is already here: the
+/// `Value` change a read causes can never be mistaken for a notification that arrives after `StartNotify`.
+/// State is behind a `Mutex`, not in an actor, to keep that ordering (an actor hop would lose it).
+final class ObjectMirror: Sendable {
+    private struct Waiter {
+        let check: @Sendable (ManagedObjects) -> Bool
+        let expire: @Sendable () -> Void
+    }
+
+    private struct State {
+        var objects: ManagedObjects = [:]
+        var listening: [ObjectPath: ContinuousClock.Instant] = [:]
+        var notifications: [ObjectPath: [(at: Duration, bytes: [UInt8])]] = [:]
+        var waiters: [Int: Waiter] = [:]
+        var nextWaiter = 0
+    }
+
+    private let state = Mutex(State())
+
+    /// Replaces the copy with a GetManagedObjects snapshot and wakes the waiters it satisfies.
+    func load(_ objects: ManagedObjects) {
+        let ready = state.withLock { state in
+            state.objects = objects
+            return Self.satisfied(&state)
+        }
+        ready.forEach { $0() }
+    }
+
+    /// Applies one signal from bluetoothd (InterfacesAdded/Removed, PropertiesChanged); others are ignored.
+    func apply(_ signal: Signal) {
+        let ready = state.withLock { state -> [@Sendable () -> Void] in
+            switch (signal.interface, signal.member) {
+            case (BlueZClient.Standard.objectManager, BlueZClient.Standard.interfacesAdded):
+                guard signal.arguments.count == 2, let path = try? signal.arguments[0].asObjectPath(),
+                    let interfaces = try? Self.interfaces(signal.arguments[1])
+                else { return [] }
+                state.objects[path, default: [:]].merge(interfaces) { _, new in new }
+            case (BlueZClient.Standard.objectManager, BlueZClient.Standard.interfacesRemoved):
+                guard signal.arguments.count == 2, let path = try? signal.arguments[0].asObjectPath(),
+                    let names = try? signal.arguments[1].asStrings()
+                else { return [] }
+                for name in names { state.objects[path]?[name] = nil }
+                if state.objects[path]?.isEmpty == true { state.objects[path] = nil }
+            case (BlueZClient.Standard.properties, BlueZClient.Standard.propertiesChanged):
+                guard signal.arguments.count >= 2, let interface = try? signal.arguments[0].asString(),
+                    let changed = try? signal.arguments[1].asVardict()
+                else { return [] }
+                state.objects[signal.path, default: [:]][interface, default: [:]].merge(changed) { _, new in new }
+                if signal.arguments.count == 3, let invalidated = try? signal.arguments[2].asStrings() {
+                    for name in invalidated { state.objects[signal.path]?[interface]?[name] = nil }
+                }
+                if interface == BlueZClient.Characteristic.interface,
+                    let since = state.listening[signal.path],
+                    let bytes = try? changed[BlueZClient.Characteristic.value]?.asBytes()
+                {
+                    state.notifications[signal.path, default: []].append((since.duration(to: .now), bytes))
+                }
+            default:
+                return []
+            }
+            return Self.satisfied(&state)
+        }
+        ready.forEach { $0() }
+    }
+
+    /// A snapshot of the copy.
+    var objects: ManagedObjects { state.withLock { $0.objects } }
+
+    /// Starts recording `Value` changes of `path` as notifications, timed from `since`.
+    func listen(to path: ObjectPath, since: ContinuousClock.Instant) {
+        state.withLock { $0.listening[path] = since }
+    }
+
+    /// Stops recording notifications for every path and returns what was recorded, by path.
+    func stopListening() -> [ObjectPath: [(at: Duration, bytes: [UInt8])]] {
+        state.withLock { state in
+            state.listening = [:]
+            return state.notifications
+        }
+    }
+
+    /// The first non-nil answer of `find` on the copy, now or after a later change; nil when `timeout` passes
+    /// first. Waits on the signals themselves: the timeout only bounds the wait.
+    func wait<T: Sendable>(
+        upTo timeout: Duration, for find: @escaping @Sendable (ManagedObjects) -> T?
+    ) async -> T? {
+        let found = Mutex<T?>(nil)
+        let id = state.withLock { state in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resumed = Atomic<Bool>(false)
+            let finish: @Sendable () -> Void = {
+                if !resumed.exchange(true, ordering: .acquiringAndReleasing) { continuation.resume() }
+            }
+            let waiter = Waiter(
+                check: { objects in
+                    guard let value = find(objects) else { return false }
+                    found.withLock { $0 = value }
+                    return true
+                },
+                expire: finish)
+            let ready = state.withLock { state -> Bool in
+                if waiter.check(state.objects) { return true }
+                state.waiters[id] = waiter
+                return false
+            }
+            if ready { return finish() }
+            Task {
+                try? await Task.sleep(for: timeout)
+                let expired = state.withLock { $0.waiters.removeValue(forKey: id) }
+                expired?.expire()
+            }
+        }
+        return found.withLock { $0 }
+    }
+
+    /// Removes and returns the wake-ups of every waiter the current copy satisfies (called under the lock; the
+    /// caller runs them after unlocking).
+    private static func satisfied(_ state: inout State) -> [@Sendable () -> Void] {
+        var ready: [@Sendable () -> Void] = []
+        for (id, waiter) in state.waiters where waiter.check(state.objects) {
+            state.waiters[id] = nil
+            ready.append(waiter.expire)
+        }
+        return ready
+    }
+
+    /// Parses GetManagedObjects' `a{oa{sa{sv}}}`; throws `MarshalError` on another shape.
+    static func managedObjects(_ value: DBusValue) throws -> ManagedObjects {
+        var objects: ManagedObjects = [:]
+        for entry in try value.asEntries() {
+            objects[try entry.key.asObjectPath()] = try interfaces(entry.value)
+        }
+        return objects
+    }
+
+    /// Parses `a{sa{sv}}`; throws `MarshalError` on another shape.
+    static func interfaces(_ value: DBusValue) throws -> [String: [String: DBusValue]] {
+        var interfaces: [String: [String: DBusValue]] = [:]
+        for entry in try value.asEntries() {
+            interfaces[try entry.key.asString()] = try entry.value.asVardict()
+        }
+        return interfaces
+    }
+}

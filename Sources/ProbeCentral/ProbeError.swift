@@ -1,0 +1,37 @@
+/// Why a probe could not finish; each case maps to one documented exit code of `blemu probe`.
+public enum ProbeError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The bus could not be reached (the D-Bus error text).
+    case busUnavailable(String)
+    /// Nobody owns org.bluez: bluetoothd is not running.
+    case bluetoothdNotRunning
+    /// No adapter fits: none at all, the named one is missing, or every one is advertising.
+    case noAdapter(String)
+    /// The device was not seen before the timeout.
+    case notFound(target: String, seconds: Int64)
+    /// The device was seen but Connect or service resolution failed (bluetoothd's error, or a timeout).
+    case connectFailed(String)
+    /// bluetoothd answered in a way the probe does not understand (a changed API, a bug).
+    case unexpectedReply(String)
+
+    /// The exit code `blemu probe` ends with: 69 unavailable, 1 not found, 2 connect failed, 70 unexpected.
+    public var exitCode: Int32 {
+        switch self {
+        case .busUnavailable, .bluetoothdNotRunning, .noAdapter: 69
+        case .notFound: 1
+        case .connectFailed: 2
+        case .unexpectedReply: 70
+        }
+    }
+
+    /// One line for stderr.
+    public var description: String {
+        switch self {
+        case .busUnavailable(let text): "probe: cannot reach the bus: \(text)"
+        case .bluetoothdNotRunning: "probe: bluetoothd is not running (nobody owns org.bluez on the bus)"
+        case .noAdapter(let text): "probe: \(text)"
+        case .notFound(let target, let seconds): "probe: \(target) not found within \(seconds) s"
+        case .connectFailed(let text): "probe: \(text)"
+        case .unexpectedReply(let text): "probe: unexpected reply from bluetoothd: \(text)"
+        }
+    }
+}

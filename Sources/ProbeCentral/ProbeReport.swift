@@ -1,0 +1,241 @@
+/// What `blemu probe` saw of one peripheral: the device as scanned, its GATT tree as bluetoothd resolved it, every
+/// value read and every notification received. Encodes as the `--json` report (schema in docs of `ProbeCommand`).
+public struct ProbeReport: Codable, Sendable, Equatable {
+    /// The adapter that acted as the central: "hci1".
+    public var adapter: String
+    /// The peripheral as discovery saw it.
+    public var device: ProbeDevice
+    /// Primary and secondary services in handle order.
+    public var services: [ProbeService]
+    /// How long the listening window for notifications was, in seconds.
+    public var listenSeconds: Double
+    /// Seconds from the start of the probe to each milestone.
+    public var timings: ProbeTimings
+
+    /// A report from its parts.
+    public init(
+        adapter: String, device: ProbeDevice, services: [ProbeService], listenSeconds: Double, timings: ProbeTimings
+    ) {
+        self.adapter = adapter
+        self.device = device
+        self.services = services
+        self.listenSeconds = listenSeconds
+        self.timings = timings
+    }
+
+    /// Every characteristic of every service, in order.
+    public var characteristics: [ProbeCharacteristic] { services.flatMap(\.characteristics) }
+}
+
+/// The peripheral as bluetoothd's Device1 describes it.
+public struct ProbeDevice: Codable, Sendable, Equatable {
+    /// bluetoothd's object path: "/org/bluez/hci1/dev_00_AA_01_00_00_00".
+    public var path: String
+    /// "00:AA:01:00:00:00".
+    public var address: String
+    /// "public" or "random"; nil when bluetoothd did not say.
+    public var addressType: String?
+    /// The advertised (or GAP) name; nil when none was seen.
+    public var name: String?
+    /// The last RSSI in dBm; nil when the device was not seen in this discovery (e.g. already connected).
+    public var rssi: Int?
+    /// Service UUIDs from the advertisement (and, once resolved, the GATT database), short form: "180D".
+    public var uuids: [String]
+
+    /// A device from its properties.
+    public init(path: String, address: String, addressType: String?, name: String?, rssi: Int?, uuids: [String]) {
+        self.path = path
+        self.address = address
+        self.addressType = addressType
+        self.name = name
+        self.rssi = rssi
+        self.uuids = uuids
+    }
+}
+
+/// One remote service.
+public struct ProbeService: Codable, Sendable, Equatable {
+    /// Short form where the UUID has one: "180D".
+    public var uuid: String
+    /// The SIG name, nil for a custom UUID.
+    public var name: String?
+    /// Whether bluetoothd reports it as primary.
+    public var isPrimary: Bool
+    /// Its object path; the handle is in the last element ("service000c").
+    public var path: String
+    /// Its characteristics in handle order.
+    public var characteristics: [ProbeCharacteristic]
+
+    /// A service from its parts.
+    public init(uuid: String, name: String?, isPrimary: Bool, path: String, characteristics: [ProbeCharacteristic]) {
+        self.uuid = uuid
+        self.name = name
+        self.isPrimary = isPrimary
+        self.path = path
+        self.characteristics = characteristics
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case uuid, name, isPrimary = "primary", path, characteristics
+    }
+}
+
+/// One remote characteristic with what reading and subscribing gave.
+public struct ProbeCharacteristic: Codable, Sendable, Equatable {
+    /// Short form where the UUID has one: "2A37".
+    public var uuid: String
+    /// The SIG name, nil for a custom UUID.
+    public var name: String?
+    /// The `Flags` bluetoothd reports, in its order: ["read", "notify"].
+    public var flags: [String]
+    /// Its object path.
+    public var path: String
+    /// The value read, nil when not readable.
+    public var read: ProbeRead?
+    /// Notifications or indications received while listening, in arrival order.
+    public var notifications: [ProbeValue]
+    /// Why subscribing failed, nil when it worked or was not tried.
+    public var subscribeError: ProbeFailure?
+    /// Its descriptors in handle order.
+    public var descriptors: [ProbeDescriptor]
+
+    /// A characteristic from its parts.
+    public init(
+        uuid: String, name: String?, flags: [String], path: String, read: ProbeRead?, notifications: [ProbeValue],
+        subscribeError: ProbeFailure? = nil, descriptors: [ProbeDescriptor]
+    ) {
+        self.uuid = uuid
+        self.name = name
+        self.flags = flags
+        self.path = path
+        self.read = read
+        self.notifications = notifications
+        self.subscribeError = subscribeError
+        self.descriptors = descriptors
+    }
+
+    /// Whether the flags allow subscribing (notify or indicate).
+    public var canSubscribe: Bool {
+        flags.contains { $0.hasSuffix(BlueZClient.Flag.notify) || $0.hasSuffix(BlueZClient.Flag.indicate) }
+    }
+
+    /// Whether the flags allow reading (`read` or a `*-read` security variant).
+    public var canRead: Bool { flags.contains { $0.hasSuffix(BlueZClient.Flag.readSuffix) } }
+}
+
+/// One remote descriptor and its read.
+public struct ProbeDescriptor: Codable, Sendable, Equatable {
+    /// Short form: "2902".
+    public var uuid: String
+    /// The SIG name, nil for a custom UUID.
+    public var name: String?
+    /// Its object path.
+    public var path: String
+    /// The read's outcome (bluetoothd 5.66 does not expose descriptor flags, so every descriptor is read).
+    public var read: ProbeRead?
+
+    /// A descriptor from its parts.
+    public init(uuid: String, name: String?, path: String, read: ProbeRead?) {
+        self.uuid = uuid
+        self.name = name
+        self.path = path
+        self.read = read
+    }
+}
+
+/// The outcome of one ReadValue: a value or an error, never both.
+public enum ProbeRead: Codable, Sendable, Equatable {
+    /// The read answered with this value.
+    case value(ProbeValue)
+    /// The read failed; bluetoothd's error.
+    case failure(ProbeFailure)
+
+    private enum CodingKeys: String, CodingKey { case value, error }
+
+    /// Decodes `{"value": ...}` or `{"error": ...}`; throws `DecodingError` when neither is present.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        if let value = try container.decodeIfPresent(ProbeValue.self, forKey: .value) {
+            self = .value(value)
+        } else {
+            self = .failure(try container.decode(ProbeFailure.self, forKey: .error))
+        }
+    }
+
+    /// Encodes as `{"value": ...}` or `{"error": ...}`.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        switch self {
+        case .value(let value): try container.encode(value, forKey: .value)
+        case .failure(let failure): try container.encode(failure, forKey: .error)
+        }
+    }
+
+    /// The value, nil for a failure.
+    public var value: ProbeValue? { if case .value(let value) = self { value } else { nil } }
+    /// The failure, nil for a value.
+    public var failure: ProbeFailure? { if case .failure(let failure) = self { failure } else { nil } }
+}
+
+/// A value as bytes, and what the probe could make of it.
+public struct ProbeValue: Codable, Sendable, Equatable {
+    /// Uppercase hex, no spaces: "0648".
+    public var hex: String
+    /// The SIG decoding ("72 bpm, contact detected") or UTF-8 text; nil when neither applies.
+    public var decoded: String?
+    /// Seconds since the listening window opened; nil for reads.
+    public var at: Double?
+
+    /// A value from its bytes, decoded as `uuid`'s format when the probe knows it.
+    public init(bytes: [UInt8], uuid: String, at: Double? = nil) {
+        hex = bytes.map { Hex.byte($0) }.joined()
+        decoded = ValueDecoder.describe(bytes, uuid: uuid)
+        self.at = at
+    }
+}
+
+/// An error bluetoothd answered a client call with, and the ATT error behind it when it can be told.
+public struct ProbeFailure: Codable, Sendable, Equatable {
+    /// The D-Bus error name: "org.bluez.Error.NotPermitted".
+    public var name: String
+    /// bluetoothd's message: "Read not permitted".
+    public var message: String
+    /// The ATT error code, when the name and message identify one (see `ATTErrorCode.parse`).
+    public var attError: UInt8?
+
+    /// A failure from a D-Bus error name and message; the ATT code is parsed from them.
+    public init(name: String, message: String) {
+        self.name = name
+        self.message = message
+        attError = ATTErrorCode.parse(name: name, message: message)
+    }
+}
+
+/// Seconds from the probe's start.
+public struct ProbeTimings: Codable, Sendable, Equatable {
+    /// Until the device was seen.
+    public var found: Double
+    /// Until Connect answered.
+    public var connected: Double
+    /// Until ServicesResolved was true.
+    public var resolved: Double
+    /// Until the report was complete (after the disconnect).
+    public var total: Double
+
+    /// Timings from their parts.
+    public init(found: Double, connected: Double, resolved: Double, total: Double) {
+        self.found = found
+        self.connected = connected
+        self.resolved = resolved
+        self.total = total
+    }
+}
+
+/// Hex spelling shared by the report.
+enum Hex {
+    /// "0A".
+    static func byte(_ byte: UInt8) -> String {
+        let digits = Array("0123456789ABCDEF")
+        return String([digits[Int(byte >> 4)], digits[Int(byte & 0xF)]])
+    }
+}

@@ -1,0 +1,52 @@
+import Foundation
+import Logging
+
+@testable import Lab
+
+/// The second (and last) boot: the real `blemu run` serving profiles/heart-rate.yaml on hci0 and `blemu probe
+/// --json` as the command on hci1, which is what a phone would see. Only available once `blemu run` exists.
+enum HeartRateScenario {
+    /// Boots on first use; every test awaits the same run.
+    static let shared = LabScenario(boot: boot)
+
+    /// The profile under test, relative to the checkout.
+    static let profile = "profiles/heart-rate.yaml"
+    /// The name and services the profile advertises, which the probe's scan must see.
+    static let advertisedName = "Polar H10 A1B2"
+    /// How long the probe listens: the profile notifies Heart Rate Measurement once a second.
+    static let listenSeconds = 3
+
+    /// Whether the built blemu has a `run` subcommand (another branch adds it): `blemu run --help` exits 0 and
+    /// shows run's own usage. The exit code alone is not enough: ArgumentParser answers `--help` after an unknown
+    /// word with the top-level help and exit 0.
+    static let blemuCanRun: Bool = {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: LabScenario.blemuExecutable)
+        process.arguments = ["run", "--help"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return false }
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return process.terminationStatus == 0 && text.contains("USAGE: blemu run")
+    }()
+
+    private static func boot() async throws -> LabRun {
+        let results = try LabScenario.freshResultsDirectory()
+        // Name and service as well as the address: the device only matches once the scan response (name) and the
+        // advertising data (UUIDs) have both been seen, so the report's scan fields are complete.
+        let probe = """
+            exec \(GuestStack.shellQuote(LabScenario.blemuExecutable)) probe --adapter "$BLEMU_LAB_CENTRAL" \
+            --name \(GuestStack.shellQuote(advertisedName)) --service 180D --listen \(listenSeconds) --timeout 20 \
+            --json "$BLEMU_LAB_PERIPHERAL_ADDRESS" > "$BLEMU_LAB_RESULTS/probe.json"
+            """
+        let configuration = LabConfiguration(
+            resultsDirectory: results, controllers: 2, profiles: [LabScenario.package + "/" + profile],
+            timeout: .seconds(120), stepTimeout: .seconds(30), blemuExecutable: LabScenario.blemuExecutable,
+            workingDirectory: LabScenario.package)
+        var logger = Logger(label: "blemu.lab.tests")
+        logger.logLevel = .info
+        return try await LabMachine(configuration: configuration, logger: logger).run(["/bin/sh", "-c", probe])
+    }
+}

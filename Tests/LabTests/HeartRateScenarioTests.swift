@@ -1,0 +1,51 @@
+import Foundation
+import ProbeCentral
+import Testing
+
+@testable import Lab
+
+/// What a phone sees of profiles/heart-rate.yaml served by the real `blemu run`, probed with `blemu probe --json`.
+/// Enables itself once the built blemu has `run` (`blemu run --help` exits 0).
+@Suite(
+    .enabled(if: LabScenario.isAvailable, "needs the lab rig (blemu lab check) and BLEMU_LAB_TESTS unset or 1"),
+    .enabled(if: HeartRateScenario.blemuCanRun, "needs `blemu run` (blemu run --help must succeed)"),
+    .timeLimit(.minutes(5)))
+struct HeartRateScenarioTests {
+    private func report() async throws -> ProbeReport {
+        let run = try await HeartRateScenario.shared.run()
+        #expect(run.exitCode == 0, "blemu probe failed; see \(run.file("command.log"))")
+        let json = try String(contentsOfFile: run.file("probe.json"), encoding: .utf8)
+        return try JSONDecoder().decode(ProbeReport.self, from: Data(json.utf8))
+    }
+
+    @Test func theScanSeesTheAdvertisedNameAndServices() async throws {
+        let device = try await report().device
+        #expect(device.name == HeartRateScenario.advertisedName)
+        #expect(device.uuids.contains("180D") && device.uuids.contains("180F"), "\(device.uuids)")
+    }
+
+    @Test func theDeclaredServicesAndCharacteristicsAreThereWithTheirFlags() async throws {
+        let report = try await report()
+        let services = Set(report.services.map(\.uuid))
+        #expect(services.isSuperset(of: ["180D", "180F", "180A"]), "\(services)")
+        let flags = Dictionary(report.characteristics.map { ($0.uuid, $0.flags) }, uniquingKeysWith: { a, _ in a })
+        #expect(flags["2A37"] == ["notify"])
+        #expect(flags["2A38"] == ["read"])
+        #expect(flags["2A39"] == ["write"])
+        #expect(flags["2A19"] == ["read", "notify"])
+        for uuid in ["2A29", "2A24", "2A25", "2A27", "2A26", "2A28"] { #expect(flags[uuid] == ["read"], "\(uuid)") }
+    }
+
+    @Test func bodySensorLocationReadsAsChest() async throws {
+        let location = try #require(try await report().characteristics.first { $0.uuid == "2A38" })
+        #expect(location.read?.value?.hex == "01")
+        #expect(location.read?.value?.decoded == "Chest")
+    }
+
+    @Test func heartRateMeasurementNotifiesWhileTheProbeListens() async throws {
+        let measurement = try #require(try await report().characteristics.first { $0.uuid == "2A37" })
+        #expect(measurement.subscribeError == nil)
+        #expect(!measurement.notifications.isEmpty)
+        #expect(measurement.notifications.first?.decoded?.contains("bpm") == true)
+    }
+}

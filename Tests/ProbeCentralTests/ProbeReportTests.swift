@@ -1,0 +1,70 @@
+import Foundation
+import Testing
+
+@testable import ProbeCentral
+
+/// The report's two renderings, from a canned heart-rate strap as bluetoothd would describe it.
+struct ProbeReportTests {
+    static let report = ProbeReport(
+        adapter: "hci1",
+        device: ProbeDevice(
+            path: "/org/bluez/hci1/dev_00_AA_01_00_00_00", address: "00:AA:01:00:00:00", addressType: "public",
+            name: "Polar H10 A1B2", rssi: -42, uuids: ["180D", "180F"]),
+        services: [
+            ProbeService(
+                uuid: "180D", name: "Heart Rate", isPrimary: true, path: "/org/bluez/hci1/dev_00_AA_01_00_00_00/service000a",
+                characteristics: [
+                    ProbeCharacteristic(
+                        uuid: "2A37", name: "Heart Rate Measurement", flags: ["notify"],
+                        path: "/org/bluez/hci1/dev_00_AA_01_00_00_00/service000a/char000b", read: nil,
+                        notifications: [ProbeValue(bytes: [0x06, 0x48], uuid: "2A37", at: 0.25)],
+                        descriptors: [
+                            ProbeDescriptor(
+                                uuid: "2902", name: "Client Characteristic Configuration",
+                                path: "/org/bluez/hci1/dev_00_AA_01_00_00_00/service000a/char000b/desc000d",
+                                read: .value(ProbeValue(bytes: [0x00, 0x00], uuid: "2902")))
+                        ]),
+                    ProbeCharacteristic(
+                        uuid: "2A38", name: "Body Sensor Location", flags: ["read"],
+                        path: "/org/bluez/hci1/dev_00_AA_01_00_00_00/service000a/char000e",
+                        read: .value(ProbeValue(bytes: [0x01], uuid: "2A38")), notifications: [], descriptors: []),
+                    ProbeCharacteristic(
+                        uuid: "2A39", name: "Heart Rate Control Point", flags: ["write", "read"],
+                        path: "/org/bluez/hci1/dev_00_AA_01_00_00_00/service000a/char0010",
+                        read: .failure(ProbeFailure(name: "org.bluez.Error.NotPermitted", message: "Read not permitted")),
+                        notifications: [], descriptors: []),
+                ])
+        ],
+        listenSeconds: 3, timings: ProbeTimings(found: 1.2, connected: 2.5, resolved: 3.1, total: 6.4))
+
+    @Test func theTextShowsTheDeviceTreeValuesErrorsAndNotifications() {
+        let text = Self.report.text
+        #expect(text.hasPrefix("00:AA:01:00:00:00 (public) \"Polar H10 A1B2\", RSSI -42 dBm, via hci1\n"))
+        #expect(text.contains("  advertised: 180D, 180F\n"))
+        #expect(text.contains("service 180D Heart Rate\n"))
+        #expect(text.contains("  2A37 Heart Rate Measurement [notify]\n    1 notification(s) in 3.0 s\n"))
+        #expect(text.contains("      +0.25 s 72 bpm, contact detected  (0648)\n"))
+        #expect(text.contains("    2902 Client Characteristic Configuration: 0000\n"))
+        #expect(text.contains("    read: Chest  (01)\n"))
+        #expect(text.contains("    read: error org.bluez.Error.NotPermitted: Read not permitted [ATT 0x02]\n"))
+        #expect(text.hasSuffix("found after 1.2 s, connected 2.5 s, resolved 3.1 s, done 6.4 s\n"))
+    }
+
+    @Test func theJSONHasTheDocumentedShapeAndRoundTrips() throws {
+        let json = Self.report.json
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        #expect(Set(object.keys) == ["adapter", "device", "services", "listenSeconds", "timings"])
+        let device = try #require(object["device"] as? [String: Any])
+        #expect(device["uuids"] as? [String] == ["180D", "180F"])
+        #expect(device["rssi"] as? Int == -42)
+        let service = try #require((object["services"] as? [[String: Any]])?.first)
+        #expect(service["primary"] as? Bool == true)
+        let characteristics = try #require(service["characteristics"] as? [[String: Any]])
+        let location = try #require(characteristics.first { $0["uuid"] as? String == "2A38" })
+        #expect((location["read"] as? [String: Any])?["value"] as? [String: String] == ["hex": "01", "decoded": "Chest"])
+        let control = try #require(characteristics.first { $0["uuid"] as? String == "2A39" })
+        let error = try #require((control["read"] as? [String: Any])?["error"] as? [String: Any])
+        #expect(error["attError"] as? Int == 2)
+        #expect(try JSONDecoder().decode(ProbeReport.self, from: Data(json.utf8)) == Self.report)
+    }
+}
