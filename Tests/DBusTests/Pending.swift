@@ -1,1 +1,0 @@
-// DBusTests has no tests yet: its module is filled by a later issue. This file only lets SwiftPM see the target.
