@@ -13,9 +13,4 @@ struct EmulationClock: Sendable {
         now = { origin.duration(to: clock.now) }
         sleepUntil = { try await clock.sleep(until: origin.advanced(by: $0), tolerance: nil) }
     }
-
-    /// Sleeps for `duration` from now.
-    func sleep(for duration: Duration) async throws {
-        try await sleepUntil(now() + duration)
-    }
 }

@@ -39,18 +39,18 @@ public struct EmulationHandler: RequestHandler {
             value = server.store.value(of: characteristic)
             if request.offset > value.count { answer = .error(.invalidOffset) }
         }
-        let central = request.central.id
         let offset = request.offset
+        // Logged just before the answer, so whoever sees the answer finds its line already in the log.
+        log?.record(
+            .request(
+                operation: .read, central: request.central.id, characteristicID: characteristic.id,
+                value: offset <= value.count ? Array(value[offset...]) : [], answer: answer,
+                latency: ContinuousClock.now - started))
         // One answer, computed above and sent once here.
         switch answer {
         case .success: request.respond(with: value)
         case .error(let error): request.reject(error)
         }
-        log?.record(
-            .request(
-                operation: .read, central: central, characteristicID: characteristic.id,
-                value: offset <= value.count ? Array(value[offset...]) : [], answer: answer,
-                latency: ContinuousClock.now - started))
         if !faults.actions.isEmpty { followUp.yield(faults.actions) }
     }
 
@@ -110,7 +110,6 @@ public struct EmulationHandler: RequestHandler {
         }
         let central = requests.central.id
         let answer: EmulationEvent.Answer = failure.map { .error($0) } ?? .success
-        if let failure { requests.reject(failure) } else { requests.respond() }
         let latency = ContinuousClock.now - started
         for write in writes {
             log?.record(
@@ -118,6 +117,7 @@ public struct EmulationHandler: RequestHandler {
                     operation: .write, central: central, characteristicID: write.characteristic.id,
                     value: write.value, answer: answer, latency: latency))
         }
+        if let failure { requests.reject(failure) } else { requests.respond() }
         // Yielded even when empty: a `set` with a rate starts a ramp, and the emulator must re-arm its timer.
         if failure == nil { followUp.yield(actions + faults.actions) } else if !faults.actions.isEmpty {
             followUp.yield(faults.actions)
@@ -150,7 +150,10 @@ public struct EmulationHandler: RequestHandler {
                 "fault delay of \(delay) on \(id ?? "a request") exceeds the request deadline \(requestDeadline): held \(limit) instead")
             delay = limit
         }
+        // The deadline is fixed before the fault is logged: whoever reacts to the line (a test advancing its
+        // clock) cannot push the answer further out.
+        let deadline = clock.now() + delay
         log?.record(.fault("delay \(delay)", characteristicID: id))
-        try? await clock.sleep(for: delay)
+        try? await clock.sleepUntil(deadline)
     }
 }

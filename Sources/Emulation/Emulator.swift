@@ -260,15 +260,15 @@ public actor Emulator {
         case .centralDisconnected(let central):
             log?.record(.disconnected(central: central.id))
         case .subscribed(let central, let characteristic):
-            log?.record(.subscribed(central: central.id, characteristicID: characteristic.id))
+            // Logged after the schedules know, so an observer that reacts to the line finds them running.
             await subscribersChanged(characteristic)
+            log?.record(.subscribed(central: central.id, characteristicID: characteristic.id))
             if let transfer = transfers[characteristic.id],
                 let chunker = TransferChunker(bytes: transfer.bytes, maximumUpdateLength: central.maximumUpdateValueLength)
             {
                 await send(.transfer(characteristic, central, chunker))
             }
         case .unsubscribed(let central, let characteristic):
-            log?.record(.unsubscribed(central: central.id, characteristicID: characteristic.id))
             // A transfer to a central that left has nobody to go to.
             outbox.removeAll {
                 if case .transfer(let c, let target, _) = $0 { c.id == characteristic.id && target == central } else {
@@ -276,6 +276,7 @@ public actor Emulator {
                 }
             }
             await subscribersChanged(characteristic)
+            log?.record(.unsubscribed(central: central.id, characteristicID: characteristic.id))
         case .readyToUpdateSubscribers:
             log?.record(.queueReady)
             await pump()
