@@ -87,7 +87,8 @@ let package = Package(
             name: "BlueZTests", dependencies: ["BlueZ", "DBus", "Peripheral", "GATTModel"],
             swiftSettings: strict),
         .testTarget(
-            name: "EmulationTests", dependencies: ["Emulation", "Peripheral", "PeripheralTesting", "GATTModel"],
+            name: "EmulationTests",
+            dependencies: ["Emulation", "Peripheral", "PeripheralTesting", "GATTModel", "GATTProfile"],
             swiftSettings: strict),
         .testTarget(name: "LabTests", dependencies: ["Lab", "ProbeCentral"], swiftSettings: strict),
         .testTarget(name: "ProbeCentralTests", dependencies: ["ProbeCentral"], swiftSettings: strict),

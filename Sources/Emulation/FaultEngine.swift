@@ -25,7 +25,7 @@ public struct FaultEngine: Sendable {
         var characteristicID: String?
     }
 
-    private let faults: [Fault]
+    private var faults: [Fault]
     private var counts: [Key: Int] = [:]
     private var timedDeadlines: [Int: Duration] = [:]
 
@@ -51,6 +51,20 @@ public struct FaultEngine: Sendable {
             }
         }
         return result
+    }
+
+    /// Adds a request fault at run time (the control socket): its `nth` counts from now, so "reject the 2nd read"
+    /// means the second read after this call. A time-triggered fault is armed `after` its delay from `now`.
+    public mutating func inject(_ fault: Fault, at now: Duration) {
+        var fault = fault
+        switch fault.trigger {
+        case .request(let operation, let target, let nth):
+            let counted = count(of: operation, characteristicID: target)
+            fault.trigger = .request(operation, characteristicID: target, nth: counted + nth)
+        case .after(let delay):
+            timedDeadlines[faults.count] = now + delay
+        }
+        faults.append(fault)
     }
 
     /// How many requests of an operation were counted on a characteristic, or on all when `characteristicID` is nil.

@@ -25,16 +25,20 @@ public enum PeripheralEvent: Hashable, Sendable {
     case advertisingStopped(reason: String)
 }
 
-/// What a previous run saved for state restoration. A placeholder until state restoration lands (issue 4).
+/// What a previous run saved for state restoration (Core Bluetooth's `willRestoreState` dictionary): the values
+/// centrals wrote and who was subscribed, so an emulator that crashed comes back as the centrals left it.
 public struct RestoredState: Hashable, Sendable {
-    /// The services that were published.
+    /// The services that were published (empty when the saver kept only values and subscriptions).
     public var services: [Service]
     /// The last written values, by characteristic id.
     public var values: [String: [UInt8]]
+    /// The centrals that were subscribed, by characteristic id (sorted central ids).
+    public var subscriptions: [String: [String]]
 
     /// Restored state from its parts.
-    public init(services: [Service] = [], values: [String: [UInt8]] = [:]) {
+    public init(services: [Service] = [], values: [String: [UInt8]] = [:], subscriptions: [String: [String]] = [:]) {
         self.services = services
         self.values = values
+        self.subscriptions = subscriptions
     }
 }

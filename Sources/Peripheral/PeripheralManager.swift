@@ -55,10 +55,12 @@ public actor PeripheralManager {
     private var stateWaiters: [CheckedContinuation<PeripheralManagerState, Never>] = []
 
     /// A manager that starts consuming the backend's events at once and hands requests to `handler`; it lives until
-    /// the backend finishes its event stream, even when the caller lets go of it.
+    /// the backend finishes its event stream, even when the caller lets go of it. With `restoring`, the first event
+    /// is `.willRestoreState` carrying it, before any state change (as Core Bluetooth orders them).
     public init(
         backend: any PeripheralBackend, handler: any RequestHandler = ProfileServer(),
         configuration: Configuration = Configuration(),
+        restoring restoredState: RestoredState? = nil,
         logger: Logger = Logger(label: "blemu.peripheral")
     ) {
         self.backend = backend
@@ -67,6 +69,8 @@ public actor PeripheralManager {
         self.logger = logger
         self.queue = NotificationQueue(capacity: configuration.queueCapacity)
         (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+        // Yielded before the event loop exists, so no state change can overtake it.
+        if let restoredState { continuation.yield(.willRestoreState(restoredState)) }
         let incoming = backend.events
         // The loop holds the manager strongly: it runs as long as the stack reports events, so that a request
         // never waits for a manager nobody holds any more. It ends when the backend finishes its stream.

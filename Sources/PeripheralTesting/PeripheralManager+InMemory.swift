@@ -4,15 +4,18 @@ import Peripheral
 
 extension PeripheralManager {
     /// A powered-on manager over a fresh `InMemoryBackend`, with `services` published: the first line of a test.
-    /// Logs nothing unless given a logger. Throws what `publish` throws (a duplicate id, typically).
+    /// Logs nothing unless given a logger; with `restoring`, `.willRestoreState` is the first event.
+    /// Throws what `publish` throws (a duplicate id, typically).
     public static func inMemory(
         publishing services: [Service], handler: any RequestHandler = ProfileServer(),
         configuration: Configuration = Configuration(), linkCapacity: Int = 4,
+        restoring restoredState: RestoredState? = nil,
         logger: Logger = Logger(label: "blemu.peripheral.test", factory: { _ in SwiftLogNoOpLogHandler() })
     ) async throws(PeripheralError) -> (manager: PeripheralManager, backend: InMemoryBackend) {
         let backend = InMemoryBackend(linkCapacity: linkCapacity)
         let manager = PeripheralManager(
-            backend: backend, handler: handler, configuration: configuration, logger: logger)
+            backend: backend, handler: handler, configuration: configuration, restoring: restoredState,
+            logger: logger)
         try await manager.waitUntilPoweredOn()
         for service in services { try await manager.publish(service) }
         return (manager, backend)

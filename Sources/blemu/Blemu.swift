@@ -11,5 +11,6 @@ struct Blemu: AsyncParsableCommand {
             """,
         subcommands: [
             ValidateCommand.self, ShowCommand.self, AdvCommand.self, LabCommand.self, ProbeCommand.self,
+            CtlCommand.self,
         ])
 }

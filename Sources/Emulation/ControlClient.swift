@@ -1,0 +1,78 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A client of `ControlServer`: one request line out, one response line back, over a fresh connection.
+public struct ControlClient: Sendable {
+    /// Why no response came back.
+    public struct Unreachable: Error, Hashable, Sendable, CustomStringConvertible {
+        /// The path and the system's reason.
+        public var description: String
+    }
+
+    /// The socket's path.
+    public let path: String
+
+    /// A client for the socket at `path`.
+    public init(path: String) { self.path = path }
+
+    /// Sends a request object and returns the response object's text (one line, no newline).
+    /// Throws `Unreachable` when the socket cannot be reached or closes before answering.
+    public func send(_ request: [String: any Sendable]) throws(Unreachable) -> String {
+        guard let data = try? JSONSerialization.data(withJSONObject: request, options: [.sortedKeys]) else {
+            throw Unreachable(description: "request not encodable as JSON")
+        }
+        return try send(line: String(decoding: data, as: UTF8.self))
+    }
+
+    /// Sends one raw line and returns the response line. Throws `Unreachable`.
+    public func send(line: String) throws(Unreachable) -> String {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let pathBytes = Array(path.utf8)
+        guard pathBytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            throw Unreachable(description: "\(path): too long for a Unix socket")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            for (index, byte) in pathBytes.enumerated() { buffer[index] = byte }
+        }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Unreachable(description: "socket: \(String(cString: strerror(errno)))") }
+        defer { closeDescriptor(fd) }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard connected == 0 else { throw Unreachable(description: "\(path): \(String(cString: strerror(errno)))") }
+        let bytes = Array((line + "\n").utf8)
+        var written = 0
+        while written < bytes.count {
+            let result = bytes[written...].withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
+            if result < 0 && errno == EINTR { continue }
+            guard result > 0 else { throw Unreachable(description: "\(path): connection closed") }
+            written += result
+        }
+        var response: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while !response.contains(UInt8(ascii: "\n")) {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { throw Unreachable(description: "\(path): closed before answering") }
+            response += buffer[..<count]
+        }
+        return String(decoding: response.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
+    }
+
+    /// Whether a response line says `"ok":true`.
+    public static func isOK(_ response: String) -> Bool {
+        let object = try? JSONSerialization.jsonObject(with: Data(response.utf8)) as? [String: Any]
+        return (object?["ok"] as? Bool) == true
+    }
+}

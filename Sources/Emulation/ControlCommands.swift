@@ -1,0 +1,179 @@
+import Foundation
+import GATTModel
+import Peripheral
+
+/// The control socket's commands, one JSON object per line in and out, independent of the socket:
+///
+/// | request | response (besides `"ok":true`) |
+/// |---|---|
+/// | `{"command":"get","id":"battery-level"}` | `id`, `hex`, `fields` (decoded by the layout) |
+/// | `{"command":"set","id":"battery-level","hex":"50"}` or `"fields":{"percent":80}` | `id`, `hex` |
+/// | `{"command":"notify","id":"battery-level"}` | `id`, `hex` |
+/// | `{"command":"centrals"}` | `centrals`: `[{id, maximumUpdateValueLength, subscriptions}]` |
+/// | `{"command":"fault","operation":"read","id":"x","nth":2,"error":"unlikely-error"}` (or `"delayMs":500`) | |
+/// | `{"command":"advertising","action":"start"}` (or `stop`) | |
+/// | `{"command":"counters"}` | `counters` |
+///
+/// `set` with `fields` changes only the named fields of the current value. Anything wrong gets
+/// `{"ok":false,"error":"..."}`.
+struct ControlCommands: Sendable {
+    let emulator: Emulator
+
+    /// The response line (without newline) for a request line.
+    func respond(to line: String) async -> String {
+        let response: [String: Any]
+        do {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+                throw ControlError.badRequest("not a JSON object")
+            }
+            response = try await run(object).merging(["ok": true]) { _, new in new }
+        } catch let error as ControlError {
+            response = ["ok": false, "error": error.description]
+        } catch {
+            response = ["ok": false, "error": "\(error)"]
+        }
+        return Self.encode(response)
+    }
+
+    static func encode(_ object: [String: Any]) -> String {
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else {
+            return #"{"error":"response not encodable","ok":false}"#
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    private func run(_ request: [String: Any]) async throws(ControlError) -> [String: Any] {
+        guard let command = request["command"] as? String else { throw .badRequest("missing `command`") }
+        switch command {
+        case "get":
+            let id = try string("id", in: request)
+            return describe(id, try await emulator.value(of: id))
+        case "set":
+            let id = try string("id", in: request)
+            let value = try await newValue(for: id, from: request)
+            try await emulator.set(value, for: id)
+            return describe(id, value)
+        case "notify":
+            let id = try string("id", in: request)
+            try await emulator.notify(id)
+            return describe(id, try await emulator.value(of: id))
+        case "centrals":
+            let centrals = await emulator.centrals().map {
+                [
+                    "id": $0.central.id, "maximumUpdateValueLength": $0.central.maximumUpdateValueLength,
+                    "subscriptions": $0.subscriptions,
+                ] as [String: Any]
+            }
+            return ["centrals": centrals]
+        case "fault":
+            try await emulator.inject(try fault(from: request))
+            return [:]
+        case "advertising":
+            switch request["action"] as? String {
+            case "start": try await emulator.setAdvertising(true)
+            case "stop": try await emulator.setAdvertising(false)
+            default: throw .badRequest("`advertising` needs `action`: start or stop")
+            }
+            return [:]
+        case "counters":
+            let counters = await emulator.counters()
+            let requests = counters.requests
+            return [
+                "counters": [
+                    "requests": requests.requests, "answered": requests.answered, "responded": requests.responded,
+                    "rejected": requests.rejected, "expired": requests.expired, "dropped": requests.dropped,
+                    "notificationsQueued": counters.queued, "notificationsSent": counters.sent,
+                    "queueFull": counters.refusedFull, "waiting": counters.waiting,
+                    "notificationsDropped": counters.dropped,
+                ]
+            ]
+        default:
+            throw .badRequest("unknown command `\(command)`")
+        }
+    }
+
+    private func string(_ key: String, in request: [String: Any]) throws(ControlError) -> String {
+        guard let value = request[key] as? String else { throw .badRequest("missing `\(key)`") }
+        return value
+    }
+
+    private func describe(_ id: String, _ value: [UInt8]) -> [String: Any] {
+        var response: [String: Any] = ["id": id, "hex": StateStore.hex(value)]
+        if let layout = emulator.profile.characteristic(id: id)?.layout, let fields = layout.decode(value) {
+            var decoded: [String: Any] = [:]
+            for (spec, field) in zip(layout.fields, fields) { decoded[spec.name] = Self.json(field) }
+            response["fields"] = decoded
+        }
+        return response
+    }
+
+    private static func json(_ value: FieldValue) -> Any {
+        switch value {
+        case .integer(let number): number
+        case .real(let number): number
+        case .boolean(let flag): flag
+        case .flags(let names): names
+        case .text(let text): text
+        case .bytes(let bytes): StateStore.hex(bytes)
+        }
+    }
+
+    private func newValue(for id: String, from request: [String: Any]) async throws(ControlError) -> [UInt8] {
+        if let hex = request["hex"] as? String {
+            guard let bytes = StateStore.bytes(hex: hex) else { throw .badValue("`hex` is not hex: \(hex)") }
+            return bytes
+        }
+        guard let fields = request["fields"] as? [String: Any] else { throw .badRequest("`set` needs `hex` or `fields`") }
+        guard let layout = emulator.profile.characteristic(id: id)?.layout else {
+            _ = try await emulator.value(of: id)  // unknown id first, then the missing layout
+            throw .badValue("\(id) has no fields; use `hex`")
+        }
+        var updates: [(index: Int, value: FieldValue)] = []
+        for (name, raw) in fields.sorted(by: { $0.key < $1.key }) {
+            guard let index = layout.index(of: name) else { throw .badValue("\(id) has no field `\(name)`") }
+            guard let value = Self.fieldValue(raw, for: layout.fields[index].type) else {
+                throw .badValue("`\(name)`: \(raw) is not a \(layout.fields[index].type.name)")
+            }
+            updates.append((index, value))
+        }
+        // Checked strictly: the composer would clamp an out-of-range number, but a person asked for that value.
+        for (index, value) in updates {
+            do { _ = try ValueLayout.encode(value, as: layout.fields[index]) } catch { throw .badValue(error.description) }
+        }
+        let current = try await emulator.value(of: id)
+        return ValueComposer.compose(updates, into: current, layout: layout).value
+    }
+
+    private static func fieldValue(_ raw: Any, for type: FieldType) -> FieldValue? {
+        switch type {
+        case .utf8: return (raw as? String).map(FieldValue.text)
+        case .bytes: return (raw as? String).flatMap(StateStore.bytes(hex:)).map(FieldValue.bytes)
+        case .flags: return (raw as? [String]).map(FieldValue.flags) ?? (raw as? NSNumber).map { .integer($0.int64Value) }
+        case .boolean: return (raw as? NSNumber).map { .boolean($0.boolValue) }
+        default:
+            guard let number = (raw as? NSNumber)?.doubleValue ?? (raw as? String).flatMap(Double.init) else {
+                return nil
+            }
+            return number == number.rounded() && abs(number) < 1e15 ? .integer(Int64(number)) : .real(number)
+        }
+    }
+
+    private func fault(from request: [String: Any]) throws(ControlError) -> Fault {
+        guard let operationName = request["operation"] as? String,
+            let operation = AttributeOperation(rawValue: operationName), operation == .read || operation == .write
+        else { throw .badRequest("`fault` needs `operation`: read or write") }
+        let nth = (request["nth"] as? NSNumber)?.intValue ?? 1
+        guard nth >= 1 else { throw .badValue("`nth` must be 1 or more") }
+        let trigger = Fault.Trigger.request(operation, characteristicID: request["id"] as? String, nth: nth)
+        if let milliseconds = (request["delayMs"] as? NSNumber)?.intValue {
+            guard milliseconds >= 0 else { throw .badValue("`delayMs` must not be negative") }
+            return Fault(trigger: trigger, effect: .delay(.milliseconds(milliseconds)))
+        }
+        let error: ATTError? =
+            if let name = request["error"] as? String { ATTError(name: name) } else if let code = (
+                request["error"] as? NSNumber
+            )?.intValue, (0...255).contains(code) { ATTError(rawValue: UInt8(code)) } else { nil }
+        guard let error else { throw .badValue("`fault` needs `error` (a name, 0x80, or a code) or `delayMs`") }
+        return Fault(trigger: trigger, effect: .reject(error))
+    }
+}

@@ -1,0 +1,170 @@
+import Foundation
+import GATTModel
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The control socket of `blemu run --control PATH`: a Unix stream socket speaking JSON lines, one request object
+/// per line and one response object per line (`ControlCommands` lists them). A bad line gets
+/// `{"ok":false,"error":"..."}` and the connection stays open; nothing a client sends can stop the emulator.
+///
+/// Blocking POSIX calls run on their own threads (one accepting, one per connection), never on Swift's cooperative
+/// pool, whose few threads (two on a two-core machine) the emulator needs; each line's answer is computed on the
+/// emulator's actor while the connection thread waits for it.
+public final class ControlServer: Sendable {
+    /// The socket's path.
+    public let path: String
+    private let commands: ControlCommands
+    private let logger: Logger
+    /// The listening socket (-1 when stopped) and the open connections, so `stop()` can end them all.
+    private let sockets = Mutex<(listener: Int32, connections: Set<Int32>)>((-1, []))
+
+    /// A server for `emulator` at `path`; nothing happens until `start()`.
+    public init(path: String, emulator: Emulator, logger: Logger = Logger(label: "blemu.control")) {
+        self.path = path
+        commands = ControlCommands(emulator: emulator)
+        self.logger = logger
+    }
+
+    /// Why the socket cannot be opened.
+    public struct StartError: Error, Hashable, Sendable, CustomStringConvertible {
+        /// The path and the system's reason.
+        public var description: String
+    }
+
+    /// Binds and listens, removing a stale socket file first (never a file that is not a socket), and accepts
+    /// connections on a thread. Throws `StartError` when the path is too long, not a socket, or cannot be bound.
+    public func start() throws(StartError) {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        let pathBytes = Array(path.utf8)
+        guard pathBytes.count < capacity else {
+            throw StartError(description: "\(path): longer than \(capacity - 1) bytes, too long for a Unix socket")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            for (index, byte) in pathBytes.enumerated() { buffer[index] = byte }
+        }
+        var status = stat()
+        if lstat(path, &status) == 0 {
+            guard status.st_mode & S_IFMT == S_IFSOCK else {
+                throw StartError(description: "\(path): exists and is not a socket; not removing it")
+            }
+            // A socket file survives the process that made it: a previous run that crashed left this one.
+            unlink(path)
+        }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw StartError(description: "socket: \(String(cString: strerror(errno)))") }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard bound == 0, listen(fd, 8) == 0 else {
+            let reason = String(cString: strerror(errno))
+            closeDescriptor(fd)
+            throw StartError(description: "\(path): \(reason)")
+        }
+        sockets.withLock { $0.listener = fd }
+        let thread = Thread { [self] in acceptLoop(fd) }
+        thread.name = "blemu control accept"
+        thread.start()
+        logger.info("control socket listening at \(path)")
+    }
+
+    /// Stops accepting, ends every connection and removes the socket file.
+    public func stop() {
+        let (listener, connections) = sockets.withLock { sockets in
+            defer { sockets = (-1, []) }
+            return sockets
+        }
+        // shutdown wakes the threads blocked in accept and read; each closes its own descriptor.
+        if listener >= 0 {
+            shutdown(listener, Int32(SHUT_RDWR))
+            unlink(path)
+        }
+        for connection in connections { shutdown(connection, Int32(SHUT_RDWR)) }
+    }
+
+    private func acceptLoop(_ listener: Int32) {
+        while true {
+            let connection = accept(listener, nil, nil)
+            if connection < 0 {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                break
+            }
+            let isOpen = sockets.withLock { sockets in
+                guard sockets.listener == listener else { return false }
+                sockets.connections.insert(connection)
+                return true
+            }
+            guard isOpen else {
+                closeDescriptor(connection)
+                break
+            }
+            let thread = Thread { [self] in serve(connection) }
+            thread.name = "blemu control connection"
+            thread.start()
+        }
+        closeDescriptor(listener)
+    }
+
+    private func serve(_ connection: Int32) {
+        var pending: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        reading: while true {
+            let count = buffer.withUnsafeMutableBytes { read(connection, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            pending += buffer[..<count]
+            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: pending[..<newline], as: UTF8.self)
+                pending.removeSubrange(...newline)
+                guard !line.allSatisfy(\.isWhitespace) else { continue }
+                let response = answer(line)
+                guard reply(response + "\n", to: connection) else { break reading }
+            }
+        }
+        sockets.withLock { _ = $0.connections.remove(connection) }
+        closeDescriptor(connection)
+    }
+
+    /// Computes the response on the cooperative pool while this (non-pool) thread waits for it.
+    private func answer(_ line: String) -> String {
+        let box = ResponseBox()
+        let done = DispatchSemaphore(value: 0)
+        let commands = commands
+        Task {
+            let response = await commands.respond(to: line)
+            box.response.withLock { $0 = response }
+            done.signal()
+        }
+        done.wait()
+        return box.response.withLock { $0 } ?? #"{"error":"no response","ok":false}"#
+    }
+
+    /// Writes the whole response; MSG_NOSIGNAL, so a client that hung up costs an error, not a SIGPIPE.
+    private func reply(_ text: String, to connection: Int32) -> Bool {
+        let bytes = Array(text.utf8)
+        var written = 0
+        while written < bytes.count {
+            let result = bytes[written...].withUnsafeBytes {
+                Glibc.send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
+            if result < 0 && errno == EINTR { continue }
+            guard result > 0 else { return false }
+            written += result
+        }
+        return true
+    }
+}
+
+/// Carries one response from the emulator's task back to the waiting connection thread.
+private final class ResponseBox: Sendable {
+    let response = Mutex<String?>(nil)
+}

@@ -1,0 +1,159 @@
+import GATTModel
+import Logging
+import Peripheral
+
+/// The request handler of a running profile: `ProfileServer`'s checks and store, with the profile's faults applied
+/// first and its write rules second. Each request still gets exactly one answer:
+/// - a rejecting fault answers with its error instead of the normal answer;
+/// - a delaying fault holds the one answer, kept under the manager's request deadline (logged when it had to be
+///   shortened, since past the deadline the engine would answer for us and our answer would be refused);
+/// - a write rule's `reject` answers its error and changes nothing; `accept` stores through the server before
+///   answering (so a read right after sees the value), then hands the rule's actions to the `Emulator`.
+///
+/// Made by `Emulator`, which shares its engines; pass `emulator.handler` to the `PeripheralManager`.
+public struct EmulationHandler: RequestHandler {
+    /// The server whose store and checks this handler uses.
+    public let server: ProfileServer
+    let engines: SharedEngines
+    let clock: EmulationClock
+    let requestDeadline: Duration
+    let log: EventLog?
+    let stateStore: StateStore?
+    /// Accepted writes' actions and faults' link actions, for the emulator to perform in order.
+    let followUp: AsyncStream<[EmulationAction]>.Continuation
+    let logger: Logger
+
+    /// Answers a read: fault, then the server's checks, then the stored value.
+    public func handleRead(_ request: consuming ReadRequest) async {
+        let started = ContinuousClock.now
+        let characteristic = request.characteristic
+        let faults = engines.withLock { $0.faults.request(.read, characteristicID: characteristic.id) }
+        await hold(faults, on: characteristic.id)
+        var answer = EmulationEvent.Answer.success
+        var value: [UInt8] = []
+        if let error = faults.rejection
+            ?? ProfileServer.error(for: .read, on: characteristic, linkSecurity: request.linkSecurity)
+        {
+            answer = .error(error)
+        } else {
+            value = server.store.value(of: characteristic)
+            if request.offset > value.count { answer = .error(.invalidOffset) }
+        }
+        let offset = request.offset
+        // Logged just before the answer, so whoever sees the answer finds its line already in the log.
+        log?.record(
+            .request(
+                operation: .read, central: request.central.id, characteristicID: characteristic.id,
+                value: offset <= value.count ? Array(value[offset...]) : [], answer: answer,
+                latency: ContinuousClock.now - started))
+        // One answer, computed above and sent once here.
+        switch answer {
+        case .success: request.respond(with: value)
+        case .error(let error): request.reject(error)
+        }
+        if !faults.actions.isEmpty { followUp.yield(faults.actions) }
+    }
+
+    /// Answers a batch of writes: faults (one count per write), the server's checks, the rules on a copy of the
+    /// engines (committed only when every write is accepted), then the store.
+    public func handleWrites(_ requests: consuming WriteRequests) async {
+        let started = ContinuousClock.now
+        let writes = requests.requests
+        let faults = engines.withLock { engines in
+            var merged = FaultEngine.RequestFaults()
+            for write in writes {
+                let fired = engines.faults.request(.write, characteristicID: write.characteristic.id)
+                merged.rejection = merged.rejection ?? fired.rejection
+                if let delay = fired.delay { merged.delay = (merged.delay ?? .zero) + delay }
+                merged.actions += fired.actions
+            }
+            return merged
+        }
+        await hold(faults, on: writes.first?.characteristic.id)
+        var failure = faults.rejection
+        let linkSecurity = requests.linkSecurity
+        if failure == nil {
+            failure = writes.lazy.compactMap {
+                ProfileServer.error(for: .write, on: $0.characteristic, linkSecurity: linkSecurity)
+            }.first
+        }
+        var staged: [String: [UInt8]] = [:]
+        if failure == nil {
+            switch requests.validated(current: server.store.value(of:)) {
+            case .success(let values): staged = values
+            case .failure(let error): failure = error
+            }
+        }
+        var actions: [EmulationAction] = []
+        if failure == nil {
+            // Written characteristics in the order the central first wrote them, for a predictable action order.
+            var order: [String] = []
+            for write in writes where !order.contains(write.characteristic.id) { order.append(write.characteristic.id) }
+            let now = clock.now()
+            let isAuthorizationOnly = requests.isAuthorizationOnly
+            (failure, actions) = engines.withLock { engines -> (ATTError?, [EmulationAction]) in
+                var rules = engines.rules
+                var actions: [EmulationAction] = []
+                for id in order {
+                    switch rules.write(staged[id] ?? [], to: id, at: now) {
+                    case .reject(let error): return (error, [])
+                    case .accept(let accepted): actions += accepted
+                    }
+                }
+                // prepare-authorize only asks: the real write follows and runs the rules for real.
+                if !isAuthorizationOnly { engines.rules = rules }
+                return (nil, isAuthorizationOnly ? [] : actions)
+            }
+        }
+        if failure == nil && !requests.isAuthorizationOnly {
+            store(actions, writtenIDs: Set(staged.keys), characteristics: writes.map(\.characteristic))
+        }
+        let central = requests.central.id
+        let answer: EmulationEvent.Answer = failure.map { .error($0) } ?? .success
+        let latency = ContinuousClock.now - started
+        for write in writes {
+            log?.record(
+                .request(
+                    operation: .write, central: central, characteristicID: write.characteristic.id,
+                    value: write.value, answer: answer, latency: latency))
+        }
+        if let failure { requests.reject(failure) } else { requests.respond() }
+        // Yielded even when empty: a `set` with a rate starts a ramp, and the emulator must re-arm its timer.
+        if failure == nil { followUp.yield(actions + faults.actions) } else if !faults.actions.isEmpty {
+            followUp.yield(faults.actions)
+        }
+    }
+
+    /// Stores what the accepted rules stored, before the answer, and persists the written characteristics.
+    private func store(_ actions: [EmulationAction], writtenIDs: Set<String>, characteristics: [Characteristic]) {
+        var stored: [String: [UInt8]] = [:]
+        for action in actions {
+            guard case .update(let id, let value) = action,
+                let characteristic = characteristics.first(where: { $0.id == id })
+            else { continue }
+            if server.store.setValue(value, for: characteristic) { stored[id] = value }
+        }
+        engines.withLock { engines in
+            for (id, value) in stored { engines.valueChanged(id, to: value) }
+        }
+        if let stateStore, !stored.isEmpty { stateStore.recordWrites(stored) }
+    }
+
+    /// Waits out a fault's delay, shortened to stay under the request deadline, and logs the faults that fired.
+    private func hold(_ faults: FaultEngine.RequestFaults, on id: String?) async {
+        if let error = faults.rejection { log?.record(.fault("reject \(error)", characteristicID: id)) }
+        guard var delay = faults.delay, delay > .zero else { return }
+        // A tenth of the deadline is left for the answer to travel; past the deadline the engine answers instead.
+        let limit = requestDeadline * 0.9
+        if delay > limit {
+            logger.warning(
+                "fault delay of \(delay) on \(id ?? "a request") exceeds the request deadline \(requestDeadline): held \(limit) instead")
+            delay = limit
+        }
+        // The deadline is fixed before the fault is logged: whoever reacts to the line (a test advancing its
+        // clock) cannot push the answer further out.
+        let deadline = clock.now() + delay
+        log?.record(.fault("delay \(delay)", characteristicID: id))
+        try? await clock.sleepUntil(deadline)
+    }
+}

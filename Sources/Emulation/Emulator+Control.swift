@@ -1,0 +1,86 @@
+import GATTModel
+import Peripheral
+
+/// What the control socket asks of a running emulator. Every failure is a `ControlError`, answered to the client;
+/// none stops the emulator.
+extension Emulator {
+    /// The current value of a characteristic; throws `.unknownCharacteristic`.
+    public func value(of id: String) throws(ControlError) -> [UInt8] {
+        guard let characteristic = characteristics[id] else { throw .unknownCharacteristic(id) }
+        return server.store.value(of: characteristic)
+    }
+
+    /// Stores a value and, when the characteristic notifies or indicates, sends it to its subscribers.
+    /// Throws `.unknownCharacteristic`, or `.badValue` when the store refuses it (constant, too long).
+    public func set(_ value: [UInt8], for id: String) async throws(ControlError) {
+        guard let characteristic = characteristics[id] else { throw .unknownCharacteristic(id) }
+        guard store(value, for: id) != nil else {
+            throw .badValue("\(id) does not take \(value.count) bytes (constant, or longer than its maximum)")
+        }
+        if characteristic.properties.contains(.notify) || characteristic.properties.contains(.indicate) {
+            await send(.value(characteristic, value))
+        }
+    }
+
+    /// Sends the current value to the subscribers now. Throws `.unknownCharacteristic`, or `.badValue` when the
+    /// characteristic cannot notify or indicate.
+    public func notify(_ id: String) async throws(ControlError) {
+        guard let characteristic = characteristics[id] else { throw .unknownCharacteristic(id) }
+        guard characteristic.properties.contains(.notify) || characteristic.properties.contains(.indicate) else {
+            throw .badValue("\(id) has neither notify nor indicate")
+        }
+        await send(.value(characteristic, server.store.value(of: characteristic)))
+    }
+
+    /// The connected centrals and the characteristics each one subscribed to.
+    public func centrals() async -> [(central: Central, subscriptions: [String])] {
+        guard let manager else { return [] }
+        var subscriptions: [String: [String]] = [:]
+        for characteristic in characteristics.values.sorted(by: { $0.id < $1.id }) {
+            for central in await manager.subscribedCentrals(of: characteristic) {
+                subscriptions[central.id, default: []].append(characteristic.id)
+            }
+        }
+        return await manager.connectedCentrals.map { ($0, subscriptions[$0.id] ?? []) }
+    }
+
+    /// Adds a fault now: a request fault's `nth` counts from this call. Throws `.unknownCharacteristic`.
+    public func inject(_ fault: Fault) throws(ControlError) {
+        if case .request(_, let id?, _) = fault.trigger, characteristics[id] == nil {
+            throw .unknownCharacteristic(id)
+        }
+        let now = clock.now()
+        engines.withLock { $0.faults.inject(fault, at: now) }
+        arm()
+    }
+
+    /// Starts advertising the profile's advertisement, or stops. Throws `.failed` with the manager's reason.
+    public func setAdvertising(_ isOn: Bool) async throws(ControlError) {
+        guard let manager else { throw .failed("the emulator is not running") }
+        do {
+            if isOn { try await manager.startAdvertising(profile.advertisement) } else {
+                try await manager.stopAdvertising()
+            }
+        } catch { throw .failed(error.description) }
+    }
+}
+
+/// Why a control command failed: sent back as `{"ok":false,"error":"..."}`.
+public enum ControlError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// No characteristic has this id.
+    case unknownCharacteristic(String)
+    /// The value or an argument is not acceptable.
+    case badValue(String)
+    /// The request is not a JSON object with a known `command`.
+    case badRequest(String)
+    /// The peripheral refused.
+    case failed(String)
+
+    /// The message the client sees.
+    public var description: String {
+        switch self {
+        case .unknownCharacteristic(let id): "unknown characteristic `\(id)`"
+        case .badValue(let message), .badRequest(let message), .failed(let message): message
+        }
+    }
+}

@@ -1,0 +1,306 @@
+import GATTModel
+import Logging
+import Peripheral
+
+/// Runs a profile's behaviour against a `PeripheralManager`: schedules on a timer, write rules and faults through
+/// its `handler`, values pushed through the manager's bounded notification queue without losing any.
+///
+/// Wiring (what `blemu run` does):
+/// ```
+/// let emulator = try Emulator(profile: profile, server: server, eventLog: log, stateStore: store)
+/// let manager = PeripheralManager(backend: backend, handler: emulator.handler, restoring: restored)
+/// // publish the services, start advertising, then:
+/// await emulator.start(on: manager)
+/// ...
+/// await emulator.stop()
+/// ```
+///
+/// One timer task sleeps until the earliest engine deadline on the injected clock, ticks every engine, performs
+/// the actions and re-arms. Updates the queue refuses wait in an outbox, in order, and are retried on
+/// `.readyToUpdateSubscribers`; a transfer (see `TransferDefinition`) streams through the same outbox, so a
+/// blocked transfer also holds back later updates rather than reordering them.
+public actor Emulator {
+    /// The handler to give the `PeripheralManager`: it shares this emulator's engines.
+    public nonisolated let handler: EmulationHandler
+    /// The profile being run.
+    public nonisolated let profile: PeripheralProfile
+
+    enum Outgoing: Sendable {
+        case value(Characteristic, [UInt8])
+        case transfer(Characteristic, Central, TransferChunker)
+    }
+
+    let server: ProfileServer
+    let engines: SharedEngines
+    let clock: EmulationClock
+    let log: EventLog?
+    let stateStore: StateStore?
+    let logger: Logger
+    let transfers: [String: TransferDefinition]
+    let characteristics: [String: Characteristic]
+    private let followUps: AsyncStream<[EmulationAction]>
+    private let followUpContinuation: AsyncStream<[EmulationAction]>.Continuation
+
+    var manager: PeripheralManager?
+    private var tasks: [Task<Void, Never>] = []
+    private var timer: Task<Void, Never>?
+    private var armedDeadline: Duration?
+    private var timerGeneration = 0
+    var outbox: [Outgoing] = []
+    private var isPumping = false
+    private var pumpAgain = false
+    var counts = EmulatorCounters()
+
+    /// An emulator for `profile`, serving values from `server`'s store. `clock` drives the schedules and fault
+    /// delays (tests pass a manual one); `requestDeadline` must be the manager's, so delays stay under it.
+    /// Throws `BehaviourError` when the behaviour names unknown characteristics or fields, or a replay file fails.
+    public init(
+        profile: PeripheralProfile, server: ProfileServer = ProfileServer(),
+        clock: some Clock<Duration> = ContinuousClock(), requestDeadline: Duration = .seconds(10),
+        baseDirectory: String? = nil, eventLog: EventLog? = nil, stateStore: StateStore? = nil,
+        logger: Logger = Logger(label: "blemu.emulation")
+    ) throws(BehaviourError) {
+        let transfers = TransferDefinition.find(in: profile)
+        // A transfer's schedule is replaced by the transfer itself, sent whole to each subscriber.
+        var scheduled = profile
+        scheduled.behaviour.schedules.removeAll { transfers[$0.characteristicID] != nil }
+        let engines = SharedEngines(
+            BehaviourEngines(
+                schedules: try ScheduleEngine(profile: scheduled, baseDirectory: baseDirectory),
+                rules: try WriteRuleEngine(profile: profile), faults: FaultEngine(faults: profile.behaviour.faults)))
+        let clock = EmulationClock(clock)
+        (followUps, followUpContinuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+        handler = EmulationHandler(
+            server: server, engines: engines, clock: clock, requestDeadline: requestDeadline, log: eventLog,
+            stateStore: stateStore, followUp: followUpContinuation, logger: logger)
+        self.profile = profile
+        self.server = server
+        self.engines = engines
+        self.clock = clock
+        self.log = eventLog
+        self.stateStore = stateStore
+        self.logger = logger
+        self.transfers = transfers
+        characteristics = Dictionary(profile.characteristics.map { ($0.id, $0) }) { first, _ in first }
+        // Values restored from the state store may already be in the server's store: the engines start from them.
+        let current = characteristics.values.map { ($0.id, server.store.value(of: $0)) }
+        engines.withLock { engines in
+            for (id, value) in current { engines.valueChanged(id, to: value) }
+        }
+    }
+
+    /// Starts the engines now and follows the manager's events and the handler's actions until `stop()` or the
+    /// manager stops. Call once, after publishing. The manager's `events` must have no other consumer.
+    public func start(on manager: PeripheralManager) {
+        guard self.manager == nil else {
+            logger.warning("emulator already started: ignored")
+            return
+        }
+        self.manager = manager
+        let now = clock.now()
+        engines.withLock { $0.schedules.start(at: now) }
+        engines.withLock { $0.faults.start(at: now) }
+        tasks.append(
+            Task {
+                for await event in manager.events { await self.handle(event) }
+            })
+        let followUps = followUps
+        tasks.append(
+            Task {
+                for await actions in followUps {
+                    await self.perform(actions)
+                    self.arm()
+                }
+            })
+        arm()
+    }
+
+    /// Stops the timer and stops following events; values already queued in the manager are still sent.
+    public func stop() {
+        for task in tasks { task.cancel() }
+        tasks.removeAll()
+        timer?.cancel()
+        timer = nil
+        followUpContinuation.finish()
+    }
+
+    // MARK: Timer
+
+    /// Arms the one timer for the earliest deadline, unless it is armed for that moment already.
+    func arm() {
+        let deadline = engines.withLock { $0.nextDeadline }
+        guard deadline != armedDeadline || timer == nil else { return }
+        timer?.cancel()
+        timer = nil
+        armedDeadline = deadline
+        timerGeneration += 1
+        guard let deadline, manager != nil else { return }
+        let generation = timerGeneration
+        let clock = clock
+        timer = Task { [weak self] in
+            do { try await clock.sleepUntil(deadline) } catch { return }
+            await self?.fire(generation)
+        }
+    }
+
+    private func fire(_ generation: Int) async {
+        // A timer cancelled after its sleep ended must not tick: a newer timer owns the schedule now.
+        guard generation == timerGeneration else { return }
+        timer = nil
+        armedDeadline = nil
+        let now = clock.now()
+        let actions = engines.withLock { $0.tick(at: now) }
+        arm()
+        await perform(actions)
+    }
+
+    // MARK: Actions
+
+    /// Performs engine actions in order: store, push, link faults, warnings.
+    func perform(_ actions: [EmulationAction]) async {
+        for action in actions {
+            switch action {
+            case .update(let id, let value):
+                store(value, for: id)
+            case .notify(let id, let value), .indicate(let id, let value):
+                guard let characteristic = store(value, for: id) else { continue }
+                await send(.value(characteristic, value))
+            case .stopAdvertising:
+                log?.record(.fault("stop-advertising", characteristicID: nil))
+                do { try await manager?.stopAdvertising() } catch {
+                    logger.warning("fault stop-advertising failed: \(error)")
+                }
+            case .disconnect:
+                // PeripheralManager has no way to drop a link yet; say so rather than pretend.
+                log?.record(.fault("disconnect", characteristicID: nil))
+                logger.warning("fault disconnect: the peripheral manager cannot disconnect centrals yet; ignored")
+            case .warning(let id, let message):
+                logger.warning("\(id): \(message)")
+            }
+        }
+    }
+
+    /// Stores a value in the server's store and tells the engines; nil (logged) when the store refuses it.
+    @discardableResult
+    func store(_ value: [UInt8], for id: String) -> Characteristic? {
+        guard let characteristic = characteristics[id] else { return nil }
+        guard server.store.setValue(value, for: characteristic) else {
+            logger.warning("\(id): value of \(value.count) bytes refused by the store (constant or too long)")
+            return nil
+        }
+        engines.withLock { $0.valueChanged(id, to: value) }
+        return characteristic
+    }
+
+    /// Queues an update behind any that wait, then sends what the notification queue accepts.
+    func send(_ outgoing: Outgoing) async {
+        outbox.append(outgoing)
+        await pump()
+    }
+
+    /// Sends waiting updates in order until the queue refuses one; `.readyToUpdateSubscribers` calls it again.
+    /// Re-entrant calls (an actor suspends on every `updateValue`) only ask the running pump to go round again.
+    func pump() async {
+        guard let manager else { return }
+        guard !isPumping else {
+            pumpAgain = true
+            return
+        }
+        isPumping = true
+        defer { isPumping = false }
+        repeat {
+            pumpAgain = false
+            while let first = outbox.first {
+                switch first {
+                case .value(let characteristic, let value):
+                    guard await updateValue(value, for: characteristic, to: nil, on: manager) else { return }
+                    outbox.removeFirst()
+                case .transfer(let characteristic, let central, var chunker):
+                    while let chunk = chunker.next() {
+                        guard await updateValue(chunk, for: characteristic, to: central, on: manager) else {
+                            outbox[0] = .transfer(characteristic, central, chunker)
+                            return
+                        }
+                        chunker.markSent()
+                    }
+                    outbox.removeFirst()
+                }
+            }
+        } while pumpAgain
+    }
+
+    private func updateValue(
+        _ value: [UInt8], for characteristic: Characteristic, to central: Central?, on manager: PeripheralManager
+    ) async -> Bool {
+        guard await manager.updateValue(value, for: characteristic, onSubscribedCentrals: central.map { [$0] }) else {
+            counts.refusedFull += 1
+            log?.record(.queueFull(characteristicID: characteristic.id))
+            return false
+        }
+        counts.queued += 1
+        let subscribers = await manager.subscribedCentrals(of: characteristic).count
+        log?.record(
+            .notification(
+                characteristicID: characteristic.id, value: value,
+                isIndication: !characteristic.properties.contains(.notify), centrals: central == nil ? subscribers : 1))
+        return true
+    }
+
+    // MARK: Manager events
+
+    private func handle(_ event: PeripheralEvent) async {
+        switch event {
+        case .stateChanged(let state):
+            log?.record(.stateChanged(state.rawValue))
+        case .willRestoreState(let restored):
+            for (id, value) in restored.values.sorted(by: { $0.key < $1.key }) { store(value, for: id) }
+            logger.info("restored \(restored.values.count) value(s) and \(restored.subscriptions.count) subscription(s)")
+        case .centralConnected(let central):
+            log?.record(.connected(central: central.id))
+        case .centralDisconnected(let central):
+            log?.record(.disconnected(central: central.id))
+        case .subscribed(let central, let characteristic):
+            // Logged after the schedules know, so an observer that reacts to the line finds them running.
+            await subscribersChanged(characteristic)
+            log?.record(.subscribed(central: central.id, characteristicID: characteristic.id))
+            if let transfer = transfers[characteristic.id],
+                let chunker = TransferChunker(bytes: transfer.bytes, maximumUpdateLength: central.maximumUpdateValueLength)
+            {
+                await send(.transfer(characteristic, central, chunker))
+            }
+        case .unsubscribed(let central, let characteristic):
+            // A transfer to a central that left has nobody to go to.
+            outbox.removeAll {
+                if case .transfer(let c, let target, _) = $0 { c.id == characteristic.id && target == central } else {
+                    false
+                }
+            }
+            await subscribersChanged(characteristic)
+            log?.record(.unsubscribed(central: central.id, characteristicID: characteristic.id))
+        case .readyToUpdateSubscribers:
+            log?.record(.queueReady)
+            await pump()
+        case .updatesDropped(let central, let count, let reason):
+            counts.dropped += count
+            logger.warning("\(count) update(s) for \(central) dropped: \(reason)")
+        case .advertisingStopped(let reason):
+            logger.warning("advertising stopped by the stack: \(reason)")
+        }
+    }
+
+    private func subscribersChanged(_ characteristic: Characteristic) async {
+        guard let manager else { return }
+        let count = await manager.subscribedCentrals(of: characteristic).count
+        let now = clock.now()
+        engines.withLock { $0.schedules.subscribersChanged(characteristic.id, count: count, at: now) }
+        arm()
+        if let stateStore {
+            var subscriptions: [String: [String]] = [:]
+            for published in characteristics.values.sorted(by: { $0.id < $1.id }) {
+                let ids = await manager.subscribedCentrals(of: published).map(\.id)
+                if !ids.isEmpty { subscriptions[published.id] = ids }
+            }
+            stateStore.recordSubscriptions(subscriptions)
+        }
+    }
+}

@@ -1,0 +1,204 @@
+import Foundation
+import GATTModel
+import Logging
+import Peripheral
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// State restoration's file: the values centrals wrote and who was subscribed, for one restore identifier, so a
+/// crashed or restarted emulator comes back as the centrals left it (Core Bluetooth's state preservation).
+///
+/// Every change is written at once, atomically (temp file, fsync, rename, fsync of the directory), so a crash at
+/// any moment leaves the previous or the new file, never half of one. The file carries a version, the profile's
+/// name and a fingerprint of its GATT tree: a corrupt or foreign file (bad JSON, another version or profile) is
+/// reported in one log line, renamed aside to `*.corrupt-<timestamp>` and never fatal.
+public final class StateStore: Sendable {
+    /// The file format this code writes and reads.
+    public static let version = 1
+
+    /// The state file: `<directory>/<restoreID>.json`.
+    public let path: String
+    private let profileName: String
+    private let fingerprint: String
+    private let logger: Logger
+    private let state: Mutex<Snapshot>
+
+    private struct Snapshot: Sendable {
+        var values: [String: [UInt8]] = [:]
+        var subscriptions: [String: [String]] = [:]
+    }
+
+    private struct File: Codable {
+        var version: Int
+        var profile: String
+        var fingerprint: String
+        var values: [String: String]
+        var subscriptions: [String: [String]]
+    }
+
+    /// Where state files go by default: `$XDG_STATE_HOME/blemu`, else `~/.local/state/blemu`.
+    public static var defaultDirectory: String {
+        let environment = ProcessInfo.processInfo.environment
+        if let home = environment["XDG_STATE_HOME"], home.hasPrefix("/") { return home + "/blemu" }
+        return (environment["HOME"] ?? NSHomeDirectory()) + "/.local/state/blemu"
+    }
+
+    /// A store for `profile` under `restoreID` (a file name: `/` is replaced) in `directory`, by default
+    /// `defaultDirectory`. Touches nothing on disk until `restore()` or a change.
+    public init(
+        restoreID: String, directory: String? = nil, profile: PeripheralProfile,
+        logger: Logger = Logger(label: "blemu.state")
+    ) {
+        let name = restoreID.replacingOccurrences(of: "/", with: "_")
+        path = (directory ?? Self.defaultDirectory) + "/" + name + ".json"
+        profileName = profile.name
+        fingerprint = Self.fingerprint(of: profile)
+        self.logger = logger
+        state = Mutex(Snapshot())
+    }
+
+    /// Loads the previous run's state for `PeripheralManager(restoring:)` and the `ValueStore`; nil when there is
+    /// none. A corrupt or foreign file is logged, renamed aside, and gives nil: the run starts fresh.
+    public func restore() -> RestoredState? {
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        let problem: String
+        do {
+            let file = try JSONDecoder().decode(File.self, from: data)
+            if file.version != Self.version {
+                problem = "version \(file.version), expected \(Self.version)"
+            } else if file.profile != profileName || file.fingerprint != fingerprint {
+                problem = "saved for profile \"\(file.profile)\" (\(file.fingerprint)), not this one"
+            } else if let values = Self.decode(file.values) {
+                state.withLock { $0 = Snapshot(values: values, subscriptions: file.subscriptions) }
+                return RestoredState(values: values, subscriptions: file.subscriptions)
+            } else {
+                problem = "a value is not hex"
+            }
+        } catch {
+            problem = "not a state file: \(error)"
+        }
+        let aside = path + ".corrupt-" + String(Int64(Date().timeIntervalSince1970 * 1000))
+        let moved = rename(path, aside) == 0
+        logger.warning(
+            "state file \(path) ignored (\(problem)); \(moved ? "moved to \(aside)" : "could not move it aside")")
+        return nil
+    }
+
+    /// Persists values written by centrals (merged over earlier ones). A failed write is logged, never fatal.
+    public func recordWrites(_ values: [String: [UInt8]]) {
+        save { $0.values.merge(values) { _, new in new } }
+    }
+
+    /// Persists the current subscriptions (characteristic id to central ids), replacing the earlier ones.
+    public func recordSubscriptions(_ subscriptions: [String: [String]]) {
+        save { $0.subscriptions = subscriptions }
+    }
+
+    /// The state as it would be restored now.
+    public var current: RestoredState {
+        state.withLock { RestoredState(values: $0.values, subscriptions: $0.subscriptions) }
+    }
+
+    private func save(_ change: (inout Snapshot) -> Void) {
+        // Under the lock, so two changes cannot write the file in the opposite order to their snapshots.
+        state.withLock { snapshot in
+            change(&snapshot)
+            let file = File(
+                version: Self.version, profile: profileName, fingerprint: fingerprint,
+                values: snapshot.values.mapValues(Self.hex), subscriptions: snapshot.subscriptions)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+            do {
+                try writeAtomically(try encoder.encode(file))
+            } catch {
+                logger.error("cannot save state to \(path): \(error)")
+            }
+        }
+    }
+
+    private struct WriteError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    private func writeAtomically(_ data: Data) throws {
+        let directory = (path as NSString).deletingLastPathComponent
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let temporary = path + ".tmp-\(getpid())"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw WriteError(description: "\(temporary): \(String(cString: strerror(errno)))") }
+        let bytes = [UInt8](data)
+        var written = 0
+        while written < bytes.count {
+            let result = bytes[written...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if result < 0 && errno == EINTR { continue }
+            guard result > 0 else {
+                closeDescriptor(fd)
+                unlink(temporary)
+                throw WriteError(description: "write: \(String(cString: strerror(errno)))")
+            }
+            written += result
+        }
+        // The data must be on disk before the rename makes it the state file, or a crash could leave it empty.
+        let synced = fsync(fd) == 0
+        closeDescriptor(fd)
+        guard synced, rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw WriteError(description: "fsync or rename: \(String(cString: strerror(errno)))")
+        }
+        // And the rename itself must reach the disk: fsync the directory.
+        let directoryFD = open(directory, O_RDONLY | O_CLOEXEC)
+        if directoryFD >= 0 {
+            _ = fsync(directoryFD)
+            closeDescriptor(directoryFD)
+        }
+    }
+
+    /// FNV-1a over the services' and characteristics' ids and UUIDs: a different GATT tree means a foreign file.
+    static func fingerprint(of profile: PeripheralProfile) -> String {
+        var text = ""
+        for service in profile.services {
+            text += "S \(service.id) \(service.uuid)\n"
+            for characteristic in service.characteristics { text += "C \(characteristic.id) \(characteristic.uuid)\n" }
+        }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        let digits = String(hash, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        bytes.map { ($0 < 0x10 ? "0" : "") + String($0, radix: 16) }.joined()
+    }
+
+    /// Hex to bytes; spaces allowed between bytes; nil when not hex.
+    static func bytes(hex: String) -> [UInt8]? {
+        let digits = hex.filter { !$0.isWhitespace }
+        guard digits.count % 2 == 0 else { return nil }
+        var bytes: [UInt8] = []
+        var index = digits.startIndex
+        while index < digits.endIndex {
+            let next = digits.index(index, offsetBy: 2)
+            guard let byte = UInt8(digits[index..<next], radix: 16) else { return nil }
+            bytes.append(byte)
+            index = next
+        }
+        return bytes
+    }
+
+    private static func decode(_ values: [String: String]) -> [String: [UInt8]]? {
+        var decoded: [String: [UInt8]] = [:]
+        for (id, hex) in values {
+            guard let bytes = bytes(hex: hex) else { return nil }
+            decoded[id] = bytes
+        }
+        return decoded
+    }
+}

@@ -1,0 +1,99 @@
+import ArgumentParser
+import Emulation
+import Foundation
+
+/// `blemu ctl PATH COMMAND...`: talks to a running emulator's control socket.
+struct CtlCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ctl",
+        abstract: "Send a command to a running emulator's control socket and print the JSON response.",
+        discussion: """
+            Commands:
+              get ID                          the value (hex and decoded fields)
+              set ID HEX | --field NAME=VALUE  store a value; subscribers are notified
+              notify ID                       notify the current value now
+              centrals                        connected centrals and their subscriptions
+              fault read|write [ID] --nth N (--error NAME|0xNN | --delay-ms MS)
+              advertising start|stop
+              counters
+            Exits 0 on an ok response, 65 on an error response, 69 when the socket is unreachable.
+
+            Example:
+              blemu ctl /tmp/blemu.sock set battery-level --field percent=50
+            """)
+
+    @Argument(help: "The control socket's path.")
+    var socket: String
+
+    @Argument(help: "The command and its arguments.")
+    var words: [String]
+
+    @Option(name: .customLong("field"), help: "NAME=VALUE for `set` (repeatable; a list as a,b for flags).")
+    var fields: [String] = []
+
+    @Option(help: "For `fault`: reject the nth request from now.")
+    var nth = 1
+
+    @Option(help: "For `fault`: the ATT error (a name such as unlikely-error, or 0xNN).")
+    var error: String?
+
+    @Option(name: .customLong("delay-ms"), help: "For `fault`: delay the answer instead, in milliseconds.")
+    var delayMs: Int?
+
+    func run() throws {
+        let request = try makeRequest()
+        let response: String
+        do { response = try ControlClient(path: socket).send(request) } catch {
+            Console.error("blemu: \(error)")
+            throw ExitCode.unavailable
+        }
+        print(response)
+        // 65 is EX_DATAERR, the code a bad profile gets too: the emulator refused the data it was sent.
+        if !ControlClient.isOK(response) { throw ExitCode.badProfile }
+    }
+
+    private func makeRequest() throws -> [String: any Sendable] {
+        guard let command = words.first else { throw ValidationError("Give a command: get, set, notify, ...") }
+        let arguments = Array(words.dropFirst())
+        func argument(_ index: Int, _ name: String) throws -> String {
+            guard arguments.indices.contains(index) else { throw ValidationError("`\(command)` needs \(name).") }
+            return arguments[index]
+        }
+        switch command {
+        case "get", "notify":
+            return ["command": command, "id": try argument(0, "an ID")]
+        case "set":
+            let id = try argument(0, "an ID")
+            if arguments.count > 1 { return ["command": "set", "id": id, "hex": arguments[1]] }
+            guard !fields.isEmpty else { throw ValidationError("`set` needs HEX or --field NAME=VALUE.") }
+            var values: [String: any Sendable] = [:]
+            for field in fields {
+                guard let equals = field.firstIndex(of: "=") else { throw ValidationError("--field wants NAME=VALUE") }
+                values[String(field[..<equals])] = Self.value(String(field[field.index(after: equals)...]))
+            }
+            return ["command": "set", "id": id, "fields": values]
+        case "centrals", "counters":
+            return ["command": command]
+        case "advertising":
+            return ["command": command, "action": try argument(0, "start or stop")]
+        case "fault":
+            var request: [String: any Sendable] = [
+                "command": "fault", "operation": try argument(0, "read or write"), "nth": nth,
+            ]
+            if arguments.count > 1 { request["id"] = arguments[1] }
+            if let delayMs { request["delayMs"] = delayMs } else if let error { request["error"] = error }
+            return request
+        default:
+            throw ValidationError("Unknown command `\(command)`.")
+        }
+    }
+
+    /// A field's text as JSON: a number, true/false, a list (flags) when it has commas, else text.
+    private static func value(_ text: String) -> any Sendable {
+        if let integer = Int(text) { return integer }
+        if let number = Double(text) { return number }
+        if text == "true" || text == "false" { return text == "true" }
+        if text.contains(",") { return text.split(separator: ",").map(String.init) }
+        return text
+    }
+}

@@ -1,0 +1,145 @@
+import Emulation
+import Foundation
+import GATTModel
+import Peripheral
+import PeripheralTesting
+import Testing
+
+/// A fresh directory under /tmp, short enough for a Unix socket path.
+func temporaryDirectory() throws -> String {
+    let path = "/tmp/blemu-test-\(UUID().uuidString.prefix(8))"
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+func object(_ line: String) -> [String: Any] {
+    (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]) ?? [:]
+}
+
+@Suite struct ControlServerTests {
+    @Test func controlSocketGetsSetsCountsAndSurvivesBadLines() async throws {
+        let rig = try await Rig(try bundledProfile("heart-rate"))
+        await rig.start()
+        let directory = try temporaryDirectory()
+        let server = ControlServer(path: directory + "/control.sock", emulator: rig.emulator)
+        try server.start()
+        defer { server.stop() }
+        let central = VirtualCentral(connectingTo: rig.backend)
+        try await rig.subscribe(central, to: "battery-level")
+        let client = ControlClient(path: server.path)
+
+        let got = object(try client.send(["command": "get", "id": "battery-level"]))
+        #expect(got["ok"] as? Bool == true && got["hex"] as? String == "57")
+        #expect((got["fields"] as? [String: Any])?["percent"] as? Int == 87)
+
+        let set = object(try client.send(["command": "set", "id": "battery-level", "fields": ["percent": 50]]))
+        #expect(set["ok"] as? Bool == true && set["hex"] as? String == "32")
+        var updates = central.notifications.makeAsyncIterator()
+        #expect(await updates.next()?.bytes == [50])
+        #expect(try await central.read("battery-level") == [50])
+
+        let counters = object(try client.send(["command": "counters"]))["counters"] as? [String: Any]
+        #expect(counters?["requests"] as? Int == 1 && counters?["answered"] as? Int == 1)
+
+        let unknown = object(try client.send(["command": "get", "id": "nope"]))
+        #expect(unknown["ok"] as? Bool == false && (unknown["error"] as? String)?.contains("nope") == true)
+        #expect(!ControlClient.isOK(try client.send(line: "{not json")))
+        #expect(!ControlClient.isOK(try client.send(["command": "fly"])))
+    }
+
+    @Test func badJSONKeepsTheConnectionOpen() async throws {
+        let rig = try await Rig(try bundledProfile("heart-rate"))
+        await rig.start()
+        let server = ControlServer(path: try temporaryDirectory() + "/c.sock", emulator: rig.emulator)
+        try server.start()
+        defer { server.stop() }
+        // Two lines on one connection: the first is garbage, the second still gets its answer.
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            for (index, byte) in server.path.utf8.enumerated() { buffer[index] = byte }
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        #expect(connected == 0)
+        let request = Array("{oops\n{\"command\":\"get\",\"id\":\"body-sensor-location\"}\n".utf8)
+        #expect(request.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == request.count)
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        while received.filter({ $0 == UInt8(ascii: "\n") }).count < 2 {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard count > 0 else { break }
+            received += buffer[..<count]
+        }
+        let lines = String(decoding: received, as: UTF8.self).split(separator: "\n").map(String.init)
+        #expect(lines.count == 2)
+        #expect(object(lines[0])["ok"] as? Bool == false)
+        #expect(object(lines[1])["hex"] as? String == "01")
+    }
+}
+
+@Suite struct EventLogTests {
+    @Test func eventLogFileHasOneParseableLinePerEventIncludingAnsweredRequests() async throws {
+        let path = try temporaryDirectory() + "/events.jsonl"
+        let log = try EventLog(path: path)
+        let rig = try await Rig(try bundledProfile("heart-rate"), eventLog: log)
+        await rig.start()
+        let central = VirtualCentral(connectingTo: rig.backend)
+        #expect(try await central.read("body-sensor-location") == [0x01])
+        await #expect(throws: ATTError(rawValue: 0x80)) { try await central.write([0x02], to: "heart-rate-control-point") }
+        let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map { object(String($0)) }
+        #expect(lines.allSatisfy { $0["time"] is String && $0["type"] is String })
+        let requests = lines.filter { $0["type"] as? String == "request" }
+        #expect(requests.map { $0["result"] as? String } == ["success", "error"])
+        #expect(requests.last?["code"] as? Int == 0x80)
+    }
+}
+
+@Suite struct StateRestorationTests {
+    @Test func writtenValuesComeBackAfterACrashAsWillRestoreStateFirst() async throws {
+        let directory = try temporaryDirectory()
+        let profile = try bundledProfile("thermostat")
+        do {
+            let store = StateStore(restoreID: "living-room", directory: directory, profile: profile)
+            #expect(store.restore() == nil)
+            let rig = try await Rig(profile, stateStore: store)
+            await rig.start()
+            let central = VirtualCentral(connectingTo: rig.backend, security: .encrypted)
+            try await central.write([0x02], to: "mode")
+            // No shutdown: everything is simply dropped, as in a crash.
+        }
+        let store = StateStore(restoreID: "living-room", directory: directory, profile: profile)
+        let restored = try #require(store.restore())
+        #expect(restored.values["mode"] == [0x02])
+        let rig = try await Rig(profile, stateStore: store, restoring: restored)
+        let first = await rig.manager.nextEvent { _ in true }
+        #expect(first == .willRestoreState(restored))
+        await rig.start()
+        let central = VirtualCentral(connectingTo: rig.backend)
+        #expect(try await central.read("mode") == [0x02])
+    }
+
+    @Test func corruptStateFileIsRenamedAsideNotFatal() throws {
+        let directory = try temporaryDirectory()
+        let profile = try bundledProfile("thermostat")
+        try "{ not json".write(toFile: directory + "/r.json", atomically: true, encoding: .utf8)
+        let store = StateStore(restoreID: "r", directory: directory, profile: profile)
+        #expect(store.restore() == nil)
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory)
+        #expect(names.contains { $0.hasPrefix("r.json.corrupt-") } && !names.contains("r.json"))
+        store.recordWrites(["mode": [0x03]])
+        #expect(StateStore(restoreID: "r", directory: directory, profile: profile).restore()?.values == ["mode": [0x03]])
+    }
+
+    @Test func stateFileOfAnotherProfileIsIgnored() throws {
+        let directory = try temporaryDirectory()
+        StateStore(restoreID: "x", directory: directory, profile: try bundledProfile("heart-rate"))
+            .recordWrites(["heart-rate-control-point": [0x01]])
+        #expect(StateStore(restoreID: "x", directory: directory, profile: try bundledProfile("thermostat")).restore() == nil)
+    }
+}

@@ -1,0 +1,103 @@
+import Emulation
+import Foundation
+import GATTModel
+import Peripheral
+import PeripheralTesting
+import Testing
+
+@Suite struct EmulatorTests {
+    @Test func heartRateScheduleNotifiesASubscribedCentralWithChangingBPM() async throws {
+        let rig = try await Rig(try bundledProfile("heart-rate"))
+        await rig.start()
+        let central = VirtualCentral(connectingTo: rig.backend)
+        try await rig.subscribe(central, to: "heart-rate-measurement")
+        var updates = central.notifications.makeAsyncIterator()
+        var values: [[UInt8]] = []
+        for _ in 0..<5 {
+            rig.clock.advance(by: .seconds(1))
+            values.append(try #require(await updates.next()).bytes)
+        }
+        #expect(values.allSatisfy { $0.count == 2 && $0[0] == 0x06 })
+        #expect(Set(values.map { $0[1] }).count > 1)
+        #expect(values.allSatisfy { (55...110).contains($0[1]) })
+    }
+
+    @Test func thermostatSetPointWriteMovesTheTemperatureTowardIt() async throws {
+        let rig = try await Rig(try bundledProfile("thermostat"))
+        await rig.start()
+        let central = VirtualCentral(connectingTo: rig.backend, security: .encrypted)
+        try await rig.subscribe(central, to: "temperature")
+        try await central.write([0xC4, 0x09], to: "set-point")  // 2500 centidegrees
+        var updates = central.notifications.makeAsyncIterator()
+        var temperatures: [Int16] = []
+        for _ in 0..<3 {
+            rig.clock.advance(by: .seconds(1))
+            temperatures.append(try #require(await updates.next()).bytes.littleEndianInt16)
+        }
+        #expect(temperatures == temperatures.sorted())
+        #expect(temperatures.allSatisfy { $0 > 2150 && $0 < 2500 })
+        #expect(try await central.read("set-point") == [0xC4, 0x09])
+    }
+
+    @Test func faultRejectsExactlyTheNthRead() async throws {
+        var profile = try bundledProfile("heart-rate")
+        profile.behaviour.faults = [
+            Fault(trigger: .request(.read, characteristicID: "battery-level", nth: 2), effect: .reject(.unlikelyError))
+        ]
+        let rig = try await Rig(profile)
+        await rig.start()
+        let central = VirtualCentral(connectingTo: rig.backend)
+        #expect(try await central.read("battery-level") == [87])
+        await #expect(throws: ATTError.unlikelyError) { try await central.read("battery-level") }
+        #expect(try await central.read("battery-level") == [87])
+    }
+
+    @Test func delayedAnswerStillCountsOnce() async throws {
+        var profile = try bundledProfile("heart-rate")
+        profile.behaviour.faults = [
+            Fault(trigger: .request(.read, characteristicID: "battery-level", nth: 1), effect: .delay(.seconds(2)))
+        ]
+        let rig = try await Rig(profile)
+        await rig.start()
+        let central = VirtualCentral(connectingTo: rig.backend)
+        async let value = central.read("battery-level")
+        _ = await rig.recorder.next { if case .fault = $0 { true } else { false } }
+        rig.clock.advance(by: .seconds(2))
+        #expect(try await value == [87])
+        let counts = rig.manager.requestCounts
+        #expect(counts.requests == 1 && counts.answered == 1 && counts.responded == 1 && counts.refusedLate == 0)
+    }
+
+    @Test func transferTextArrivesChunkedEndingInEOMWithNothingLostWhenTheQueueFills() async throws {
+        let rig = try await Rig(
+            try bundledProfile("transfer"), configuration: .init(queueCapacity: 1), linkCapacity: 1)
+        await rig.start()
+        let central = VirtualCentral(connectingTo: rig.backend)
+        try central.subscribe(to: "transfer-text")
+        // The central reads nothing until the emulator has been told "full", so the retry path must run.
+        _ = await rig.recorder.next { if case .queueFull = $0 { true } else { false } }
+        var chunks: [[UInt8]] = []
+        for await update in central.notifications {
+            chunks.append(update.bytes)
+            if update.bytes == Array("EOM".utf8) { break }
+        }
+        let text = String(decoding: chunks.dropLast().flatMap { $0 }, as: UTF8.self)
+        #expect(text == "Hello from blemu! This text travels in 20-byte chunks, the way Apple's BTLE Transfer sample sends it.")
+        #expect(chunks.allSatisfy { $0.count <= 20 })
+        let counters = await rig.emulator.counters()
+        #expect(counters.refusedFull > 0 && counters.dropped == 0 && counters.waiting == 0)
+    }
+
+    @Test func transferChunksFollowTheCentralsMTU() async throws {
+        let rig = try await Rig(try bundledProfile("transfer"))
+        await rig.start()
+        let central = VirtualCentral(connectingTo: rig.backend, attMTU: 53)
+        try central.subscribe(to: "transfer-text")
+        var chunks: [[UInt8]] = []
+        for await update in central.notifications {
+            chunks.append(update.bytes)
+            if update.bytes == Array("EOM".utf8) { break }
+        }
+        #expect(chunks.map(\.count) == [50, 50, 1, 3])  // 101 bytes of text, then EOM
+    }
+}
