@@ -19,7 +19,7 @@ struct Bench {
             return
         }
         var calls = 20_000
-        var rounds = 3
+        var rounds = 5
         var index = 1
         while index < arguments.count {
             switch arguments[index] {
@@ -92,14 +92,17 @@ struct Bench {
         for (_, name, _) in responders { try await waitForOwner(of: name, on: client) }
 
         let payload = DBusValue.bytes((0..<20).map { UInt8($0) })
-        for (_, name, _) in responders { _ = try await measure(client, name, payload, calls: 2_000, inFlight: 16) }
 
         var results: [Measurement] = []
         for inFlight in [1, 16] {
             var perResponder: [String: [Measurement]] = [:]
-            for _ in 0..<rounds {
-                // Alternating responders within each round spreads machine noise over both.
-                for (label, name, _) in responders {
+            // The first measurement after a change of pace paid for warming up in early runs: warm both first.
+            for (_, name, _) in responders {
+                _ = try await measure(client, name, payload, calls: min(calls, 2_000), inFlight: inFlight)
+            }
+            for round in 0..<rounds {
+                // Alternating which responder goes first in each round spreads machine noise over both.
+                for (label, name, _) in round % 2 == 0 ? responders.reversed() : responders {
                     var m = try await measure(client, name, payload, calls: calls, inFlight: inFlight)
                     m.responder = label
                     perResponder[label, default: []].append(m)
