@@ -144,6 +144,9 @@ struct BusTests {
         let client = try bus.connect("client")
         defer { client.close(); server.close() }
         try exportSensor(on: server, state: Level(0))
+        // A round trip first: the server sends what it queued (InterfacesAdded for sensor0) before answering.
+        _ = try await client.call(
+            server.uniqueName, path: "/app/sensor0", interface: sensorInterface, member: "Echo", arguments: [.string("")])
         let signals = try await client.signals(
             matching: MatchRule(sender: server.uniqueName, interface: "org.freedesktop.DBus.ObjectManager"))
         try server.export(
