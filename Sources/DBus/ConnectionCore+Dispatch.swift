@@ -23,7 +23,7 @@ extension ConnectionCore {
         switch route {
         case .method(let method):
             let arguments = message.arguments()
-            if message.signature != method.inputs {
+            if !message.hasSignature(method.inputs) {
                 MethodCall(core: self, message: message, context: context, arguments: arguments, outputs: nil).fail(
                     StandardErrorName.invalidArgs,
                     "\(context.member) takes '\(method.inputs)', got '\(message.signature)'")
@@ -197,7 +197,7 @@ extension ConnectionCore {
         guard let reply = call.methodReturn() else { return logger.error("out of memory building a reply") }
         do {
             try reply.append(values)
-            if let outputs, reply.signature != outputs {
+            if let outputs, !reply.hasSignature(outputs) {
                 throw MarshalError.typeMismatch(expected: outputs, actual: reply.signature)
             }
         } catch {
