@@ -39,9 +39,11 @@ public final class BusConnection: Sendable {
     public var statistics: CallStatistics {
         let c = core.counters
         return CallStatistics(
-            callsReceived: c.callsReceived.load(ordering: .relaxed), callsAnswered: c.callsAnswered.load(ordering: .relaxed),
+            callsReceived: c.callsReceived.load(ordering: .relaxed),
+            callsAnswered: c.callsAnswered.load(ordering: .relaxed),
             repliesSent: c.repliesSent.load(ordering: .relaxed), droppedCalls: c.droppedCalls.load(ordering: .relaxed),
-            callsSent: c.callsSent.load(ordering: .relaxed), repliesReceived: c.repliesReceived.load(ordering: .relaxed),
+            callsSent: c.callsSent.load(ordering: .relaxed),
+            repliesReceived: c.repliesReceived.load(ordering: .relaxed),
             signalsReceived: c.signalsReceived.load(ordering: .relaxed))
     }
 
@@ -84,7 +86,8 @@ public final class BusConnection: Sendable {
 
     /// Asks the bus for a well-known name; throws `DBusError` if the bus refuses or another connection owns it
     /// (we never queue for a name: a second instance should fail loudly, not wait silently).
-    public func requestName(_ name: String, allowReplacement: Bool = false, replaceExisting: Bool = false) async throws {
+    public func requestName(_ name: String, allowReplacement: Bool = false, replaceExisting: Bool = false) async throws
+    {
         // Flags and reply codes from the specification's RequestName: ALLOW_REPLACEMENT 1, REPLACE_EXISTING 2,
         // DO_NOT_QUEUE 4; reply 1 PRIMARY_OWNER, 4 ALREADY_OWNER.
         let flags: UInt32 = (allowReplacement ? 1 : 0) | (replaceExisting ? 2 : 0) | 4
@@ -92,7 +95,8 @@ public final class BusConnection: Sendable {
         let code = try reply.first?.asUInt32()
         guard code == 1 || code == 4 else {
             throw DBusError(
-                name: StandardErrorName.failed, message: "\(name) is owned by another connection (RequestName: \(code ?? 0))")
+                name: StandardErrorName.failed,
+                message: "\(name) is owned by another connection (RequestName: \(code ?? 0))")
         }
     }
 

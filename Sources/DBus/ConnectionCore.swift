@@ -329,7 +329,9 @@ final class ConnectionCore: @unchecked Sendable {
         logger.debug("D-Bus connection closed", metadata: ["unique-name": "\(uniqueName)"])
     }
 
-    private func startCall(_ message: Message, _ deadline: UInt64, _ continuation: CheckedContinuation<Message, any Error>) {
+    private func startCall(
+        _ message: Message, _ deadline: UInt64, _ continuation: CheckedContinuation<Message, any Error>
+    ) {
         var serial: UInt32 = 0
         guard !isDisconnected, dbus_connection_send(raw, message.raw, &serial) != 0 else {
             continuation.resume(throwing: DBusError(name: StandardErrorName.disconnected, message: "not sent"))
@@ -338,7 +340,8 @@ final class ConnectionCore: @unchecked Sendable {
         logger.trace(
             "→ call",
             metadata: [
-                "serial": "\(serial)", "destination": "\(dbus_message_get_destination(message.raw).map { String(cString: $0) } ?? "")",
+                "serial": "\(serial)",
+                "destination": "\(dbus_message_get_destination(message.raw).map { String(cString: $0) } ?? "")",
                 "path": "\(message.path?.rawValue ?? "")", "interface": "\(message.interface ?? "")",
                 "member": "\(message.member ?? "")", "signature": "\(message.signature)",
             ])
@@ -365,7 +368,9 @@ final class ConnectionCore: @unchecked Sendable {
 
     private func pollTimeout() -> Int32 {
         var deadline = nearestDeadline
-        for timeout in timeouts where dbus_timeout_get_enabled(timeout.raw) != 0 { deadline = min(deadline, timeout.due) }
+        for timeout in timeouts where dbus_timeout_get_enabled(timeout.raw) != 0 {
+            deadline = min(deadline, timeout.due)
+        }
         guard deadline != .max else { return -1 }
         let now = monotonicNanoseconds()
         guard deadline > now else { return 0 }

@@ -28,7 +28,9 @@ extension DBusValue {
                 try entry.key.check()
                 try entry.value.check()
                 if entry.key.signature != key { throw .typeMismatch(expected: key, actual: entry.key.signature) }
-                if entry.value.signature != value { throw .typeMismatch(expected: value, actual: entry.value.signature) }
+                if entry.value.signature != value {
+                    throw .typeMismatch(expected: value, actual: entry.value.signature)
+                }
             }
         case .structure(let fields):
             if fields.isEmpty { throw .invalidValue("a struct needs at least one field") }
@@ -172,7 +174,8 @@ extension DBusValue {
             var count: Int32 = 0
             dbus_message_iter_get_fixed_array(&sub, &base, &count)
             guard let base, count > 0 else { return .bytes([]) }
-            return .bytes(Array(UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: Int(count))))
+            return .bytes(
+                Array(UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: Int(count))))
         }
         let full = dbus_message_iter_get_signature(&iterator)
         let signature = full.map { String(cString: $0) } ?? "a"

@@ -142,7 +142,8 @@ struct ObjectTree {
             }
             for property in interface.properties {
                 let access = property.set == nil ? "read" : "readwrite"
-                xml += "    <property name=\"\(property.name)\" type=\"\(escape(property.signature.rawValue))\" access=\"\(access)\"/>\n"
+                xml +=
+                    "    <property name=\"\(property.name)\" type=\"\(escape(property.signature.rawValue))\" access=\"\(access)\"/>\n"
             }
             for signal in interface.signals {
                 xml += "    <signal name=\"\(signal.name)\">"

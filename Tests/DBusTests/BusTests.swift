@@ -4,7 +4,7 @@ import Synchronization
 import Testing
 
 #if canImport(FoundationXML)
-    import FoundationXML
+import FoundationXML
 #endif
 
 /// A small exported tree used by most tests: an ObjectManager at /app with a sensor below it.
@@ -62,7 +62,8 @@ struct BusTests {
         defer { client.close(); server.close() }
         try exportSensor(on: server, state: Level(0))
         let echoed = try await client.call(
-            server.uniqueName, path: "/app/sensor0", interface: sensorInterface, member: "Echo", arguments: [.string("hi")])
+            server.uniqueName, path: "/app/sensor0", interface: sensorInterface, member: "Echo",
+            arguments: [.string("hi")])
         #expect(echoed == [.string("hi")])
         let sum = try await client.call(
             server.uniqueName, path: "/app/sensor0", interface: sensorInterface, member: "Add",
@@ -76,7 +77,8 @@ struct BusTests {
         let client = try bus.connect("client")
         defer { client.close(); server.close() }
         try exportSensor(on: server, state: Level(0))
-        let reply = try await client.call(server.uniqueName, path: "/app/sensor0", interface: sensorInterface, member: "WhoAmI")
+        let reply = try await client.call(
+            server.uniqueName, path: "/app/sensor0", interface: sensorInterface, member: "WhoAmI")
         #expect(reply == [.string(client.uniqueName)])
         #expect(client.uniqueName.hasPrefix(":"))
     }
@@ -89,7 +91,9 @@ struct BusTests {
         try exportSensor(on: server, state: Level(0))
         try await server.requestName("org.example.Sensor")
         await #expect(throws: DBusError.self) { try await other.requestName("org.example.Sensor") }
-        let reply = try await other.call("org.example.Sensor", path: "/app/sensor0", interface: sensorInterface, member: "Echo", arguments: [.string("x")])
+        let reply = try await other.call(
+            "org.example.Sensor", path: "/app/sensor0", interface: sensorInterface, member: "Echo",
+            arguments: [.string("x")])
         #expect(reply == [.string("x")])
         #expect(try await other.nameOwner("org.example.Sensor") == server.uniqueName)
     }
@@ -101,7 +105,8 @@ struct BusTests {
         defer { client.close(); server.close() }
         try exportSensor(on: server, state: Level(0))
         let reply = try await client.call(
-            server.uniqueName, path: "/app/sensor0", interface: "org.freedesktop.DBus.Introspectable", member: "Introspect")
+            server.uniqueName, path: "/app/sensor0", interface: "org.freedesktop.DBus.Introspectable",
+            member: "Introspect")
         let xml = try #require(try reply.first?.asString())
         #expect(xml.contains("<interface name=\"org.example.Sensor1\">"))
         #expect(xml.contains("<method name=\"Add\"><arg name=\"arg0\" type=\"i\" direction=\"in\"/>"))
@@ -109,8 +114,8 @@ struct BusTests {
         #expect(xml.contains("<property name=\"Name\" type=\"s\" access=\"read\"/>"))
         #expect(xml.contains("<signal name=\"Alarm\">"))
         #if canImport(FoundationXML) || canImport(Darwin)
-            let parser = XMLParser(data: Data(xml.utf8))
-            #expect(parser.parse(), "introspection XML must parse: \(xml)")
+        let parser = XMLParser(data: Data(xml.utf8))
+        #expect(parser.parse(), "introspection XML must parse: \(xml)")
         #endif
         let root = try await client.call(
             server.uniqueName, path: "/", interface: "org.freedesktop.DBus.Introspectable", member: "Introspect")
@@ -129,7 +134,8 @@ struct BusTests {
         try exportSensor(on: server, state: Level(7))
         try server.export("/elsewhere", [Interface("org.example.Other")])
         let reply = try await client.call(
-            server.uniqueName, path: "/app", interface: "org.freedesktop.DBus.ObjectManager", member: "GetManagedObjects")
+            server.uniqueName, path: "/app", interface: "org.freedesktop.DBus.ObjectManager",
+            member: "GetManagedObjects")
         let objects = try reply[0].asEntries()
         #expect(objects.map(\.key) == [.objectPath("/app/sensor0")])
         let interfaces = try objects[0].value.asEntries()
@@ -146,11 +152,13 @@ struct BusTests {
         try exportSensor(on: server, state: Level(0))
         // A round trip first: the server sends what it queued (InterfacesAdded for sensor0) before answering.
         _ = try await client.call(
-            server.uniqueName, path: "/app/sensor0", interface: sensorInterface, member: "Echo", arguments: [.string("")])
+            server.uniqueName, path: "/app/sensor0", interface: sensorInterface, member: "Echo",
+            arguments: [.string("")])
         let signals = try await client.signals(
             matching: MatchRule(sender: server.uniqueName, interface: "org.freedesktop.DBus.ObjectManager"))
         try server.export(
-            "/app/sensor1", [Interface("org.example.Probe1", properties: [Property("Id", signature: "q", get: { .uint16(1) })])])
+            "/app/sensor1",
+            [Interface("org.example.Probe1", properties: [Property("Id", signature: "q", get: { .uint16(1) })])])
         server.unexport("/app/sensor1")
         let received = await collect(2, of: signals)
         try #require(received.count == 2)
@@ -213,17 +221,23 @@ struct BusTests {
         }
         let properties = "org.freedesktop.DBus.Properties"
         #expect(await errorName("/nowhere", sensorInterface, "Echo") == "org.freedesktop.DBus.Error.UnknownObject")
-        #expect(await errorName("/app/sensor0", "org.example.Nope", "Echo") == "org.freedesktop.DBus.Error.UnknownInterface")
+        #expect(
+            await errorName("/app/sensor0", "org.example.Nope", "Echo") == "org.freedesktop.DBus.Error.UnknownInterface"
+        )
         #expect(await errorName("/app/sensor0", sensorInterface, "Nope") == "org.freedesktop.DBus.Error.UnknownMethod")
-        #expect(await errorName("/app/sensor0", sensorInterface, "Echo", [.int32(1)]) == "org.freedesktop.DBus.Error.InvalidArgs")
+        #expect(
+            await errorName("/app/sensor0", sensorInterface, "Echo", [.int32(1)])
+                == "org.freedesktop.DBus.Error.InvalidArgs")
         #expect(
             await errorName("/app/sensor0", properties, "Get", [.string(sensorInterface), .string("Nope")])
                 == "org.freedesktop.DBus.Error.UnknownProperty")
         #expect(
-            await errorName("/app/sensor0", properties, "Set", [.string(sensorInterface), .string("Name"), .variant(.string("x"))])
+            await errorName(
+                "/app/sensor0", properties, "Set", [.string(sensorInterface), .string("Name"), .variant(.string("x"))])
                 == "org.freedesktop.DBus.Error.PropertyReadOnly")
         #expect(
-            await errorName("/app/sensor0", properties, "Set", [.string(sensorInterface), .string("Level"), .variant(.string("x"))])
+            await errorName(
+                "/app/sensor0", properties, "Set", [.string(sensorInterface), .string("Level"), .variant(.string("x"))])
                 == "org.freedesktop.DBus.Error.InvalidArgs")
         #expect(await errorName("/app/sensor0", sensorInterface, "Refuse") == "org.example.Error.NotPermitted")
         #expect(
@@ -237,7 +251,10 @@ struct BusTests {
         let client = try bus.connect("client")
         defer { client.close(); server.close() }
         try exportSensor(on: server, state: Level(0))
-        await #expect(throws: DBusError(name: "org.freedesktop.DBus.Error.Failed", message: "the handler dropped the call without answering")) {
+        await #expect(
+            throws: DBusError(
+                name: "org.freedesktop.DBus.Error.Failed", message: "the handler dropped the call without answering")
+        ) {
             try await client.call(server.uniqueName, path: "/app/sensor0", interface: sensorInterface, member: "Drop")
         }
         let stats = server.statistics
@@ -290,7 +307,9 @@ struct BusTests {
                     "org.example.Fd",
                     methods: [
                         Method("Swap", inputs: "h", outputs: "h") { call in
-                            guard let received = try? call.arguments[0].asUnixFD() else { return call.fail("x.Bad", "no fd") }
+                            guard let received = try? call.arguments[0].asUnixFD() else {
+                                return call.fail("x.Bad", "no fd")
+                            }
                             _ = Array("ping".utf8).withUnsafeBytes { write(received.rawValue, $0.baseAddress, 4) }
                             close(received.rawValue)
                             var ends: [Int32] = [-1, -1]
@@ -305,7 +324,8 @@ struct BusTests {
         var ends: [Int32] = [-1, -1]
         #expect(pipe(&ends) == 0)
         let reply = try await client.call(
-            server.uniqueName, path: "/fd", interface: "org.example.Fd", member: "Swap", arguments: [.unixFD(UnixFD(ends[1]))])
+            server.uniqueName, path: "/fd", interface: "org.example.Fd", member: "Swap",
+            arguments: [.unixFD(UnixFD(ends[1]))])
         close(ends[1])
         var buffer = [UInt8](repeating: 0, count: 4)
         #expect(read(ends[0], &buffer, 4) == 4)
@@ -359,10 +379,12 @@ struct BusTests {
                 Interface(
                     "org.example.Later",
                     methods: [
-                        Method("Wait", outputs: "s", task: { call in
-                            let word = await first(of: release) ?? "timeout"
-                            call.reply([.string(word)])
-                        })
+                        Method(
+                            "Wait", outputs: "s",
+                            task: { call in
+                                let word = await first(of: release) ?? "timeout"
+                                call.reply([.string(word)])
+                            })
                     ])
             ])
         async let reply = client.call(server.uniqueName, path: "/later", interface: "org.example.Later", member: "Wait")
@@ -382,10 +404,12 @@ struct BusTests {
                 Interface(
                     "org.example.Slow",
                     methods: [
-                        Method("Wait", task: { call in
-                            _ = await first(of: release)
-                            call.reply()
-                        })
+                        Method(
+                            "Wait",
+                            task: { call in
+                                _ = await first(of: release)
+                                call.reply()
+                            })
                     ])
             ])
         await #expect(throws: DBusError.self) {
@@ -400,7 +424,9 @@ struct BusTests {
         }
         releaseContinuation.yield()
         // The late reply is ignored, and the connection still works.
-        let echo = try await client.call("org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus.Peer", member: "Ping")
+        let echo = try await client.call(
+            "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus.Peer",
+            member: "Ping")
         #expect(echo.isEmpty)
     }
 
@@ -445,8 +471,10 @@ struct BusTests {
         let client = try bus.connect("client")
         defer { client.close(); server.close() }
         let alarms = try await client.signals(matching: MatchRule(interface: sensorInterface, member: "Alarm"))
-        try server.emitSignal(path: "/app/sensor0", interface: sensorInterface, member: "Other", arguments: [.string("no")])
-        try server.emitSignal(path: "/app/sensor0", interface: sensorInterface, member: "Alarm", arguments: [.string("hot")])
+        try server.emitSignal(
+            path: "/app/sensor0", interface: sensorInterface, member: "Other", arguments: [.string("no")])
+        try server.emitSignal(
+            path: "/app/sensor0", interface: sensorInterface, member: "Alarm", arguments: [.string("hot")])
         let signal = try #require(await first(of: alarms))
         #expect(signal.member == "Alarm")
         #expect(signal.arguments == [.string("hot")])
@@ -471,7 +499,8 @@ struct BusTests {
         let client = try bus.connect("client")
         client.close()
         #expect(client.isClosed)
-        await #expect(throws: DBusError(name: "org.freedesktop.DBus.Error.Disconnected", message: "connection closed")) {
+        await #expect(throws: DBusError(name: "org.freedesktop.DBus.Error.Disconnected", message: "connection closed"))
+        {
             try await client.nameOwner("org.example.Anyone")
         }
     }

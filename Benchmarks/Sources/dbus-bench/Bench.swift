@@ -70,7 +70,8 @@ struct Bench {
         defer { _ = try? Spawned.shell("rm -rf '\(workspace)'") }
         let source = String(#filePath.dropLast("Sources/dbus-bench/Bench.swift".count)) + "c/responder.c"
         let cResponder = workspace + "/responder"
-        guard try Spawned.shell("cc -O2 -o '\(cResponder)' '\(source)' $(pkg-config --cflags --libs dbus-1)") == 0 else {
+        guard try Spawned.shell("cc -O2 -o '\(cResponder)' '\(source)' $(pkg-config --cflags --libs dbus-1)") == 0
+        else {
             FileHandleOut.error("dbus-bench: could not build \(source)")
             exit(69)
         }
@@ -162,8 +163,12 @@ struct Bench {
             text.insert(".", at: text.index(text.endIndex, offsetBy: -digits))
             return text
         }
-        func pad(_ text: String, _ width: Int) -> String { String(repeating: " ", count: max(0, width - text.count)) + text }
-        print("D-Bus method round trips, Echo(ay[20]) -> ay, one client, private dbus-daemon; median of \(rounds) rounds of \(calls) calls")
+        func pad(_ text: String, _ width: Int) -> String {
+            String(repeating: " ", count: max(0, width - text.count)) + text
+        }
+        print(
+            "D-Bus method round trips, Echo(ay[20]) -> ay, one client, private dbus-daemon; median of \(rounds) rounds of \(calls) calls"
+        )
         print("responder  in-flight      calls/s   p50 µs   p99 µs   vs C")
         var json: [String] = []
         for m in results {

@@ -10,7 +10,9 @@ final class Spawned: Sendable {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        if let stdoutFD { posix_spawn_file_actions_adddup2(&actions, stdoutFD, 1) } else {
+        if let stdoutFD {
+            posix_spawn_file_actions_adddup2(&actions, stdoutFD, 1)
+        } else {
             posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         }
         if let closeInChild { posix_spawn_file_actions_addclose(&actions, closeInChild) }
@@ -51,7 +53,9 @@ final class Spawned: Sendable {
     static func executablePath() -> String {
         var buffer = [CChar](repeating: 0, count: 4096)
         let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        return count > 0 ? String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
+        return count > 0
+            ? String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            : CommandLine.arguments[0]
     }
 
     /// A private dbus-daemon listening in `workspace`, with its address.
