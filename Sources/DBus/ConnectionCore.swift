@@ -143,8 +143,9 @@ final class ConnectionCore: @unchecked Sendable {
     /// Stops the loop (after it sends what was queued before) and waits for it, unless called on the loop itself.
     func stop() {
         submit(.stop)
-        guard !isOnLoopThread, let handle = thread.withLock({ $0.take() }) else { return }
-        pthread_join(handle, nil)
+        guard let handle = thread.withLock({ $0.take() }) else { return }
+        // The loop thread cannot join itself (a handler closing its own connection): let it clean up alone.
+        if isOnLoopThread { pthread_detach(handle) } else { pthread_join(handle, nil) }
     }
 
     var isOnLoopThread: Bool { loopThreadID.load(ordering: .relaxed) == UInt(pthread_self()) }

@@ -505,6 +505,44 @@ struct BusTests {
         }
     }
 
+    @Test func losingTheBusFailsPendingCallsWithDisconnectedAndEndsStreams() async throws {
+        let bus = try PrivateBus()
+        let client = try bus.connect("client")
+        defer { client.close() }
+        let server = try bus.connect("server")
+        defer { server.close() }
+        let (started, startedContinuation) = AsyncStream<Void>.makeStream()
+        let parking = Parking()
+        try server.export(
+            "/hang",
+            [
+                Interface(
+                    "org.example.Hang",
+                    methods: [
+                        Method(
+                            "Wait",
+                            task: { call in
+                                // Kept, never answered, until the bus dies: a call can be stored and moved.
+                                await parking.park(call)
+                                startedContinuation.yield()
+                            })
+                    ])
+            ])
+        let signals = try await client.signals(matching: MatchRule(interface: "org.example.Never"))
+        let pending = Task {
+            try await client.call(server.uniqueName, path: "/hang", interface: "org.example.Hang", member: "Wait")
+        }
+        _ = await first(of: started)
+        bus.stop()
+        await #expect(throws: DBusError(name: "org.freedesktop.DBus.Error.Disconnected", message: "connection closed"))
+        {
+            _ = try await pending.value
+        }
+        #expect(await first(of: signals) == nil)
+        #expect(await parking.hasCall)
+        #expect(client.isClosed)
+    }
+
     @Test func exportingAnInvalidTreeIsAnError() throws {
         let bus = try PrivateBus()
         let server = try bus.connect("server")
@@ -517,4 +555,11 @@ struct BusTests {
         try server.export("/x", [Interface("a.B")])
         #expect(throws: ExportError.self) { try server.export("/x", [Interface("a.B")]) }
     }
+}
+
+/// Holds a call unanswered: shows that a `MethodCall` can be moved into an actor and kept.
+private actor Parking {
+    private var call: MethodCall?
+    func park(_ call: consuming MethodCall) { self.call = consume call }
+    var hasCall: Bool { call != nil }
 }
