@@ -61,6 +61,8 @@ final class ConnectionCore: @unchecked Sendable {
     }
 
     struct PendingCall {
+        /// Kept so the reply's trace line can name the path, interface and member it answers.
+        let message: Message
         let continuation: CheckedContinuation<Message, any Error>
         let deadline: UInt64
     }
@@ -347,7 +349,7 @@ final class ConnectionCore: @unchecked Sendable {
                 "member": "\(message.member ?? "")", "signature": "\(message.signature)",
             ])
         // Registered before the loop can dispatch anything else, so the reply cannot overtake it.
-        pending[serial] = PendingCall(continuation: continuation, deadline: deadline)
+        pending[serial] = PendingCall(message: message, continuation: continuation, deadline: deadline)
         nearestDeadline = min(nearestDeadline, deadline)
     }
 
@@ -361,7 +363,12 @@ final class ConnectionCore: @unchecked Sendable {
         nearestDeadline = next
         for serial in expired {
             guard let call = pending.removeValue(forKey: serial) else { continue }
-            logger.trace("call timed out", metadata: ["serial": "\(serial)"])
+            logger.debug(
+                "call timed out",
+                metadata: [
+                    "serial": "\(serial)", "path": "\(call.message.path?.rawValue ?? "")",
+                    "interface": "\(call.message.interface ?? "")", "member": "\(call.message.member ?? "")",
+                ])
             call.continuation.resume(
                 throwing: DBusError(name: StandardErrorName.noReply, message: "no reply within the timeout"))
         }
@@ -397,6 +404,8 @@ final class ConnectionCore: @unchecked Sendable {
                 metadata: [
                     "reply-serial": "\(serial)", "sender": "\(reply.sender ?? "")",
                     "error": "\(reply.errorName ?? "")", "signature": "\(reply.signature)",
+                    "path": "\(call.message.path?.rawValue ?? "")", "interface": "\(call.message.interface ?? "")",
+                    "member": "\(call.message.member ?? "")",
                 ])
             call.continuation.resume(returning: reply)
         case MessageType.signal:
