@@ -62,6 +62,8 @@ struct Bench {
         var callsPerSecond: Double
         var p50: Double
         var p99: Double
+        /// The responder process's CPU time per call (all its threads): its own cost, free of client and daemon.
+        var responderCPU: Double = 0
     }
 
     static func run(calls: Int, rounds: Int) async throws {
@@ -103,8 +105,10 @@ struct Bench {
             }
             for round in 0..<rounds {
                 // Alternating which responder goes first in each round spreads machine noise over both.
-                for (label, name, _) in round % 2 == 0 ? responders.reversed() : responders {
+                for (label, name, process) in round % 2 == 0 ? responders.reversed() : responders {
+                    let cpuBefore = cpuNanoseconds(of: process.pid)
                     var m = try await measure(client, name, payload, calls: calls, inFlight: inFlight)
+                    m.responderCPU = Double(cpuNanoseconds(of: process.pid) - cpuBefore) / 1e3 / Double(calls)
                     m.responder = label
                     perResponder[label, default: []].append(m)
                 }
@@ -169,21 +173,45 @@ struct Bench {
         print(
             "D-Bus method round trips, Echo(ay[20]) -> ay, one client, private dbus-daemon; median of \(rounds) rounds of \(calls) calls"
         )
-        print("responder  in-flight      calls/s   p50 µs   p99 µs   vs C")
+        print("responder  in-flight      calls/s   p50 µs   p99 µs   vs C   responder CPU µs/call")
         var json: [String] = []
         for m in results {
             let c = results.first { $0.responder == "c" && $0.inFlight == m.inFlight }
             let ratio = c.map { m.callsPerSecond / $0.callsPerSecond } ?? 0
             print(
                 pad(m.responder, 9) + pad("\(m.inFlight)", 11) + pad(fixed(m.callsPerSecond, 0), 13)
-                    + pad(fixed(m.p50, 1), 9) + pad(fixed(m.p99, 1), 9) + pad(fixed(ratio * 100, 1) + "%", 8))
+                    + pad(fixed(m.p50, 1), 9) + pad(fixed(m.p99, 1), 9) + pad(fixed(ratio * 100, 1) + "%", 8)
+                    + pad(fixed(m.responderCPU, 2), 24))
             json.append(
                 "{\"responder\":\"\(m.responder)\",\"inFlight\":\(m.inFlight),\"calls\":\(m.calls),"
                     + "\"callsPerSecond\":\(fixed(m.callsPerSecond, 1)),\"p50Microseconds\":\(fixed(m.p50, 1)),"
-                    + "\"p99Microseconds\":\(fixed(m.p99, 1)),\"ratioToC\":\(fixed(ratio, 3))}")
+                    + "\"p99Microseconds\":\(fixed(m.p99, 1)),\"ratioToC\":\(fixed(ratio, 3)),"
+                    + "\"responderCPUMicrosecondsPerCall\":\(fixed(m.responderCPU, 3))}")
         }
         print("JSON: [" + json.joined(separator: ",") + "]")
     }
+}
+
+/// CPU time of every thread of `pid` in nanoseconds, from /proc/<pid>/task/*/schedstat (first field).
+func cpuNanoseconds(of pid: pid_t) -> UInt64 {
+    guard let directory = opendir("/proc/\(pid)/task") else { return 0 }
+    defer { closedir(directory) }
+    var total: UInt64 = 0
+    while let entry = readdir(directory) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        guard name.first?.isNumber == true, let file = fopen("/proc/\(pid)/task/\(name)/schedstat", "r") else {
+            continue
+        }
+        var nanoseconds: UInt64 = 0
+        var buffer = [CChar](repeating: 0, count: 128)
+        if fgets(&buffer, 128, file) != nil {
+            let text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            nanoseconds = UInt64(text.split(separator: " ").first ?? "") ?? 0
+        }
+        fclose(file)
+        total += nanoseconds
+    }
+    return total
 }
 
 func monotonic() -> UInt64 {
