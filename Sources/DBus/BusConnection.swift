@@ -13,6 +13,19 @@ public enum BusAddress: Sendable, Hashable {
 /// A private connection to a message bus, served by its own loop thread (see `ConnectionCore` for the threading
 /// model). Owns the libdbus connection and frees it on `close()` or deinit. Exported handlers that capture the
 /// connection keep it alive: call `close()` when done.
+///
+/// ```swift
+/// let bus = try BusConnection(.system, logger: logger)
+/// try bus.addObjectManager(at: "/app")
+/// try bus.export("/app/service0", [Interface("org.example.Thing1",
+///     methods: [Method("ReadValue", inputs: "a{sv}", outputs: "ay", task: { call in
+///         guard call.sender == bluetoothdOwner else { return call.fail("org.bluez.Error.NotAuthorized", "") }
+///         call.reply([.bytes(await value())])          // consumes the call: a second answer does not compile
+///     })],
+///     properties: [Property("UUID", signature: "s", get: { .string("180d") })])])
+/// let reply = try await bus.call("org.bluez", path: "/org/bluez/hci0", interface: "org.bluez.GattManager1",
+///     member: "RegisterApplication", arguments: [.objectPath("/app"), .vardict([:])])  // GetManagedObjects is served meanwhile
+/// ```
 public final class BusConnection: Sendable {
     let core: ConnectionCore
 
