@@ -38,6 +38,7 @@ private func exportSensor(on server: BusConnection, state: Level) throws {
                     .returning("Refuse") { _, _ in
                         throw DBusError(name: "org.example.Error.NotPermitted", message: "no")
                     },
+                    .returning("Crash") { _, _ in throw MarshalError.invalidValue("not a D-Bus error") },
                     Method("Drop") { call in _ = consume call },
                 ],
                 properties: [
@@ -240,6 +241,7 @@ struct BusTests {
                 "/app/sensor0", properties, "Set", [.string(sensorInterface), .string("Level"), .variant(.string("x"))])
                 == "org.freedesktop.DBus.Error.InvalidArgs")
         #expect(await errorName("/app/sensor0", sensorInterface, "Refuse") == "org.example.Error.NotPermitted")
+        #expect(await errorName("/app/sensor0", sensorInterface, "Crash") == "org.freedesktop.DBus.Error.Failed")
         #expect(
             await errorName("/app/sensor0", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
                 == "org.freedesktop.DBus.Error.UnknownInterface")
@@ -481,6 +483,33 @@ struct BusTests {
         #expect(signal.sender == server.uniqueName)
     }
 
+    @Test func aCancelledSubscriptionStopsDeliveringSignals() async throws {
+        let bus = try PrivateBus()
+        let server = try bus.connect("server")
+        let client = try bus.connect("client")
+        defer { client.close(); server.close() }
+        try exportSensor(on: server, state: Level(0))
+        let (alarms, alarmContinuation) = AsyncStream<String>.makeStream()
+        let count = Counter()
+        let subscription = try await client.subscribe(MatchRule(interface: sensorInterface, member: "Alarm")) {
+            signal in
+            count.increment()
+            alarmContinuation.yield((try? signal.arguments[0].asString()) ?? "")
+        }
+        try server.emitSignal(
+            path: "/app/sensor0", interface: sensorInterface, member: "Alarm", arguments: [.string("one")])
+        #expect(await first(of: alarms) == "one")
+        subscription.cancel()
+        try server.emitSignal(
+            path: "/app/sensor0", interface: sensorInterface, member: "Alarm", arguments: [.string("two")])
+        // The server sends its signal before it answers this call, and the bus keeps one sender's order: once
+        // the reply is here, the signal has been delivered or dropped.
+        _ = try await client.call(
+            server.uniqueName, path: "/app/sensor0", interface: sensorInterface, member: "Echo",
+            arguments: [.string("")])
+        #expect(count.value == 1)
+    }
+
     @Test func nameOwnerChangesFollowAnOwnerComingAndGoing() async throws {
         let bus = try PrivateBus()
         let watcher = try bus.connect("watcher")
@@ -562,4 +591,11 @@ private actor Parking {
     private var call: MethodCall?
     func park(_ call: consuming MethodCall) { self.call = consume call }
     var hasCall: Bool { call != nil }
+}
+
+/// Counts events from any thread.
+private final class Counter: Sendable {
+    private let count = Mutex(0)
+    func increment() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
 }
