@@ -73,6 +73,7 @@ public final class BusConnection: Sendable {
         timeout: Duration = .seconds(25)
     ) async throws -> [DBusValue] {
         let message = try Message.methodCall(destination: destination, path: path, interface: interface, member: member)
+        try core.checkFileDescriptors(arguments)
         try message.append(arguments)
         let reply = try await core.call(message, timeoutNanoseconds: timeout.nanoseconds)
         if reply.type == MessageType.error {

@@ -196,6 +196,12 @@ extension ConnectionCore {
         send(signal)
     }
 
+    /// libdbus silently refuses to send fds over a connection that cannot carry them: refuse early, with a reason.
+    func checkFileDescriptors(_ values: [DBusValue]) throws(MarshalError) {
+        guard !canPassFileDescriptors, values.contains(where: \.containsUnixFD) else { return }
+        throw .invalidValue("this connection cannot pass unix file descriptors")
+    }
+
     /// Sends the reply for `call` (or nothing if it is flagged no-reply). Counts every answer exactly once.
     func answer(_ call: Message, context: CallContext, with values: [DBusValue], outputs: Signature?) {
         counters.callsAnswered.add(1, ordering: .relaxed)
@@ -205,6 +211,7 @@ extension ConnectionCore {
         }
         guard let reply = call.methodReturn() else { return logger.error("out of memory building a reply") }
         do {
+            try checkFileDescriptors(values)
             try reply.append(values)
             if let outputs, !reply.hasSignature(outputs) {
                 throw MarshalError.typeMismatch(expected: outputs, actual: reply.signature)

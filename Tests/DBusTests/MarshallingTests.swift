@@ -70,6 +70,7 @@ private func roundTrip(_ values: [DBusValue]) throws -> [DBusValue] {
     #expect(throws: MarshalError.self) { try roundTrip([.string("nul\0inside")]) }
     #expect(throws: MarshalError.self) { try roundTrip([.signature("a{")]) }
     #expect(throws: MarshalError.self) { try roundTrip([.structure([])]) }
+    #expect(throws: MarshalError.self) { try roundTrip([.unixFD(UnixFD(-1))]) }
     #expect(throws: MarshalError.self) { try roundTrip([.dictionary(key: "v", value: "s", [])]) }
     #expect(throws: MarshalError.self) {
         try Message.methodCall(destination: nil, path: "/x", interface: "bad..name", member: "M")
