@@ -76,7 +76,9 @@ let package = Package(
         .testTarget(
             name: "GATTProfileTests", dependencies: ["GATTProfile", "GATTModel"],
             swiftSettings: strict),
-        .testTarget(name: "DBusTests", dependencies: ["DBus"], swiftSettings: strict),
+        .testTarget(
+            name: "DBusTests", dependencies: ["DBus", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
         .testTarget(
             name: "PeripheralTests",
             dependencies: [

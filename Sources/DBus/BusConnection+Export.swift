@@ -27,7 +27,8 @@ extension BusConnection {
         guard let (interfaces, announcer) = removed else { return }
         core.logger.debug("unexported", metadata: ["path": "\(path)"])
         if let announcer {
-            emitManagerSignal(from: announcer, "InterfacesRemoved", [.objectPath(path), .strings(interfaces.map(\.name))])
+            emitManagerSignal(
+                from: announcer, "InterfacesRemoved", [.objectPath(path), .strings(interfaces.map(\.name))])
         }
     }
 
@@ -82,7 +83,8 @@ extension BusConnection {
 
     private func emitManagerSignal(from root: ObjectPath, _ member: String, _ arguments: [DBusValue]) {
         do {
-            try emitSignal(path: root, interface: ObjectTree.Standard.objectManager, member: member, arguments: arguments)
+            try emitSignal(
+                path: root, interface: ObjectTree.Standard.objectManager, member: member, arguments: arguments)
         } catch {
             core.logger.error("\(member) not sent", metadata: ["error": "\(error)"])
         }

@@ -13,6 +13,19 @@ public enum BusAddress: Sendable, Hashable {
 /// A private connection to a message bus, served by its own loop thread (see `ConnectionCore` for the threading
 /// model). Owns the libdbus connection and frees it on `close()` or deinit. Exported handlers that capture the
 /// connection keep it alive: call `close()` when done.
+///
+/// ```swift
+/// let bus = try BusConnection(.system, logger: logger)
+/// try bus.addObjectManager(at: "/app")
+/// try bus.export("/app/service0", [Interface("org.example.Thing1",
+///     methods: [Method("ReadValue", inputs: "a{sv}", outputs: "ay", task: { call in
+///         guard call.sender == bluetoothdOwner else { return call.fail("org.bluez.Error.NotAuthorized", "") }
+///         call.reply([.bytes(await value())])          // consumes the call: a second answer does not compile
+///     })],
+///     properties: [Property("UUID", signature: "s", get: { .string("180d") })])])
+/// let reply = try await bus.call("org.bluez", path: "/org/bluez/hci0", interface: "org.bluez.GattManager1",
+///     member: "RegisterApplication", arguments: [.objectPath("/app"), .vardict([:])])  // GetManagedObjects is served meanwhile
+/// ```
 public final class BusConnection: Sendable {
     let core: ConnectionCore
 
@@ -39,9 +52,11 @@ public final class BusConnection: Sendable {
     public var statistics: CallStatistics {
         let c = core.counters
         return CallStatistics(
-            callsReceived: c.callsReceived.load(ordering: .relaxed), callsAnswered: c.callsAnswered.load(ordering: .relaxed),
+            callsReceived: c.callsReceived.load(ordering: .relaxed),
+            callsAnswered: c.callsAnswered.load(ordering: .relaxed),
             repliesSent: c.repliesSent.load(ordering: .relaxed), droppedCalls: c.droppedCalls.load(ordering: .relaxed),
-            callsSent: c.callsSent.load(ordering: .relaxed), repliesReceived: c.repliesReceived.load(ordering: .relaxed),
+            callsSent: c.callsSent.load(ordering: .relaxed),
+            repliesReceived: c.repliesReceived.load(ordering: .relaxed),
             signalsReceived: c.signalsReceived.load(ordering: .relaxed))
     }
 
@@ -58,6 +73,7 @@ public final class BusConnection: Sendable {
         timeout: Duration = .seconds(25)
     ) async throws -> [DBusValue] {
         let message = try Message.methodCall(destination: destination, path: path, interface: interface, member: member)
+        try core.checkFileDescriptors(arguments)
         try message.append(arguments)
         let reply = try await core.call(message, timeoutNanoseconds: timeout.nanoseconds)
         if reply.type == MessageType.error {
@@ -84,7 +100,8 @@ public final class BusConnection: Sendable {
 
     /// Asks the bus for a well-known name; throws `DBusError` if the bus refuses or another connection owns it
     /// (we never queue for a name: a second instance should fail loudly, not wait silently).
-    public func requestName(_ name: String, allowReplacement: Bool = false, replaceExisting: Bool = false) async throws {
+    public func requestName(_ name: String, allowReplacement: Bool = false, replaceExisting: Bool = false) async throws
+    {
         // Flags and reply codes from the specification's RequestName: ALLOW_REPLACEMENT 1, REPLACE_EXISTING 2,
         // DO_NOT_QUEUE 4; reply 1 PRIMARY_OWNER, 4 ALREADY_OWNER.
         let flags: UInt32 = (allowReplacement ? 1 : 0) | (replaceExisting ? 2 : 0) | 4
@@ -92,7 +109,8 @@ public final class BusConnection: Sendable {
         let code = try reply.first?.asUInt32()
         guard code == 1 || code == 4 else {
             throw DBusError(
-                name: StandardErrorName.failed, message: "\(name) is owned by another connection (RequestName: \(code ?? 0))")
+                name: StandardErrorName.failed,
+                message: "\(name) is owned by another connection (RequestName: \(code ?? 0))")
         }
     }
 

@@ -23,7 +23,7 @@ extension ConnectionCore {
         switch route {
         case .method(let method):
             let arguments = message.arguments()
-            if message.signature != method.inputs {
+            if !message.hasSignature(method.inputs) {
                 MethodCall(core: self, message: message, context: context, arguments: arguments, outputs: nil).fail(
                     StandardErrorName.invalidArgs,
                     "\(context.member) takes '\(method.inputs)', got '\(message.signature)'")
@@ -31,20 +31,24 @@ extension ConnectionCore {
             }
             switch method.handler {
             case .immediate(let body):
-                body(MethodCall(core: self, message: message, context: context, arguments: arguments, outputs: method.outputs))
+                body(
+                    MethodCall(
+                        core: self, message: message, context: context, arguments: arguments, outputs: method.outputs))
             case .task(let body):
                 // A noncopyable call cannot be captured by an escaping closure; its copyable parts can.
                 let outputs = method.outputs
                 Task {
                     await body(
-                        MethodCall(core: self, message: message, context: context, arguments: arguments, outputs: outputs))
+                        MethodCall(
+                            core: self, message: message, context: context, arguments: arguments, outputs: outputs))
                 }
             }
         case .failure(let name, let text):
             MethodCall(core: self, message: message, context: context, arguments: [], outputs: nil).fail(name, text)
         case .introspect:
             let xml = tree.withLock { $0.introspectionXML(for: context.path) }
-            MethodCall(core: self, message: message, context: context, arguments: [], outputs: nil).reply([.string(xml)])
+            MethodCall(core: self, message: message, context: context, arguments: [], outputs: nil).reply([.string(xml)]
+            )
         case .getProperty, .getAllProperties, .setProperty, .managedObjects:
             let call = MethodCall(
                 core: self, message: message, context: context, arguments: message.arguments(), outputs: nil)
@@ -119,10 +123,13 @@ extension ConnectionCore {
     private func findProperty(_ path: ObjectPath, _ interface: String, _ name: String) -> Result<Property, DBusError> {
         tree.withLock { tree in
             guard let found = tree.objects[path]?.first(where: { $0.name == interface }) else {
-                return .failure(DBusError(name: StandardErrorName.unknownInterface, message: "no interface \(interface) at \(path)"))
+                return .failure(
+                    DBusError(name: StandardErrorName.unknownInterface, message: "no interface \(interface) at \(path)")
+                )
             }
             guard let property = found.properties.first(where: { $0.name == name }) else {
-                return .failure(DBusError(name: StandardErrorName.unknownProperty, message: "no property \(interface).\(name)"))
+                return .failure(
+                    DBusError(name: StandardErrorName.unknownProperty, message: "no property \(interface).\(name)"))
             }
             return .success(property)
         }
@@ -167,9 +174,11 @@ extension ConnectionCore {
             interfaces.map { .init(.string($0.name), propertyDictionary($0, at: path)) })
     }
 
-    func emitPropertiesChanged(path: ObjectPath, interface: String, changed: [String: DBusValue], invalidated: [String]) {
+    func emitPropertiesChanged(path: ObjectPath, interface: String, changed: [String: DBusValue], invalidated: [String])
+    {
         do {
-            let signal = try Message.signal(path: path, interface: ObjectTree.Standard.properties, member: "PropertiesChanged")
+            let signal = try Message.signal(
+                path: path, interface: ObjectTree.Standard.properties, member: "PropertiesChanged")
             try signal.append([.string(interface), .vardict(changed), .strings(invalidated)])
             emit(signal)
         } catch {
@@ -187,6 +196,12 @@ extension ConnectionCore {
         send(signal)
     }
 
+    /// libdbus silently refuses to send fds over a connection that cannot carry them: refuse early, with a reason.
+    func checkFileDescriptors(_ values: [DBusValue]) throws(MarshalError) {
+        guard !canPassFileDescriptors, values.contains(where: \.containsUnixFD) else { return }
+        throw .invalidValue("this connection cannot pass unix file descriptors")
+    }
+
     /// Sends the reply for `call` (or nothing if it is flagged no-reply). Counts every answer exactly once.
     func answer(_ call: Message, context: CallContext, with values: [DBusValue], outputs: Signature?) {
         counters.callsAnswered.add(1, ordering: .relaxed)
@@ -196,8 +211,9 @@ extension ConnectionCore {
         }
         guard let reply = call.methodReturn() else { return logger.error("out of memory building a reply") }
         do {
+            try checkFileDescriptors(values)
             try reply.append(values)
-            if let outputs, reply.signature != outputs {
+            if let outputs, !reply.hasSignature(outputs) {
                 throw MarshalError.typeMismatch(expected: outputs, actual: reply.signature)
             }
         } catch {
@@ -232,7 +248,8 @@ extension ConnectionCore {
         logger.trace(
             "→ error",
             metadata: metadata(context).merging(
-                ["reply-serial": "\(call.serial)", "error": "\(name)", "message": "\(text)"], uniquingKeysWith: { a, _ in a }))
+                ["reply-serial": "\(call.serial)", "error": "\(name)", "message": "\(text)"],
+                uniquingKeysWith: { a, _ in a }))
         counters.repliesSent.add(1, ordering: .relaxed)
         send(reply)
     }

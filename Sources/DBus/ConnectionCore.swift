@@ -7,19 +7,20 @@ import Synchronization
 ///
 /// Threading model (who owns what):
 /// - One dedicated **loop thread** per connection owns the `DBusConnection`: it alone reads, writes, dispatches,
-///   sends and finally closes and unrefs it. It polls the connection's socket and a pipe (the wakeup), so it
+///   sends and finally closes and unrefs it. It polls libdbus's watches (the socket) and a pipe (the wakeup), so it
 ///   keeps dispatching incoming calls while any number of our own outgoing calls wait for replies (bluetoothd's
 ///   `GetManagedObjects` during `RegisterApplication` is answered while that call is pending).
 /// - Other threads never touch the connection: they build `DBusMessage`s (a message is confined to one thread
 ///   until handed over) and pass them through `inbox` (a `Mutex`), then write one byte to the pipe. A send made on the
 ///   loop thread itself (an `.immediate` handler answering at once) goes straight to libdbus: the fast path.
-/// - `pending`, `nearestDeadline` and `isDisconnected` are touched only by the loop thread.
+/// - `pending`, `nearestDeadline`, `isDisconnected`, `watches` and `timeouts` are touched only by the loop thread:
+///   libdbus calls the watch and timeout functions back from inside calls that only the loop thread makes.
 /// - `tree` and `subscriptions` are shared behind `Mutex`es; handlers and getters run outside those locks.
 /// `dbus_threads_init_default()` is still called once, because libdbus messages (reference counts, allocation)
 /// are used from several threads.
 ///
 /// `@unchecked Sendable` invariant: the mutable stored properties without a lock (`pending`, `nearestDeadline`,
-/// `isDisconnected`) and `raw` are used only on the loop thread (or before it starts, in `init`).
+/// `isDisconnected`, `watches`, `timeouts`) and `raw` are used only on the loop thread (or before it starts, in `init`).
 final class ConnectionCore: @unchecked Sendable {
     let logger: Logger
     let uniqueName: String
@@ -40,6 +41,13 @@ final class ConnectionCore: @unchecked Sendable {
     private var pending: [UInt32: PendingCall] = [:]
     private var nearestDeadline: UInt64 = .max
     private var isDisconnected = false
+    private var watches: [OpaquePointer] = []
+    private var timeouts: [LibdbusTimeout] = []
+
+    struct LibdbusTimeout {
+        let raw: OpaquePointer
+        var due: UInt64
+    }
 
     enum Command: Sendable {
         case send(Message)
@@ -53,6 +61,8 @@ final class ConnectionCore: @unchecked Sendable {
     }
 
     struct PendingCall {
+        /// Kept so the reply's trace line can name the path, interface and member it answers.
+        let message: Message
         let continuation: CheckedContinuation<Message, any Error>
         let deadline: UInt64
     }
@@ -135,8 +145,9 @@ final class ConnectionCore: @unchecked Sendable {
     /// Stops the loop (after it sends what was queued before) and waits for it, unless called on the loop itself.
     func stop() {
         submit(.stop)
-        guard !isOnLoopThread, let handle = thread.withLock({ $0.take() }) else { return }
-        pthread_join(handle, nil)
+        guard let handle = thread.withLock({ $0.take() }) else { return }
+        // The loop thread cannot join itself (a handler closing its own connection): let it clean up alone.
+        if isOnLoopThread { pthread_detach(handle) } else { pthread_join(handle, nil) }
     }
 
     var isOnLoopThread: Bool { loopThreadID.load(ordering: .relaxed) == UInt(pthread_self()) }
@@ -200,12 +211,14 @@ final class ConnectionCore: @unchecked Sendable {
 
     private func runLoop() {
         loopThreadID.store(UInt(pthread_self()), ordering: .relaxed)
-        var socket: Int32 = -1
-        dbus_connection_get_unix_fd(raw, &socket)
+        // Installed here so that libdbus calls these back only on this thread (it calls them at once for the
+        // existing watch, and later from inside send and dispatch, which only this thread does).
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        dbus_connection_set_watch_functions(raw, addWatch, removeWatch, toggleWatch, me, nil)
+        dbus_connection_set_timeout_functions(raw, addTimeout, removeTimeout, toggleTimeout, me, nil)
         var batch: [Command] = []
-        var fds = [
-            pollfd(fd: socket, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeReadFD, events: Int16(POLLIN), revents: 0),
-        ]
+        var fds: [pollfd] = []
+        var polled: [OpaquePointer] = []
         var isStopping = false
         while !isStopping {
             wakePending.store(false, ordering: .sequentiallyConsistent)
@@ -219,29 +232,79 @@ final class ConnectionCore: @unchecked Sendable {
             }
             batch.removeAll(keepingCapacity: true)
             if isStopping { break }
-            expireCalls(now: monotonicNanoseconds())
+            let now = monotonicNanoseconds()
+            expireCalls(now: now)
+            fireTimeouts(now: now)
             while dbus_connection_dispatch(raw) == DBUS_DISPATCH_DATA_REMAINS {}
             if isDisconnected || dbus_connection_get_is_connected(raw) == 0 {
                 isDisconnected = true
                 break
             }
-            fds[0].events = Int16(POLLIN) | (dbus_connection_has_messages_to_send(raw) != 0 ? Int16(POLLOUT) : 0)
-            fds[0].revents = 0
-            fds[1].revents = 0
-            let ready = poll(&fds, 2, pollTimeout())
+            // One poll over libdbus's enabled watches and the wakeup pipe; libdbus enables the writable watch
+            // itself while it has queued output.
+            fds.removeAll(keepingCapacity: true)
+            polled.removeAll(keepingCapacity: true)
+            fds.append(pollfd(fd: wakeReadFD, events: Int16(POLLIN), revents: 0))
+            for watch in watches where dbus_watch_get_enabled(watch) != 0 {
+                let flags = dbus_watch_get_flags(watch)
+                var events: Int16 = 0
+                if flags & WatchFlag.readable != 0 { events |= Int16(POLLIN) }
+                if flags & WatchFlag.writable != 0 { events |= Int16(POLLOUT) }
+                fds.append(pollfd(fd: dbus_watch_get_unix_fd(watch), events: events, revents: 0))
+                polled.append(watch)
+            }
+            let ready = poll(&fds, nfds_t(fds.count), pollTimeout())
             if ready < 0 && errno != EINTR {
                 logger.error("poll failed; closing the D-Bus connection", metadata: ["errno": "\(errno)"])
                 break
             }
-            if fds[1].revents != 0 {
+            if fds[0].revents != 0 {
                 var drain: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
                 while Glibc.read(wakeReadFD, &drain, 32) == 32 {}
             }
-            if fds[0].revents != 0 {
-                _ = dbus_connection_read_write(raw, 0)
+            for (index, watch) in polled.enumerated() {
+                let revents = fds[index + 1].revents
+                guard revents != 0 else { continue }
+                // Handling one watch can remove another (libdbus then frees it): only handle live ones.
+                guard watches.contains(watch) else { continue }
+                var flags: UInt32 = 0
+                if revents & Int16(POLLIN) != 0 { flags |= WatchFlag.readable }
+                if revents & Int16(POLLOUT) != 0 { flags |= WatchFlag.writable }
+                if revents & Int16(POLLERR) != 0 { flags |= WatchFlag.error }
+                if revents & Int16(POLLHUP) != 0 { flags |= WatchFlag.hangup }
+                _ = dbus_watch_handle(watch, flags)
             }
         }
         tearDown()
+    }
+
+    // MARK: libdbus watches and timeouts (loop thread only)
+
+    fileprivate func add(watch: OpaquePointer) { watches.append(watch) }
+    fileprivate func remove(watch: OpaquePointer) { watches.removeAll { $0 == watch } }
+
+    fileprivate func add(timeout: OpaquePointer) {
+        timeouts.append(LibdbusTimeout(raw: timeout, due: dueTime(of: timeout)))
+    }
+    fileprivate func remove(timeout: OpaquePointer) { timeouts.removeAll { $0.raw == timeout } }
+    fileprivate func toggle(timeout: OpaquePointer) {
+        // A re-enabled timeout starts its interval again (libdbus's own main loops do the same).
+        for index in timeouts.indices where timeouts[index].raw == timeout {
+            timeouts[index].due = dueTime(of: timeout)
+        }
+    }
+
+    private func dueTime(of timeout: OpaquePointer) -> UInt64 {
+        monotonicNanoseconds() &+ UInt64(max(0, dbus_timeout_get_interval(timeout))) &* 1_000_000
+    }
+
+    private func fireTimeouts(now: UInt64) {
+        guard !timeouts.isEmpty else { return }
+        let due = timeouts.filter { $0.due <= now && dbus_timeout_get_enabled($0.raw) != 0 }.map(\.raw)
+        for timeout in due where timeouts.contains(where: { $0.raw == timeout }) {
+            toggle(timeout: timeout)
+            _ = dbus_timeout_handle(timeout)
+        }
     }
 
     private func tearDown() {
@@ -269,7 +332,9 @@ final class ConnectionCore: @unchecked Sendable {
         logger.debug("D-Bus connection closed", metadata: ["unique-name": "\(uniqueName)"])
     }
 
-    private func startCall(_ message: Message, _ deadline: UInt64, _ continuation: CheckedContinuation<Message, any Error>) {
+    private func startCall(
+        _ message: Message, _ deadline: UInt64, _ continuation: CheckedContinuation<Message, any Error>
+    ) {
         var serial: UInt32 = 0
         guard !isDisconnected, dbus_connection_send(raw, message.raw, &serial) != 0 else {
             continuation.resume(throwing: DBusError(name: StandardErrorName.disconnected, message: "not sent"))
@@ -278,12 +343,13 @@ final class ConnectionCore: @unchecked Sendable {
         logger.trace(
             "→ call",
             metadata: [
-                "serial": "\(serial)", "destination": "\(dbus_message_get_destination(message.raw).map { String(cString: $0) } ?? "")",
+                "serial": "\(serial)",
+                "destination": "\(dbus_message_get_destination(message.raw).map { String(cString: $0) } ?? "")",
                 "path": "\(message.path?.rawValue ?? "")", "interface": "\(message.interface ?? "")",
                 "member": "\(message.member ?? "")", "signature": "\(message.signature)",
             ])
         // Registered before the loop can dispatch anything else, so the reply cannot overtake it.
-        pending[serial] = PendingCall(continuation: continuation, deadline: deadline)
+        pending[serial] = PendingCall(message: message, continuation: continuation, deadline: deadline)
         nearestDeadline = min(nearestDeadline, deadline)
     }
 
@@ -297,17 +363,26 @@ final class ConnectionCore: @unchecked Sendable {
         nearestDeadline = next
         for serial in expired {
             guard let call = pending.removeValue(forKey: serial) else { continue }
-            logger.trace("call timed out", metadata: ["serial": "\(serial)"])
+            logger.debug(
+                "call timed out",
+                metadata: [
+                    "serial": "\(serial)", "path": "\(call.message.path?.rawValue ?? "")",
+                    "interface": "\(call.message.interface ?? "")", "member": "\(call.message.member ?? "")",
+                ])
             call.continuation.resume(
                 throwing: DBusError(name: StandardErrorName.noReply, message: "no reply within the timeout"))
         }
     }
 
     private func pollTimeout() -> Int32 {
-        guard nearestDeadline != .max else { return -1 }
+        var deadline = nearestDeadline
+        for timeout in timeouts where dbus_timeout_get_enabled(timeout.raw) != 0 {
+            deadline = min(deadline, timeout.due)
+        }
+        guard deadline != .max else { return -1 }
         let now = monotonicNanoseconds()
-        guard nearestDeadline > now else { return 0 }
-        return Int32(clamping: (nearestDeadline - now + 999_999) / 1_000_000)
+        guard deadline > now else { return 0 }
+        return Int32(clamping: (deadline - now + 999_999) / 1_000_000)
     }
 
     // MARK: Messages from libdbus (loop thread, inside dbus_connection_dispatch)
@@ -329,6 +404,8 @@ final class ConnectionCore: @unchecked Sendable {
                 metadata: [
                     "reply-serial": "\(serial)", "sender": "\(reply.sender ?? "")",
                     "error": "\(reply.errorName ?? "")", "signature": "\(reply.signature)",
+                    "path": "\(call.message.path?.rawValue ?? "")", "interface": "\(call.message.interface ?? "")",
+                    "member": "\(call.message.member ?? "")",
                 ])
             call.continuation.resume(returning: reply)
         case MessageType.signal:
@@ -362,6 +439,37 @@ private func handleMessageFromLibdbus(
     guard let message, let userData else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
     Unmanaged<ConnectionCore>.fromOpaque(userData).takeUnretainedValue().handle(message)
     return DBUS_HANDLER_RESULT_HANDLED
+}
+
+/// Watch flags from dbus-connection.h (`DBusWatchFlags`), as the unsigned values libdbus's functions take.
+enum WatchFlag {
+    static let readable: UInt32 = 1
+    static let writable: UInt32 = 2
+    static let error: UInt32 = 4
+    static let hangup: UInt32 = 8
+}
+
+private func core(_ data: UnsafeMutableRawPointer?) -> ConnectionCore {
+    Unmanaged<ConnectionCore>.fromOpaque(data!).takeUnretainedValue()
+}
+private func addWatch(_ watch: OpaquePointer?, _ data: UnsafeMutableRawPointer?) -> dbus_bool_t {
+    if let watch { core(data).add(watch: watch) }
+    return 1
+}
+private func removeWatch(_ watch: OpaquePointer?, _ data: UnsafeMutableRawPointer?) {
+    if let watch { core(data).remove(watch: watch) }
+}
+// Enabled state is read from the watch at every poll, so toggling needs no bookkeeping.
+private func toggleWatch(_ watch: OpaquePointer?, _ data: UnsafeMutableRawPointer?) {}
+private func addTimeout(_ timeout: OpaquePointer?, _ data: UnsafeMutableRawPointer?) -> dbus_bool_t {
+    if let timeout { core(data).add(timeout: timeout) }
+    return 1
+}
+private func removeTimeout(_ timeout: OpaquePointer?, _ data: UnsafeMutableRawPointer?) {
+    if let timeout { core(data).remove(timeout: timeout) }
+}
+private func toggleTimeout(_ timeout: OpaquePointer?, _ data: UnsafeMutableRawPointer?) {
+    if let timeout { core(data).toggle(timeout: timeout) }
 }
 
 /// CLOCK_MONOTONIC in nanoseconds: cheap, no Foundation, immune to wall-clock changes.

@@ -1,4 +1,5 @@
 internal import CDBus
+import Glibc
 
 // Marshalling through libdbus's iterators (dbus_message_iter_*), since its variadic append_args is not
 // importable. Values are checked in full first (`check`), so appending meets no invalid data: libdbus aborts
@@ -7,7 +8,10 @@ extension DBusValue {
     /// Throws if libdbus would reject any part of the value.
     func check() throws(MarshalError) {
         switch self {
-        case .byte, .boolean, .int16, .uint16, .int32, .uint32, .int64, .uint64, .double, .unixFD, .bytes: return
+        case .byte, .boolean, .int16, .uint16, .int32, .uint32, .int64, .uint64, .double, .bytes: return
+        case .unixFD(let fd):
+            // libdbus duplicates the fd while appending and reports a failure as if memory ran out: say why.
+            if fcntl(fd.rawValue, F_GETFD) < 0 { throw .invalidValue("\(fd) is not an open file descriptor") }
         case .string(let text):
             if text.utf8.contains(0) { throw .invalidValue("string contains NUL: \(text.debugDescription)") }
         case .objectPath(let path): try Names.checkPath(path)
@@ -28,7 +32,9 @@ extension DBusValue {
                 try entry.key.check()
                 try entry.value.check()
                 if entry.key.signature != key { throw .typeMismatch(expected: key, actual: entry.key.signature) }
-                if entry.value.signature != value { throw .typeMismatch(expected: value, actual: entry.value.signature) }
+                if entry.value.signature != value {
+                    throw .typeMismatch(expected: value, actual: entry.value.signature)
+                }
             }
         case .structure(let fields):
             if fields.isEmpty { throw .invalidValue("a struct needs at least one field") }
@@ -39,6 +45,18 @@ extension DBusValue {
             if !inner.signature.isSingleCompleteType {
                 throw .invalidValue("variant content has invalid signature '\(inner.signature)'")
             }
+        }
+    }
+
+    /// Whether a unix fd occurs anywhere inside (such a message cannot go over a connection without fd passing).
+    var containsUnixFD: Bool {
+        switch self {
+        case .unixFD: true
+        case .array(_, let items): items.contains { $0.containsUnixFD }
+        case .dictionary(_, _, let entries): entries.contains { $0.key.containsUnixFD || $0.value.containsUnixFD }
+        case .structure(let fields): fields.contains { $0.containsUnixFD }
+        case .variant(let inner): inner.containsUnixFD
+        default: false
         }
     }
 
@@ -172,7 +190,8 @@ extension DBusValue {
             var count: Int32 = 0
             dbus_message_iter_get_fixed_array(&sub, &base, &count)
             guard let base, count > 0 else { return .bytes([]) }
-            return .bytes(Array(UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: Int(count))))
+            return .bytes(
+                Array(UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: Int(count))))
         }
         let full = dbus_message_iter_get_signature(&iterator)
         let signature = full.map { String(cString: $0) } ?? "a"

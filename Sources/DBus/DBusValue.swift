@@ -183,7 +183,9 @@ extension DBusValue {
     }
     /// The fields of a struct; throws `MarshalError.typeMismatch` for any other type.
     public func asStructure() throws(MarshalError) -> [DBusValue] {
-        guard case .structure(let fields) = self else { throw MarshalError.typeMismatch(expected: "(*)", actual: signature) }
+        guard case .structure(let fields) = self else {
+            throw MarshalError.typeMismatch(expected: "(*)", actual: signature)
+        }
         return fields
     }
     /// The content of a variant; throws `MarshalError.typeMismatch` for any other type.

@@ -33,7 +33,11 @@ public struct MatchRule: Hashable, Sendable, CustomStringConvertible {
         var parts = ["type='signal'"]
         func add(_ key: String, _ value: String?) {
             // Inside a quoted value only ' needs escaping, as '\'' (close, escaped quote, reopen).
-            if let value { parts.append("\(key)='\(value.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''"))'") }
+            if let value {
+                parts.append(
+                    "\(key)='\(value.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''"))'"
+                )
+            }
         }
         add("sender", sender)
         add("path", path?.rawValue)
@@ -45,9 +49,13 @@ public struct MatchRule: Hashable, Sendable, CustomStringConvertible {
     }
 
     func matches(_ signal: Signal) -> Bool {
-        if let sender, sender.hasPrefix(":") || sender == "org.freedesktop.DBus", signal.sender != sender { return false }
+        if let sender, sender.hasPrefix(":") || sender == "org.freedesktop.DBus", signal.sender != sender {
+            return false
+        }
         if let path, signal.path != path { return false }
-        if let pathNamespace, signal.path != pathNamespace, !signal.path.isDescendant(of: pathNamespace) { return false }
+        if let pathNamespace, signal.path != pathNamespace, !signal.path.isDescendant(of: pathNamespace) {
+            return false
+        }
         if let interface, signal.interface != interface { return false }
         if let member, signal.member != member { return false }
         if let arg0 {

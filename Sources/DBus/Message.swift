@@ -71,6 +71,10 @@ final class Message: @unchecked Sendable {
     var sender: String? { dbus_message_get_sender(raw).map { String(cString: $0) } }
     var errorName: String? { dbus_message_get_error_name(raw).map { String(cString: $0) } }
     var signature: Signature { Signature(unchecked: dbus_message_get_signature(raw).map { String(cString: $0) } ?? "") }
+    /// Compares the signature without building a Swift string (the per-call check on the hot path).
+    func hasSignature(_ signature: Signature) -> Bool {
+        signature.rawValue.withCString { dbus_message_has_signature(raw, $0) != 0 }
+    }
     var expectsReply: Bool { dbus_message_get_no_reply(raw) == 0 }
     var serial: UInt32 { dbus_message_get_serial(raw) }
     var replySerial: UInt32 { dbus_message_get_reply_serial(raw) }

@@ -11,8 +11,6 @@ public struct MethodCall: ~Copyable, Sendable {
     public let context: CallContext
     /// The arguments, decoded. Any `UnixFD` among them is a duplicate this handler owns and must close.
     public let arguments: [DBusValue]
-    /// The signature the arguments arrived with.
-    public let signature: Signature
     /// The declared output signature, checked against the reply; nil for built-in methods.
     let outputs: Signature?
     /// Set by the consuming answers so `deinit` knows the call was answered.
@@ -23,7 +21,6 @@ public struct MethodCall: ~Copyable, Sendable {
         self.message = message
         self.context = context
         self.arguments = arguments
-        self.signature = message.signature
         self.outputs = outputs
     }
 
@@ -33,6 +30,8 @@ public struct MethodCall: ~Copyable, Sendable {
     public var path: ObjectPath { context.path }
     /// The method name.
     public var member: String { context.member }
+    /// The signature the arguments arrived with (read from the message on demand: most handlers never ask).
+    public var signature: Signature { message.signature }
     /// False when the caller set the no-reply flag: answering then sends nothing.
     public var expectsReply: Bool { message.expectsReply }
 

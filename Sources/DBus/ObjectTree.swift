@@ -29,10 +29,13 @@ struct ObjectTree {
         let interfaces = objects[path]
         let isManager = managers.contains(path)
         let exists = interfaces != nil || isManager
-        let unknownObject = Route.failure(name: StandardErrorName.unknownObject, text: "no object at \(path)")
-        let unknownMethod = Route.failure(
-            name: StandardErrorName.unknownMethod,
-            text: "no method \(member) in \(interface ?? "any interface") at \(path)")
+        // Built only when needed: routing runs for every call, and successful calls need no error text.
+        var unknownObject: Route { .failure(name: StandardErrorName.unknownObject, text: "no object at \(path)") }
+        var unknownMethod: Route {
+            .failure(
+                name: StandardErrorName.unknownMethod,
+                text: "no method \(member) in \(interface ?? "any interface") at \(path)")
+        }
         switch interface {
         case Standard.introspectable?:
             guard exists || hasDescendants(path) else { return unknownObject }
@@ -139,7 +142,8 @@ struct ObjectTree {
             }
             for property in interface.properties {
                 let access = property.set == nil ? "read" : "readwrite"
-                xml += "    <property name=\"\(property.name)\" type=\"\(escape(property.signature.rawValue))\" access=\"\(access)\"/>\n"
+                xml +=
+                    "    <property name=\"\(property.name)\" type=\"\(escape(property.signature.rawValue))\" access=\"\(access)\"/>\n"
             }
             for signal in interface.signals {
                 xml += "    <signal name=\"\(signal.name)\">"

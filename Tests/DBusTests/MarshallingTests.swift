@@ -5,7 +5,8 @@ import Testing
 
 /// Appends `values` to a fresh message (no bus involved) and reads them back.
 private func roundTrip(_ values: [DBusValue]) throws -> [DBusValue] {
-    let message = try Message.methodCall(destination: "org.example.Peer", path: "/x", interface: "org.example.I", member: "M")
+    let message = try Message.methodCall(
+        destination: "org.example.Peer", path: "/x", interface: "org.example.I", member: "M")
     try message.append(values)
     return message.arguments()
 }
@@ -29,8 +30,13 @@ private func roundTrip(_ values: [DBusValue]) throws -> [DBusValue] {
     let properties = DBusValue.vardict(["UUID": .string("180d"), "Primary": .boolean(true), "Value": .bytes([1, 2])])
     let managed = DBusValue.dictionary(
         key: "o", value: "a{sa{sv}}",
-        [.init(.objectPath("/app/s0"), .dictionary(key: "s", value: "a{sv}", [.init(.string("org.example.S"), properties)]))])
-    let manufacturer = DBusValue.dictionary(key: "q", value: "v", [.init(.uint16(0x004C), .variant(.bytes([2, 0x15])))])
+        [
+            .init(
+                .objectPath("/app/s0"),
+                .dictionary(key: "s", value: "a{sv}", [.init(.string("org.example.S"), properties)]))
+        ])
+    let manufacturer = DBusValue.dictionary(
+        key: "q", value: "v", [.init(.uint16(0x004C), .variant(.bytes([2, 0x15])))])
     let values: [DBusValue] = [
         managed, manufacturer, .structure([.unixFD(UnixFD(-1)), .uint16(23)]).droppingFD,
         .array(element: "as", [.strings(["read", "notify"]), .strings([])]),
@@ -64,6 +70,7 @@ private func roundTrip(_ values: [DBusValue]) throws -> [DBusValue] {
     #expect(throws: MarshalError.self) { try roundTrip([.string("nul\0inside")]) }
     #expect(throws: MarshalError.self) { try roundTrip([.signature("a{")]) }
     #expect(throws: MarshalError.self) { try roundTrip([.structure([])]) }
+    #expect(throws: MarshalError.self) { try roundTrip([.unixFD(UnixFD(-1))]) }
     #expect(throws: MarshalError.self) { try roundTrip([.dictionary(key: "v", value: "s", [])]) }
     #expect(throws: MarshalError.self) {
         try Message.methodCall(destination: nil, path: "/x", interface: "bad..name", member: "M")
