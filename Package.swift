@@ -60,7 +60,7 @@ let package = Package(
         .executableTarget(
             name: "blemu",
             dependencies: [
-                "GATTModel", "GATTProfile", "Emulation", "BlueZ", "Lab",
+                "GATTModel", "GATTProfile", "Emulation", "Peripheral", "BlueZ", "DBus", "Lab",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -78,7 +78,8 @@ let package = Package(
             ],
             swiftSettings: strict),
         .testTarget(
-            name: "BlueZTests", dependencies: ["BlueZ", "DBus", "Peripheral", "GATTModel"],
+            name: "BlueZTests",
+            dependencies: ["BlueZ", "DBus", "Peripheral", "GATTModel", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         .testTarget(
             name: "EmulationTests", dependencies: ["Emulation", "Peripheral", "PeripheralTesting", "GATTModel"],

@@ -9,5 +9,5 @@ struct Blemu: AsyncParsableCommand {
         discussion: """
             Exit codes: 0 ok, 64 usage, 65 bad profile, 66 unreadable file, 69 BlueZ or adapter unavailable.
             """,
-        subcommands: [ValidateCommand.self, ShowCommand.self, AdvCommand.self, LabCommand.self])
+        subcommands: [ValidateCommand.self, ShowCommand.self, AdvCommand.self, RunCommand.self, LabCommand.self])
 }
