@@ -5,6 +5,7 @@ import Logging
 import Peripheral
 import Synchronization
 import Testing
+import Glibc
 
 /// A minimal scripted bluetoothd: owns `org.bluez`, exports hci0 with GattManager1 (whose RegisterApplication
 /// calls GetManagedObjects back, as 5.66 does) and LEAdvertisingManager1, and records what it was given.
@@ -152,6 +153,21 @@ struct BlueZBackendSmokeTests {
         } catch let error as DBusError {
             #expect(error.name == refused)
         }
+
+        // AcquireNotify (5.66: once per characteristic): every update is one datagram on the returned socket.
+        let acquired = try await bluez.connection.call(
+            bluez.application.withLock { $0?.sender } ?? "", path: ObjectPath(stringLiteral: paths.characteristic(0, service: 0)),
+            interface: "org.bluez.GattCharacteristic1", member: "AcquireNotify",
+            arguments: [.vardict(["device": .objectPath("/org/bluez/hci0/dev_11_22_33_44_55_66"), "mtu": .uint16(185)])])
+        let fd = try acquired[0].asUnixFD().rawValue
+        defer { _ = Glibc.close(fd) }
+        #expect(acquired[1] == .uint16(185))
+        while await manager.subscribedCentrals(of: Self.greeting).isEmpty { await Task.yield() }
+        #expect(await manager.subscribedCentrals(of: Self.greeting).map(\.id) == [Central.allSubscribersID])
+        #expect(await manager.updateValue(Array("news".utf8), for: Self.greeting))
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let count = buffer.withUnsafeMutableBytes { Glibc.recv(fd, $0.baseAddress, $0.count, 0) }
+        #expect(count == 4 && Array(buffer.prefix(4)) == Array("news".utf8))
 
         // Anyone but the owner of org.bluez is refused.
         let intruder = try BusConnection(.address(bus.address), logger: logger)
