@@ -1,0 +1,383 @@
+internal import CDBus
+import Glibc
+import Logging
+import Synchronization
+
+/// The private half of a `BusConnection`: the libdbus connection, its loop thread, and all routing state.
+///
+/// Threading model (who owns what):
+/// - One dedicated **loop thread** per connection owns the `DBusConnection`: it alone reads, writes, dispatches,
+///   sends and finally closes and unrefs it. It polls the connection's socket and a pipe (the wakeup), so it
+///   keeps dispatching incoming calls while any number of our own outgoing calls wait for replies (bluetoothd's
+///   `GetManagedObjects` during `RegisterApplication` is answered while that call is pending).
+/// - Other threads never touch the connection: they build `DBusMessage`s (a message is confined to one thread
+///   until handed over) and pass them through `inbox` (a `Mutex`), then write one byte to the pipe. A send made on the
+///   loop thread itself (an `.immediate` handler answering at once) goes straight to libdbus: the fast path.
+/// - `pending`, `nearestDeadline` and `isDisconnected` are touched only by the loop thread.
+/// - `tree` and `subscriptions` are shared behind `Mutex`es; handlers and getters run outside those locks.
+/// `dbus_threads_init_default()` is still called once, because libdbus messages (reference counts, allocation)
+/// are used from several threads.
+///
+/// `@unchecked Sendable` invariant: the mutable stored properties without a lock (`pending`, `nearestDeadline`,
+/// `isDisconnected`) and `raw` are used only on the loop thread (or before it starts, in `init`).
+final class ConnectionCore: @unchecked Sendable {
+    let logger: Logger
+    let uniqueName: String
+    let canPassFileDescriptors: Bool
+    let tree = Mutex(ObjectTree())
+    let subscriptions = Mutex(Subscriptions())
+    let counters = Counters()
+
+    private let raw: OpaquePointer
+    private let wakeReadFD: Int32
+    private let wakeWriteFD: Int32
+    private let inbox = Mutex(Inbox())
+    private let wakePending = Atomic<Bool>(false)
+    private let loopThreadID = Atomic<UInt>(0)
+    private let thread = Mutex<pthread_t?>(nil)
+
+    // Loop thread only.
+    private var pending: [UInt32: PendingCall] = [:]
+    private var nearestDeadline: UInt64 = .max
+    private var isDisconnected = false
+
+    enum Command: Sendable {
+        case send(Message)
+        case call(Message, deadline: UInt64, CheckedContinuation<Message, any Error>)
+        case stop
+    }
+
+    struct Inbox {
+        var commands: [Command] = []
+        var isClosed = false
+    }
+
+    struct PendingCall {
+        let continuation: CheckedContinuation<Message, any Error>
+        let deadline: UInt64
+    }
+
+    /// Opens a private connection (never libdbus's shared singleton, so closing it is ours to do) and says Hello.
+    init(_ bus: BusAddress, logger: Logger) throws(DBusError) {
+        ConnectionCore.initialiseThreads
+        var error = CDBus.DBusError()
+        dbus_error_init(&error)
+        defer { dbus_error_free(&error) }
+        var connection: OpaquePointer?
+        switch bus {
+        case .system: connection = dbus_bus_get_private(DBUS_BUS_SYSTEM, &error)
+        case .session: connection = dbus_bus_get_private(DBUS_BUS_SESSION, &error)
+        case .address(let address):
+            connection = dbus_connection_open_private(address, &error)
+            if let opened = connection, dbus_bus_register(opened, &error) == 0 {
+                dbus_connection_close(opened)
+                dbus_connection_unref(opened)
+                connection = nil
+            }
+        }
+        guard let connection else {
+            let name = dbus_error_is_set(&error) != 0 ? String(cString: error.name) : StandardErrorName.failed
+            let text = dbus_error_is_set(&error) != 0 ? String(cString: error.message) : "could not connect"
+            throw DBusError(name: name, message: text)
+        }
+        // dbus_bus_get_private defaults to _exit() when the bus goes away; a library must not kill its process.
+        dbus_connection_set_exit_on_disconnect(connection, 0)
+        // A non-blocking pipe is the wakeup (Glibc's module does not export eventfd): any byte in it wakes poll.
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else {
+            dbus_connection_close(connection)
+            dbus_connection_unref(connection)
+            throw DBusError(name: StandardErrorName.failed, message: "pipe failed: errno \(errno)")
+        }
+        for end in ends {
+            _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+        }
+        raw = connection
+        wakeReadFD = ends[0]
+        wakeWriteFD = ends[1]
+        uniqueName = dbus_bus_get_unique_name(connection).map { String(cString: $0) } ?? ""
+        canPassFileDescriptors = dbus_connection_can_send_type(connection, TypeCode.unixFD.cValue) != 0
+        self.logger = logger
+    }
+
+    deinit {
+        // Only after the loop thread ended (it holds a reference while it runs): nobody can write the pipe now.
+        close(wakeReadFD)
+        close(wakeWriteFD)
+    }
+
+    private static let initialiseThreads: Void = { _ = dbus_threads_init_default() }()
+
+    /// Installs the message filter and starts the loop thread.
+    func start() {
+        dbus_connection_add_filter(raw, handleMessageFromLibdbus, Unmanaged.passUnretained(self).toOpaque(), nil)
+        let retained = Unmanaged.passRetained(self).toOpaque()
+        var handle = pthread_t()
+        let status = pthread_create(
+            &handle, nil,
+            { argument in
+                let core = Unmanaged<ConnectionCore>.fromOpaque(argument!).takeRetainedValue()
+                core.runLoop()
+                return nil
+            }, retained)
+        if status != 0 {
+            Unmanaged<ConnectionCore>.fromOpaque(retained).release()
+            logger.error("could not start the D-Bus loop thread", metadata: ["errno": "\(status)"])
+            dbus_connection_close(raw)
+            dbus_connection_unref(raw)
+            inbox.withLock { $0.isClosed = true }
+            return
+        }
+        thread.withLock { $0 = handle }
+    }
+
+    /// Stops the loop (after it sends what was queued before) and waits for it, unless called on the loop itself.
+    func stop() {
+        submit(.stop)
+        guard !isOnLoopThread, let handle = thread.withLock({ $0.take() }) else { return }
+        pthread_join(handle, nil)
+    }
+
+    var isOnLoopThread: Bool { loopThreadID.load(ordering: .relaxed) == UInt(pthread_self()) }
+
+    var isClosed: Bool { inbox.withLock { $0.isClosed } }
+
+    /// Queues a command for the loop thread; a closed connection fails a call with `Disconnected` at once.
+    func submit(_ command: Command) {
+        let rejected: Command? = inbox.withLock { state in
+            guard !state.isClosed else { return command }
+            state.commands.append(command)
+            return nil
+        }
+        if let rejected {
+            reject(rejected)
+            return
+        }
+        // One wakeup byte per batch: the loop clears the flag before it drains the inbox.
+        if !wakePending.exchange(true, ordering: .acquiringAndReleasing) {
+            var one: UInt8 = 1
+            _ = Glibc.write(wakeWriteFD, &one, 1)
+        }
+    }
+
+    /// Sends a finished message: directly on the loop thread, through the inbox from anywhere else.
+    func send(_ message: Message) {
+        if isOnLoopThread {
+            sendNow(message)
+        } else {
+            submit(.send(message))
+        }
+    }
+
+    /// Sends a call and suspends until its reply, error, timeout (`NoReply`) or disconnection (`Disconnected`).
+    func call(_ message: Message, timeoutNanoseconds: UInt64) async throws -> Message {
+        let deadline = monotonicNanoseconds() &+ timeoutNanoseconds
+        counters.callsSent.add(1, ordering: .relaxed)
+        return try await withCheckedThrowingContinuation { continuation in
+            submit(.call(message, deadline: deadline, continuation))
+        }
+    }
+
+    private func reject(_ command: Command) {
+        switch command {
+        case .send(let message):
+            logger.debug("connection closed; message not sent", metadata: ["member": "\(message.member ?? "")"])
+        case .call(_, _, let continuation):
+            continuation.resume(throwing: DBusError(name: StandardErrorName.disconnected, message: "connection closed"))
+        case .stop: break
+        }
+    }
+
+    private func sendNow(_ message: Message) {
+        guard !isDisconnected, dbus_connection_send(raw, message.raw, nil) != 0 else {
+            logger.debug("message not sent: disconnected or out of memory")
+            return
+        }
+    }
+
+    // MARK: The loop
+
+    private func runLoop() {
+        loopThreadID.store(UInt(pthread_self()), ordering: .relaxed)
+        var socket: Int32 = -1
+        dbus_connection_get_unix_fd(raw, &socket)
+        var batch: [Command] = []
+        var fds = [
+            pollfd(fd: socket, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeReadFD, events: Int16(POLLIN), revents: 0),
+        ]
+        var isStopping = false
+        while !isStopping {
+            wakePending.store(false, ordering: .sequentiallyConsistent)
+            inbox.withLock { swap(&$0.commands, &batch) }
+            for command in batch {
+                switch command {
+                case .send(let message): sendNow(message)
+                case .call(let message, let deadline, let continuation): startCall(message, deadline, continuation)
+                case .stop: isStopping = true
+                }
+            }
+            batch.removeAll(keepingCapacity: true)
+            if isStopping { break }
+            expireCalls(now: monotonicNanoseconds())
+            while dbus_connection_dispatch(raw) == DBUS_DISPATCH_DATA_REMAINS {}
+            if isDisconnected || dbus_connection_get_is_connected(raw) == 0 {
+                isDisconnected = true
+                break
+            }
+            fds[0].events = Int16(POLLIN) | (dbus_connection_has_messages_to_send(raw) != 0 ? Int16(POLLOUT) : 0)
+            fds[0].revents = 0
+            fds[1].revents = 0
+            let ready = poll(&fds, 2, pollTimeout())
+            if ready < 0 && errno != EINTR {
+                logger.error("poll failed; closing the D-Bus connection", metadata: ["errno": "\(errno)"])
+                break
+            }
+            if fds[1].revents != 0 {
+                var drain: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+                while Glibc.read(wakeReadFD, &drain, 32) == 32 {}
+            }
+            if fds[0].revents != 0 {
+                _ = dbus_connection_read_write(raw, 0)
+            }
+        }
+        tearDown()
+    }
+
+    private func tearDown() {
+        let leftovers = inbox.withLock { state in
+            state.isClosed = true
+            let commands = state.commands
+            state.commands = []
+            return commands
+        }
+        for command in leftovers {
+            if case .send(let message) = command { sendNow(message) } else { reject(command) }
+        }
+        if !isDisconnected { dbus_connection_flush(raw) }
+        let disconnected = DBusError(name: StandardErrorName.disconnected, message: "connection closed")
+        for (_, call) in pending { call.continuation.resume(throwing: disconnected) }
+        pending = [:]
+        let closers = subscriptions.withLock { state in
+            let closers = state.entries.values.compactMap(\.onClose)
+            state.entries = [:]
+            return closers
+        }
+        for close in closers { close() }
+        dbus_connection_close(raw)
+        dbus_connection_unref(raw)
+        logger.debug("D-Bus connection closed", metadata: ["unique-name": "\(uniqueName)"])
+    }
+
+    private func startCall(_ message: Message, _ deadline: UInt64, _ continuation: CheckedContinuation<Message, any Error>) {
+        var serial: UInt32 = 0
+        guard !isDisconnected, dbus_connection_send(raw, message.raw, &serial) != 0 else {
+            continuation.resume(throwing: DBusError(name: StandardErrorName.disconnected, message: "not sent"))
+            return
+        }
+        logger.trace(
+            "→ call",
+            metadata: [
+                "serial": "\(serial)", "destination": "\(dbus_message_get_destination(message.raw).map { String(cString: $0) } ?? "")",
+                "path": "\(message.path?.rawValue ?? "")", "interface": "\(message.interface ?? "")",
+                "member": "\(message.member ?? "")", "signature": "\(message.signature)",
+            ])
+        // Registered before the loop can dispatch anything else, so the reply cannot overtake it.
+        pending[serial] = PendingCall(continuation: continuation, deadline: deadline)
+        nearestDeadline = min(nearestDeadline, deadline)
+    }
+
+    private func expireCalls(now: UInt64) {
+        guard now >= nearestDeadline else { return }
+        var expired: [UInt32] = []
+        var next = UInt64.max
+        for (serial, call) in pending {
+            if call.deadline <= now { expired.append(serial) } else { next = min(next, call.deadline) }
+        }
+        nearestDeadline = next
+        for serial in expired {
+            guard let call = pending.removeValue(forKey: serial) else { continue }
+            logger.trace("call timed out", metadata: ["serial": "\(serial)"])
+            call.continuation.resume(
+                throwing: DBusError(name: StandardErrorName.noReply, message: "no reply within the timeout"))
+        }
+    }
+
+    private func pollTimeout() -> Int32 {
+        guard nearestDeadline != .max else { return -1 }
+        let now = monotonicNanoseconds()
+        guard nearestDeadline > now else { return 0 }
+        return Int32(clamping: (nearestDeadline - now + 999_999) / 1_000_000)
+    }
+
+    // MARK: Messages from libdbus (loop thread, inside dbus_connection_dispatch)
+
+    fileprivate func handle(_ raw: OpaquePointer) {
+        switch dbus_message_get_type(raw) {
+        case MessageType.methodCall:
+            handleMethodCall(Message(retaining: raw))
+        case MessageType.methodReturn, MessageType.error:
+            let serial = dbus_message_get_reply_serial(raw)
+            guard let call = pending.removeValue(forKey: serial) else {
+                logger.trace("reply to an unknown or timed-out call", metadata: ["reply-serial": "\(serial)"])
+                return
+            }
+            counters.repliesReceived.add(1, ordering: .relaxed)
+            let reply = Message(retaining: raw)
+            logger.trace(
+                dbus_message_get_type(raw) == MessageType.error ? "← error" : "← reply",
+                metadata: [
+                    "reply-serial": "\(serial)", "sender": "\(reply.sender ?? "")",
+                    "error": "\(reply.errorName ?? "")", "signature": "\(reply.signature)",
+                ])
+            call.continuation.resume(returning: reply)
+        case MessageType.signal:
+            let signal = Message(retaining: raw)
+            if signal.interface == "org.freedesktop.DBus.Local" && signal.member == "Disconnected" {
+                logger.debug("the bus closed the connection")
+                isDisconnected = true
+                return
+            }
+            deliverSignal(signal)
+        default:
+            break
+        }
+    }
+}
+
+/// Message types from the D-Bus specification ("Message Format"), the values of libdbus's
+/// `DBUS_MESSAGE_TYPE_*`.
+enum MessageType {
+    static let methodCall: Int32 = 1
+    static let methodReturn: Int32 = 2
+    static let error: Int32 = 3
+    static let signal: Int32 = 4
+}
+
+/// The filter libdbus calls for every message; `userData` is the unretained core (the loop thread, the only
+/// caller, holds a strong reference while it runs).
+private func handleMessageFromLibdbus(
+    _ connection: OpaquePointer?, _ message: OpaquePointer?, _ userData: UnsafeMutableRawPointer?
+) -> DBusHandlerResult {
+    guard let message, let userData else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
+    Unmanaged<ConnectionCore>.fromOpaque(userData).takeUnretainedValue().handle(message)
+    return DBUS_HANDLER_RESULT_HANDLED
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: cheap, no Foundation, immune to wall-clock changes.
+func monotonicNanoseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
+}
+
+/// Call and reply counters, readable from any thread.
+final class Counters: Sendable {
+    let callsReceived = Atomic<Int>(0)
+    let callsAnswered = Atomic<Int>(0)
+    let repliesSent = Atomic<Int>(0)
+    let droppedCalls = Atomic<Int>(0)
+    let callsSent = Atomic<Int>(0)
+    let repliesReceived = Atomic<Int>(0)
+    let signalsReceived = Atomic<Int>(0)
+}

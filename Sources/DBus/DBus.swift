@@ -1,1 +1,0 @@
-// The DBus module; see DESIGN.md "Modules" for what it owns. Filled by its own issue.
