@@ -1,52 +1,128 @@
+import DBus
 import Foundation
+import Logging
+import Synchronization
 
-/// A private `dbus-daemon` for level-5 tests: its own socket in a temporary directory, killed on `stop()`.
+/// Copied from DBusTests (wt-dbus), with SIGKILL in `stop()`.
+/// A `dbus-daemon` of our own in a temporary directory, isolated from the system and session buses; killed by
+/// `stop()` (or deinit). Spawned with posix_spawn, not Foundation's Process, whose waitUntilExit can hang when
+/// called from Swift concurrency's threads on Linux.
 final class PrivateBus: Sendable {
-    /// The address to connect to, e.g. `unix:path=/tmp/…/bus`.
+    static let daemonPath = "/usr/bin/dbus-daemon"
+    static var isAvailable: Bool { access(daemonPath, X_OK) == 0 }
+
     let address: String
-    private let process: Process
-    private let directory: URL
+    private let pid: pid_t
+    private let directory: String
+    private let isStopped = Mutex(false)
 
-    /// Whether the `dbus-daemon` binary is installed (the tests are skipped otherwise).
-    static var isAvailable: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/dbus-daemon") }
-
-    /// Starts the daemon and waits until it listens; throws if it cannot start.
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("blemu-bus-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let socket = directory.appendingPathComponent("bus").path
-        let config = directory.appendingPathComponent("bus.conf")
-        try """
-        <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-         "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-        <busconfig>
-          <type>session</type>
-          <listen>unix:path=\(socket)</listen>
-          <auth>EXTERNAL</auth>
-          <policy context="default">
-            <allow send_destination="*" eavesdrop="true"/>
-            <allow eavesdrop="true"/>
-            <allow own="*"/>
-          </policy>
-        </busconfig>
-        """.write(to: config, atomically: true, encoding: .utf8)
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
-        process.arguments = ["--config-file=\(config.path)", "--nofork", "--print-address"]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        // The daemon prints its address once it listens.
-        let line = output.fileHandleForReading.availableData
-        address = String(decoding: line, as: UTF8.self).split(separator: "\n").first.map(String.init)
-            ?? "unix:path=\(socket)"
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("blemu-dbus-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let config = """
+            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+            <busconfig>
+              <type>session</type>
+              <listen>unix:path=\(directory)/bus</listen>
+              <auth>EXTERNAL</auth>
+              <policy context="default">
+                <allow send_destination="*" eavesdrop="true"/>
+                <allow eavesdrop="true"/>
+                <allow own="*"/>
+              </policy>
+            </busconfig>
+            """
+        let configPath = directory + "/bus.conf"
+        try config.write(toFile: configPath, atomically: true, encoding: .utf8)
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { throw DBusError(name: "test.NoPipe", message: "pipe failed") }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        posix_spawn_file_actions_adddup2(&actions, ends[1], 1)
+        posix_spawn_file_actions_addclose(&actions, ends[0])
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let arguments = [Self.daemonPath, "--config-file=\(configPath)", "--nofork", "--print-address=1"]
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        var child: pid_t = 0
+        let status = posix_spawn(&child, Self.daemonPath, &actions, nil, &argv, environ)
+        for pointer in argv { free(pointer) }
+        posix_spawn_file_actions_destroy(&actions)
+        close(ends[1])
+        defer { close(ends[0]) }
+        guard status == 0 else { throw DBusError(name: "test.NoDaemon", message: "posix_spawn failed: \(status)") }
+        pid = child
+        // The daemon prints its address once it listens: waiting for that line is waiting for readiness.
+        var bytes: [UInt8] = []
+        var byte: UInt8 = 0
+        while read(ends[0], &byte, 1) == 1, byte != UInt8(ascii: "\n") { bytes.append(byte) }
+        address = String(decoding: bytes, as: UTF8.self)
+        guard !address.isEmpty else {
+            kill(child, SIGKILL)
+            var ignored: Int32 = 0
+            waitpid(child, &ignored, 0)
+            throw DBusError(name: "test.NoDaemon", message: "dbus-daemon printed no address")
+        }
     }
 
-    /// Stops the daemon and removes its directory.
+    deinit { stop() }
+
     func stop() {
-        // SIGKILL: the daemon inherits the test process's signal mask, in which libdispatch blocks SIGTERM.
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-        try? FileManager.default.removeItem(at: directory)
+        guard !isStopped.withLock({ let was = $0; $0 = true; return was }) else { return }
+        // SIGKILL, not SIGTERM: the daemon inherits the spawning thread's signal mask, in which Swift's worker
+        // threads block SIGTERM, so SIGTERM is never delivered and waitpid would wait forever.
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// A new connection to this bus; with DBUS_TRACE set, the whole conversation is logged.
+    func connect(_ label: String = "test", trace: Bool = ProcessInfo.processInfo.environment["DBUS_TRACE"] != nil) throws -> BusConnection {
+        var logger = Logger(label: label)
+        logger.logLevel = trace ? .trace : .critical
+        return try BusConnection(.address(address), logger: logger)
+    }
+}
+
+/// The first element of `stream`, or nil if none arrives within `limit` (a failing test must not hang).
+func first<Element: Sendable>(
+    of stream: AsyncStream<Element>, within limit: Duration = .seconds(10)
+) async -> Element? {
+    await withTaskGroup(of: Element?.self) { group in
+        group.addTask {
+            var iterator = stream.makeAsyncIterator()
+            return await iterator.next()
+        }
+        group.addTask {
+            try? await Task.sleep(for: limit)
+            return nil
+        }
+        let result = await group.next() ?? nil
+        group.cancelAll()
+        return result
+    }
+}
+
+/// Collects `count` elements of `stream`, or fewer if the time runs out.
+func collect<Element: Sendable>(
+    _ count: Int, of stream: AsyncStream<Element>, within limit: Duration = .seconds(10)
+) async -> [Element] {
+    await withTaskGroup(of: [Element]?.self) { group in
+        group.addTask {
+            var result: [Element] = []
+            for await element in stream {
+                result.append(element)
+                if result.count == count { break }
+            }
+            return result
+        }
+        group.addTask {
+            try? await Task.sleep(for: limit)
+            return nil
+        }
+        let result = await group.next() ?? nil
+        group.cancelAll()
+        return result ?? []
     }
 }

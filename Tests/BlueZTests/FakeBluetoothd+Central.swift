@@ -1,0 +1,438 @@
+// The simulated central: what bluetoothd 5.66 does when a remote device reads, writes and subscribes
+// (src/shared/gatt-server.c for the ATT side, src/gatt-database.c `chrc_read_cb`, `chrc_write_cb`,
+// `send_write`, `ccc_write_cb`, `property_changed_cb`, `sock_io_read`, `conf_cb`, `append_options`).
+import DBus
+import GATTModel
+
+/// A connected central as a test holds it.
+struct FakeCentral: Sendable {
+    /// Its address, e.g. `11:22:33:44:55:01`.
+    var address: String
+    /// Its Device1 object, e.g. `/org/bluez/hci0/dev_11_22_33_44_55_01`.
+    var path: ObjectPath
+    /// Every notification and indication it receives, in order.
+    var notifications: AsyncStream<FakeNotification>
+}
+
+/// One notification or indication as a central receives it.
+struct FakeNotification: Sendable, Hashable {
+    var characteristic: ObjectPath
+    var value: [UInt8]
+    var isIndication: Bool
+}
+
+/// A characteristic or descriptor, named by its UUID (`"2a37"`, or 128-bit) or its app object path (`"/..."`).
+struct AttributeReference: Sendable, Hashable, ExpressibleByStringLiteral, CustomStringConvertible {
+    var text: String
+    init(stringLiteral text: String) { self.text = text }
+    init(_ path: ObjectPath) { text = path.rawValue }
+    var description: String { text }
+}
+
+/// One Prepare Write Request of a long or reliable write.
+struct PreparedWrite: Sendable {
+    var attribute: AttributeReference
+    var offset: UInt16
+    var value: [UInt8]
+}
+
+extension FakeBluetoothd {
+    /// What the fake keeps per connected device.
+    struct DeviceState {
+        var address: String
+        var mtu: UInt16
+        var security: FakeATT.LinkSecurity
+        var isTrusted: Bool
+        /// Whether the central confirms indications at once; if not, see `confirmIndication(from:)`.
+        var confirmsIndications: Bool
+        /// CCCD values by characteristic path: 1 notifications, 2 indications.
+        var cccValues: [ObjectPath: UInt16] = [:]
+        /// Indications sent and not yet confirmed (ATT allows one outstanding per bearer), then those waiting.
+        var awaitingConfirmation: FakeNotification?
+        var heldIndications: [FakeNotification] = []
+        /// ATT allows one outstanding request per bearer (bt_att's request queue; no EATT here): requests
+        /// wait their turn, so a central never has two ReadValue calls pending at bluetoothd.
+        var isRequestOutstanding = false
+        var waitingRequests: [CheckedContinuation<Void, Never>] = []
+        let continuation: AsyncStream<FakeNotification>.Continuation
+    }
+
+    /// `chrc->ntfy_cnt` and `chrc->notify_io` of one characteristic.
+    struct NotifyState {
+        var count: UInt32 = 0
+        var reader: NotifyReader?
+    }
+
+    /// Where a found attribute lives.
+    struct FoundAttribute {
+        var owner: String
+        var path: ObjectPath
+        var interface: String
+        var parsed: FakeATT.ParsedFlags
+        var characteristic: FakeCharacteristic?
+    }
+
+    // MARK: Connections
+
+    /// A central connects: adds its Device1 object (InterfacesAdded from `/`) and returns its handle.
+    /// `security` is the level the link reached (pairing is not simulated).
+    func connect(
+        address: String, mtu: UInt16 = 23, security: FakeATT.LinkSecurity = .low, isTrusted: Bool = false,
+        confirmsIndications: Bool = true
+    ) throws -> FakeCentral {
+        let path = BlueZ566.adapterPath.appending("dev_" + address.replacingOccurrences(of: ":", with: "_"))
+        let (stream, continuation) = AsyncStream<FakeNotification>.makeStream()
+        devices[path] = DeviceState(
+            address: address, mtu: mtu, security: security, isTrusted: isTrusted,
+            confirmsIndications: confirmsIndications, continuation: continuation)
+        let properties: [(String, Signature, DBusValue)] = [
+            ("Address", "s", .string(address)), ("AddressType", "s", .string("public")),
+            ("Adapter", "o", .objectPath(BlueZ566.adapterPath)), ("Connected", "b", .boolean(true)),
+            ("Paired", "b", .boolean(security > .low)), ("Trusted", "b", .boolean(isTrusted)),
+        ]
+        try connection.export(
+            path,
+            [
+                Interface(
+                    BlueZ566.Interface.device,
+                    properties: properties.map { name, signature, value in
+                        Property(name, signature: signature, get: { value })
+                    })
+            ])
+        return FakeCentral(address: address, path: path, notifications: stream)
+    }
+
+    /// The central disconnects: its subscriptions end as if it wrote 0 to each CCCD (closing the fd or calling
+    /// StopNotify when it was the last), and its Device1 object goes (InterfacesRemoved).
+    func disconnect(_ central: FakeCentral) {
+        guard let device = devices[central.path] else { return }
+        for characteristic in device.cccValues.keys { disable(characteristic) }
+        devices.removeValue(forKey: central.path)?.continuation.finish()
+        for waiting in device.waitingRequests { waiting.resume() }
+        connection.unexport(central.path)
+    }
+
+    // MARK: Reads (gatt-server `read_cb`/`read_blob_cb`, gatt-database `chrc_read_cb`, `read_reply_cb`)
+
+    /// One Read Request (offset 0) or Read Blob Request: the permission check first (0x02, 0x05, 0x0F without
+    /// calling the app), then ReadValue; the response holds at most MTU-1 bytes.
+    func read(
+        _ attribute: AttributeReference, offset: UInt16 = 0, by central: FakeCentral
+    ) async -> Result<[UInt8], ATTError> {
+        await beginRequest(central)
+        defer { endRequest(central) }
+        guard let device = devices[central.path] else { return .failure(.unlikelyError) }
+        guard let found = find(attribute) else { return .failure(.invalidHandle) }
+        if let error = FakeATT.check(found.parsed.permissions, for: .read, at: device.security) {
+            return .failure(error)
+        }
+        let reply: [DBusValue]
+        do {
+            reply = try await callApp(
+                found.owner, found.path, found.interface, "ReadValue",
+                [options(for: device, central.path, offset: offset)])
+        } catch let error as DBusError {
+            return .failure(FakeATT.code(forErrorNamed: error.name, message: error.message, on: .read))
+        } catch {
+            return .failure(.unlikelyError)
+        }
+        // `read_reply_cb`: a reply that is not an array is Request Not Supported; values are cut to 512.
+        guard reply.count == 1, let value = try? reply[0].asBytes() else { return .failure(.requestNotSupported) }
+        return .success(Array(value.prefix(512).prefix(Int(device.mtu) - 1)))
+    }
+
+    /// A long read as a central performs it: Read, then Read Blob at the received length while responses are
+    /// full (MTU-1 bytes). Each step calls ReadValue with the offset.
+    func readLong(_ attribute: AttributeReference, by central: FakeCentral) async -> Result<[UInt8], ATTError> {
+        guard let mtu = devices[central.path]?.mtu else { return .failure(.unlikelyError) }
+        var value: [UInt8] = []
+        while true {
+            switch await read(attribute, offset: UInt16(value.count), by: central) {
+            case .failure(let error): return .failure(error)
+            case .success(let part):
+                value += part
+                if part.count < Int(mtu) - 1 || value.count >= 512 { return .success(value) }
+            }
+        }
+    }
+
+    // MARK: Writes (gatt-database `chrc_write_cb`, `send_write`, `write_reply_cb`)
+
+    /// A Write Request (`withResponse`) or Write Command. A characteristic with `write-without-response` gets
+    /// WriteValue flagged no-reply and the central an immediate success, even for a Write Request (5.66
+    /// `send_write` with no owner queue). A Write Command's error never reaches the central: nil is returned.
+    func write(
+        _ attribute: AttributeReference, _ value: [UInt8], withResponse: Bool = true, by central: FakeCentral
+    ) async -> ATTError? {
+        await beginRequest(central)
+        defer { endRequest(central) }
+        let result = await writeValue(attribute, value, offset: 0, prepareAuthorize: false, by: central)
+        return withResponse ? result : nil
+    }
+
+    /// Prepare Write Requests, then Execute Write: up to 30 queued parts (else 0x09), permission checks at
+    /// prepare time, the `authorize` hook for untrusted devices, contiguous parts merged, then one WriteValue
+    /// per handle in order, stopping at the first error. Earlier handles stay written.
+    func prepareAndExecute(_ writes: [PreparedWrite], by central: FakeCentral) async -> ATTError? {
+        await beginRequest(central)
+        defer { endRequest(central) }
+        guard let device = devices[central.path] else { return .unlikelyError }
+        guard writes.count <= 30 else { return .prepareQueueFull }
+        var authorized: Set<ObjectPath> = []
+        var queue: [(AttributeReference, ObjectPath, UInt16, [UInt8])] = []
+        for write in writes {
+            guard let found = find(write.attribute) else { return .invalidHandle }
+            if let error = FakeATT.check(found.parsed.permissions, for: .write, at: device.security) { return error }
+            if found.parsed.requiresPrepareAuthorization, !device.isTrusted, !authorized.contains(found.path) {
+                if let error = await writeValue(
+                    write.attribute, write.value, offset: write.offset, prepareAuthorize: true, by: central)
+                {
+                    return error
+                }
+                authorized.insert(found.path)
+            }
+            if let last = queue.last, last.1 == found.path, Int(last.2) + last.3.count == Int(write.offset) {
+                queue[queue.count - 1].3 += write.value
+            } else {
+                queue.append((write.attribute, found.path, write.offset, write.value))
+            }
+        }
+        for (attribute, _, offset, value) in queue {
+            if let error = await writeValue(attribute, value, offset: offset, prepareAuthorize: false, by: central) {
+                return error
+            }
+        }
+        return nil
+    }
+
+    private func writeValue(
+        _ attribute: AttributeReference, _ value: [UInt8], offset: UInt16, prepareAuthorize: Bool,
+        by central: FakeCentral
+    ) async -> ATTError? {
+        guard let device = devices[central.path] else { return .unlikelyError }
+        guard let found = find(attribute) else { return .invalidHandle }
+        if let error = FakeATT.check(found.parsed.permissions, for: .write, at: device.security) { return error }
+        var options = options(for: device, central.path, offset: offset)
+        if prepareAuthorize, case .dictionary(let key, let type, var entries) = options {
+            entries.append(.init(.string("prepare-authorize"), .variant(.boolean(true))))
+            options = .dictionary(key: key, value: type, entries)
+        }
+        let arguments: [DBusValue] = [.bytes(value), options]
+        if found.parsed.properties.contains(.writeWithoutResponse) {
+            callAppWithoutReply(found.owner, found.path, found.interface, "WriteValue", arguments)
+            return nil
+        }
+        do {
+            _ = try await callApp(found.owner, found.path, found.interface, "WriteValue", arguments)
+            return nil
+        } catch let error as DBusError {
+            return FakeATT.code(forErrorNamed: error.name, message: error.message, on: .write)
+        } catch {
+            return .unlikelyError
+        }
+    }
+
+    // MARK: Subscriptions (`ccc_write_cb`, `acquire_notify_reply`)
+
+    /// Writes 1 (notifications) or 2 (indications) to the characteristic's CCCD. Returns the ATT error, if any.
+    /// Unlike 5.66, which answers the CCCD write before AcquireNotify returns, this waits for the fd, so a test
+    /// can notify at once. 5.66 would also call AcquireNotify twice if a second device subscribed meanwhile.
+    func subscribe(_ attribute: AttributeReference, indications: Bool = false, by central: FakeCentral) async -> ATTError? {
+        await beginRequest(central)
+        defer { endRequest(central) }
+        guard var device = devices[central.path] else { return .unlikelyError }
+        guard let found = find(attribute), let characteristic = found.characteristic, characteristic.hasCCCD else {
+            return .invalidHandle
+        }
+        // `database_add_ccc`: the CCCD is always readable and writable, plus the `*-notify`/`*-indicate` levels.
+        let cccPermissions = characteristic.parsed.cccPermissions.union([.read, .write])
+        if let error = FakeATT.check(cccPermissions, for: .write, at: device.security) { return error }
+        let value: UInt16 = indications ? 2 : 1
+        let properties = characteristic.parsed.properties
+        if (value == 1 && !properties.contains(.notify)) || (value == 2 && !properties.contains(.indicate)) {
+            return .cccdImproperlyConfigured
+        }
+        // gatt-db calls the CCC callback only when the device's value changes.
+        let previous = device.cccValues[found.path] ?? 0
+        device.cccValues[found.path] = value
+        devices[central.path] = device
+        if previous != 0 { return nil }
+        var state = notifyStates[found.path] ?? NotifyState()
+        if state.reader != nil {
+            state.count += 1
+            notifyStates[found.path] = state
+            return nil
+        }
+        if characteristic.offersAcquireNotify {
+            let options = acquireOptions(for: device, central.path)
+            do {
+                let reply = try await callApp(
+                    found.owner, found.path, found.interface, "AcquireNotify", [options])
+                if reply.count == 2, case .unixFD(let fd) = reply[0], case .uint16 = reply[1] {
+                    let path = found.path
+                    var state = notifyStates[found.path] ?? NotifyState()
+                    state.reader = NotifyReader(fd: fd.rawValue) { [weak self] datagram in
+                        await self?.valueChanged(path, datagram)
+                    }
+                    state.count += 1
+                    notifyStates[found.path] = state
+                    return nil
+                }
+            } catch let error as DBusError
+                where error.name == StandardErrorName.noReply || error.name == BlueZ566.Error.failed
+            {
+                // `acquire_notify_reply` gives up on NoReply and Failed: no count, no StartNotify.
+                return nil
+            } catch {}
+            // Any other error or a malformed reply: the `retry` label, StartNotify.
+        }
+        callAppWithoutReply(found.owner, found.path, found.interface, "StartNotify")
+        var fallback = notifyStates[found.path] ?? NotifyState()
+        fallback.count += 1
+        notifyStates[found.path] = fallback
+        return nil
+    }
+
+    /// Writes 0 to the CCCD: the count drops; at 0 the fd is closed (fd path) or StopNotify called.
+    func unsubscribe(_ attribute: AttributeReference, by central: FakeCentral) -> ATTError? {
+        guard let found = find(attribute), found.characteristic?.hasCCCD == true else { return .invalidHandle }
+        guard devices[central.path]?.cccValues.removeValue(forKey: found.path) != nil else { return nil }
+        disable(found.path)
+        return nil
+    }
+
+    private func disable(_ path: ObjectPath) {
+        guard var state = notifyStates[path], state.count > 0 else { return }
+        state.count -= 1
+        notifyStates[path] = state
+        guard state.count == 0 else { return }
+        if let reader = state.reader {
+            reader.stop()
+            notifyStates[path]?.reader = nil
+            return
+        }
+        guard let owner = owner(of: path) else { return }
+        callAppWithoutReply(owner, path, BlueZ566.Interface.gattCharacteristic, "StopNotify")
+    }
+
+    /// How many subscriptions bluetoothd counts for a characteristic (`ntfy_cnt`), and whether it holds an fd.
+    func notifyCount(_ attribute: AttributeReference) -> (count: UInt32, hasFD: Bool) {
+        guard let path = find(attribute)?.path, let state = notifyStates[path] else { return (0, false) }
+        return (state.count, state.reader != nil)
+    }
+
+    // MARK: Delivery (`send_notification_to_devices`, `conf_cb`)
+
+    /// A new value from PropertiesChanged or a datagram from the fd: every device whose CCCD is set gets it,
+    /// cut to MTU-3, as a notification or an indication by its own CCCD value.
+    func valueChanged(_ path: ObjectPath, _ value: [UInt8]) {
+        for (devicePath, device) in devices {
+            guard let ccc = device.cccValues[path] else { continue }
+            let notification = FakeNotification(
+                characteristic: path, value: Array(value.prefix(512).prefix(Int(device.mtu) - 3)), isIndication: ccc == 2)
+            if notification.isIndication {
+                indicate(notification, to: devicePath)
+            } else {
+                device.continuation.yield(notification)
+            }
+        }
+    }
+
+    private func indicate(_ indication: FakeNotification, to devicePath: ObjectPath) {
+        guard var device = devices[devicePath] else { return }
+        if device.awaitingConfirmation != nil {
+            device.heldIndications.append(indication)
+            devices[devicePath] = device
+            return
+        }
+        device.awaitingConfirmation = indication
+        devices[devicePath] = device
+        device.continuation.yield(indication)
+        if device.confirmsIndications { confirmIndication(at: devicePath) }
+    }
+
+    /// The central confirms the outstanding indication: the app gets `Confirm()` (no reply expected), and the
+    /// next held indication goes out. For centrals connected with `confirmsIndications: false`.
+    func confirmIndication(from central: FakeCentral) { confirmIndication(at: central.path) }
+
+    private func confirmIndication(at devicePath: ObjectPath) {
+        guard var device = devices[devicePath], let confirmed = device.awaitingConfirmation else { return }
+        device.awaitingConfirmation = nil
+        let next = device.heldIndications.isEmpty ? nil : device.heldIndications.removeFirst()
+        devices[devicePath] = device
+        if let owner = owner(of: confirmed.characteristic) {
+            callAppWithoutReply(owner, confirmed.characteristic, BlueZ566.Interface.gattCharacteristic, "Confirm")
+        }
+        if let next { indicate(next, to: devicePath) }
+    }
+
+    // MARK: One request at a time per bearer
+
+    private func beginRequest(_ central: FakeCentral) async {
+        guard devices[central.path]?.isRequestOutstanding == true else {
+            devices[central.path]?.isRequestOutstanding = true
+            return
+        }
+        await withCheckedContinuation { devices[central.path]?.waitingRequests.append($0) }
+    }
+
+    /// Hands the bearer to the next waiting request (it stays outstanding), or frees it.
+    private func endRequest(_ central: FakeCentral) {
+        guard var device = devices[central.path] else { return }
+        if device.waitingRequests.isEmpty {
+            device.isRequestOutstanding = false
+            devices[central.path] = device
+        } else {
+            let next = device.waitingRequests.removeFirst()
+            devices[central.path] = device
+            next.resume()
+        }
+    }
+
+    // MARK: Lookup and options
+
+    /// The characteristic as registered, by reference.
+    func characteristic(_ attribute: AttributeReference) -> FakeCharacteristic? { find(attribute)?.characteristic }
+
+    /// Every registered application.
+    var registeredApplications: [FakeApplication] { Array(applications.values) }
+
+    private func owner(of path: ObjectPath) -> String? {
+        applications.values.first { $0.characteristics.contains { $0.path == path } }?.owner
+    }
+
+    private func find(_ attribute: AttributeReference) -> FoundAttribute? {
+        let uuid = BluetoothUUID(attribute.text)
+        for application in applications.values {
+            for characteristic in application.characteristics {
+                if characteristic.path.rawValue == attribute.text || characteristic.uuid == uuid {
+                    return FoundAttribute(
+                        owner: application.owner, path: characteristic.path,
+                        interface: BlueZ566.Interface.gattCharacteristic, parsed: characteristic.parsed,
+                        characteristic: characteristic)
+                }
+                for descriptor in characteristic.descriptors
+                where descriptor.path.rawValue == attribute.text || descriptor.uuid == uuid {
+                    return FoundAttribute(
+                        owner: application.owner, path: descriptor.path,
+                        interface: BlueZ566.Interface.gattDescriptor, parsed: descriptor.parsed, characteristic: nil)
+                }
+            }
+        }
+        return nil
+    }
+
+    /// `append_options`: device, offset (only when non-zero), link, mtu. `type` is never sent.
+    private func options(for device: DeviceState, _ path: ObjectPath, offset: UInt16) -> DBusValue {
+        var entries: [DBusValue.DictionaryEntry] = [.init(.string("device"), .variant(.objectPath(path)))]
+        if offset != 0 { entries.append(.init(.string("offset"), .variant(.uint16(offset)))) }
+        entries.append(.init(.string("link"), .variant(.string("LE"))))
+        entries.append(.init(.string("mtu"), .variant(.uint16(device.mtu))))
+        return .dictionary(key: "s", value: "v", entries)
+    }
+
+    /// `acquire_notify_setup`: the same options, for the first subscriber only.
+    private func acquireOptions(for device: DeviceState, _ path: ObjectPath) -> DBusValue {
+        options(for: device, path, offset: 0)
+    }
+}

@@ -1,0 +1,412 @@
+// A fake bluetoothd for test level 5 (DESIGN.md): it owns org.bluez on a private bus and talks to the app as
+// BlueZ 5.66 does (src/gatt-database.c, src/advertising.c, src/agent.c, src/adapter.c). Where the fake and the
+// lab disagree, the fake is wrong: each behaviour cites the 5.66 function it mirrors.
+import DBus
+import Foundation
+import GATTModel
+import Logging
+import Synchronization
+
+/// Plays org.bluez on a private bus: adapter, agent manager, GATT manager, advertising manager, and a simulated
+/// central (see FakeBluetoothd+Central.swift). `stop()` closes its connection.
+actor FakeBluetoothd {
+    /// The adapter's fixed address.
+    static let adapterAddress = "00:AA:01:00:00:00"
+
+    let busAddress: String
+    let logger: Logger
+    /// How many advertisements the controller can hold (5.66 reads it from the kernel; 4-5 is usual).
+    let maximumAdvertisements: UInt8
+    private(set) var connection: BusConnection
+    let adapter = AdapterProperties()
+
+    // State dropped by `restart()`.
+    var applications: [ApplicationKey: FakeApplication] = [:]
+    var registeringApplications: Set<ApplicationKey> = []
+    var advertisements: [ApplicationKey: [String: DBusValue]] = [:]
+    var agent: (owner: String, path: ObjectPath, capability: String)?
+    var defaultAgent: ObjectPath?
+    var devices: [ObjectPath: DeviceState] = [:]
+    var notifyStates: [ObjectPath: NotifyState] = [:]
+    var valueWatches: [ApplicationKey: Task<Void, Never>] = [:]
+    var nextHandle: UInt16 = 0x0010
+
+    // Counters, kept across restarts.
+    /// Successful RegisterApplication calls.
+    private(set) var registrationCount = 0
+    /// Why registrations failed, in order.
+    private(set) var registrationFailures: [String] = []
+    /// GetManagedObjects calls made back to apps during RegisterApplication.
+    private(set) var managedObjectsCalls = 0
+    /// Calls made to apps, by member (no-reply calls included).
+    private(set) var callsToApp: [String: Int] = [:]
+    /// Successful replies received from apps.
+    private(set) var repliesFromApp = 0
+    /// Error replies received from apps, by D-Bus error name.
+    private(set) var errorsFromApp: [String: Int] = [:]
+
+    /// An app object, named as bluetoothd keys it: the owner's unique name and the object path.
+    struct ApplicationKey: Hashable, Sendable {
+        var owner: String
+        var path: ObjectPath
+    }
+
+    /// Connects to the bus at `busAddress`, takes org.bluez and exports the adapter; throws if the name is taken.
+    init(busAddress: String, maximumAdvertisements: UInt8 = 4, logger: Logger? = nil) async throws {
+        self.busAddress = busAddress
+        self.maximumAdvertisements = maximumAdvertisements
+        var quiet = Logger(label: "fake-bluetoothd")
+        quiet.logLevel = ProcessInfo.processInfo.environment["DBUS_TRACE"] != nil ? .trace : .critical
+        self.logger = logger ?? quiet
+        connection = try BusConnection(.address(busAddress), logger: self.logger)
+        try await start()
+    }
+
+    /// The unique name bluetoothd has now (it changes on `restart()`).
+    var uniqueName: String { connection.uniqueName }
+
+    /// Closes the connection (releasing org.bluez) and every notify fd.
+    func stop() {
+        tearDown()
+        connection.close()
+    }
+
+    /// bluetoothd exits and starts again: the name is dropped, a new connection (a new unique name) takes it
+    /// back, and every registration, advertisement, agent and device is forgotten, as after a real restart.
+    func restart() async throws {
+        stop()
+        connection = try BusConnection(.address(busAddress), logger: logger)
+        try await start()
+    }
+
+    private func start() async throws {
+        try connection.addObjectManager(at: .root)
+        try connection.export(BlueZ566.managerPath, [agentManagerInterface()])
+        try connection.export(
+            BlueZ566.adapterPath,
+            [adapterInterface(), gattManagerInterface(), advertisingManagerInterface()])
+        try await connection.requestName(BlueZ566.service)
+    }
+
+    private func tearDown() {
+        for task in valueWatches.values { task.cancel() }
+        valueWatches = [:]
+        for state in notifyStates.values { state.reader?.stop() }
+        notifyStates = [:]
+        for device in devices.values {
+            device.continuation.finish()
+            for waiting in device.waitingRequests { waiting.resume() }
+        }
+        devices = [:]
+        applications = [:]
+        registeringApplications = []
+        advertisements = [:]
+        publishInstanceCount()
+        agent = nil
+        defaultAgent = nil
+        nextHandle = 0x0010
+    }
+
+    // MARK: Calls to the app, counted
+
+    /// Calls the app and counts the call, its reply or its error by name.
+    func callApp(
+        _ owner: String, _ path: ObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = []
+    ) async throws -> [DBusValue] {
+        callsToApp[member, default: 0] += 1
+        do {
+            let reply = try await connection.call(owner, path: path, interface: interface, member: member, arguments: arguments)
+            repliesFromApp += 1
+            return reply
+        } catch let error as DBusError {
+            errorsFromApp[error.name, default: 0] += 1
+            throw error
+        }
+    }
+
+    /// A call flagged no-reply, as gdbus's `g_dbus_proxy_method_call` sends one with no reply function
+    /// (StartNotify, StopNotify, Confirm, and WriteValue on a `write-without-response` characteristic).
+    func callAppWithoutReply(
+        _ owner: String, _ path: ObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = []
+    ) {
+        callsToApp[member, default: 0] += 1
+        do {
+            try connection.callWithoutReply(owner, path: path, interface: interface, member: member, arguments: arguments)
+        } catch {
+            logger.error("no-reply call not sent", metadata: ["member": "\(member)", "error": "\(error)"])
+        }
+    }
+
+    // MARK: GattManager1 (src/gatt-database.c `manager_register_app`, `client_ready_cb`)
+
+    private func registerApplication(_ arguments: [DBusValue], sender: String?) async throws -> [DBusValue] {
+        guard let sender, case .objectPath(let root)? = arguments.first else {
+            throw DBusError(name: BlueZ566.Error.invalidArguments, message: "Invalid arguments in method call")
+        }
+        let key = ApplicationKey(owner: sender, path: root)
+        guard applications[key] == nil, !registeringApplications.contains(key) else {
+            throw DBusError(name: BlueZ566.Error.alreadyExists, message: "Already Exists")
+        }
+        registeringApplications.insert(key)
+        defer { registeringApplications.remove(key) }
+        // 5.66 creates a GDBusClient on (sender, root), which calls GetManagedObjects before the reply is sent.
+        managedObjectsCalls += 1
+        let reply: [DBusValue]
+        do {
+            reply = try await callApp(sender, root, BlueZ566.objectManager, "GetManagedObjects")
+        } catch {
+            return try fail("No object received (\(error))")
+        }
+        let application: FakeApplication
+        do {
+            application = try FakeApplication(owner: sender, root: root, managedObjects: reply, firstHandle: nextHandle)
+        } catch {
+            return try fail("\(error)")
+        }
+        nextHandle = (application.attributes.last.map { $0.handle + 2 }) ?? nextHandle
+        applications[key] = application
+        registrationCount += 1
+        try await watchValues(of: key)
+        return []
+    }
+
+    private func fail(_ reason: String) throws -> [DBusValue] {
+        registrationFailures.append(reason)
+        throw DBusError(name: BlueZ566.Error.failed, message: "No valid service object found")
+    }
+
+    private func unregisterApplication(_ arguments: [DBusValue], sender: String?) throws -> [DBusValue] {
+        guard let sender, case .objectPath(let root)? = arguments.first else {
+            throw DBusError(name: BlueZ566.Error.invalidArguments, message: "Invalid arguments in method call")
+        }
+        let key = ApplicationKey(owner: sender, path: root)
+        guard let application = applications.removeValue(forKey: key) else {
+            throw DBusError(name: BlueZ566.Error.doesNotExist, message: "Does Not Exist")
+        }
+        valueWatches.removeValue(forKey: key)?.cancel()
+        for characteristic in application.characteristics {
+            notifyStates.removeValue(forKey: characteristic.path)?.reader?.stop()
+        }
+        return []
+    }
+
+    /// `database_add_ccc` sets a property watch on every notifying characteristic: PropertiesChanged{Value}
+    /// from the app reaches subscribed devices whether StartNotify was called or not.
+    private func watchValues(of key: ApplicationKey) async throws {
+        let rule = MatchRule(
+            sender: key.owner, pathNamespace: key.path, interface: BlueZ566.properties, member: "PropertiesChanged",
+            arg0: BlueZ566.Interface.gattCharacteristic)
+        let signals = try await connection.signals(matching: rule)
+        valueWatches[key] = Task { [weak self] in
+            for await signal in signals {
+                guard signal.arguments.count >= 2, let changed = try? signal.arguments[1].asVardict(),
+                    let value = try? changed["Value"]?.asBytes()
+                else { continue }
+                await self?.valueChanged(signal.path, value)
+            }
+        }
+    }
+
+    // MARK: LEAdvertisingManager1 (src/advertising.c `register_advertisement`, `client_ready`)
+
+    private func registerAdvertisement(_ arguments: [DBusValue], sender: String?) async throws -> [DBusValue] {
+        guard let sender, case .objectPath(let path)? = arguments.first else {
+            throw DBusError(name: BlueZ566.Error.invalidArguments, message: "Invalid arguments in method call")
+        }
+        let key = ApplicationKey(owner: sender, path: path)
+        guard advertisements[key] == nil else {
+            throw DBusError(name: BlueZ566.Error.alreadyExists, message: "Already Exists")
+        }
+        guard advertisements.count < Int(maximumAdvertisements) else {
+            throw DBusError(name: BlueZ566.Error.notPermitted, message: "Maximum advertisements reached")
+        }
+        // 5.66 reads the properties through a GDBusProxy, which fetches them with Properties.GetAll.
+        let reply: [DBusValue]
+        do {
+            reply = try await callApp(
+                sender, path, BlueZ566.properties, "GetAll", [.string(BlueZ566.Interface.advertisement)])
+        } catch {
+            throw DBusError(name: BlueZ566.Error.failed, message: "Failed to register advertisement")
+        }
+        guard let properties = try? reply.first?.asVardict(),
+            let type = try? properties["Type"]?.asString(), type == "peripheral" || type == "broadcast"
+        else {
+            throw DBusError(name: BlueZ566.Error.failed, message: "Failed to parse advertisement.")
+        }
+        advertisements[key] = properties
+        publishInstanceCount()
+        try? connection.emitPropertiesChanged(
+            path: BlueZ566.adapterPath, interface: BlueZ566.Interface.advertisingManager,
+            properties: ["ActiveInstances", "SupportedInstances"])
+        return []
+    }
+
+    private func unregisterAdvertisement(_ arguments: [DBusValue], sender: String?) throws -> [DBusValue] {
+        guard let sender, case .objectPath(let path)? = arguments.first,
+            advertisements.removeValue(forKey: ApplicationKey(owner: sender, path: path)) != nil
+        else {
+            throw DBusError(name: BlueZ566.Error.doesNotExist, message: "Does Not Exist")
+        }
+        publishInstanceCount()
+        try? connection.emitPropertiesChanged(
+            path: BlueZ566.adapterPath, interface: BlueZ566.Interface.advertisingManager,
+            properties: ["ActiveInstances", "SupportedInstances"])
+        return []
+    }
+
+    /// The registered advertisements' properties, by owner and path.
+    var advertisementProperties: [ApplicationKey: [String: DBusValue]] { advertisements }
+
+    /// Drops every advertisement and calls its `Release()` (no reply expected), as 5.66 does when the adapter
+    /// goes away (`advertisement_release`).
+    func releaseAdvertisements() {
+        for key in advertisements.keys {
+            callAppWithoutReply(key.owner, key.path, BlueZ566.Interface.advertisement, "Release")
+        }
+        advertisements = [:]
+        publishInstanceCount()
+    }
+
+    // MARK: Exported interfaces
+
+    private func adapterInterface() -> Interface {
+        let adapter = adapter
+        return Interface(
+            BlueZ566.Interface.adapter,
+            properties: [
+                Property("Address", signature: "s", get: { .string(Self.adapterAddress) }),
+                Property("AddressType", signature: "s", get: { .string("public") }),
+                Property("Name", signature: "s", get: { .string("blemu-fake") }),
+                Property(
+                    "Alias", signature: "s", get: { .string(adapter.state.withLock { $0.alias }) },
+                    set: { value in
+                        let alias = try value.asString()
+                        adapter.state.withLock { $0.alias = alias }
+                    }),
+                Property(
+                    "Powered", signature: "b", get: { .boolean(adapter.state.withLock { $0.isPowered }) },
+                    set: { value in
+                        let isPowered = try value.asBool()
+                        adapter.state.withLock { $0.isPowered = isPowered }
+                    }),
+            ])
+    }
+
+    private func gattManagerInterface() -> Interface {
+        Interface(
+            BlueZ566.Interface.gattManager,
+            methods: [
+                .returning("RegisterApplication", inputs: "oa{sv}") { [weak self] arguments, context in
+                    guard let self else { throw DBusError(name: BlueZ566.Error.failed, message: "stopped") }
+                    return try await self.registerApplication(arguments, sender: context.sender)
+                },
+                .returning("UnregisterApplication", inputs: "o") { [weak self] arguments, context in
+                    guard let self else { throw DBusError(name: BlueZ566.Error.failed, message: "stopped") }
+                    return try await self.unregisterApplication(arguments, sender: context.sender)
+                },
+            ])
+    }
+
+    private func advertisingManagerInterface() -> Interface {
+        let maximum = maximumAdvertisements
+        return Interface(
+            BlueZ566.Interface.advertisingManager,
+            methods: [
+                .returning("RegisterAdvertisement", inputs: "oa{sv}") { [weak self] arguments, context in
+                    guard let self else { throw DBusError(name: BlueZ566.Error.failed, message: "stopped") }
+                    return try await self.registerAdvertisement(arguments, sender: context.sender)
+                },
+                .returning("UnregisterAdvertisement", inputs: "o") { [weak self] arguments, context in
+                    guard let self else { throw DBusError(name: BlueZ566.Error.failed, message: "stopped") }
+                    return try await self.unregisterAdvertisement(arguments, sender: context.sender)
+                },
+            ],
+            properties: [
+                Property("ActiveInstances", signature: "y", get: { [adapter] in .byte(adapter.state.withLock { $0.activeAdvertisements }) }),
+                Property(
+                    "SupportedInstances", signature: "y",
+                    get: { [adapter] in .byte(maximum - adapter.state.withLock { $0.activeAdvertisements }) }),
+                Property("SupportedIncludes", signature: "as", get: { .strings(["tx-power", "appearance", "local-name"]) }),
+            ])
+    }
+
+    private func publishInstanceCount() {
+        let count = UInt8(advertisements.count)
+        adapter.state.withLock { $0.activeAdvertisements = count }
+    }
+
+    private func agentManagerInterface() -> Interface {
+        Interface(
+            BlueZ566.Interface.agentManager,
+            methods: [
+                .returning("RegisterAgent", inputs: "os") { [weak self] arguments, context in
+                    guard let self, let sender = context.sender, arguments.count == 2,
+                        case .objectPath(let path) = arguments[0], case .string(let capability) = arguments[1]
+                    else { throw DBusError(name: BlueZ566.Error.invalidArguments, message: "Invalid arguments") }
+                    try await self.registerAgent(owner: sender, path: path, capability: capability)
+                    return []
+                },
+                .returning("UnregisterAgent", inputs: "o") { [weak self] arguments, context in
+                    guard let self, case .objectPath(let path)? = arguments.first else {
+                        throw DBusError(name: BlueZ566.Error.invalidArguments, message: "Invalid arguments")
+                    }
+                    try await self.unregisterAgent(owner: context.sender, path: path)
+                    return []
+                },
+                .returning("RequestDefaultAgent", inputs: "o") { [weak self] arguments, context in
+                    guard let self, case .objectPath(let path)? = arguments.first else {
+                        throw DBusError(name: BlueZ566.Error.invalidArguments, message: "Invalid arguments")
+                    }
+                    try await self.requestDefaultAgent(owner: context.sender, path: path)
+                    return []
+                },
+            ])
+    }
+
+    // MARK: AgentManager1 (src/agent.c `register_agent`, `unregister_agent`, `request_default`)
+
+    /// The capabilities src/agent.c `parse_io_capability` accepts ("" means KeyboardDisplay).
+    static let agentCapabilities: Set<String> = [
+        "", "DisplayOnly", "DisplayYesNo", "KeyboardOnly", "NoInputNoOutput", "KeyboardDisplay",
+    ]
+
+    /// The registered agent: owner, path and capability.
+    var registeredAgent: (owner: String, path: ObjectPath, capability: String)? { agent }
+    /// The agent made default by RequestDefaultAgent.
+    var defaultAgentPath: ObjectPath? { defaultAgent }
+
+    private func registerAgent(owner: String, path: ObjectPath, capability: String) throws {
+        guard agent?.owner != owner else {
+            throw DBusError(name: BlueZ566.Error.alreadyExists, message: "Already Exists")
+        }
+        guard Self.agentCapabilities.contains(capability) else {
+            throw DBusError(name: BlueZ566.Error.invalidArguments, message: "Invalid arguments in method call")
+        }
+        agent = (owner, path, capability)
+    }
+
+    private func unregisterAgent(owner: String?, path: ObjectPath) throws {
+        guard let current = agent, current.owner == owner, current.path == path else {
+            throw DBusError(name: BlueZ566.Error.doesNotExist, message: "No such Agent")
+        }
+        agent = nil
+        if defaultAgent == path { defaultAgent = nil }
+    }
+
+    private func requestDefaultAgent(owner: String?, path: ObjectPath) throws {
+        guard let current = agent, current.owner == owner, current.path == path else {
+            throw DBusError(name: BlueZ566.Error.doesNotExist, message: "No such Agent")
+        }
+        defaultAgent = path
+    }
+}
+
+/// The adapter's writable properties, read on the bus's loop thread (so behind a lock, not the actor).
+final class AdapterProperties: Sendable {
+    struct State {
+        var alias = "blemu-fake"
+        var isPowered = true
+        var activeAdvertisements: UInt8 = 0
+    }
+    let state = Mutex(State())
+}

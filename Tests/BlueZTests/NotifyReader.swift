@@ -1,0 +1,52 @@
+// bluetoothd's side of an AcquireNotify socket (5.66 src/gatt-database.c `sock_io_new`, `sock_io_read`):
+// one datagram of at most 512 bytes per read, each handed on in order, until the app closes its end or
+// bluetoothd destroys the io.
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Reads datagrams from an fd on its own thread (a blocking read must not hold a cooperative thread) and hands
+/// each, in order, to `deliver`. `stop()` shuts the socket down, which wakes the read; the thread closes the fd.
+final class NotifyReader: Sendable {
+    private let fd: Int32
+    /// Whether the fd is closed; guards `shutdown` against a number the kernel may already have reused.
+    private let isClosed = Mutex<Bool>(false)
+    private let datagrams: AsyncStream<[UInt8]>.Continuation
+
+    init(fd: Int32, deliver: @escaping @Sendable ([UInt8]) async -> Void) {
+        self.fd = fd
+        let (stream, continuation) = AsyncStream<[UInt8]>.makeStream()
+        datagrams = continuation
+        Task {
+            for await datagram in stream { await deliver(datagram) }
+        }
+        let thread = Thread { [self] in readUntilClosed() }
+        thread.name = "fake-bluetoothd notify fd \(fd)"
+        thread.start()
+    }
+
+    private func readUntilClosed() {
+        var buffer = [UInt8](repeating: 0, count: 512)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, 512) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { break }
+            datagrams.yield(Array(buffer[0..<count]))
+        }
+        isClosed.withLock { closed in
+            close(fd)
+            closed = true
+        }
+        datagrams.finish()
+    }
+
+    /// Ends reading: the app sees its end hang up, as when 5.66 calls `io_destroy(chrc->notify_io)`.
+    func stop() {
+        isClosed.withLock { closed in
+            if !closed { _ = shutdown(fd, Int32(SHUT_RDWR)) }
+        }
+    }
+}
