@@ -1,6 +1,7 @@
 import ArgumentParser
 import BlueZ
 import DBus
+import Emulation
 import Dispatch
 import Foundation
 import GATTModel
@@ -18,8 +19,13 @@ struct RunCommand: AsyncParsableCommand {
             containing "advertising" once everything is registered. SIGINT or SIGTERM unregisters everything and \
             exits 0. Exits 65 for a bad profile and 69 when bluetoothd or the adapter is unavailable.
 
+            The profile's behaviour runs too: scheduled values, write rules and faults. --control PATH opens a \
+            Unix socket for `blemu ctl`; --events FILE|- writes every event as one JSON line; --restore-id NAME \
+            keeps written values and subscriptions across restarts.
+
             Example:
               blemu run profiles/heart-rate.yaml --adapter hci0
+              blemu run profiles/thermostat.yaml --control /tmp/thermostat.sock --events -
               blemu run profiles/heart-rate.yaml --bus session --log-level trace
             """)
 
@@ -37,6 +43,15 @@ struct RunCommand: AsyncParsableCommand {
 
     @Option(help: "Seconds a request may wait for its answer before the engine answers an error (under 30).")
     var requestDeadline = 10.0
+
+    @Option(help: "A Unix socket path for `blemu ctl` (JSON lines).")
+    var control: String?
+
+    @Option(help: "Write every event as a JSON line to FILE, or to stdout with -.")
+    var events: String?
+
+    @Option(help: "Keep written values and subscriptions under this name, restored on the next run.")
+    var restoreId: String?
 
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
@@ -91,22 +106,48 @@ struct RunCommand: AsyncParsableCommand {
             throw ExitCode.unavailable
         }
 
-        let manager = PeripheralManager(
-            backend: backend, handler: ProfileServer(logger: logger),
-            configuration: PeripheralManager.Configuration(requestDeadline: .milliseconds(Int(requestDeadline * 1000))),
-            logger: logger)
-        let events = manager.events
-        Task {
-            for await event in events { logger.info("event: \(event)") }
+        let stateStore = restoreId.map { StateStore(restoreID: $0, profile: profile, logger: logger) }
+        let restored = stateStore?.restore()
+        if let restored, let restoreId {
+            logger.notice("restoring \(restored.values.count) values and subscriptions saved as \(restoreId)")
         }
+        let server = ProfileServer(store: ValueStore(restored?.values ?? [:]), logger: logger)
+        let configuration = PeripheralManager.Configuration(
+            requestDeadline: .milliseconds(Int(requestDeadline * 1000)))
+        let eventLog: EventLog?
+        let emulator: Emulator
+        do {
+            eventLog = try events.map { try EventLog(path: $0) }
+            emulator = try Emulator(
+                profile: profile, server: server, requestDeadline: configuration.requestDeadline,
+                baseDirectory: URL(fileURLWithPath: file).deletingLastPathComponent().path, eventLog: eventLog,
+                stateStore: stateStore, logger: logger)
+        } catch {
+            Console.error("blemu: \(error)")
+            await backend.shutdown()
+            throw ExitCode.badProfile
+        }
+        let manager = PeripheralManager(
+            backend: backend, handler: emulator.handler, configuration: configuration, restoring: restored,
+            logger: logger)
 
         do {
             if await manager.state != .poweredOn { logger.info("waiting for \(adapter) to be powered on") }
             try await manager.waitUntilPoweredOn()
             for service in profile.services { try await manager.publish(service) }
             try await manager.startAdvertising(profile.advertisement)
+            await emulator.start(on: manager)
         } catch {
             Console.error("blemu: \(error)")
+            await backend.shutdown()
+            throw ExitCode.unavailable
+        }
+        let controlServer = control.map { ControlServer(path: $0, emulator: emulator, logger: logger) }
+        do {
+            try controlServer?.start()
+        } catch {
+            Console.error("blemu: control socket \(control ?? ""): \(error)")
+            await emulator.stop()
             await backend.shutdown()
             throw ExitCode.unavailable
         }
@@ -117,10 +158,18 @@ struct RunCommand: AsyncParsableCommand {
             logger.info("signal \(number): unregistering")
             break
         }
+        controlServer?.stop()
+        await emulator.stop()
         await backend.shutdown()
-        say("stopped")
+        eventLog?.close()
+        let counts = manager.requestCounts
+        say("stopped: \(counts.requests) requests, \(counts.answered) answered")
     }
 
     /// Writes a line to stdout at once (unbuffered), so a script waiting for "advertising" sees it.
-    private func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+    /// With `--events -` stdout carries the JSON lines, so the human lines go to stderr.
+    private func say(_ line: String) {
+        let stream = events == "-" ? FileHandle.standardError : FileHandle.standardOutput
+        stream.write(Data((line + "\n").utf8))
+    }
 }

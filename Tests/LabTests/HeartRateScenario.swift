@@ -11,8 +11,21 @@ enum HeartRateScenario {
 
     /// The profile under test, relative to the checkout.
     static let profile = "profiles/heart-rate.yaml"
-    /// The name and services the profile advertises, which the probe's scan must see.
-    static let advertisedName = "Polar H10 A1B2"
+    /// The name the scan must see: what `blemu adv` predicts (the Core Bluetooth rule shortens "Polar H10 A1B2"
+    /// to the 8 bytes the scan response leaves), so the lab checks the planner's prediction, not a copy of it.
+    static let advertisedName: String = {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: LabScenario.blemuExecutable)
+        process.arguments = ["adv", "--json", LabScenario.package + "/" + profile]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return "" }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let plan = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+        return plan?["localName"] as? String ?? ""
+    }()
     /// How long the probe listens: the profile notifies Heart Rate Measurement once a second.
     static let listenSeconds = 3
 
