@@ -8,6 +8,11 @@ let strict: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
 ]
 
+/// What the examples use: the public library surface only.
+let exampleDependencies: [Target.Dependency] = [
+    "BlueZ", "Peripheral", "GATTModel", .product(name: "Logging", package: "swift-log"),
+]
+
 let package = Package(
     name: "blemu",
     platforms: [.macOS(.v15)],
@@ -71,6 +76,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
+
+        // Programs written against the library, as a user would; built with everything else so CI keeps them honest.
+        .executableTarget(
+            name: "HeartRateMonitor", dependencies: exampleDependencies, path: "examples/HeartRateMonitor",
+            swiftSettings: strict),
+        .executableTarget(
+            name: "Thermostat", dependencies: exampleDependencies, path: "examples/Thermostat", swiftSettings: strict),
+        .executableTarget(
+            name: "Transfer", dependencies: exampleDependencies, path: "examples/Transfer", swiftSettings: strict),
 
         .testTarget(name: "GATTModelTests", dependencies: ["GATTModel"], swiftSettings: strict),
         .testTarget(

@@ -37,13 +37,18 @@ Task {
     }
 }
 
-var bpm = 60
-var readyIterator = ready.makeAsyncIterator()
-while true {
-    try await Task.sleep(for: .seconds(1))
-    bpm = bpm >= 90 ? 60 : bpm + 1
-    // Flags 0x06: u8 format, sensor contact supported and detected (Heart Rate Service 3.1.1.1).
-    while await !manager.updateValue([0x06, UInt8(bpm)], for: measurement) {
-        _ = await readyIterator.next()
+/// Sends a measurement a second, waiting for room whenever the queue is full.
+@MainActor func beat(ready: AsyncStream<Void>) async throws {
+    var bpm = 60
+    var readyIterator = ready.makeAsyncIterator()
+    while true {
+        try await Task.sleep(for: .seconds(1))
+        bpm = bpm >= 90 ? 60 : bpm + 1
+        // Flags 0x06: u8 format, sensor contact supported and detected (Heart Rate Service 3.1.1.1).
+        while await !manager.updateValue([0x06, UInt8(bpm)], for: measurement) {
+            _ = await readyIterator.next()
+        }
     }
 }
+
+try await beat(ready: ready)
