@@ -212,6 +212,24 @@ struct BlueZBackendScenarioTests {
         await rig.stop()
     }
 
+    @Test func indicationsToTwoCentralsAreConfirmedByEachAndArriveInOrder() async throws {
+        let rig = try await BackendRig(HeartRate.service)
+        let first = try await rig.fake.connect(address: "11:22:33:44:55:01")
+        let second = try await rig.fake.connect(address: "11:22:33:44:55:02")
+        #expect(await rig.fake.subscribe("2a3c", indications: true, by: first) == nil)
+        #expect(await rig.fake.subscribe("2a3c", indications: true, by: second) == nil)
+        #expect(await rig.waitForSubscribers(1, of: HeartRate.alert))
+        for n in 0..<5 { #expect(await rig.manager.updateValue([UInt8(n)], for: HeartRate.alert)) }
+        let expected = (0..<5).map { [UInt8($0)] }
+        #expect(await collect(5, of: first.notifications).map(\.value) == expected)
+        #expect(await collect(5, of: second.notifications).map(\.value) == expected)
+        // 5.66 `conf_cb` calls Confirm() once per device that confirmed: 2 per indication here.
+        #expect(await eventually { await rig.fake.callsToApp["Confirm"] == 10 })
+        #expect(await eventually { await rig.manager.notificationStatistics.confirmed == 5 })
+        #expect(await rig.manager.notificationStatistics.dropped == 0)
+        await rig.stop()
+    }
+
     @Test func aFloodOf300NotificationsLosesNothingThroughFullReadyAndRetry() async throws {
         let rig = try await BackendRig(HeartRate.service, queueCapacity: 4)
         let central = try await rig.fake.connect(address: "11:22:33:44:55:01", mtu: 517)
@@ -256,6 +274,9 @@ struct BlueZBackendScenarioTests {
         #expect(await eventually { await rig.fake.advertisementProperties.count == 1 })
         #expect(await eventually { await rig.fake.registeredAgent != nil })
         #expect(await eventually { await rig.manager.state == .poweredOn })
+        await withKnownIssue("the manager sets isAdvertising = false on .resetting; the backend advertises again") {
+            #expect(await rig.manager.isAdvertising)
+        }
         // Requests from the new bluetoothd are admitted.
         let central = try await rig.fake.connect(address: "11:22:33:44:55:01")
         #expect(await rig.fake.read("2a38", by: central) == .success([]))
