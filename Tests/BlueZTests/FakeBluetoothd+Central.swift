@@ -271,7 +271,7 @@ extension FakeBluetoothd {
                 if reply.count == 2, case .unixFD(let fd) = reply[0], case .uint16 = reply[1] {
                     let path = found.path
                     var state = notifyStates[found.path] ?? NotifyState()
-                    state.reader = NotifyReader(fd: fd.rawValue) { [weak self] datagram in
+                    state.reader = NotifyReader(fd: fd.rawValue, isHeld: notifySocketsHeld) { [weak self] datagram in
                         await self?.valueChanged(path, datagram)
                     }
                     state.count += 1
@@ -313,6 +313,19 @@ extension FakeBluetoothd {
         }
         guard let owner = owner(of: path) else { return }
         callAppWithoutReply(owner, path, BlueZ566.Interface.gattCharacteristic, "StopNotify")
+    }
+
+    /// Stops reading every notify socket, as a busy bluetoothd main loop would: the app's end fills up and its
+    /// sends would block. Sockets acquired meanwhile start held too.
+    func holdNotifySockets() {
+        notifySocketsHeld = true
+        for state in notifyStates.values { state.reader?.isHeld.withLock { $0 = true } }
+    }
+
+    /// Reads the notify sockets again; what was written meanwhile goes out in order.
+    func releaseNotifySockets() {
+        notifySocketsHeld = false
+        for state in notifyStates.values { state.reader?.isHeld.withLock { $0 = false } }
     }
 
     /// How many subscriptions bluetoothd counts for a characteristic (`ntfy_cnt`), and whether it holds an fd.

@@ -30,6 +30,8 @@ actor FakeBluetoothd {
     var notifyStates: [ObjectPath: NotifyState] = [:]
     var valueWatches: [ApplicationKey: Task<Void, Never>] = [:]
     var nextHandle: UInt16 = 0x0010
+    /// Whether notify sockets are read (see `holdNotifySockets()`).
+    var notifySocketsHeld = false
 
     // Counters, kept across restarts.
     /// Successful RegisterApplication calls.

@@ -15,9 +15,12 @@ final class NotifyReader: Sendable {
     /// Whether the fd is closed; guards `shutdown` against a number the kernel may already have reused.
     private let isClosed = Mutex<Bool>(false)
     private let datagrams: AsyncStream<[UInt8]>.Continuation
+    /// While held, nothing is read: bluetoothd's main loop is busy, so the app's end fills up and blocks.
+    let isHeld: Mutex<Bool>
 
-    init(fd: Int32, deliver: @escaping @Sendable ([UInt8]) async -> Void) {
+    init(fd: Int32, isHeld: Bool = false, deliver: @escaping @Sendable ([UInt8]) async -> Void) {
         self.fd = fd
+        self.isHeld = Mutex(isHeld)
         let (stream, continuation) = AsyncStream<[UInt8]>.makeStream()
         datagrams = continuation
         Task {
@@ -31,8 +34,14 @@ final class NotifyReader: Sendable {
     private func readUntilClosed() {
         var buffer = [UInt8](repeating: 0, count: 512)
         while true {
+            // A stalled main loop, not a wait for an outcome: a short nap on this dedicated thread.
+            while isHeld.withLock({ $0 }) { usleep(1_000) }
+            // 5.66 reads only when its main loop reports the fd readable (`io_set_read_handler`): the app may hand
+            // over a non-blocking end (O_NONBLOCK is shared by every dup), where a bare read() fails with EAGAIN.
+            var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            if poll(&ready, 1, -1) < 0, errno == EINTR { continue }
             let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, 512) }
-            if count < 0, errno == EINTR { continue }
+            if count < 0, errno == EINTR || errno == EAGAIN { continue }
             guard count > 0 else { break }
             datagrams.yield(Array(buffer[0..<count]))
         }
