@@ -30,8 +30,12 @@ public actor PeripheralManager {
     public nonisolated let events: AsyncStream<PeripheralEvent>
     /// The latest state the stack reported.
     public private(set) var state: PeripheralManagerState = .unknown
-    /// Whether `startAdvertising` succeeded and nothing stopped it since.
+    /// Whether the advertisement is on the air: started, not stopped, and the stack powered on.
     public private(set) var isAdvertising = false
+    /// Whether advertising was started and neither the app nor the stack stopped it. The backend keeps the
+    /// registration across power cycles and re-registers it after a bluetoothd restart (BLUEZ-FACTS.md, Daemon
+    /// lifecycle), so advertising is back on the air whenever the state returns to `.poweredOn`.
+    private var wantsAdvertising = false
     /// The published services, in publication order.
     public private(set) var services: [Service] = []
     /// The connected centrals, with their current limits.
@@ -142,6 +146,7 @@ public actor PeripheralManager {
     public func startAdvertising(_ advertisement: Advertisement) async throws(PeripheralError) {
         guard state == .poweredOn else { throw .notPoweredOn(state) }
         do { try await backend.startAdvertising(advertisement) } catch { throw .backendFailed("\(error)") }
+        wantsAdvertising = true
         isAdvertising = true
         logger.info("advertising \(advertisement.localName ?? "(no name)")")
     }
@@ -149,6 +154,7 @@ public actor PeripheralManager {
     /// Stops advertising; throws when the stack fails.
     public func stopAdvertising() async throws(PeripheralError) {
         do { try await backend.stopAdvertising() } catch { throw .backendFailed("\(error)") }
+        wantsAdvertising = false
         isAdvertising = false
     }
 
@@ -233,6 +239,7 @@ public actor PeripheralManager {
             queue.writable(central)
             drain()
         case .advertisingStopped(let reason):
+            wantsAdvertising = false
             isAdvertising = false
             logger.warning("the stack stopped advertising: \(reason)")
             continuation.yield(.advertisingStopped(reason: reason))
@@ -253,6 +260,8 @@ public actor PeripheralManager {
             centrals.removeAll()
             isAdvertising = false
             drain()
+        } else {
+            isAdvertising = wantsAdvertising
         }
         continuation.yield(.stateChanged(newState))
         let waiters = stateWaiters
