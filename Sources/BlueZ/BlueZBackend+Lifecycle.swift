@@ -12,7 +12,8 @@ extension BlueZBackend {
         let reply: [DBusValue]
         do {
             reply = try await callBlueZ(
-                ObjectPath(stringLiteral: BlueZName.rootPath), BlueZName.FreeDesktop.objectManager, "GetManagedObjects", [],
+                ObjectPath(stringLiteral: BlueZName.rootPath), BlueZName.FreeDesktop.objectManager, "GetManagedObjects",
+                [],
                 operation: "GetManagedObjects")
         } catch {
             logger.warning("cannot list bluetoothd's objects: \(error)")
@@ -37,12 +38,16 @@ extension BlueZBackend {
             MatchRule(
                 sender: BlueZName.service, path: adapterPath, interface: BlueZName.FreeDesktop.properties,
                 member: "PropertiesChanged", arg0: BlueZName.Interface.adapter),
-            MatchRule(sender: BlueZName.service, interface: BlueZName.FreeDesktop.objectManager, member: "InterfacesAdded"),
-            MatchRule(sender: BlueZName.service, interface: BlueZName.FreeDesktop.objectManager, member: "InterfacesRemoved"),
+            MatchRule(
+                sender: BlueZName.service, interface: BlueZName.FreeDesktop.objectManager, member: "InterfacesAdded"),
+            MatchRule(
+                sender: BlueZName.service, interface: BlueZName.FreeDesktop.objectManager, member: "InterfacesRemoved"),
         ]
         for rule in rules {
             do {
-                let subscription = try await connection.subscribe(rule) { [weak self] signal in self?.adapterSignal(signal) }
+                let subscription = try await connection.subscribe(rule) { [weak self] signal in
+                    self?.adapterSignal(signal)
+                }
                 state.withLock { $0.subscriptions.append(subscription) }
             } catch {
                 logger.warning("cannot watch the adapter (\(rule)): \(error)")
@@ -66,9 +71,13 @@ extension BlueZBackend {
                 let adapter = interfaces.first(where: { $0.key == .string(BlueZName.Interface.adapter) })
             else { return }
             var powered = false
-            if case .boolean(let value)? = (try? adapter.value.asVardict())?[BlueZName.Property.powered] { powered = value }
+            if case .boolean(let value)? = (try? adapter.value.asVardict())?[BlueZName.Property.powered] {
+                powered = value
+            }
             logger.info("adapter \(adapterName) appeared: registering again")
-            state.withLock { $0.adapterPresent = true; $0.isPowered = powered }
+            state.withLock {
+                $0.adapterPresent = true; $0.isPowered = powered
+            }
             Task { await self.registerAgain(reason: "adapter \(self.adapterName) appeared") }
         case "InterfacesRemoved":
             guard signal.arguments.count == 2, signal.arguments[0] == .objectPath(adapterPath),
@@ -76,7 +85,9 @@ extension BlueZBackend {
             else { return }
             logger.warning("adapter \(adapterName) was removed: its registrations are gone")
             registrationsLost(reason: "adapter \(adapterName) removed")
-            state.withLock { $0.adapterPresent = false; $0.isPowered = false }
+            state.withLock {
+                $0.adapterPresent = false; $0.isPowered = false
+            }
             continuation.yield(.stateChanged(.unsupported))
         default:
             return
@@ -130,7 +141,9 @@ extension BlueZBackend {
             continuation.yield(.stateChanged(.unsupported))
             return
         }
-        state.withLock { $0.adapterPresent = true; $0.isPowered = powered }
+        state.withLock {
+            $0.adapterPresent = true; $0.isPowered = powered
+        }
         await registerAgain(reason: "bluetoothd restarted")
     }
 

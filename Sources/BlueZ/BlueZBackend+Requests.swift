@@ -1,7 +1,7 @@
 import DBus
 import GATTModel
-import Logging
 import Glibc
+import Logging
 import Peripheral
 
 // bluetoothd's calls on the exported characteristics and descriptors, turned into `BackendEvent`s.
@@ -133,7 +133,8 @@ extension BlueZBackend {
         guard isNew else { return }
         logger.info("\(characteristic.id): StartNotify, updates go to every subscriber through PropertiesChanged")
         notifyingChanged(characteristic.id)
-        continuation.yield(.subscribed(Central(id: Central.allSubscribersID), characteristicID: characteristic.id, kind: kind))
+        continuation.yield(
+            .subscribed(Central(id: Central.allSubscribersID), characteristicID: characteristic.id, kind: kind))
     }
 
     private func stopNotify(_ call: consuming MethodCall, _ characteristic: Characteristic) {
@@ -186,7 +187,8 @@ extension BlueZBackend {
         // 5.66 calls AcquireNotify once, for the first subscriber, and sends every datagram to every subscriber
         // (`sock_io_read` -> `send_notification_to_devices`): one central stands for all of them.
         logger.info(
-            "\(id): AcquireNotify by \(options.device), MTU \(options.mtu); served as central '\(Central.allSubscribersID)' (all subscribers)")
+            "\(id): AcquireNotify by \(options.device), MTU \(options.mtu); served as central '\(Central.allSubscribersID)' (all subscribers)"
+        )
         notifyingChanged(id)
         if previous == nil { continuation.yield(.subscribed(central, characteristicID: id, kind: kind)) }
     }

@@ -94,7 +94,9 @@ public final class BlueZBackend: PeripheralBackend {
         state.withLock { $0.isPowered = powered }
         do {
             try connection.addObjectManager(at: ObjectPath(stringLiteral: paths.root))
-            try connection.export(ObjectPath(stringLiteral: paths.agent), [PairingAgent.interface(options.pairing, owner: owner, logger: logger)])
+            try connection.export(
+                ObjectPath(stringLiteral: paths.agent),
+                [PairingAgent.interface(options.pairing, owner: owner, logger: logger)])
         } catch {
             connection.close()
             throw .export("\(error)")
@@ -177,12 +179,15 @@ public final class BlueZBackend: PeripheralBackend {
             guard !state.withLock({ $0.isShutDown }) else { return }
             await withdrawAdvertisement()
             if state.withLock({ $0.isApplicationRegistered }) {
-                await callLogged(adapterPath, BlueZName.Interface.gattManager, BlueZName.Member.unregisterApplication,
-                                 [.objectPath(ObjectPath(stringLiteral: paths.root))])
+                await callLogged(
+                    adapterPath, BlueZName.Interface.gattManager, BlueZName.Member.unregisterApplication,
+                    [.objectPath(ObjectPath(stringLiteral: paths.root))])
             }
             if state.withLock({ $0.isAgentRegistered }) {
-                await callLogged(ObjectPath(stringLiteral: BlueZName.agentManagerPath), BlueZName.Interface.agentManager, BlueZName.Member.unregisterAgent,
-                                 [.objectPath(ObjectPath(stringLiteral: paths.agent))])
+                await callLogged(
+                    ObjectPath(stringLiteral: BlueZName.agentManagerPath), BlueZName.Interface.agentManager,
+                    BlueZName.Member.unregisterAgent,
+                    [.objectPath(ObjectPath(stringLiteral: paths.agent))])
             }
             if let alias = state.withLock({ $0.previousAlias }) { await setAlias(alias) }
             let (sockets, subscriptions, watcher) = state.withLock { state in
@@ -214,7 +219,9 @@ public final class BlueZBackend: PeripheralBackend {
         guard !state.withLock({ $0.isShutDown }) else { throw .shutDown }
         let root = ObjectPath(stringLiteral: paths.root)
         if state.withLock({ $0.isApplicationRegistered }) {
-            await callLogged(adapterPath, BlueZName.Interface.gattManager, BlueZName.Member.unregisterApplication, [.objectPath(root)])
+            await callLogged(
+                adapterPath, BlueZName.Interface.gattManager, BlueZName.Member.unregisterApplication,
+                [.objectPath(root)])
             state.withLock { $0.isApplicationRegistered = false }
         }
         forgetSubscriptions(reason: "the application is registered again")
@@ -226,7 +233,9 @@ public final class BlueZBackend: PeripheralBackend {
             for object in objects { try connection.export(object.path, object.interfaces) }
         } catch {
             for object in objects { connection.unexport(object.path) }
-            state.withLock { $0.exported = []; $0.services = [] }
+            state.withLock {
+                $0.exported = []; $0.services = []
+            }
             throw .export("\(error)")
         }
         state.withLock { state in
@@ -254,9 +263,13 @@ public final class BlueZBackend: PeripheralBackend {
         let path = ObjectPath(stringLiteral: paths.advertisement)
         connection.unexport(path)
         do {
-            try connection.export(path, [AdvertisementExport.interface(registration, owner: owner) { [weak self] in
-                self?.advertisementReleased()
-            }])
+            try connection.export(
+                path,
+                [
+                    AdvertisementExport.interface(registration, owner: owner) { [weak self] in
+                        self?.advertisementReleased()
+                    }
+                ])
         } catch { throw .export("\(error)") }
         do {
             _ = try await callBlueZ(
@@ -274,7 +287,9 @@ public final class BlueZBackend: PeripheralBackend {
     func withdrawAdvertisement() async {
         let path = ObjectPath(stringLiteral: paths.advertisement)
         if state.withLock({ $0.isAdvertisementRegistered }) {
-            await callLogged(adapterPath, BlueZName.Interface.advertisingManager, BlueZName.Member.unregisterAdvertisement, [.objectPath(path)])
+            await callLogged(
+                adapterPath, BlueZName.Interface.advertisingManager, BlueZName.Member.unregisterAdvertisement,
+                [.objectPath(path)])
             state.withLock { $0.isAdvertisementRegistered = false }
         }
         connection.unexport(path)
@@ -293,11 +308,13 @@ public final class BlueZBackend: PeripheralBackend {
         let capability = BlueZName.capability(options.pairing.ioCapability)
         do {
             _ = try await callBlueZ(
-                ObjectPath(stringLiteral: BlueZName.agentManagerPath), BlueZName.Interface.agentManager, BlueZName.Member.registerAgent,
+                ObjectPath(stringLiteral: BlueZName.agentManagerPath), BlueZName.Interface.agentManager,
+                BlueZName.Member.registerAgent,
                 [.objectPath(agent), .string(capability)], operation: "RegisterAgent")
             state.withLock { $0.isAgentRegistered = true }
             _ = try await callBlueZ(
-                ObjectPath(stringLiteral: BlueZName.agentManagerPath), BlueZName.Interface.agentManager, BlueZName.Member.requestDefaultAgent,
+                ObjectPath(stringLiteral: BlueZName.agentManagerPath), BlueZName.Interface.agentManager,
+                BlueZName.Member.requestDefaultAgent,
                 [.objectPath(agent)], operation: "RequestDefaultAgent")
             logger.info("registered the pairing agent \(agent) (\(capability))")
         } catch {

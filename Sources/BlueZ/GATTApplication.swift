@@ -51,7 +51,9 @@ struct GATTApplication {
                             properties: [
                                 constant(BlueZName.Property.uuid, .string(service.uuid.fullString)),
                                 constant(BlueZName.Property.primary, .boolean(service.isPrimary)),
-                                constant(BlueZName.Property.includes, .array(element: "o", includes.map(DBusValue.objectPath))),
+                                constant(
+                                    BlueZName.Property.includes,
+                                    .array(element: "o", includes.map(DBusValue.objectPath))),
                                 constant(
                                     BlueZName.Property.characteristics,
                                     .array(element: "o", characteristicPaths.map(DBusValue.objectPath))),
@@ -113,9 +115,12 @@ struct GATTApplication {
         if offersAcquireNotify(characteristic, useAcquireNotify: useAcquireNotify) {
             properties.append(
                 Property(
-                    BlueZName.Property.notifyAcquired, signature: "b", get: { .boolean(handlers.isNotifyAcquired(id)) }))
+                    BlueZName.Property.notifyAcquired, signature: "b", get: { .boolean(handlers.isNotifyAcquired(id)) })
+            )
             methods.append(
-                Method("AcquireNotify", inputs: "a{sv}", outputs: "hq", immediate: { handlers.acquireNotify($0, characteristic) }))
+                Method(
+                    "AcquireNotify", inputs: "a{sv}", outputs: "hq",
+                    immediate: { handlers.acquireNotify($0, characteristic) }))
         }
         return Interface(BlueZName.Interface.gattCharacteristic, methods: methods, properties: properties)
     }
@@ -126,7 +131,9 @@ struct GATTApplication {
         Interface(
             BlueZName.Interface.gattDescriptor,
             methods: [
-                Method("ReadValue", inputs: "a{sv}", outputs: "ay", immediate: { handlers.readDescriptor($0, path, descriptor) }),
+                Method(
+                    "ReadValue", inputs: "a{sv}", outputs: "ay",
+                    immediate: { handlers.readDescriptor($0, path, descriptor) }),
                 Method("WriteValue", inputs: "aya{sv}", immediate: { handlers.writeDescriptor($0, path, descriptor) }),
             ],
             properties: [

@@ -33,7 +33,8 @@ final class OwnerCheck: Sendable {
         let expected = current
         if let sender, sender == expected { return call }
         logger.warning(
-            "refused \(call.member) on \(call.path) from \(sender ?? "(no sender)"): only bluetoothd (\(expected ?? "absent")) may call it")
+            "refused \(call.member) on \(call.path) from \(sender ?? "(no sender)"): only bluetoothd (\(expected ?? "absent")) may call it"
+        )
         call.fail(BlueZName.Error.accessDenied, "only the owner of \(BlueZName.service) may call this object")
         return nil
     }

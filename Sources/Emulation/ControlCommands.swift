@@ -123,7 +123,9 @@ struct ControlCommands: Sendable {
             guard let bytes = StateStore.bytes(hex: hex) else { throw .badValue("`hex` is not hex: \(hex)") }
             return bytes
         }
-        guard let fields = request["fields"] as? [String: Any] else { throw .badRequest("`set` needs `hex` or `fields`") }
+        guard let fields = request["fields"] as? [String: Any] else {
+            throw .badRequest("`set` needs `hex` or `fields`")
+        }
         guard let layout = emulator.profile.characteristic(id: id)?.layout else {
             _ = try await emulator.value(of: id)  // unknown id first, then the missing layout
             throw .badValue("\(id) has no fields; use `hex`")
@@ -138,7 +140,9 @@ struct ControlCommands: Sendable {
         }
         // Checked strictly: the composer would clamp an out-of-range number, but a person asked for that value.
         for (index, value) in updates {
-            do { _ = try ValueLayout.encode(value, as: layout.fields[index]) } catch { throw .badValue(error.description) }
+            do { _ = try ValueLayout.encode(value, as: layout.fields[index]) } catch {
+                throw .badValue(error.description)
+            }
         }
         let current = try await emulator.value(of: id)
         return ValueComposer.compose(updates, into: current, layout: layout).value
@@ -148,7 +152,8 @@ struct ControlCommands: Sendable {
         switch type {
         case .utf8: return (raw as? String).map(FieldValue.text)
         case .bytes: return (raw as? String).flatMap(StateStore.bytes(hex:)).map(FieldValue.bytes)
-        case .flags: return (raw as? [String]).map(FieldValue.flags) ?? (raw as? NSNumber).map { .integer($0.int64Value) }
+        case .flags:
+            return (raw as? [String]).map(FieldValue.flags) ?? (raw as? NSNumber).map { .integer($0.int64Value) }
         case .boolean: return (raw as? NSNumber).map { .boolean($0.boolValue) }
         default:
             guard let number = (raw as? NSNumber)?.doubleValue ?? (raw as? String).flatMap(Double.init) else {
@@ -170,9 +175,11 @@ struct ControlCommands: Sendable {
             return Fault(trigger: trigger, effect: .delay(.milliseconds(milliseconds)))
         }
         let error: ATTError? =
-            if let name = request["error"] as? String { ATTError(name: name) } else if let code = (
-                request["error"] as? NSNumber
-            )?.intValue, (0...255).contains(code) { ATTError(rawValue: UInt8(code)) } else { nil }
+            if let name = request["error"] as? String {
+                ATTError(name: name)
+            } else if let code = (request["error"] as? NSNumber)?.intValue, (0...255).contains(code) {
+                ATTError(rawValue: UInt8(code))
+            } else { nil }
         guard let error else { throw .badValue("`fault` needs `error` (a name, 0x80, or a code) or `delayMs`") }
         return Fault(trigger: trigger, effect: .reject(error))
     }

@@ -4,9 +4,9 @@ import Logging
 import Synchronization
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #elseif canImport(Darwin)
-    import Darwin
+import Darwin
 #endif
 
 /// The control socket of `blemu run --control PATH`: a Unix stream socket speaking JSON lines, one request object

@@ -73,9 +73,10 @@ public struct EmulationHandler: RequestHandler {
         var failure = faults.rejection
         let linkSecurity = requests.linkSecurity
         if failure == nil {
-            failure = writes.lazy.compactMap {
-                ProfileServer.error(for: .write, on: $0.characteristic, linkSecurity: linkSecurity)
-            }.first
+            failure =
+                writes.lazy.compactMap {
+                    ProfileServer.error(for: .write, on: $0.characteristic, linkSecurity: linkSecurity)
+                }.first
         }
         var staged: [String: [UInt8]] = [:]
         if failure == nil {
@@ -119,7 +120,9 @@ public struct EmulationHandler: RequestHandler {
         }
         if let failure { requests.reject(failure) } else { requests.respond() }
         // Yielded even when empty: a `set` with a rate starts a ramp, and the emulator must re-arm its timer.
-        if failure == nil { followUp.yield(actions + faults.actions) } else if !faults.actions.isEmpty {
+        if failure == nil {
+            followUp.yield(actions + faults.actions)
+        } else if !faults.actions.isEmpty {
             followUp.yield(faults.actions)
         }
     }
@@ -147,7 +150,8 @@ public struct EmulationHandler: RequestHandler {
         let limit = requestDeadline * 0.9
         if delay > limit {
             logger.warning(
-                "fault delay of \(delay) on \(id ?? "a request") exceeds the request deadline \(requestDeadline): held \(limit) instead")
+                "fault delay of \(delay) on \(id ?? "a request") exceeds the request deadline \(requestDeadline): held \(limit) instead"
+            )
             delay = limit
         }
         // The deadline is fixed before the fault is logged: whoever reacts to the line (a test advancing its

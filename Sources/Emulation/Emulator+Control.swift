@@ -58,7 +58,9 @@ extension Emulator {
     public func setAdvertising(_ isOn: Bool) async throws(ControlError) {
         guard let manager else { throw .failed("the emulator is not running") }
         do {
-            if isOn { try await manager.startAdvertising(profile.advertisement) } else {
+            if isOn {
+                try await manager.startAdvertising(profile.advertisement)
+            } else {
                 try await manager.stopAdvertising()
             }
         } catch { throw .failed(error.description) }

@@ -254,7 +254,8 @@ public actor Emulator {
             log?.record(.stateChanged(state.rawValue))
         case .willRestoreState(let restored):
             for (id, value) in restored.values.sorted(by: { $0.key < $1.key }) { store(value, for: id) }
-            logger.info("restored \(restored.values.count) value(s) and \(restored.subscriptions.count) subscription(s)")
+            logger.info(
+                "restored \(restored.values.count) value(s) and \(restored.subscriptions.count) subscription(s)")
         case .centralConnected(let central):
             log?.record(.connected(central: central.id))
         case .centralDisconnected(let central):
@@ -264,14 +265,17 @@ public actor Emulator {
             await subscribersChanged(characteristic)
             log?.record(.subscribed(central: central.id, characteristicID: characteristic.id))
             if let transfer = transfers[characteristic.id],
-                let chunker = TransferChunker(bytes: transfer.bytes, maximumUpdateLength: central.maximumUpdateValueLength)
+                let chunker = TransferChunker(
+                    bytes: transfer.bytes, maximumUpdateLength: central.maximumUpdateValueLength)
             {
                 await send(.transfer(characteristic, central, chunker))
             }
         case .unsubscribed(let central, let characteristic):
             // A transfer to a central that left has nobody to go to.
             outbox.removeAll {
-                if case .transfer(let c, let target, _) = $0 { c.id == characteristic.id && target == central } else {
+                if case .transfer(let c, let target, _) = $0 {
+                    c.id == characteristic.id && target == central
+                } else {
                     false
                 }
             }

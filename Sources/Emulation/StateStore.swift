@@ -5,9 +5,9 @@ import Peripheral
 import Synchronization
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #elseif canImport(Darwin)
-    import Darwin
+import Darwin
 #endif
 
 /// State restoration's file: the values centrals wrote and who was subscribed, for one restore identifier, so a

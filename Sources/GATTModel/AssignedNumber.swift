@@ -40,7 +40,8 @@ public struct AssignedNumber: Hashable, Sendable {
         let key: String
     }
 
-    private static let byKey = Dictionary(uniqueKeysWithValues: table.map { (KindedKey(kind: $0.kind, key: $0.key), $0) })
+    private static let byKey = Dictionary(
+        uniqueKeysWithValues: table.map { (KindedKey(kind: $0.kind, key: $0.key), $0) })
     private static let byNumber = Dictionary(uniqueKeysWithValues: table.map { ($0.number, $0) })
 
     static let table: [AssignedNumber] =

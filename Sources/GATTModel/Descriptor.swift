@@ -72,8 +72,10 @@ public struct PresentationFormat: Hashable, Sendable {
 
     /// The little-endian bytes on the air.
     public var bytes: [UInt8] {
-        [format, UInt8(bitPattern: exponent), UInt8(unit & 0xFF), UInt8(unit >> 8), namespace,
-         UInt8(description & 0xFF), UInt8(description >> 8)]
+        [
+            format, UInt8(bitPattern: exponent), UInt8(unit & 0xFF), UInt8(unit >> 8), namespace,
+            UInt8(description & 0xFF), UInt8(description >> 8),
+        ]
     }
 
     /// Parses the seven bytes; nil for any other length.

@@ -27,7 +27,8 @@ public enum MedicalFloat {
         if value.isNaN { return format.nan }
         if value.isInfinite { return value > 0 ? format.positiveInfinity : format.negativeInfinity }
         let limit = Double(format.largestMantissa)
-        let exponents = Array(stride(from: 0, through: format.exponentRange.lowerBound, by: -1))
+        let exponents =
+            Array(stride(from: 0, through: format.exponentRange.lowerBound, by: -1))
             + Array(1...format.exponentRange.upperBound)
         var chosen: (exponent: Int, mantissa: Int)?
         for exponent in exponents {

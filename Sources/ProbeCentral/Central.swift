@@ -179,7 +179,9 @@ public struct Central: Sendable {
         for servicePath in children(BlueZClient.Service.interface, BlueZClient.Service.device, of: device) {
             let service = objects[servicePath]?[BlueZClient.Service.interface] ?? [:]
             var characteristics: [ProbeCharacteristic] = []
-            for path in children(BlueZClient.Characteristic.interface, BlueZClient.Characteristic.service, of: servicePath) {
+            for path in children(
+                BlueZClient.Characteristic.interface, BlueZClient.Characteristic.service, of: servicePath)
+            {
                 let properties = objects[path]?[BlueZClient.Characteristic.interface] ?? [:]
                 let uuid = Self.shortUUID(properties[BlueZClient.Characteristic.uuid])
                 let flags = (try? properties[BlueZClient.Characteristic.flags]?.asStrings()) ?? []
@@ -243,7 +245,8 @@ public struct Central: Sendable {
                     try await call(path, BlueZClient.Characteristic.interface, BlueZClient.Characteristic.startNotify)
                     subscribed.append(path)
                 } catch let error as DBusError {
-                    services[s].characteristics[c].subscribeError = ProbeFailure(name: error.name, message: error.message)
+                    services[s].characteristics[c].subscribeError = ProbeFailure(
+                        name: error.name, message: error.message)
                 }
             }
         }
@@ -304,7 +307,9 @@ public struct Central: Sendable {
     }
 
     /// The report's device from its Device1 properties at discovery (`scanned`) and now.
-    static func device(_ path: ObjectPath, scanned: [String: DBusValue], now: [String: [String: DBusValue]])
+    static func device(
+        _ path: ObjectPath, scanned: [String: DBusValue], now: [String: [String: DBusValue]]
+    )
         -> ProbeDevice
     {
         // The scan's values win: once connected, bluetoothd replaces Name with the GAP Device Name it read and

@@ -8,12 +8,15 @@ struct GATTTreeText {
     var rendered: String {
         var lines = ["\(profile.name)"]
         let pairing = profile.pairing
-        lines.append("  pairing: \(pairing.ioCapability.rawValue)"
-            + (pairing.passkey.map { ", passkey \($0)" } ?? "") + (pairing.isBondable ? ", bondable" : ""))
+        lines.append(
+            "  pairing: \(pairing.ioCapability.rawValue)"
+                + (pairing.passkey.map { ", passkey \($0)" } ?? "") + (pairing.isBondable ? ", bondable" : ""))
         for service in profile.services {
-            lines.append("  service \(service.id): \(Self.name(service.uuid))"
-                + (service.isPrimary ? "" : " (secondary)")
-                + (service.includedServiceIDs.isEmpty ? "" : ", includes " + service.includedServiceIDs.joined(separator: ", ")))
+            lines.append(
+                "  service \(service.id): \(Self.name(service.uuid))"
+                    + (service.isPrimary ? "" : " (secondary)")
+                    + (service.includedServiceIDs.isEmpty
+                        ? "" : ", includes " + service.includedServiceIDs.joined(separator: ", ")))
             for characteristic in service.characteristics {
                 lines += Self.lines(for: characteristic).map { "    " + $0 }
             }
@@ -32,13 +35,15 @@ struct GATTTreeText {
         let security = characteristic.effectiveSecurity
         let required = AttributeOperation.allCases.filter { security[$0] != .none }
         if !required.isEmpty {
-            lines.append("  security: " + required.map { "\($0.rawValue) \(security[$0].name)" }.joined(separator: ", "))
+            lines.append(
+                "  security: " + required.map { "\($0.rawValue) \(security[$0].name)" }.joined(separator: ", "))
         }
         lines.append("  bluez flags: " + characteristic.bluezFlags.map(\.rawValue).joined(separator: " "))
         let value = characteristic.value
         let kind = value.isCached ? "cached" : "initial"
-        lines.append("  value (\(kind), \(value.bytes.count) bytes, max \(characteristic.maximumLength)): "
-            + (value.bytes.isEmpty ? "empty" : hex(value.bytes)))
+        lines.append(
+            "  value (\(kind), \(value.bytes.count) bytes, max \(characteristic.maximumLength)): "
+                + (value.bytes.isEmpty ? "empty" : hex(value.bytes)))
         if let layout = characteristic.layout, let fields = layout.decode(value.bytes) {
             for (spec, field) in zip(layout.fields, fields) {
                 lines.append("    \(spec.name) (\(spec.type.name)): \(describe(field))")
@@ -47,8 +52,9 @@ struct GATTTreeText {
             lines.append("    text: \"\(text)\"")
         }
         for descriptor in characteristic.descriptors {
-            lines.append("  descriptor \(name(descriptor.uuid)): \(describe(descriptor))"
-                + " [" + descriptor.bluezFlags.map(\.rawValue).joined(separator: " ") + "]")
+            lines.append(
+                "  descriptor \(name(descriptor.uuid)): \(describe(descriptor))"
+                    + " [" + descriptor.bluezFlags.map(\.rawValue).joined(separator: " ") + "]")
         }
         return lines
     }

@@ -1,8 +1,8 @@
 import ArgumentParser
 import BlueZ
 import DBus
-import Emulation
 import Dispatch
+import Emulation
 import Foundation
 import GATTModel
 import Logging
@@ -55,7 +55,8 @@ struct RunCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
-            throw ValidationError("--log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw ValidationError(
+                "--log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         guard requestDeadline > 0, requestDeadline < 30 else {
             throw ValidationError("--request-deadline must be between 0 and 30 seconds (ATT times out at 30)")
@@ -102,7 +103,9 @@ struct RunCommand: AsyncParsableCommand {
                 bus: busAddress, adapter: adapter,
                 options: BlueZOptions(pairing: profile.pairing, deviceName: profile.name), logger: logger)
         } catch {
-            Console.error("blemu: \(error). Check that bluetoothd runs (systemctl status bluetooth) and that \(adapter) exists (bluetoothctl list).")
+            Console.error(
+                "blemu: \(error). Check that bluetoothd runs (systemctl status bluetooth) and that \(adapter) exists (bluetoothctl list)."
+            )
             throw ExitCode.unavailable
         }
 

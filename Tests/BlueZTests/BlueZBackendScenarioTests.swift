@@ -1,13 +1,14 @@
-// Level 5 scenarios: the real BlueZBackend, PeripheralManager and ProfileServer against the fake bluetoothd on a
-// private bus. The same scenario list runs at level 6 (lab, real bluetoothd 5.66): where they disagree, the fake
-// is wrong. Every scenario asserts exact ATT codes, D-Bus error names, and requests = answers.
-@testable import BlueZ
 import DBus
 import GATTModel
 import Logging
 import Peripheral
 import Synchronization
 import Testing
+
+// Level 5 scenarios: the real BlueZBackend, PeripheralManager and ProfileServer against the fake bluetoothd on a
+// private bus. The same scenario list runs at level 6 (lab, real bluetoothd 5.66): where they disagree, the fake
+// is wrong. Every scenario asserts exact ATT codes, D-Bus error names, and requests = answers.
+@testable import BlueZ
 
 /// A fake bluetoothd, a BlueZBackend and a PeripheralManager serving published services from a ValueStore.
 struct BackendRig {
@@ -63,10 +64,12 @@ enum HeartRate {
     static let command = Characteristic(
         id: "command", uuid: BluetoothUUID(0x2A3A), properties: [.writeWithoutResponse])
     static let secret = Characteristic(
-        id: "secret", uuid: BluetoothUUID(0x2A3B), properties: [.read], security: SecurityRequirements([.read: .encrypted]))
+        id: "secret", uuid: BluetoothUUID(0x2A3B), properties: [.read],
+        security: SecurityRequirements([.read: .encrypted]))
     static let alert = Characteristic(id: "alert", uuid: BluetoothUUID(0x2A3C), properties: [.indicate])
     static let service = Service(
-        id: "hr", uuid: BluetoothUUID(0x180D), characteristics: [measurement, location, control, command, secret, alert])
+        id: "hr", uuid: BluetoothUUID(0x180D),
+        characteristics: [measurement, location, control, command, secret, alert])
 }
 
 @Suite(.enabled(if: PrivateBus.isAvailable, "needs dbus-daemon"), .serialized, .timeLimit(.minutes(1)))
@@ -87,8 +90,10 @@ struct BlueZBackendScenarioTests {
         #expect(await rig.fake.characteristic("2a38")?.offersAcquireNotify == false)
         let roles = await rig.fake.registeredApplications.first?.attributes.map(\.role)
         #expect(
-            roles == [.service, .characteristic, .cccd, .characteristic, .descriptor, .characteristic, .characteristic,
-                      .characteristic, .characteristic, .cccd])
+            roles == [
+                .service, .characteristic, .cccd, .characteristic, .descriptor, .characteristic, .characteristic,
+                .characteristic, .characteristic, .cccd,
+            ])
         await rig.stop()
     }
 
@@ -287,7 +292,9 @@ struct BlueZBackendScenarioTests {
         let stranger = try rig.bus.connect("stranger")
         let path = try #require(await rig.fake.characteristic("2a38")?.path)
         let owner = try #require(await rig.fake.registeredApplications.first?.owner)
-        for (member, arguments) in [("ReadValue", [DBusValue.vardict([:])]), ("WriteValue", [.bytes([1]), .vardict([:])])] {
+        for (member, arguments) in [
+            ("ReadValue", [DBusValue.vardict([:])]), ("WriteValue", [.bytes([1]), .vardict([:])]),
+        ] {
             let error = await #expect(throws: DBusError.self) {
                 _ = try await stranger.call(
                     owner, path: path, interface: "org.bluez.GattCharacteristic1", member: member, arguments: arguments)

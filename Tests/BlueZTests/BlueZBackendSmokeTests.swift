@@ -1,11 +1,11 @@
 import BlueZ
 import DBus
 import GATTModel
+import Glibc
 import Logging
 import Peripheral
 import Synchronization
 import Testing
-import Glibc
 
 /// A minimal scripted bluetoothd: owns `org.bluez`, exports hci0 with GattManager1 (whose RegisterApplication
 /// calls GetManagedObjects back, as 5.66 does) and LEAdvertisingManager1, and records what it was given.
@@ -156,9 +156,12 @@ struct BlueZBackendSmokeTests {
 
         // AcquireNotify (5.66: once per characteristic): every update is one datagram on the returned socket.
         let acquired = try await bluez.connection.call(
-            bluez.application.withLock { $0?.sender } ?? "", path: ObjectPath(stringLiteral: paths.characteristic(0, service: 0)),
+            bluez.application.withLock { $0?.sender } ?? "",
+            path: ObjectPath(stringLiteral: paths.characteristic(0, service: 0)),
             interface: "org.bluez.GattCharacteristic1", member: "AcquireNotify",
-            arguments: [.vardict(["device": .objectPath("/org/bluez/hci0/dev_11_22_33_44_55_66"), "mtu": .uint16(185)])])
+            arguments: [
+                .vardict(["device": .objectPath("/org/bluez/hci0/dev_11_22_33_44_55_66"), "mtu": .uint16(185)])
+            ])
         let fd = try acquired[0].asUnixFD().rawValue
         defer { _ = Glibc.close(fd) }
         #expect(acquired[1] == .uint16(185))

@@ -28,14 +28,18 @@ import Testing
     }
 
     @Test func notPermittedIsReadOrWriteNotPermittedByOperation() {
-        #expect(FakeATT.code(forErrorNamed: "org.bluez.Error.NotPermitted", message: "", on: .read) == .readNotPermitted)
-        #expect(FakeATT.code(forErrorNamed: "org.bluez.Error.NotPermitted", message: "", on: .write) == .writeNotPermitted)
+        #expect(
+            FakeATT.code(forErrorNamed: "org.bluez.Error.NotPermitted", message: "", on: .read) == .readNotPermitted)
+        #expect(
+            FakeATT.code(forErrorNamed: "org.bluez.Error.NotPermitted", message: "", on: .write) == .writeNotPermitted)
     }
 
     /// BLUEZ-FACTS.md lists ImproperlyConfigured -> 0xFD and "Failed, other message -> 0x80"; 5.66 has no
     /// ImproperlyConfigured case, and strtol parses an empty message as 0, which is out of range.
     @Test func whereBlueZFactsDiffersFrom566The566AnswerWins() {
-        #expect(FakeATT.code(forErrorNamed: "org.bluez.Error.ImproperlyConfigured", message: "", on: .write) == .unlikelyError)
+        #expect(
+            FakeATT.code(forErrorNamed: "org.bluez.Error.ImproperlyConfigured", message: "", on: .write)
+                == .unlikelyError)
         #expect(FakeATT.code(forErrorNamed: "org.bluez.Error.Failed", message: "", on: .read) == .unlikelyError)
     }
 

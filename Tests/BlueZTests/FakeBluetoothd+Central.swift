@@ -237,7 +237,9 @@ extension FakeBluetoothd {
     /// Writes 1 (notifications) or 2 (indications) to the characteristic's CCCD. Returns the ATT error, if any.
     /// Unlike 5.66, which answers the CCCD write before AcquireNotify returns, this waits for the fd, so a test
     /// can notify at once. 5.66 would also call AcquireNotify twice if a second device subscribed meanwhile.
-    func subscribe(_ attribute: AttributeReference, indications: Bool = false, by central: FakeCentral) async -> ATTError? {
+    func subscribe(
+        _ attribute: AttributeReference, indications: Bool = false, by central: FakeCentral
+    ) async -> ATTError? {
         await beginRequest(central)
         defer { endRequest(central) }
         guard var device = devices[central.path] else { return .unlikelyError }
@@ -342,7 +344,8 @@ extension FakeBluetoothd {
         for (devicePath, device) in devices {
             guard let ccc = device.cccValues[path] else { continue }
             let notification = FakeNotification(
-                characteristic: path, value: Array(value.prefix(512).prefix(Int(device.mtu) - 3)), isIndication: ccc == 2)
+                characteristic: path, value: Array(value.prefix(512).prefix(Int(device.mtu) - 3)),
+                isIndication: ccc == 2)
             if notification.isIndication {
                 indicate(notification, to: devicePath)
             } else {

@@ -117,7 +117,8 @@ actor FakeBluetoothd {
     ) async throws -> [DBusValue] {
         callsToApp[member, default: 0] += 1
         do {
-            let reply = try await connection.call(owner, path: path, interface: interface, member: member, arguments: arguments)
+            let reply = try await connection.call(
+                owner, path: path, interface: interface, member: member, arguments: arguments)
             repliesFromApp += 1
             return reply
         } catch let error as DBusError {
@@ -133,7 +134,8 @@ actor FakeBluetoothd {
     ) {
         callsToApp[member, default: 0] += 1
         do {
-            try connection.callWithoutReply(owner, path: path, interface: interface, member: member, arguments: arguments)
+            try connection.callWithoutReply(
+                owner, path: path, interface: interface, member: member, arguments: arguments)
         } catch {
             logger.error("no-reply call not sent", metadata: ["member": "\(member)", "error": "\(error)"])
         }
@@ -324,11 +326,14 @@ actor FakeBluetoothd {
                 },
             ],
             properties: [
-                Property("ActiveInstances", signature: "y", get: { [adapter] in .byte(adapter.state.withLock { $0.activeAdvertisements }) }),
+                Property(
+                    "ActiveInstances", signature: "y",
+                    get: { [adapter] in .byte(adapter.state.withLock { $0.activeAdvertisements }) }),
                 Property(
                     "SupportedInstances", signature: "y",
                     get: { [adapter] in .byte(maximum - adapter.state.withLock { $0.activeAdvertisements }) }),
-                Property("SupportedIncludes", signature: "as", get: { .strings(["tx-power", "appearance", "local-name"]) }),
+                Property(
+                    "SupportedIncludes", signature: "as", get: { .strings(["tx-power", "appearance", "local-name"]) }),
             ])
     }
 

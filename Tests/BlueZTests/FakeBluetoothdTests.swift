@@ -69,7 +69,8 @@ struct FakeBluetoothdTests {
 
     @Test(arguments: ["1800", "1801", "00001800-0000-1000-8000-00805f9b34fb"])
     func gapAndGattServicesAreRefused(uuid: String) async throws {
-        let rig = try await FakeRig([MinimalCharacteristic(uuid: "2a00", flags: ["read"])], serviceUUID: uuid, register: false)
+        let rig = try await FakeRig(
+            [MinimalCharacteristic(uuid: "2a00", flags: ["read"])], serviceUUID: uuid, register: false)
         let error = await #expect(throws: DBusError.self) { try await rig.registerApp() }
         #expect(error?.name == "org.bluez.Error.Failed")
         await rig.stop()
@@ -178,7 +179,9 @@ struct FakeBluetoothdTests {
         #expect(rig.app.calls("AcquireNotify").first?.options["device"] == .objectPath(first.path))
         #expect(await rig.fake.notifyCount("2a37") == (2, true))
         for n in 0..<20 { #expect(rig.app.sendOnSocket(0, [UInt8(n)])) }
-        let expected = (0..<20).map { FakeNotification(characteristic: rig.app.path(0), value: [UInt8($0)], isIndication: false) }
+        let expected = (0..<20).map {
+            FakeNotification(characteristic: rig.app.path(0), value: [UInt8($0)], isIndication: false)
+        }
         #expect(await collect(20, of: first.notifications) == expected)
         #expect(await collect(20, of: second.notifications) == expected)
         #expect(await rig.fake.unsubscribe("2a37", by: first) == nil)
@@ -291,7 +294,8 @@ struct FakeBluetoothdTests {
             ("RequestDefaultAgent", [.objectPath("/agent")]),
         ] {
             _ = try await app.call(
-                "org.bluez", path: "/org/bluez", interface: "org.bluez.AgentManager1", member: member, arguments: arguments)
+                "org.bluez", path: "/org/bluez", interface: "org.bluez.AgentManager1", member: member,
+                arguments: arguments)
         }
         #expect(await fake.registeredAgent?.capability == "NoInputNoOutput")
         #expect(await fake.defaultAgentPath == "/agent")

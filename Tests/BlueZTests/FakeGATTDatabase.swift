@@ -194,7 +194,9 @@ extension FakeApplication {
             for characteristic in service.characteristics {
                 add(.characteristic, characteristic.uuid, characteristic.path)
                 if characteristic.hasCCCD { add(.cccd, BluetoothUUID(0x2902), nil) }
-                if characteristic.parsed.extendedProperties != 0 { add(.extendedProperties, BluetoothUUID(0x2900), nil) }
+                if characteristic.parsed.extendedProperties != 0 {
+                    add(.extendedProperties, BluetoothUUID(0x2900), nil)
+                }
                 for descriptor in characteristic.descriptors { add(.descriptor, descriptor.uuid, descriptor.path) }
             }
         }

@@ -5,7 +5,7 @@ import Foundation
 import Synchronization
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// One characteristic of the minimal app.
@@ -69,7 +69,9 @@ final class MinimalGATTApp: Sendable {
                         Interface(
                             "org.bluez.GattDescriptor1",
                             methods: [
-                                Method("ReadValue", inputs: "a{sv}", outputs: "ay", immediate: { call in call.reply([.bytes([])]) })
+                                Method(
+                                    "ReadValue", inputs: "a{sv}", outputs: "ay",
+                                    immediate: { call in call.reply([.bytes([])]) })
                             ],
                             properties: [
                                 Property("UUID", signature: "s", get: { .string(descriptor.uuid) }),
@@ -118,52 +120,62 @@ final class MinimalGATTApp: Sendable {
         if characteristic.offersAcquireNotify {
             properties.append(Property("NotifyAcquired", signature: "b", get: { .boolean(false) }))
         }
-        let read = Method("ReadValue", inputs: "a{sv}", outputs: "ay", immediate: { [self] call in
-            record(call, options: call.arguments.first)
-            if let error = characteristic.readError { return call.fail(error.name, error.message) }
-            let options = (try? call.arguments.first?.asVardict()) ?? [:]
-            let offset = Int((try? options["offset"]?.asUInt16()) ?? 0)
-            let value = state.withLock { $0.values[path] ?? [] }
-            guard offset <= value.count else { return call.fail("org.bluez.Error.InvalidOffset", "") }
-            call.reply([.bytes(Array(value[offset...]))])
-        })
-        let write = Method("WriteValue", inputs: "aya{sv}", immediate: { [self] call in
-            let value = (try? call.arguments[0].asBytes()) ?? []
-            record(call, value: value, options: call.arguments[1])
-            let options = (try? call.arguments[1].asVardict()) ?? [:]
-            if options["prepare-authorize"] != nil { return call.reply() }
-            guard value.count <= characteristic.maximumWriteLength else {
-                return call.fail("org.bluez.Error.InvalidValueLength", "")
-            }
-            let offset = Int((try? options["offset"]?.asUInt16()) ?? 0)
-            state.withLock { state in
-                var stored = state.values[path] ?? []
-                if stored.count < offset + value.count {
-                    stored += [UInt8](repeating: 0, count: offset + value.count - stored.count)
+        let read = Method(
+            "ReadValue", inputs: "a{sv}", outputs: "ay",
+            immediate: { [self] call in
+                record(call, options: call.arguments.first)
+                if let error = characteristic.readError { return call.fail(error.name, error.message) }
+                let options = (try? call.arguments.first?.asVardict()) ?? [:]
+                let offset = Int((try? options["offset"]?.asUInt16()) ?? 0)
+                let value = state.withLock { $0.values[path] ?? [] }
+                guard offset <= value.count else { return call.fail("org.bluez.Error.InvalidOffset", "") }
+                call.reply([.bytes(Array(value[offset...]))])
+            })
+        let write = Method(
+            "WriteValue", inputs: "aya{sv}",
+            immediate: { [self] call in
+                let value = (try? call.arguments[0].asBytes()) ?? []
+                record(call, value: value, options: call.arguments[1])
+                let options = (try? call.arguments[1].asVardict()) ?? [:]
+                if options["prepare-authorize"] != nil { return call.reply() }
+                guard value.count <= characteristic.maximumWriteLength else {
+                    return call.fail("org.bluez.Error.InvalidValueLength", "")
                 }
-                stored.replaceSubrange(offset..<offset + value.count, with: value)
-                state.values[path] = stored
-            }
-            call.reply()
-        })
-        let acquire = Method("AcquireNotify", inputs: "a{sv}", outputs: "hq", immediate: { [self] call in
-            record(call, options: call.arguments.first)
-            var pair: [Int32] = [0, 0]
-            guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, &pair) == 0 else {
-                return call.fail("org.bluez.Error.Failed", "socketpair")
-            }
-            state.withLock { $0.notifyFDs[path] = pair[0] }
-            // The reply duplicates the fd; ours is closed once it is queued.
-            call.reply([.unixFD(UnixFD(pair[1])), .uint16(23)])
-            close(pair[1])
-        })
+                let offset = Int((try? options["offset"]?.asUInt16()) ?? 0)
+                state.withLock { state in
+                    var stored = state.values[path] ?? []
+                    if stored.count < offset + value.count {
+                        stored += [UInt8](repeating: 0, count: offset + value.count - stored.count)
+                    }
+                    stored.replaceSubrange(offset..<offset + value.count, with: value)
+                    state.values[path] = stored
+                }
+                call.reply()
+            })
+        let acquire = Method(
+            "AcquireNotify", inputs: "a{sv}", outputs: "hq",
+            immediate: { [self] call in
+                record(call, options: call.arguments.first)
+                var pair: [Int32] = [0, 0]
+                guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, &pair) == 0 else {
+                    return call.fail("org.bluez.Error.Failed", "socketpair")
+                }
+                state.withLock { $0.notifyFDs[path] = pair[0] }
+                // The reply duplicates the fd; ours is closed once it is queued.
+                call.reply([.unixFD(UnixFD(pair[1])), .uint16(23)])
+                close(pair[1])
+            })
         var methods = [read, write, acquire]
         for member in ["StartNotify", "StopNotify", "Confirm"] {
-            methods.append(Method(member, immediate: { [self] call in
-                record(call, options: nil)
-                call.reply()
-            }))
+            methods.append(
+                Method(
+                    member,
+                    immediate: { [self] call in
+                        record(call, options: nil)
+                        call.reply()
+                    }))
         }
-        try connection.export(path, [Interface("org.bluez.GattCharacteristic1", methods: methods, properties: properties)])
+        try connection.export(
+            path, [Interface("org.bluez.GattCharacteristic1", methods: methods, properties: properties)])
     }
 }

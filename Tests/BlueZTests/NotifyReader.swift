@@ -5,7 +5,7 @@ import Foundation
 import Synchronization
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// Reads datagrams from an fd on its own thread (a blocking read must not hold a cooperative thread) and hands

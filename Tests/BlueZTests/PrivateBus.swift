@@ -17,7 +17,8 @@ final class PrivateBus: Sendable {
     private let isStopped = Mutex(false)
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("blemu-dbus-\(UUID().uuidString)").path
+        directory =
+            FileManager.default.temporaryDirectory.appendingPathComponent("blemu-dbus-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let config = """
             <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
@@ -68,7 +69,11 @@ final class PrivateBus: Sendable {
     deinit { stop() }
 
     func stop() {
-        guard !isStopped.withLock({ let was = $0; $0 = true; return was }) else { return }
+        guard
+            !isStopped.withLock({
+                let was = $0; $0 = true; return was
+            })
+        else { return }
         // SIGKILL, not SIGTERM: the daemon inherits the spawning thread's signal mask, in which Swift's worker
         // threads block SIGTERM, so SIGTERM is never delivered and waitpid would wait forever.
         kill(pid, SIGKILL)
@@ -78,7 +83,9 @@ final class PrivateBus: Sendable {
     }
 
     /// A new connection to this bus; with DBUS_TRACE set, the whole conversation is logged.
-    func connect(_ label: String = "test", trace: Bool = ProcessInfo.processInfo.environment["DBUS_TRACE"] != nil) throws -> BusConnection {
+    func connect(
+        _ label: String = "test", trace: Bool = ProcessInfo.processInfo.environment["DBUS_TRACE"] != nil
+    ) throws -> BusConnection {
         var logger = Logger(label: label)
         logger.logLevel = trace ? .trace : .critical
         return try BusConnection(.address(address), logger: logger)

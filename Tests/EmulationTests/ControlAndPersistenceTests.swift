@@ -91,7 +91,9 @@ func object(_ line: String) -> [String: Any] {
         await rig.start()
         let central = VirtualCentral(connectingTo: rig.backend)
         #expect(try await central.read("body-sensor-location") == [0x01])
-        await #expect(throws: ATTError(rawValue: 0x80)) { try await central.write([0x02], to: "heart-rate-control-point") }
+        await #expect(throws: ATTError(rawValue: 0x80)) {
+            try await central.write([0x02], to: "heart-rate-control-point")
+        }
         let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map { object(String($0)) }
         #expect(lines.allSatisfy { $0["time"] is String && $0["type"] is String })
         let requests = lines.filter { $0["type"] as? String == "request" }
@@ -133,13 +135,16 @@ func object(_ line: String) -> [String: Any] {
         let names = try FileManager.default.contentsOfDirectory(atPath: directory)
         #expect(names.contains { $0.hasPrefix("r.json.corrupt-") } && !names.contains("r.json"))
         store.recordWrites(["mode": [0x03]])
-        #expect(StateStore(restoreID: "r", directory: directory, profile: profile).restore()?.values == ["mode": [0x03]])
+        #expect(
+            StateStore(restoreID: "r", directory: directory, profile: profile).restore()?.values == ["mode": [0x03]])
     }
 
     @Test func stateFileOfAnotherProfileIsIgnored() throws {
         let directory = try temporaryDirectory()
         StateStore(restoreID: "x", directory: directory, profile: try bundledProfile("heart-rate"))
             .recordWrites(["heart-rate-control-point": [0x01]])
-        #expect(StateStore(restoreID: "x", directory: directory, profile: try bundledProfile("thermostat")).restore() == nil)
+        #expect(
+            StateStore(restoreID: "x", directory: directory, profile: try bundledProfile("thermostat")).restore() == nil
+        )
     }
 }

@@ -82,7 +82,10 @@ import Testing
             if update.bytes == Array("EOM".utf8) { break }
         }
         let text = String(decoding: chunks.dropLast().flatMap { $0 }, as: UTF8.self)
-        #expect(text == "Hello from blemu! This text travels in 20-byte chunks, the way Apple's BTLE Transfer sample sends it.")
+        #expect(
+            text
+                == "Hello from blemu! This text travels in 20-byte chunks, the way Apple's BTLE Transfer sample sends it."
+        )
         #expect(chunks.allSatisfy { $0.count <= 20 })
         let counters = await rig.emulator.counters()
         #expect(counters.refusedFull > 0 && counters.dropped == 0 && counters.waiting == 0)

@@ -3,8 +3,10 @@ import Testing
 @testable import GATTModel
 
 @Suite struct BluetoothUUIDTests {
-    @Test(arguments: ["180D", "180d", "0x180D", "0X180d", "0000180D", "0000180d-0000-1000-8000-00805f9b34fb",
-        "0000180D00001000800000805F9B34FB"])
+    @Test(arguments: [
+        "180D", "180d", "0x180D", "0X180d", "0000180D", "0000180d-0000-1000-8000-00805f9b34fb",
+        "0000180D00001000800000805F9B34FB",
+    ])
     func everyCommonSpellingOfHeartRateIsTheSameUUID(spelling: String) throws {
         let uuid = try #require(BluetoothUUID(spelling))
         #expect(uuid == BluetoothUUID(0x180D))
@@ -13,8 +15,10 @@ import Testing
         #expect(uuid.littleEndianBytes == [0x0D, 0x18])
     }
 
-    @Test(arguments: ["", "18D", "180DX", "0x", "0000180d-0000-1000-8000_00805f9b34fb", "0000180d0-000-1000-8000-00805f9b34fb",
-        "g000180d-0000-1000-8000-00805f9b34fb", "12345"])
+    @Test(arguments: [
+        "", "18D", "180DX", "0x", "0000180d-0000-1000-8000_00805f9b34fb", "0000180d0-000-1000-8000-00805f9b34fb",
+        "g000180d-0000-1000-8000-00805f9b34fb", "12345",
+    ])
     func malformedSpellingsAreRejected(spelling: String) {
         #expect(BluetoothUUID(spelling) == nil)
     }

@@ -7,8 +7,9 @@ import Testing
         let characteristic = Characteristic(
             id: "email", uuid: BluetoothUUID(0x2A87), properties: [.read, .write, .notifyEncryptionRequired, .notify],
             permissions: [.readEncryptionRequired, .writeEncryptionRequired])
-        #expect(characteristic.bluezFlags.map(\.rawValue)
-            == ["read", "write", "notify", "encrypt-read", "encrypt-write", "encrypt-notify"])
+        #expect(
+            characteristic.bluezFlags.map(\.rawValue)
+                == ["read", "write", "notify", "encrypt-read", "encrypt-write", "encrypt-notify"])
     }
 
     @Test func strongestRequirementWinsAndEachLevelHasItsFlag() {
@@ -17,26 +18,29 @@ import Testing
         let characteristic = Characteristic(
             id: "x", uuid: BluetoothUUID(0xFFF1), properties: [.read, .write, .indicate],
             permissions: [.readEncryptionRequired, .writeable], security: security)
-        #expect(characteristic.bluezFlags.map(\.rawValue)
-            == ["read", "write", "indicate", "secure-read", "encrypt-authenticated-write", "encrypt-indicate"])
+        #expect(
+            characteristic.bluezFlags.map(\.rawValue)
+                == ["read", "write", "indicate", "secure-read", "encrypt-authenticated-write", "encrypt-indicate"])
     }
 
     @Test func everyPropertyFlagIsAStringBlueZAccepts() {
         let all = CharacteristicProperties(rawValue: 0xFFF)
         let flags = Characteristic(id: "all", uuid: BluetoothUUID(0xFFF1), properties: all).bluezFlags
         // Ten property flags; the two encryption-required properties become security flags instead.
-        #expect(flags.map(\.rawValue) == [
-            "broadcast", "read", "write-without-response", "write", "notify", "indicate",
-            "authenticated-signed-writes", "extended-properties", "reliable-write", "writable-auxiliaries",
-            "encrypt-notify", "encrypt-indicate",
-        ])
+        #expect(
+            flags.map(\.rawValue) == [
+                "broadcast", "read", "write-without-response", "write", "notify", "indicate",
+                "authenticated-signed-writes", "extended-properties", "reliable-write", "writable-auxiliaries",
+                "encrypt-notify", "encrypt-indicate",
+            ])
     }
 
     @Test func descriptorFlagsStayWithinWhatBlueZAcceptsOnDescriptors() {
         let descriptor = Descriptor(
             uuid: BluetoothUUID(0x2901), value: [], permissions: [.readable, .writeEncryptionRequired],
             security: SecurityRequirements([.read: .authenticated]))
-        #expect(descriptor.bluezFlags.map(\.rawValue) == ["read", "write", "encrypt-authenticated-read", "encrypt-write"])
+        #expect(
+            descriptor.bluezFlags.map(\.rawValue) == ["read", "write", "encrypt-authenticated-read", "encrypt-write"])
         #expect(Set(descriptor.bluezFlags).isSubset(of: BlueZFlag.descriptorFlags))
     }
 

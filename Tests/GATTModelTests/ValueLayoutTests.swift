@@ -4,18 +4,25 @@ import Testing
 
 @Suite struct ValueLayoutTests {
     let heartRate = ValueLayout([
-        FieldSpec(name: "flags", type: .flags(bytes: 1, bits: [
-            FlagBit(name: "bpm-u16", bit: 0), FlagBit(name: "sensor-contact-detected", bit: 1),
-            FlagBit(name: "sensor-contact-supported", bit: 2), FlagBit(name: "energy-expended", bit: 3),
-            FlagBit(name: "rr-interval", bit: 4),
-        ])),
+        FieldSpec(
+            name: "flags",
+            type: .flags(
+                bytes: 1,
+                bits: [
+                    FlagBit(name: "bpm-u16", bit: 0), FlagBit(name: "sensor-contact-detected", bit: 1),
+                    FlagBit(name: "sensor-contact-supported", bit: 2), FlagBit(name: "energy-expended", bit: 3),
+                    FlagBit(name: "rr-interval", bit: 4),
+                ])),
         FieldSpec(name: "bpm", type: .unsigned(bytes: 1)),
     ])
 
     @Test func heartRateMeasurementEncodesItsFlagsAndBPM() throws {
-        let bytes = try heartRate.encode([.flags(["sensor-contact-supported", "sensor-contact-detected"]), .integer(72)])
+        let bytes = try heartRate.encode([
+            .flags(["sensor-contact-supported", "sensor-contact-detected"]), .integer(72),
+        ])
         #expect(bytes == [0x06, 72])
-        #expect(heartRate.decode(bytes) == [.flags(["sensor-contact-detected", "sensor-contact-supported"]), .integer(72)])
+        #expect(
+            heartRate.decode(bytes) == [.flags(["sensor-contact-detected", "sensor-contact-supported"]), .integer(72)])
     }
 
     @Test func integersOutsideTheirTypeAreRefused() {
@@ -28,9 +35,11 @@ import Testing
     }
 
     @Test func signedAndWideIntegersAreLittleEndianTwosComplement() throws {
-        #expect(try ValueLayout.encode(.integer(-2), as: FieldSpec(name: "t", type: .signed(bytes: 2))) == [0xFE, 0xFF])
-        #expect(try ValueLayout.encode(.integer(0x123456), as: FieldSpec(name: "c", type: .unsigned(bytes: 3)))
-            == [0x56, 0x34, 0x12])
+        #expect(
+            try ValueLayout.encode(.integer(-2), as: FieldSpec(name: "t", type: .signed(bytes: 2))) == [0xFE, 0xFF])
+        #expect(
+            try ValueLayout.encode(.integer(0x123456), as: FieldSpec(name: "c", type: .unsigned(bytes: 3)))
+                == [0x56, 0x34, 0x12])
         #expect(ValueLayout([FieldSpec(name: "t", type: .signed(bytes: 2))]).decode([0xFE, 0xFF]) == [.integer(-2)])
     }
 

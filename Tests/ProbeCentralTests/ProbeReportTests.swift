@@ -12,7 +12,8 @@ struct ProbeReportTests {
             name: "Polar H10 A1B2", rssi: -42, uuids: ["180D", "180F"]),
         services: [
             ProbeService(
-                uuid: "180D", name: "Heart Rate", isPrimary: true, path: "/org/bluez/hci1/dev_00_AA_01_00_00_00/service000a",
+                uuid: "180D", name: "Heart Rate", isPrimary: true,
+                path: "/org/bluez/hci1/dev_00_AA_01_00_00_00/service000a",
                 characteristics: [
                     ProbeCharacteristic(
                         uuid: "2A37", name: "Heart Rate Measurement", flags: ["notify"],
@@ -31,7 +32,8 @@ struct ProbeReportTests {
                     ProbeCharacteristic(
                         uuid: "2A39", name: "Heart Rate Control Point", flags: ["write", "read"],
                         path: "/org/bluez/hci1/dev_00_AA_01_00_00_00/service000a/char0010",
-                        read: .failure(ProbeFailure(name: "org.bluez.Error.NotPermitted", message: "Read not permitted")),
+                        read: .failure(
+                            ProbeFailure(name: "org.bluez.Error.NotPermitted", message: "Read not permitted")),
                         notifications: [], descriptors: []),
                 ])
         ],
@@ -61,7 +63,8 @@ struct ProbeReportTests {
         #expect(service["primary"] as? Bool == true)
         let characteristics = try #require(service["characteristics"] as? [[String: Any]])
         let location = try #require(characteristics.first { $0["uuid"] as? String == "2A38" })
-        #expect((location["read"] as? [String: Any])?["value"] as? [String: String] == ["hex": "01", "decoded": "Chest"])
+        #expect(
+            (location["read"] as? [String: Any])?["value"] as? [String: String] == ["hex": "01", "decoded": "Chest"])
         let control = try #require(characteristics.first { $0["uuid"] as? String == "2A39" })
         let error = try #require((control["read"] as? [String: Any])?["error"] as? [String: Any])
         #expect(error["attError"] as? Int == 2)

@@ -53,8 +53,9 @@ struct ValueDecoderTests {
 
     @Test func attErrorsAreRecoveredFromBluetoothdsErrorReplies() {
         #expect(ProbeFailure(name: "org.bluez.Error.NotPermitted", message: "Read not permitted").attError == 0x02)
-        #expect(ProbeFailure(name: "org.bluez.Error.Failed", message: "Operation failed with ATT error: 0x80")
-            .attError == 0x80)
+        #expect(
+            ProbeFailure(name: "org.bluez.Error.Failed", message: "Operation failed with ATT error: 0x80")
+                .attError == 0x80)
         #expect(ProbeFailure(name: "org.bluez.Error.NotAuthorized", message: "Not Authorized").attError == 0x08)
         // Authentication, encryption and key size all read "Not paired": the code is lost, so none is claimed.
         #expect(ProbeFailure(name: "org.bluez.Error.NotPermitted", message: "Not paired").attError == nil)

@@ -37,8 +37,9 @@ struct BlemuProcess {
 
     /// Every bundled profile, relative to the repository root.
     static var bundledProfiles: [String] {
-        let names = (try? FileManager.default.contentsOfDirectory(
-            atPath: repositoryRoot.appendingPathComponent("profiles").path)) ?? []
+        let names =
+            (try? FileManager.default.contentsOfDirectory(
+                atPath: repositoryRoot.appendingPathComponent("profiles").path)) ?? []
         return names.filter { $0.hasSuffix(".yaml") }.sorted().map { "profiles/\($0)" }
     }
 }

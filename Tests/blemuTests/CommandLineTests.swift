@@ -44,7 +44,10 @@ import Testing
         let services = try #require(json["services"] as? [[String: Any]])
         #expect(services.compactMap { $0["uuid"] as? String }.contains("180D"))
         let characteristics = services.flatMap { $0["characteristics"] as? [[String: Any]] ?? [] }
-        #expect(characteristics.contains { ($0["bluezFlags"] as? [String]) == ["notify"] && $0["uuid"] as? String == "2A37" })
+        #expect(
+            characteristics.contains {
+                ($0["bluezFlags"] as? [String]) == ["notify"] && $0["uuid"] as? String == "2A37"
+            })
     }
 
     @Test func advJSONGivesTheTransferServiceAndNameBytes() throws {
