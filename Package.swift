@@ -66,7 +66,7 @@ let package = Package(
         .executableTarget(
             name: "blemu",
             dependencies: [
-                "GATTModel", "GATTProfile", "Emulation", "BlueZ", "Lab", "ProbeCentral",
+                "GATTModel", "GATTProfile", "Emulation", "Peripheral", "BlueZ", "DBus", "Lab", "ProbeCentral",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -86,7 +86,8 @@ let package = Package(
             ],
             swiftSettings: strict),
         .testTarget(
-            name: "BlueZTests", dependencies: ["BlueZ", "DBus", "Peripheral", "GATTModel"],
+            name: "BlueZTests",
+            dependencies: ["BlueZ", "DBus", "Peripheral", "GATTModel", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         .testTarget(
             name: "EmulationTests",

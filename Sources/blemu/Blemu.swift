@@ -10,7 +10,7 @@ struct Blemu: AsyncParsableCommand {
             Exit codes: 0 ok, 64 usage, 65 bad profile, 66 unreadable file, 69 BlueZ or adapter unavailable.
             """,
         subcommands: [
-            ValidateCommand.self, ShowCommand.self, AdvCommand.self, LabCommand.self, ProbeCommand.self,
+            ValidateCommand.self, ShowCommand.self, AdvCommand.self, LabCommand.self, ProbeCommand.self, RunCommand.self,
             CtlCommand.self,
         ])
 }

@@ -1,0 +1,294 @@
+import DBus
+import GATTModel
+import Logging
+import Glibc
+import Peripheral
+
+// bluetoothd's calls on the exported characteristics and descriptors, turned into `BackendEvent`s.
+// Options as 5.66:src/gatt-database.c `append_options` sends them: `device`, `mtu`, `offset` (only when non-zero),
+// `link`, `prepare-authorize` (only when true). All are treated as optional: older versions omit some.
+extension BlueZBackend {
+    /// The request options we use, each with its default when absent.
+    struct RequestOptions {
+        var device: String = "unknown device"
+        var mtu: Int = Central.defaultATTMTU
+        var offset: Int = 0
+        var isPrepareAuthorize = false
+
+        init(_ value: DBusValue?) {
+            guard let options = try? value?.asVardict() else { return }
+            if case .objectPath(let path)? = options[BlueZName.Option.device] { device = path.rawValue }
+            if case .uint16(let mtu)? = options[BlueZName.Option.mtu] { self.mtu = Int(mtu) }
+            if case .uint16(let offset)? = options[BlueZName.Option.offset] { self.offset = Int(offset) }
+            if case .boolean(let flag)? = options[BlueZName.Option.prepareAuthorize] { isPrepareAuthorize = flag }
+        }
+    }
+
+    func handlers() -> GATTApplication.Handlers {
+        GATTApplication.Handlers(
+            read: { [weak self] call, characteristic in self?.read(call, characteristic) },
+            write: { [weak self] call, characteristic in self?.write(call, characteristic) },
+            startNotify: { [weak self] call, characteristic in self?.startNotify(call, characteristic) },
+            stopNotify: { [weak self] call, characteristic in self?.stopNotify(call, characteristic) },
+            confirm: { [weak self] call, characteristic in self?.confirm(call, characteristic) },
+            acquireNotify: { [weak self] call, characteristic in self?.acquireNotify(call, characteristic) },
+            isNotifying: { [weak self] id in self?.state.withLock { $0.notify[id] } != nil },
+            isNotifyAcquired: { [weak self] id in
+                if case .socket? = self?.state.withLock({ $0.notify[id] }) { return true }
+                return false
+            },
+            readDescriptor: { [weak self] call, path, descriptor in self?.readDescriptor(call, path, descriptor) },
+            writeDescriptor: { [weak self] call, path, descriptor in self?.writeDescriptor(call, path, descriptor) })
+    }
+
+    /// The security bluetoothd has already enforced before calling us: its static `encrypt-*` flags
+    /// (BLUEZ-FACTS.md) reject a weaker link with 0x05/0x0F, so any call that reaches us has at least this level.
+    private func linkSecurity(_ characteristic: Characteristic, _ operation: AttributeOperation) -> SecurityLevel {
+        characteristic.effectiveSecurity[operation]
+    }
+
+    // MARK: Characteristics
+
+    private func read(_ call: consuming MethodCall, _ characteristic: Characteristic) {
+        guard let call = owner.admit(call) else { return }
+        let options = RequestOptions(call.arguments.first)
+        let pending = PendingCall(call)
+        let logger = logger
+        let id = characteristic.id
+        let summary = "read \(id) by \(options.device) offset \(options.offset)"
+        continuation.yield(
+            .read(
+                IncomingRead(
+                    central: Central(id: options.device, attMTU: options.mtu), characteristicID: id,
+                    offset: options.offset, linkSecurity: linkSecurity(characteristic, .read),
+                    reply: { result in
+                        switch result {
+                        case .success(let bytes):
+                            logger.info("\(summary) -> \(bytes.count) bytes \(Self.hex(bytes))")
+                            pending.reply([.bytes(bytes)])
+                        case .failure(let error):
+                            let reply = BlueZErrorReply(for: error, operation: .read)
+                            logger.info("\(summary) -> \(error) as \(reply.name)")
+                            pending.fail(reply.name, reply.message)
+                        }
+                    })))
+    }
+
+    private func write(_ call: consuming MethodCall, _ characteristic: Characteristic) {
+        guard let call = owner.admit(call) else { return }
+        let value = (try? call.arguments.first?.asBytes()) ?? []
+        let options = RequestOptions(call.arguments.dropFirst().first)
+        let id = characteristic.id
+        let summary =
+            "\(options.isPrepareAuthorize ? "prepare-authorize" : "write") \(id) by \(options.device) "
+            + "offset \(options.offset) \(Self.hex(value))"
+        let reply: (@Sendable (Result<[UInt8], ATTError>) -> Void)?
+        if call.expectsReply {
+            let pending = PendingCall(call)
+            let logger = logger
+            reply = { result in
+                switch result {
+                case .success:
+                    logger.info("\(summary) -> ok")
+                    pending.reply()
+                case .failure(let error):
+                    let reply = BlueZErrorReply(for: error, operation: .write)
+                    logger.info("\(summary) -> \(error) as \(reply.name)")
+                    pending.fail(reply.name, reply.message)
+                }
+            }
+        } else {
+            // Write Without Response (or a Write Request bluetoothd already acknowledged): the no-reply flag is set
+            // and no answer may be sent. Consuming the call lets the DBus module count it as answered, sending nothing.
+            logger.info("\(summary) (no reply expected)")
+            call.reply()
+            reply = nil
+        }
+        continuation.yield(
+            .write(
+                IncomingWrites(
+                    central: Central(id: options.device, attMTU: options.mtu),
+                    writes: [IncomingWrites.Write(characteristicID: id, offset: options.offset, value: value)],
+                    linkSecurity: linkSecurity(characteristic, .write), isAuthorizationOnly: options.isPrepareAuthorize,
+                    reply: reply)))
+    }
+
+    /// The kind a subscription gets. bluetoothd does not tell the app whether the CCCD asked for notifications or
+    /// indications; per device it sends what that device enabled. A characteristic that can notify is treated as
+    /// notifying (an indication the manager waited on might never be confirmed); indicate-only waits for `Confirm`.
+    static func updateKind(_ characteristic: Characteristic) -> UpdateKind {
+        characteristic.properties.contains(.notify) ? .notification : .indication
+    }
+
+    private func startNotify(_ call: consuming MethodCall, _ characteristic: Characteristic) {
+        guard let call = owner.admit(call) else { return }
+        call.reply()
+        // 5.66 calls StartNotify for every enabling CCCD write (`ccc_write_cb`); only the first one subscribes.
+        let kind = Self.updateKind(characteristic)
+        let isNew = state.withLock { state -> Bool in
+            guard state.notify[characteristic.id] == nil else { return false }
+            state.notify[characteristic.id] = .properties(kind)
+            return true
+        }
+        guard isNew else { return }
+        logger.info("\(characteristic.id): StartNotify, updates go to every subscriber through PropertiesChanged")
+        notifyingChanged(characteristic.id)
+        continuation.yield(.subscribed(Central(id: Central.allSubscribersID), characteristicID: characteristic.id, kind: kind))
+    }
+
+    private func stopNotify(_ call: consuming MethodCall, _ characteristic: Characteristic) {
+        guard let call = owner.admit(call) else { return }
+        call.reply()
+        // Called only when the last subscriber leaves (`ccc_write_cb`: ntfy_cnt drops to 0).
+        let wasNotifying = state.withLock { state -> Bool in
+            guard case .properties? = state.notify[characteristic.id] else { return false }
+            state.notify[characteristic.id] = nil
+            return true
+        }
+        guard wasNotifying else { return }
+        logger.info("\(characteristic.id): StopNotify, no subscribers left")
+        notifyingChanged(characteristic.id)
+        continuation.yield(.unsubscribed(Central(id: Central.allSubscribersID), characteristicID: characteristic.id))
+    }
+
+    private func confirm(_ call: consuming MethodCall, _ characteristic: Characteristic) {
+        guard let call = owner.admit(call) else { return }
+        call.reply()
+        // 5.66 `conf_cb`: one Confirm() per device that confirmed, on both notify paths.
+        continuation.yield(.confirmed(Central(id: Central.allSubscribersID)))
+    }
+
+    private func acquireNotify(_ call: consuming MethodCall, _ characteristic: Characteristic) {
+        guard let call = owner.admit(call) else { return }
+        let options = RequestOptions(call.arguments.first)
+        let pair: (local: Int32, remote: Int32)
+        do { pair = try NotifySocket.makePair() } catch {
+            logger.error("AcquireNotify on \(characteristic.id): \(error)")
+            call.fail(BlueZName.Error.failed, "\(error)")
+            return
+        }
+        let id = characteristic.id
+        let central = Central(id: Central.allSubscribersID, attMTU: options.mtu)
+        let socket = NotifySocket(
+            fd: pair.local,
+            onWritable: { [weak self] in self?.continuation.yield(.writable(central)) },
+            onConfirm: { [weak self] in self?.continuation.yield(.confirmed(central)) },
+            onClosed: { [weak self] in self?.notifySocketClosed(id) })
+        let kind = Self.updateKind(characteristic)
+        let previous = state.withLock { state -> NotifyPath? in
+            defer { state.notify[id] = .socket(socket, kind) }
+            return state.notify[id]
+        }
+        if case .socket(let old, _)? = previous { old.close() }
+        // Appending the fd duplicates it into the message; our copy of bluetoothd's end is closed right after.
+        call.reply([.unixFD(UnixFD(pair.remote)), .uint16(UInt16(clamping: options.mtu))])
+        _ = Glibc.close(pair.remote)
+        // 5.66 calls AcquireNotify once, for the first subscriber, and sends every datagram to every subscriber
+        // (`sock_io_read` -> `send_notification_to_devices`): one central stands for all of them.
+        logger.info(
+            "\(id): AcquireNotify by \(options.device), MTU \(options.mtu); served as central '\(Central.allSubscribersID)' (all subscribers)")
+        notifyingChanged(id)
+        if previous == nil { continuation.yield(.subscribed(central, characteristicID: id, kind: kind)) }
+    }
+
+    private func notifySocketClosed(_ id: String) {
+        let removed = state.withLock { state -> Bool in
+            guard case .socket? = state.notify[id] else { return false }
+            state.notify[id] = nil
+            return true
+        }
+        guard removed else { return }
+        logger.info("\(id): bluetoothd closed the notify socket (no subscribers left)")
+        notifyingChanged(id)
+        continuation.yield(.unsubscribed(Central(id: Central.allSubscribersID), characteristicID: id))
+    }
+
+    /// Emits `PropertiesChanged` for `Notifying` (and `NotifyAcquired` where exported); failures are logged.
+    private func notifyingChanged(_ id: String) {
+        guard let path = characteristicPath(id) else { return }
+        let (isNotifying, isAcquired) = state.withLock { state -> (Bool, Bool) in
+            switch state.notify[id] {
+            case .socket?: (true, true)
+            case .properties?: (true, false)
+            case nil: (false, false)
+            }
+        }
+        var changed: [String: DBusValue] = [BlueZName.Property.notifying: .boolean(isNotifying)]
+        if options.useAcquireNotify { changed[BlueZName.Property.notifyAcquired] = .boolean(isAcquired) }
+        do {
+            try connection.emitPropertiesChanged(
+                path: path, interface: BlueZName.Interface.gattCharacteristic, changed: changed)
+        } catch {
+            logger.debug("PropertiesChanged for \(id) not sent: \(error)")
+        }
+    }
+
+    /// Ends every subscription: their sockets close and the manager hears `.unsubscribed` for each.
+    func forgetSubscriptions(reason: String) {
+        let dropped = state.withLock { state -> [(String, NotifyPath)] in
+            defer { state.notify.removeAll() }
+            return state.notify.sorted { $0.key < $1.key }
+        }
+        for (id, path) in dropped {
+            if case .socket(let socket, _) = path { socket.close() }
+            logger.info("\(id): subscription ended (\(reason))")
+            continuation.yield(.unsubscribed(Central(id: Central.allSubscribersID), characteristicID: id))
+        }
+    }
+
+    // MARK: Descriptors
+
+    /// Descriptors are served from the model's value (and what centrals wrote since registration): the manager's
+    /// request model covers characteristics only.
+    private func readDescriptor(_ call: consuming MethodCall, _ path: ObjectPath, _ descriptor: Descriptor) {
+        guard let call = owner.admit(call) else { return }
+        let options = RequestOptions(call.arguments.first)
+        let value = state.withLock { $0.descriptorValues[path] } ?? descriptor.value
+        let summary = "read descriptor \(path) by \(options.device) offset \(options.offset)"
+        guard descriptor.permissions.allowsRead else {
+            return answer(call, summary, BlueZErrorReply(for: .readNotPermitted, operation: .read))
+        }
+        guard options.offset <= value.count else {
+            return answer(call, summary, BlueZErrorReply(for: .invalidOffset, operation: .read))
+        }
+        let bytes = Array(value[options.offset...])
+        logger.info("\(summary) -> \(bytes.count) bytes \(Self.hex(bytes))")
+        call.reply([.bytes(bytes)])
+    }
+
+    private func writeDescriptor(_ call: consuming MethodCall, _ path: ObjectPath, _ descriptor: Descriptor) {
+        guard let call = owner.admit(call) else { return }
+        let value = (try? call.arguments.first?.asBytes()) ?? []
+        let options = RequestOptions(call.arguments.dropFirst().first)
+        let summary = "write descriptor \(path) by \(options.device) offset \(options.offset) \(Self.hex(value))"
+        guard descriptor.permissions.allowsWrite else {
+            return answer(call, summary, BlueZErrorReply(for: .writeNotPermitted, operation: .write))
+        }
+        let error: ATTError? = state.withLock { state in
+            var current = state.descriptorValues[path] ?? descriptor.value
+            guard options.offset <= current.count else { return .invalidOffset }
+            guard options.offset + value.count <= Characteristic.maximumValueLength else {
+                return .invalidAttributeValueLength
+            }
+            if options.isPrepareAuthorize { return nil }
+            current.replaceSubrange(options.offset..<min(current.count, options.offset + value.count), with: value)
+            state.descriptorValues[path] = current
+            return nil
+        }
+        if let error { return answer(call, summary, BlueZErrorReply(for: error, operation: .write)) }
+        logger.info("\(summary) -> ok")
+        call.reply()
+    }
+
+    private func answer(_ call: consuming MethodCall, _ summary: String, _ reply: BlueZErrorReply) {
+        logger.info("\(summary) -> \(reply.deliveredError) as \(reply.name)")
+        call.fail(reply.name, reply.message)
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        let shown = bytes.prefix(32).map { byte in
+            (byte < 16 ? "0" : "") + String(byte, radix: 16)
+        }.joined()
+        return bytes.count > 32 ? shown + "…" : shown
+    }
+}

@@ -1,0 +1,126 @@
+import ArgumentParser
+import BlueZ
+import DBus
+import Dispatch
+import Foundation
+import GATTModel
+import Logging
+import Peripheral
+
+/// `blemu run PROFILE`: publishes a profile through bluetoothd and serves it until SIGINT or SIGTERM.
+struct RunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run a profile as a Bluetooth LE peripheral on a BlueZ adapter.",
+        discussion: """
+            Prints the advertising plan, registers the GATT application, the advertisement and a pairing agent \
+            with bluetoothd, and logs every request and its answer on one line each (stderr). Prints a line \
+            containing "advertising" once everything is registered. SIGINT or SIGTERM unregisters everything and \
+            exits 0. Exits 65 for a bad profile and 69 when bluetoothd or the adapter is unavailable.
+
+            Example:
+              blemu run profiles/heart-rate.yaml --adapter hci0
+              blemu run profiles/heart-rate.yaml --bus session --log-level trace
+            """)
+
+    @Argument(help: "A profile file (YAML).")
+    var file: String
+
+    @Option(help: "The adapter to use.")
+    var adapter = "hci0"
+
+    @Option(help: "The bus bluetoothd is on: system, session, or a D-Bus address such as unix:path=/tmp/bus.")
+    var bus = "system"
+
+    @Option(help: "trace (every D-Bus message), debug, info, notice, warning, error or critical.")
+    var logLevel = "info"
+
+    @Option(help: "Seconds a request may wait for its answer before the engine answers an error (under 30).")
+    var requestDeadline = 10.0
+
+    func validate() throws {
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("--log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        guard requestDeadline > 0, requestDeadline < 30 else {
+            throw ValidationError("--request-deadline must be between 0 and 30 seconds (ATT times out at 30)")
+        }
+    }
+
+    private var busAddress: BusAddress {
+        switch bus {
+        case "system": .system
+        case "session": .session
+        default: .address(bus)
+        }
+    }
+
+    func run() async throws {
+        let profile = try ProfileInput.load(file)
+        let plan: AdvertisingPlan
+        do {
+            plan = try AdvertisingPlanner.plan(profile.advertisement)
+        } catch {
+            Console.error("\(file): error: \(error)")
+            throw ExitCode.badProfile
+        }
+        say(plan.report)
+
+        var logger = Logger(label: "blemu") { StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+
+        // Signals become an async stream; the default handlers are ignored so the process can unregister first.
+        let (stops, stop) = AsyncStream<Int32>.makeStream()
+        let signalQueue = DispatchQueue(label: "blemu.signals")
+        let sources = [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: signalQueue)
+            source.setEventHandler { stop.yield(number) }
+            source.resume()
+            return source
+        }
+        defer { for source in sources { source.cancel() } }
+
+        let backend: BlueZBackend
+        do {
+            backend = try await BlueZBackend(
+                bus: busAddress, adapter: adapter,
+                options: BlueZOptions(pairing: profile.pairing, deviceName: profile.name), logger: logger)
+        } catch {
+            Console.error("blemu: \(error). Check that bluetoothd runs (systemctl status bluetooth) and that \(adapter) exists (bluetoothctl list).")
+            throw ExitCode.unavailable
+        }
+
+        let manager = PeripheralManager(
+            backend: backend, handler: ProfileServer(logger: logger),
+            configuration: PeripheralManager.Configuration(requestDeadline: .milliseconds(Int(requestDeadline * 1000))),
+            logger: logger)
+        let events = manager.events
+        Task {
+            for await event in events { logger.info("event: \(event)") }
+        }
+
+        do {
+            if await manager.state != .poweredOn { logger.info("waiting for \(adapter) to be powered on") }
+            try await manager.waitUntilPoweredOn()
+            for service in profile.services { try await manager.publish(service) }
+            try await manager.startAdvertising(profile.advertisement)
+        } catch {
+            Console.error("blemu: \(error)")
+            await backend.shutdown()
+            throw ExitCode.unavailable
+        }
+        let name = plan.localName ?? profile.name
+        say("advertising \"\(name)\" on \(adapter): \(profile.services.count) services published; Ctrl-C to stop")
+
+        for await number in stops {
+            logger.info("signal \(number): unregistering")
+            break
+        }
+        await backend.shutdown()
+        say("stopped")
+    }
+
+    /// Writes a line to stdout at once (unbuffered), so a script waiting for "advertising" sees it.
+    private func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+}
