@@ -15,6 +15,8 @@ struct ContenderResult: Codable, Sendable {
     var peakRSSKilobytes: Int?
     /// Samples by number of extra characteristics (0 = the benchmark profile alone: the start-up figure).
     var scaling: [Int: [Scale]] = [:]
+    /// Why registration failed with that many extra characteristics.
+    var scalingFailures: [Int: String] = [:]
     var roundTrips: [String: [RoundTrip]] = [:]
     var writesWithoutResponse: [Delivery] = []
     var notifyProperties: [Delivery] = []
@@ -136,6 +138,9 @@ struct Report: Codable, Sendable {
         for row in rows {
             let state = row.skipped.map { "SKIPPED: \($0)" } ?? row.error.map { "ERROR: \($0)" } ?? "ran"
             lines.append("  \(pad(row.name, -22)) \(state)")
+            for (extra, why) in row.scalingFailures.sorted(by: { $0.key < $1.key }) {
+                lines.append("  \(pad("", 22)) registration with +\(extra) characteristics FAILED: \(why.suffix(300))")
+            }
         }
 
         func block(_ title: String, _ header: String, _ line: (ContenderResult) -> String?) {
@@ -194,7 +199,10 @@ struct Report: Codable, Sendable {
             sizes.map { pad("+\($0) ms", 10) }.joined() + sizes.map { pad("+\($0) MiB", 11) }.joined()
         ) { row in
             guard !row.median.scaling.isEmpty else { return nil }
-            let times = sizes.map { pad(row.median.scaling[$0].map { fixed($0.registrationMilliseconds, 1) } ?? "-", 10) }
+            let times = sizes.map { size in
+                pad(row.median.scaling[size].map { fixed($0.registrationMilliseconds, 1) }
+                    ?? (row.scalingFailures[size] != nil ? "FAILED" : "-"), 10)
+            }
             let memory = sizes.map {
                 pad(row.median.scaling[$0].map { fixed(Double($0.peakRSSKilobytes) / 1024, 1) } ?? "-", 11)
             }
