@@ -49,7 +49,7 @@ func payload(_ size: Int, sequence: Int) -> [UInt8] {
 extension Target {
     /// ReadValue or WriteValue round trips for `duration` seconds with `inFlight` calls outstanding.
     func roundTrips(write: Bool, role: Role, size: Int, inFlight: Int, seconds: Double) async -> RoundTrip {
-        guard let path = path(role) else { return RoundTrip(note: "no characteristic for \(role.rawValue)") }
+        guard let path = path(role) else { return RoundTrip(note: "n/a: no characteristic for \(role.rawValue)") }
         let destination = application.sender
         let connection = connection
         let value = DBusValue.bytes(payload(size, sequence: 7))
@@ -130,7 +130,7 @@ extension Target {
     /// `count` WriteValue calls with the no-reply flag, as bluetoothd sends write-without-response; the rate is what
     /// the app received per second until the last one arrived (or nothing more came for a second).
     func writesWithoutResponse(count: Int) async -> Delivery {
-        guard let path = path(.wnr) else { return Delivery(note: "no write-without-response characteristic") }
+        guard let path = path(.wnr) else { return Delivery(note: "n/a: no write-without-response characteristic") }
         if case .none(let why) = contender.writeCount { return Delivery(note: why) }
         guard let before = await writesReceived() else { return Delivery(note: "the app's count cannot be read") }
         let start = monotonic()
@@ -164,7 +164,7 @@ extension Target {
     func notifications(acquire: Bool, count: Int) async -> Delivery {
         if let why = contender.noTrigger { return Delivery(note: why) }
         guard let path = self.path(.notify), let control = self.path(.control) else {
-            return Delivery(note: "no notify or control characteristic")
+            return Delivery(note: "n/a: no notify or control characteristic")
         }
         let sender = application.sender
         let tally = Tally()
