@@ -13,6 +13,20 @@ let package = Package(
         .executableTarget(
             name: "dbus-bench",
             dependencies: [.product(name: "DBus", package: "blemu"), .product(name: "Logging", package: "swift-log")],
-            swiftSettings: [.treatAllWarnings(as: .error), .enableUpcomingFeature("ExistentialAny")])
+            swiftSettings: [.treatAllWarnings(as: .error), .enableUpcomingFeature("ExistentialAny")]),
+        // The GATT benchmark (run-gatt): a fake bluetoothd driving every contender; see README.md, "Benchmarks".
+        .executableTarget(
+            name: "gatt-bench",
+            dependencies: [.product(name: "DBus", package: "blemu"), .product(name: "Logging", package: "swift-log")],
+            swiftSettings: [.treatAllWarnings(as: .error), .enableUpcomingFeature("ExistentialAny")]),
+        // The "blemu library" contender: BlueZBackend + PeripheralManager used directly.
+        .executableTarget(
+            name: "gatt-blemu-lib",
+            dependencies: [
+                .product(name: "BlueZ", package: "blemu"), .product(name: "Peripheral", package: "blemu"),
+                .product(name: "GATTModel", package: "blemu"), .product(name: "GATTProfile", package: "blemu"),
+                .product(name: "DBus", package: "blemu"), .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: [.treatAllWarnings(as: .error), .enableUpcomingFeature("ExistentialAny")]),
     ]
 )
