@@ -107,7 +107,8 @@ let package = Package(
             name: "EmulationTests",
             dependencies: ["Emulation", "Peripheral", "PeripheralTesting", "GATTModel", "GATTProfile"],
             swiftSettings: strict),
-        .testTarget(name: "LabTests", dependencies: ["Lab", "ProbeCentral"], swiftSettings: strict),
+        .testTarget(
+            name: "LabTests", dependencies: ["Lab", "ProbeCentral"], exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "ProbeCentralTests", dependencies: ["ProbeCentral"], swiftSettings: strict),
         .testTarget(name: "blemuTests", dependencies: ["blemu"], swiftSettings: strict),
     ]

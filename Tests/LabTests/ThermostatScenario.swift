@@ -1,0 +1,225 @@
+import Foundation
+import Logging
+
+@testable import Lab
+
+/// One boot for two stories told with the real `blemu run` on hci0 and centrals on hci1, by a guest script that
+/// drives every process itself and leaves its evidence in the results directory:
+///
+/// 1. a thermostat steered through `blemu ctl` while `blemu probe --listen` watches its temperature;
+/// 2. a set point written by a python3-dbus central, `kill -9` of blemu, a restart with the same `--restore-id`,
+///    and the central reading the set point back.
+///
+/// It runs Fixtures/lab-thermostat.yaml, not profiles/thermostat.yaml: that profile's set point needs encryption
+/// to write, and its schedules notify temperatures of their own (the fixture's header says more).
+enum ThermostatScenario {
+    /// Boots on first use; every test awaits the same run.
+    static let shared = LabScenario(boot: boot)
+
+    /// The profile both stories run.
+    static let profile = LabScenario.package + "/Tests/LabTests/Fixtures/lab-thermostat.yaml"
+    /// The restore identifier both `blemu run`s share.
+    static let restoreID = "lab-thermostat"
+    /// Temperatures set through `blemu ctl`, in centidegrees, in order.
+    static let temperatures = [2300, 2450, 2275]
+    /// The set point the profile starts with (21.00 °C) and the one the central writes (24.00 °C), s16 LE hex.
+    static let initialSetPoint = "3408"
+    static let writtenSetPoint = "6009"
+    /// How long the probe listens after subscribing: room for three `blemu ctl` processes under TCG.
+    static let listenSeconds = 6
+    /// The set point's UUID, lower case as bluetoothd spells it.
+    static let setPointUUID = "8d3a0002-6b1e-4c2f-9a57-3e2c1d0b4f61"
+
+    /// `value` as the temperature characteristic carries it: s16, little endian, uppercase hex (the probe's
+    /// spelling).
+    static func hex(centidegrees value: Int) -> String {
+        let bits = UInt16(bitPattern: Int16(value))
+        return String(format: "%02X%02X", bits & 0xFF, bits >> 8)
+    }
+
+    private static func boot() async throws -> LabRun {
+        let results = try LabScenario.freshResultsDirectory()
+        try centralScript.write(toFile: results + "/central.py", atomically: true, encoding: .utf8)
+        try guestScript.write(toFile: results + "/thermostat.sh", atomically: true, encoding: .utf8)
+        // No profiles for the stack to start: the script runs blemu itself on hci0, twice.
+        let configuration = LabConfiguration(
+            resultsDirectory: results, controllers: 2, timeout: .seconds(180), stepTimeout: .seconds(30),
+            workingDirectory: LabScenario.package)
+        var logger = Logger(label: "blemu.lab.tests")
+        logger.logLevel = .info
+        return try await LabMachine(configuration: configuration, logger: logger).run([
+            "/bin/sh", results + "/thermostat.sh",
+        ])
+    }
+
+    /// A central on bluetoothd's client API: `central.py ADAPTER ADDRESS read|write HEX`. Discovers the address,
+    /// connects, reads the set point (and writes it with a Write Request for `write`), disconnects. One line per
+    /// result: `read HEX`, `wrote HEX`; exits non-zero with a reason on stderr.
+    static let centralScript = """
+        import sys, time
+        import dbus
+
+        adapter_name, target, mode = sys.argv[1], sys.argv[2].upper(), sys.argv[3]
+        bus = dbus.SystemBus()
+        adapter_path = '/org/bluez/' + adapter_name
+        adapter = dbus.Interface(bus.get_object('org.bluez', adapter_path), 'org.bluez.Adapter1')
+        manager = dbus.Interface(bus.get_object('org.bluez', '/'), 'org.freedesktop.DBus.ObjectManager')
+
+        def fail(reason):
+            print(reason, file=sys.stderr, flush=True)
+            sys.exit(1)
+
+        def find(predicate, seconds):
+            deadline = time.monotonic() + seconds
+            while time.monotonic() < deadline:
+                for path, interfaces in manager.GetManagedObjects().items():
+                    if predicate(path, interfaces):
+                        return path
+                time.sleep(0.2)
+            return None
+
+        adapter.SetDiscoveryFilter({'Transport': 'le'})
+        adapter.StartDiscovery()
+        device_path = find(lambda p, i: 'org.bluez.Device1' in i
+                           and i['org.bluez.Device1'].get('Adapter') == adapter_path
+                           and str(i['org.bluez.Device1'].get('Address', '')).upper() == target, 20)
+        if device_path is None:
+            fail('device %s not found in 20 s' % target)
+        # Before Connect: bluetoothd holds an LE Connect until a running discovery ends (~10 s of LE scanning).
+        adapter.StopDiscovery()
+        # A device object can outlive its advertising: connecting may fail once while the peripheral restarts.
+        device = dbus.Interface(bus.get_object('org.bluez', device_path), 'org.bluez.Device1')
+        properties = dbus.Interface(bus.get_object('org.bluez', device_path), 'org.freedesktop.DBus.Properties')
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                device.Connect(timeout=20)
+                break
+            except dbus.DBusException as error:
+                if time.monotonic() > deadline:
+                    fail('Connect failed: %s' % error)
+                print('connect retry after', error.get_dbus_name(), flush=True)
+                time.sleep(0.5)
+        deadline = time.monotonic() + 20
+        while not properties.Get('org.bluez.Device1', 'ServicesResolved'):
+            if time.monotonic() > deadline:
+                fail('services not resolved in 20 s')
+            time.sleep(0.2)
+        path = find(lambda p, i: p.startswith(device_path + '/') and 'org.bluez.GattCharacteristic1' in i
+                    and str(i['org.bluez.GattCharacteristic1']['UUID']).lower() == '\(setPointUUID)', 5)
+        if path is None:
+            fail('no set point characteristic under ' + device_path)
+        characteristic = dbus.Interface(bus.get_object('org.bluez', path), 'org.bluez.GattCharacteristic1')
+        hexed = lambda value: ''.join('%02X' % b for b in value)
+        print('read', hexed(characteristic.ReadValue({})), flush=True)
+        if mode == 'write':
+            value = bytes.fromhex(sys.argv[4])
+            characteristic.WriteValue(dbus.Array(value, signature='y'), {'type': 'request'})
+            print('wrote', hexed(value), flush=True)
+        device.Disconnect()
+        print('disconnected', flush=True)
+
+        """
+
+    /// The guest's command. Every wait is a bounded poll; a failed step writes its reason to `scenario-failure`,
+    /// stops blemu and exits 1. Progress goes to `scenario-steps` (`<uptime> <step>`).
+    static let guestScript: String = {
+        let blemu = GuestStack.shellQuote(LabScenario.blemuExecutable)
+        let sets = temperatures.map(String.init).joined(separator: " ")
+        return """
+            #!/bin/sh
+            R="$BLEMU_LAB_RESULTS"
+            B=\(blemu)
+            PROFILE=\(GuestStack.shellQuote(profile))
+            # The control socket lives on the VM's tmpfs: the results share is 9p, where a socket's inode is not
+            # the one connect() finds.
+            SOCK=/run/blemu-lab-thermostat.sock
+            export XDG_STATE_HOME="$R/state"
+            STATE="$XDG_STATE_HOME/blemu/\(restoreID).json"
+            blemu_pid=
+
+            step() { echo "$(cut -d' ' -f1 /proc/uptime) $*" >> "$R/scenario-steps"; }
+            fail() {
+                echo "$*" > "$R/scenario-failure"
+                echo "thermostat scenario failed: $*"
+                [ -n "$blemu_pid" ] && kill -9 "$blemu_pid" 2>/dev/null
+                exit 1
+            }
+            # within SECONDS DESCRIPTION COMMAND [ARGS]: polls every 0.1 s.
+            within() {
+                limit=$(($1 * 10)); what=$2; shift 2
+                n=0
+                until "$@" >/dev/null 2>&1; do
+                    n=$((n + 1))
+                    [ "$n" -ge "$limit" ] && fail "gave up after $((limit / 10)) s waiting for $what"
+                    sleep 0.1
+                done
+            }
+            # A child that exited stays a zombie until waited for, and kill -0 still finds it: read its state.
+            exited() { [ ! -e "/proc/$1" ] || grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat"; }
+            start_blemu() { # LOG EVENTS
+                "$B" run "$PROFILE" --adapter "$BLEMU_LAB_PERIPHERAL" --control "$SOCK" --events "$2" \\
+                    --restore-id \(restoreID) </dev/null >"$1" 2>&1 &
+                blemu_pid=$!
+            }
+            advertising() { # LOG
+                exited "$blemu_pid" && fail "blemu run exited before advertising (see $1)"
+                grep -q '^advertising "' "$1"
+            }
+            subscribed_to_temperature() {
+                test -s "$R/probe-rc" && fail "blemu probe exited before subscribing: $(tail -5 "$R/probe.err")"
+                "$B" ctl "$SOCK" centrals > "$R/ctl-centrals.json" && grep -q '"temperature"' "$R/ctl-centrals.json"
+            }
+
+            step first-run
+            start_blemu "$R/blemu-run-1.log" "$R/events.jsonl"
+            within 20 "the first blemu run to advertise" advertising "$R/blemu-run-1.log"
+
+            step probe
+            ( "$B" probe --adapter "$BLEMU_LAB_CENTRAL" --service 181A --listen \(listenSeconds) --timeout 20 --json \\
+                "$BLEMU_LAB_PERIPHERAL_ADDRESS" > "$R/probe.json" 2> "$R/probe.err"; echo $? > "$R/probe-rc" ) &
+            within 40 "the probe to subscribe to temperature (blemu ctl centrals)" subscribed_to_temperature
+
+            step ctl-set
+            i=0
+            for value in \(sets); do
+                i=$((i + 1))
+                "$B" ctl "$SOCK" set temperature --field centidegrees=$value > "$R/ctl-set-$i.json" 2>&1 \\
+                    || fail "blemu ctl set temperature $value failed: $(cat "$R/ctl-set-$i.json")"
+                sleep 0.3
+            done
+            "$B" ctl "$SOCK" counters > "$R/ctl-counters.json" 2>&1
+            echo $? > "$R/ctl-counters-rc"
+            within 30 "the probe to finish listening" test -s "$R/probe-rc"
+
+            step write
+            /usr/bin/python3 "$R/central.py" "$BLEMU_LAB_CENTRAL" "$BLEMU_LAB_PERIPHERAL_ADDRESS" write \\
+                \(writtenSetPoint) > "$R/central-write.txt" 2>&1 || fail "the writing central failed: $(cat "$R/central-write.txt")"
+            within 5 "the state file $STATE to hold the written set point" grep -q '\(writtenSetPoint)' "$STATE"
+            cp "$STATE" "$R/state-after-write.json"
+
+            step kill-9
+            kill -9 "$blemu_pid"
+            within 5 "blemu run to die of SIGKILL" exited "$blemu_pid"
+            wait "$blemu_pid"
+            echo $? > "$R/blemu-run-1-rc"
+
+            step second-run
+            start_blemu "$R/blemu-run-2.log" "$R/events-2.jsonl"
+            within 20 "the second blemu run to advertise" advertising "$R/blemu-run-2.log"
+
+            step read
+            /usr/bin/python3 "$R/central.py" "$BLEMU_LAB_CENTRAL" "$BLEMU_LAB_PERIPHERAL_ADDRESS" read \\
+                > "$R/central-read.txt" 2>&1 || fail "the reading central failed: $(cat "$R/central-read.txt")"
+
+            step stop
+            kill -TERM "$blemu_pid"
+            within 10 "the second blemu run to stop on SIGTERM" exited "$blemu_pid"
+            wait "$blemu_pid"
+            echo $? > "$R/blemu-run-2-rc"
+            step done
+            echo "thermostat scenario done"
+
+            """
+    }()
+}
