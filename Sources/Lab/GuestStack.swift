@@ -5,6 +5,12 @@
 /// reason) to the work share and powers off; `LabMachine` turns that into `LabError.stepFailed` with the log tails.
 /// Progress goes to `steps` (one `<uptime> <step>` line each), which the host follows live.
 struct GuestStack {
+    /// `process_alive PID`: true while PID runs. `kill -0` is not enough: a child that exited stays a zombie of
+    /// PID 1 (this script) until reaped, and `kill -0` succeeds on zombies, so a dead peripheral would be waited
+    /// for until the step timeout. The state letter in /proc/PID/stat is `Z` for a zombie.
+    static let processAliveFunction =
+        #"process_alive() { [ -r "/proc/$1/stat" ] && [ "$(sed 's/.*) //' "/proc/$1/stat" | cut -c1)" != Z ]; }"#
+
     /// The run's configuration (controllers, profiles, paths, step timeout).
     var configuration: LabConfiguration
     /// The command and its arguments, run in `configuration.workingDirectory`.
@@ -133,8 +139,9 @@ struct GuestStack {
             }
             powered() { bluez_get "$1" Adapter1 Powered | grep -q 'boolean true'; }
             address_of() { bluez_get "$1" Adapter1 Address | sed -n 's/.*string "\\(.*\\)".*/\\1/p'; }
+            \(Self.processAliveFunction)
             advertising_alive() { # CONTROLLER PID: fails fast when the peripheral died
-                kill -0 "$2" 2>/dev/null || die "blemu run on $1 exited before advertising (see \(File.peripheral("$1")))"
+                process_alive "$2" || die "blemu run on $1 exited before advertising (see \(File.peripheral("$1")))"
                 bluez_get "$1" LEAdvertisingManager1 ActiveInstances | grep -q 'byte [1-9]'
             }
 

@@ -12,6 +12,15 @@ func temporaryDirectory() throws -> String {
     return path
 }
 
+/// Runs blocking socket I/O on a thread of its own. On a 2-core machine Swift's cooperative pool has two threads:
+/// two tests blocked in read() on a reply that the emulator actor must produce would hold both, and the actor
+/// could never run. Seen as a whole-suite hang in CI-like runs.
+func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
+    }
+}
+
 func object(_ line: String) -> [String: Any] {
     (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]) ?? [:]
 }
@@ -28,23 +37,25 @@ func object(_ line: String) -> [String: Any] {
         try await rig.subscribe(central, to: "battery-level")
         let client = ControlClient(path: server.path)
 
-        let got = object(try client.send(["command": "get", "id": "battery-level"]))
+        let got = object(try await offPool { try client.send(["command": "get", "id": "battery-level"]) })
         #expect(got["ok"] as? Bool == true && got["hex"] as? String == "57")
         #expect((got["fields"] as? [String: Any])?["percent"] as? Int == 87)
 
-        let set = object(try client.send(["command": "set", "id": "battery-level", "fields": ["percent": 50]]))
+        let set = object(
+            try await offPool { try client.send(["command": "set", "id": "battery-level", "fields": ["percent": 50]]) })
         #expect(set["ok"] as? Bool == true && set["hex"] as? String == "32")
         var updates = central.notifications.makeAsyncIterator()
         #expect(await updates.next()?.bytes == [50])
         #expect(try await central.read("battery-level") == [50])
 
-        let counters = object(try client.send(["command": "counters"]))["counters"] as? [String: Any]
+        let counters =
+            object(try await offPool { try client.send(["command": "counters"]) })["counters"] as? [String: Any]
         #expect(counters?["requests"] as? Int == 1 && counters?["answered"] as? Int == 1)
 
-        let unknown = object(try client.send(["command": "get", "id": "nope"]))
+        let unknown = object(try await offPool { try client.send(["command": "get", "id": "nope"]) })
         #expect(unknown["ok"] as? Bool == false && (unknown["error"] as? String)?.contains("nope") == true)
-        #expect(!ControlClient.isOK(try client.send(line: "{not json")))
-        #expect(!ControlClient.isOK(try client.send(["command": "fly"])))
+        #expect(!ControlClient.isOK(try await offPool { try client.send(line: "{not json") }))
+        #expect(!ControlClient.isOK(try await offPool { try client.send(["command": "fly"]) }))
     }
 
     @Test func badJSONKeepsTheConnectionOpen() async throws {
@@ -69,12 +80,15 @@ func object(_ line: String) -> [String: Any] {
         #expect(connected == 0)
         let request = Array("{oops\n{\"command\":\"get\",\"id\":\"body-sensor-location\"}\n".utf8)
         #expect(request.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == request.count)
-        var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 1024)
-        while received.filter({ $0 == UInt8(ascii: "\n") }).count < 2 {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            guard count > 0 else { break }
-            received += buffer[..<count]
+        let received: [UInt8] = try await offPool {
+            var received: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 1024)
+            while received.filter({ $0 == UInt8(ascii: "\n") }).count < 2 {
+                let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                guard count > 0 else { break }
+                received += buffer[..<count]
+            }
+            return received
         }
         let lines = String(decoding: received, as: UTF8.self).split(separator: "\n").map(String.init)
         #expect(lines.count == 2)

@@ -112,3 +112,27 @@ struct LabGenerationTests {
         #expect(prerequisites.report.contains("apt-get install"))
     }
 }
+
+/// The guest's liveness check, run by /bin/sh on this machine against a real zombie.
+@Suite struct GuestProcessCheckTests {
+    @Test func aChildThatExitedCountsAsDeadEvenBeforeItIsReaped() throws {
+        // The parent shell never waits for `true`, so it stays a zombie while the check runs.
+        let script =
+            GuestStack.processAliveFunction + """
+
+                true & child=$!
+                sleep 0.3
+                process_alive $child && echo alive || echo dead
+                process_alive $$ && echo self-alive
+                """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", script]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(text == "dead\nself-alive\n")
+    }
+}
