@@ -90,8 +90,13 @@ let package = Package(
         .testTarget(
             name: "GATTProfileTests", dependencies: ["GATTProfile", "GATTModel"],
             swiftSettings: strict),
+        // A private dbus-daemon per test, shared by the bus-level suites (level 5 of DESIGN.md).
+        .target(
+            name: "BusTestSupport", dependencies: ["DBus", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/BusTestSupport", swiftSettings: strict),
         .testTarget(
-            name: "DBusTests", dependencies: ["DBus", .product(name: "Logging", package: "swift-log")],
+            name: "DBusTests",
+            dependencies: ["DBus", "BusTestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         .testTarget(
             name: "PeripheralTests",
@@ -101,7 +106,10 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "BlueZTests",
-            dependencies: ["BlueZ", "DBus", "Peripheral", "GATTModel", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "BlueZ", "DBus", "Peripheral", "GATTModel", "BusTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict),
         .testTarget(
             name: "EmulationTests",

@@ -3,20 +3,23 @@ import Foundation
 import Logging
 import Synchronization
 
-/// Copied from DBusTests (wt-dbus), with SIGKILL in `stop()`.
 /// A `dbus-daemon` of our own in a temporary directory, isolated from the system and session buses; killed by
 /// `stop()` (or deinit). Spawned with posix_spawn, not Foundation's Process, whose waitUntilExit can hang when
 /// called from Swift concurrency's threads on Linux.
-final class PrivateBus: Sendable {
-    static let daemonPath = "/usr/bin/dbus-daemon"
-    static var isAvailable: Bool { access(daemonPath, X_OK) == 0 }
+public final class PrivateBus: Sendable {
+    /// Where Debian installs the daemon (package `dbus`).
+    public static let daemonPath = "/usr/bin/dbus-daemon"
+    /// Whether the daemon is installed; bus-level suites are enabled on it.
+    public static var isAvailable: Bool { access(daemonPath, X_OK) == 0 }
 
-    let address: String
+    /// The bus address, `unix:path=...`, for `BusConnection(.address(...))`.
+    public let address: String
     private let pid: pid_t
     private let directory: String
     private let isStopped = Mutex(false)
 
-    init() throws {
+    /// Starts a daemon and waits for its address; throws when it cannot be spawned or prints no address.
+    public init() throws {
         directory =
             FileManager.default.temporaryDirectory.appendingPathComponent("blemu-dbus-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -45,8 +48,20 @@ final class PrivateBus: Sendable {
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         let arguments = [Self.daemonPath, "--config-file=\(configPath)", "--nofork", "--print-address=1"]
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        // Threads of the test process block signals (libdispatch does), and a spawned child inherits that mask:
+        // without resetting it, the daemon would ignore SIGTERM and stop() would wait forever.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        var allSignals = sigset_t()
+        sigfillset(&allSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        posix_spawnattr_setsigdefault(&attributes, &allSignals)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        defer { posix_spawnattr_destroy(&attributes) }
         var child: pid_t = 0
-        let status = posix_spawn(&child, Self.daemonPath, &actions, nil, &argv, environ)
+        let status = posix_spawn(&child, Self.daemonPath, &actions, &attributes, &argv, environ)
         for pointer in argv { free(pointer) }
         posix_spawn_file_actions_destroy(&actions)
         close(ends[1])
@@ -59,7 +74,7 @@ final class PrivateBus: Sendable {
         while read(ends[0], &byte, 1) == 1, byte != UInt8(ascii: "\n") { bytes.append(byte) }
         address = String(decoding: bytes, as: UTF8.self)
         guard !address.isEmpty else {
-            kill(child, SIGKILL)
+            kill(child, SIGTERM)
             var ignored: Int32 = 0
             waitpid(child, &ignored, 0)
             throw DBusError(name: "test.NoDaemon", message: "dbus-daemon printed no address")
@@ -68,22 +83,21 @@ final class PrivateBus: Sendable {
 
     deinit { stop() }
 
-    func stop() {
+    /// Kills the daemon and removes its directory; safe to call twice.
+    public func stop() {
         guard
             !isStopped.withLock({
                 let was = $0; $0 = true; return was
             })
         else { return }
-        // SIGKILL, not SIGTERM: the daemon inherits the spawning thread's signal mask, in which Swift's worker
-        // threads block SIGTERM, so SIGTERM is never delivered and waitpid would wait forever.
-        kill(pid, SIGKILL)
+        kill(pid, SIGTERM)
         var status: Int32 = 0
         waitpid(pid, &status, 0)
         try? FileManager.default.removeItem(atPath: directory)
     }
 
     /// A new connection to this bus; with DBUS_TRACE set, the whole conversation is logged.
-    func connect(
+    public func connect(
         _ label: String = "test", trace: Bool = ProcessInfo.processInfo.environment["DBUS_TRACE"] != nil
     ) throws -> BusConnection {
         var logger = Logger(label: label)
@@ -93,7 +107,7 @@ final class PrivateBus: Sendable {
 }
 
 /// The first element of `stream`, or nil if none arrives within `limit` (a failing test must not hang).
-func first<Element: Sendable>(
+public func first<Element: Sendable>(
     of stream: AsyncStream<Element>, within limit: Duration = .seconds(10)
 ) async -> Element? {
     await withTaskGroup(of: Element?.self) { group in
@@ -112,7 +126,7 @@ func first<Element: Sendable>(
 }
 
 /// Collects `count` elements of `stream`, or fewer if the time runs out.
-func collect<Element: Sendable>(
+public func collect<Element: Sendable>(
     _ count: Int, of stream: AsyncStream<Element>, within limit: Duration = .seconds(10)
 ) async -> [Element] {
     await withTaskGroup(of: [Element]?.self) { group in
