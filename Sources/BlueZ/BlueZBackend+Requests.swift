@@ -288,9 +288,7 @@ extension BlueZBackend {
     }
 
     static func hex(_ bytes: [UInt8]) -> String {
-        let shown = bytes.prefix(32).map { byte in
-            (byte < 16 ? "0" : "") + String(byte, radix: 16)
-        }.joined()
+        let shown = Hex.string(bytes.prefix(32), separator: "")
         return bytes.count > 32 ? shown + "…" : shown
     }
 }

@@ -114,8 +114,7 @@ public struct ValueComposer: Sendable {
             return number.isFinite ? clamp(number, to: -largest...largest, spec) { .real($0) } : (.real(number), nil)
         case .sfloat, .medfloat:
             guard let number = value.number else { return mismatch }
-            // The largest magnitudes: mantissa 2^11-3 or 2^23-3 at the top exponent (IEEE 11073-20601, 2.2.2-3).
-            let largest = spec.type == .sfloat ? 2045e7 : 8_388_605e127
+            let largest = (spec.type == .sfloat ? MedicalFloat.Format.sfloat : .float).largestMagnitude
             return number.isFinite ? clamp(number, to: -largest...largest, spec) { .real($0) } : (.real(number), nil)
         case .boolean:
             if case .boolean = value { return (value, nil) }

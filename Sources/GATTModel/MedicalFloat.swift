@@ -14,6 +14,8 @@ public enum MedicalFloat {
         var exponentRange: ClosedRange<Int> { self == .sfloat ? -8...7 : -128...127 }
         // The top two and bottom three mantissas are reserved (NaN, NRes, +-INF, reserved): 0x7FE...0x802.
         var largestMantissa: Int { (1 << (mantissaBits - 1)) - 3 }
+        /// The largest finite magnitude the format holds: the largest mantissa at the top exponent.
+        public var largestMagnitude: Double { Double(largestMantissa) * pow(10, Double(exponentRange.upperBound)) }
         var nan: UInt32 { (1 << (mantissaBits - 1)) - 1 }
         var positiveInfinity: UInt32 { (1 << (mantissaBits - 1)) - 2 }
         var negativeInfinity: UInt32 { (1 << (mantissaBits - 1)) + 2 }

@@ -34,13 +34,7 @@ struct AdvCommand: ParsableCommand {
 
     func run() throws {
         let profile = try ProfileInput.load(file)
-        let plan: AdvertisingPlan
-        do {
-            plan = try AdvertisingPlanner.plan(profile.advertisement)
-        } catch {
-            Console.error("\(file): error: \(error)")
-            throw ExitCode.badProfile
-        }
+        let plan = try ProfileInput.plan(profile, file: file)
         if json {
             try Console.printJSON(
                 PlanJSON(

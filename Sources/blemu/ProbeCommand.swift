@@ -66,12 +66,7 @@ struct ProbeCommand: AsyncParsableCommand {
     func run() async throws {
         var logger = Logger(label: "blemu.probe", factory: { StreamLogHandler.standardError(label: $0) })
         logger.logLevel = verbose ? .trace : .warning
-        let busAddress: BusAddress =
-            switch bus {
-            case "system": .system
-            case "session": .session
-            default: .address(bus)
-            }
+        let busAddress = BusAddress(argument: bus)
         let request = ProbeRequest(
             adapter: adapter, address: address, name: name, service: service,
             timeout: .milliseconds(Int64(timeout * 1000)), listen: .milliseconds(Int64(listen * 1000)))

@@ -18,6 +18,18 @@ enum ProfileInput {
     }
 }
 
+extension ProfileInput {
+    /// The profile's advertising plan; a layout the planner refuses is a profile error: printed, then exit 65.
+    static func plan(_ profile: PeripheralProfile, file: String) throws -> AdvertisingPlan {
+        do {
+            return try AdvertisingPlanner.plan(profile.advertisement)
+        } catch {
+            Console.error("\(file): error: \(error)")
+            throw ExitCode.badProfile
+        }
+    }
+}
+
 /// Writes to the standard streams; diagnostics and messages go to stderr so stdout stays machine-readable.
 enum Console {
     /// Writes a line to stderr.

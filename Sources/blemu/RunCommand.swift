@@ -63,23 +63,11 @@ struct RunCommand: AsyncParsableCommand {
         }
     }
 
-    private var busAddress: BusAddress {
-        switch bus {
-        case "system": .system
-        case "session": .session
-        default: .address(bus)
-        }
-    }
+    private var busAddress: BusAddress { BusAddress(argument: bus) }
 
     func run() async throws {
         let profile = try ProfileInput.load(file)
-        let plan: AdvertisingPlan
-        do {
-            plan = try AdvertisingPlanner.plan(profile.advertisement)
-        } catch {
-            Console.error("\(file): error: \(error)")
-            throw ExitCode.badProfile
-        }
+        let plan = try ProfileInput.plan(profile, file: file)
         say(plan.report)
 
         var logger = Logger(label: "blemu") { StreamLogHandler.standardError(label: $0) }
