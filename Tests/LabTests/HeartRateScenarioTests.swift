@@ -9,7 +9,7 @@ import Testing
 @Suite(
     .enabled(if: LabScenario.isAvailable, "needs the lab rig (blemu lab check) and BLEMU_LAB_TESTS unset or 1"),
     .enabled(if: HeartRateScenario.blemuCanRun, "needs `blemu run` (blemu run --help must succeed)"),
-    .timeLimit(.minutes(5)))
+    .timeLimit(.minutes(10)))
 struct HeartRateScenarioTests {
     private func report() async throws -> ProbeReport {
         let run = try await HeartRateScenario.shared.run()

@@ -40,7 +40,9 @@ actor LabScenario {
     /// The run, booting it on the first call; every caller gets the same run or the same error.
     func run() async throws -> LabRun {
         if let boot { return try await boot.value }
-        let task = Task { [bootScenario] in try await bootScenario() }
+        let task = Task { [bootScenario] in
+            try await LabBootGate.shared.admitted { try await bootScenario() }
+        }
         boot = task
         return try await task.value
     }

@@ -9,7 +9,7 @@ import Testing
 @Suite(
     .enabled(if: LabScenario.isAvailable, "needs the lab rig (blemu lab check) and BLEMU_LAB_TESTS unset or 1"),
     .enabled(if: HeartRateScenario.blemuCanRun, "needs `blemu run` (blemu run --help must succeed)"),
-    .timeLimit(.minutes(5)))
+    .timeLimit(.minutes(10)))
 struct ThermostatScenarioTests {
     private func read(_ run: LabRun, _ name: String) -> String {
         (try? String(contentsOfFile: run.file(name), encoding: .utf8)) ?? ""
