@@ -32,18 +32,20 @@ extension BlueZBackend {
             stopNotify: { [weak self] call, characteristic in self?.stopNotify(call, characteristic) },
             confirm: { [weak self] call, characteristic in self?.confirm(call, characteristic) },
             acquireNotify: { [weak self] call, characteristic in self?.acquireNotify(call, characteristic) },
+            acquireWrite: { [weak self] call, characteristic in self?.acquireWrite(call, characteristic) },
             isNotifying: { [weak self] id in self?.state.withLock { $0.notify[id] } != nil },
             isNotifyAcquired: { [weak self] id in
                 if case .socket? = self?.state.withLock({ $0.notify[id] }) { return true }
                 return false
             },
+            isWriteAcquired: { [weak self] id in self?.state.withLock { $0.writeStreams[id] } != nil },
             readDescriptor: { [weak self] call, path, descriptor in self?.readDescriptor(call, path, descriptor) },
             writeDescriptor: { [weak self] call, path, descriptor in self?.writeDescriptor(call, path, descriptor) })
     }
 
     /// The security bluetoothd has already enforced before calling us: its static `encrypt-*` flags
     /// (BLUEZ-FACTS.md) reject a weaker link with 0x05/0x0F, so any call that reaches us has at least this level.
-    private func linkSecurity(_ characteristic: Characteristic, _ operation: AttributeOperation) -> SecurityLevel {
+    func linkSecurity(_ characteristic: Characteristic, _ operation: AttributeOperation) -> SecurityLevel {
         characteristic.effectiveSecurity[operation]
     }
 
@@ -163,14 +165,14 @@ extension BlueZBackend {
         guard let call = owner.admit(call) else { return }
         let options = RequestOptions(call.arguments.first)
         let pair: (local: Int32, remote: Int32)
-        do { pair = try NotifySocket.makePair() } catch {
+        do { pair = try AcquiredSocket.makePair() } catch {
             logger.error("AcquireNotify on \(characteristic.id): \(error)")
             call.fail(BlueZName.Error.failed, "\(error)")
             return
         }
         let id = characteristic.id
         let central = Central(id: Central.allSubscribersID, attMTU: options.mtu)
-        let socket = NotifySocket(
+        let socket = AcquiredSocket.forNotifications(
             fd: pair.local,
             onWritable: { [weak self] in self?.continuation.yield(.writable(central)) },
             onConfirm: { [weak self] in self?.continuation.yield(.confirmed(central)) },
@@ -236,6 +238,7 @@ extension BlueZBackend {
             logger.info("\(id): subscription ended (\(reason))")
             continuation.yield(.unsubscribed(Central(id: Central.allSubscribersID), characteristicID: id))
         }
+        closeWriteStreams(reason: reason)
     }
 
     // MARK: Descriptors

@@ -18,7 +18,7 @@ public final class BlueZBackend: PeripheralBackend {
         /// `StartNotify`: updates go out as `PropertiesChanged(Value)`.
         case properties(UpdateKind)
         /// `AcquireNotify`: updates are datagrams on the socket.
-        case socket(NotifySocket, UpdateKind)
+        case socket(AcquiredSocket, UpdateKind)
     }
 
     struct State {
@@ -31,6 +31,8 @@ public final class BlueZBackend: PeripheralBackend {
         var isAdvertisementRegistered = false
         var isAgentRegistered = false
         var notify: [String: NotifyPath] = [:]
+        /// AcquireWrite sockets by characteristic id.
+        var writeStreams: [String: AcquiredSocket] = [:]
         var descriptorValues: [ObjectPath: [UInt8]] = [:]
         var previousAlias: String?
         var isShutDown = false
@@ -194,13 +196,15 @@ public final class BlueZBackend: PeripheralBackend {
                 state.isShutDown = true
                 state.isApplicationRegistered = false
                 state.isAgentRegistered = false
-                let sockets = state.notify.values.compactMap { path -> NotifySocket? in
+                let sockets = state.notify.values.compactMap { path -> AcquiredSocket? in
                     if case .socket(let socket, _) = path { return socket }
                     return nil
                 }
                 state.notify.removeAll()
+                let streams = Array(state.writeStreams.values)
+                state.writeStreams.removeAll()
                 defer { state.subscriptions.removeAll(); state.watcher = nil }
-                return (sockets, state.subscriptions, state.watcher)
+                return (sockets + streams, state.subscriptions, state.watcher)
             }
             for socket in sockets { socket.close() }
             for subscription in subscriptions { subscription.cancel() }
@@ -228,7 +232,7 @@ public final class BlueZBackend: PeripheralBackend {
         let old = state.withLock { $0.exported }
         for path in old { connection.unexport(path) }
         let objects = GATTApplication.objects(
-            for: services, paths: paths, useAcquireNotify: options.useAcquireNotify, handlers: handlers())
+            for: services, paths: paths, options: options, handlers: handlers())
         do {
             for object in objects { try connection.export(object.path, object.interfaces) }
         } catch {

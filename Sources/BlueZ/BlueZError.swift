@@ -26,27 +26,3 @@ public enum BlueZError: Error, Hashable, Sendable, CustomStringConvertible {
         }
     }
 }
-
-/// How the BlueZ backend presents the machine; all fields have defaults, none can fail.
-public struct BlueZOptions: Sendable {
-    /// The pairing agent's IO capability and fixed passkey.
-    public var pairing: PairingSettings
-    /// The adapter `Alias` to set while running (bluetoothd's GAP Device Name), restored on shutdown; nil leaves it.
-    public var deviceName: String?
-    /// Which `ObjectPaths` instance to export under, so several backends can share a process.
-    public var instance: Int
-    /// Whether characteristics that notify or indicate offer `AcquireNotify` (exposing `NotifyAcquired`);
-    /// false keeps to `StartNotify` + `PropertiesChanged`.
-    public var useAcquireNotify: Bool
-
-    /// Options from their parts; the defaults are Just Works pairing, no alias change, instance 0, AcquireNotify on.
-    public init(
-        pairing: PairingSettings = PairingSettings(), deviceName: String? = nil, instance: Int = 0,
-        useAcquireNotify: Bool = true
-    ) {
-        self.pairing = pairing
-        self.deviceName = deviceName
-        self.instance = instance
-        self.useAcquireNotify = useAcquireNotify
-    }
-}

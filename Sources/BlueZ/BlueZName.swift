@@ -69,6 +69,7 @@ enum BlueZName {
         static let descriptors = "Descriptors"
         static let notifying = "Notifying"
         static let notifyAcquired = "NotifyAcquired"
+        static let writeAcquired = "WriteAcquired"
         static let value = "Value"
         static let type = "Type"
         static let serviceUUIDs = "ServiceUUIDs"

@@ -22,15 +22,17 @@ struct GATTApplication {
         var stopNotify: @Sendable (consuming MethodCall, Characteristic) -> Void
         var confirm: @Sendable (consuming MethodCall, Characteristic) -> Void
         var acquireNotify: @Sendable (consuming MethodCall, Characteristic) -> Void
+        var acquireWrite: @Sendable (consuming MethodCall, Characteristic) -> Void
         var isNotifying: @Sendable (String) -> Bool
         var isNotifyAcquired: @Sendable (String) -> Bool
+        var isWriteAcquired: @Sendable (String) -> Bool
         var readDescriptor: @Sendable (consuming MethodCall, ObjectPath, Descriptor) -> Void
         var writeDescriptor: @Sendable (consuming MethodCall, ObjectPath, Descriptor) -> Void
     }
 
     /// The objects for `services`, in declaration (handle) order.
     static func objects(
-        for services: [Service], paths: ObjectPaths, useAcquireNotify: Bool, handlers: Handlers
+        for services: [Service], paths: ObjectPaths, options: BlueZOptions, handlers: Handlers
     ) -> [Object] {
         var objects: [Object] = []
         let servicePaths = Dictionary(
@@ -70,7 +72,7 @@ struct GATTApplication {
                         interfaces: [
                             characteristicInterface(
                                 characteristic, service: servicePath, descriptors: descriptorPaths,
-                                useAcquireNotify: useAcquireNotify, handlers: handlers)
+                                options: options, handlers: handlers)
                         ]))
                 for (d, descriptor) in characteristic.descriptors.enumerated() {
                     objects.append(
@@ -87,12 +89,22 @@ struct GATTApplication {
     }
 
     /// Whether a characteristic offers `AcquireNotify`: only when it notifies or indicates.
-    static func offersAcquireNotify(_ characteristic: Characteristic, useAcquireNotify: Bool) -> Bool {
-        useAcquireNotify && !characteristic.properties.isDisjoint(with: .anyUpdate)
+    static func offersAcquireNotify(_ characteristic: Characteristic, options: BlueZOptions) -> Bool {
+        options.useAcquireNotify && !characteristic.properties.isDisjoint(with: .anyUpdate)
+    }
+
+    /// Whether a characteristic offers `AcquireWrite`: only when it takes Write Without Response and nothing that
+    /// carries an offset or expects an answer. 5.66 sends every write to an acquired characteristic down the
+    /// socket with success already answered (`chrc_write_cb`), offsets dropped; on a write-without-response
+    /// characteristic it answers Write Requests itself anyway (`send_write` without an owner queue), so only the
+    /// offset of a prepared write could be lost, hence no `write` or `reliable-write`.
+    static func offersAcquireWrite(_ characteristic: Characteristic, options: BlueZOptions) -> Bool {
+        options.useAcquireWrite && characteristic.properties.contains(.writeWithoutResponse)
+            && characteristic.properties.isDisjoint(with: [.write, .reliableWrite])
     }
 
     private static func characteristicInterface(
-        _ characteristic: Characteristic, service: ObjectPath, descriptors: [ObjectPath], useAcquireNotify: Bool,
+        _ characteristic: Characteristic, service: ObjectPath, descriptors: [ObjectPath], options: BlueZOptions,
         handlers: Handlers
     ) -> Interface {
         let id = characteristic.id
@@ -112,7 +124,7 @@ struct GATTApplication {
         ]
         // bluetoothd only looks for the property's presence (`ccc_write_cb`: g_dbus_proxy_get_property), so it is
         // exported exactly for the characteristics whose AcquireNotify we serve.
-        if offersAcquireNotify(characteristic, useAcquireNotify: useAcquireNotify) {
+        if offersAcquireNotify(characteristic, options: options) {
             properties.append(
                 Property(
                     BlueZName.Property.notifyAcquired, signature: "b", get: { .boolean(handlers.isNotifyAcquired(id)) })
@@ -121,6 +133,16 @@ struct GATTApplication {
                 Method(
                     "AcquireNotify", inputs: "a{sv}", outputs: "hq",
                     immediate: { handlers.acquireNotify($0, characteristic) }))
+        }
+        // Likewise `WriteAcquired`: its presence alone makes 5.66 call AcquireWrite (`chrc_write_cb`).
+        if offersAcquireWrite(characteristic, options: options) {
+            properties.append(
+                Property(
+                    BlueZName.Property.writeAcquired, signature: "b", get: { .boolean(handlers.isWriteAcquired(id)) }))
+            methods.append(
+                Method(
+                    "AcquireWrite", inputs: "a{sv}", outputs: "hq",
+                    immediate: { handlers.acquireWrite($0, characteristic) }))
         }
         return Interface(BlueZName.Interface.gattCharacteristic, methods: methods, properties: properties)
     }

@@ -53,6 +53,13 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "Keep written values and subscriptions under this name, restored on the next run.")
     var restoreId: String?
 
+    @Flag(
+        help: """
+            Stream write-without-response characteristics through AcquireWrite sockets: faster, but writes from \
+            different centrals can no longer be told apart (BlueZ 5.66 shares one socket per characteristic).
+            """)
+    var acquireWrite = false
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError(
@@ -89,7 +96,9 @@ struct RunCommand: AsyncParsableCommand {
         do {
             backend = try await BlueZBackend(
                 bus: busAddress, adapter: adapter,
-                options: BlueZOptions(pairing: profile.pairing, deviceName: profile.name), logger: logger)
+                options: BlueZOptions(
+                    pairing: profile.pairing, deviceName: profile.name, useAcquireWrite: acquireWrite),
+                logger: logger)
         } catch {
             Console.error(
                 "blemu: \(error). Check that bluetoothd runs (systemctl status bluetooth) and that \(adapter) exists (bluetoothctl list)."

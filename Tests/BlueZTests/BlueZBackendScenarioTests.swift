@@ -20,7 +20,8 @@ struct BackendRig {
     let store: ValueStore
 
     init(
-        _ service: Service, values: [String: [UInt8]] = [:], useAcquireNotify: Bool = true, queueCapacity: Int = 16
+        _ service: Service, values: [String: [UInt8]] = [:], useAcquireNotify: Bool = true,
+        useAcquireWrite: Bool = false, queueCapacity: Int = 16
     ) async throws {
         bus = try PrivateBus()
         fake = try await FakeBluetoothd(busAddress: bus.address)
@@ -28,7 +29,9 @@ struct BackendRig {
         logger.logLevel = .critical
         backend = try await BlueZBackend(
             bus: .address(bus.address), adapter: "hci0",
-            options: BlueZOptions(deviceName: "Test", useAcquireNotify: useAcquireNotify), logger: logger)
+            options: BlueZOptions(
+                deviceName: "Test", useAcquireNotify: useAcquireNotify, useAcquireWrite: useAcquireWrite),
+            logger: logger)
         store = ValueStore(values)
         manager = PeripheralManager(
             backend: backend, handler: ProfileServer(store: store, logger: logger),

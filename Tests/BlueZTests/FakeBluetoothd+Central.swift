@@ -4,6 +4,10 @@
 import DBus
 import GATTModel
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A connected central as a test holds it.
 struct FakeCentral: Sendable {
     /// Its address, e.g. `11:22:33:44:55:01`.
@@ -217,6 +221,9 @@ extension FakeBluetoothd {
             entries.append(.init(.string("prepare-authorize"), .variant(.boolean(true))))
             options = .dictionary(key: key, value: type, entries)
         }
+        if !prepareAuthorize, let characteristic = found.characteristic, characteristic.offersAcquireWrite {
+            return await streamWrite(value, to: found, options: options)
+        }
         let arguments: [DBusValue] = [.bytes(value), options]
         if found.parsed.properties.contains(.writeWithoutResponse) {
             callAppWithoutReply(found.owner, found.path, found.interface, "WriteValue", arguments)
@@ -230,6 +237,52 @@ extension FakeBluetoothd {
         } catch {
             return .unlikelyError
         }
+    }
+
+    /// `chrc_write_cb` on a characteristic with `WriteAcquired`: the value goes down the write socket (acquired
+    /// on the first write, `acquire_write_reply`) and the central gets success without the app being asked. An
+    /// AcquireWrite error other than Unlikely Error is the central's answer; otherwise 5.66 falls back to
+    /// WriteValue (`flush_pending_writes`). A send on a socket the app closed answers Unlikely Error.
+    private func streamWrite(_ value: [UInt8], to found: FoundAttribute, options: DBusValue) async -> ATTError? {
+        if writeStreams[found.path] == nil {
+            do {
+                let reply = try await callApp(found.owner, found.path, found.interface, "AcquireWrite", [options])
+                guard reply.count == 2, case .unixFD(let fd) = reply[0], case .uint16 = reply[1] else {
+                    return await fallBackToWriteValue(value, found, options)
+                }
+                writeStreams[found.path] = fd.rawValue
+            } catch let error as DBusError {
+                let code = FakeATT.code(forErrorNamed: error.name, message: error.message, on: .write)
+                if code != .unlikelyError { return code }
+                return await fallBackToWriteValue(value, found, options)
+            } catch {
+                return await fallBackToWriteValue(value, found, options)
+            }
+        }
+        guard let fd = writeStreams[found.path] else { return .unlikelyError }
+        let sent = value.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        guard sent >= 0 else {
+            // `sock_hup` would have destroyed the io by now; the next write acquires again.
+            close(fd)
+            writeStreams[found.path] = nil
+            return .unlikelyError
+        }
+        return nil
+    }
+
+    private func fallBackToWriteValue(
+        _ value: [UInt8], _ found: FoundAttribute, _ options: DBusValue
+    ) async
+        -> ATTError?
+    {
+        callAppWithoutReply(found.owner, found.path, found.interface, "WriteValue", [.bytes(value), options])
+        return nil
+    }
+
+    /// Whether bluetoothd holds a write socket for the characteristic (`chrc->write_io`).
+    func hasWriteStream(_ attribute: AttributeReference) -> Bool {
+        guard let path = find(attribute)?.path else { return false }
+        return writeStreams[path] != nil
     }
 
     // MARK: Subscriptions (`ccc_write_cb`, `acquire_notify_reply`)

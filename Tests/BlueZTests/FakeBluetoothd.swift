@@ -28,6 +28,8 @@ actor FakeBluetoothd {
     var defaultAgent: ObjectPath?
     var devices: [ObjectPath: DeviceState] = [:]
     var notifyStates: [ObjectPath: NotifyState] = [:]
+    /// `chrc->write_io`: our end of each AcquireWrite socket, by characteristic path.
+    var writeStreams: [ObjectPath: Int32] = [:]
     var valueWatches: [ApplicationKey: Task<Void, Never>] = [:]
     var nextHandle: UInt16 = 0x0010
     /// Whether notify sockets are read (see `holdNotifySockets()`).
@@ -95,6 +97,8 @@ actor FakeBluetoothd {
         valueWatches = [:]
         for state in notifyStates.values { state.reader?.stop() }
         notifyStates = [:]
+        for fd in writeStreams.values { close(fd) }
+        writeStreams = [:]
         for device in devices.values {
             device.continuation.finish()
             for waiting in device.waitingRequests { waiting.resume() }
@@ -190,6 +194,7 @@ actor FakeBluetoothd {
         valueWatches.removeValue(forKey: key)?.cancel()
         for characteristic in application.characteristics {
             notifyStates.removeValue(forKey: characteristic.path)?.reader?.stop()
+            if let fd = writeStreams.removeValue(forKey: characteristic.path) { close(fd) }
         }
         return []
     }

@@ -60,6 +60,8 @@ struct FakeCharacteristic: Sendable {
     var parsed: FakeATT.ParsedFlags
     /// The object exposes `NotifyAcquired` (any value): 5.66 then tries AcquireNotify first.
     var offersAcquireNotify: Bool
+    /// The object exposes `WriteAcquired` (any value): 5.66 then streams every write through AcquireWrite.
+    var offersAcquireWrite = false
     var descriptors: [FakeDescriptor] = []
     var hasCCCD: Bool { !parsed.properties.isDisjoint(with: [.notify, .indicate]) }
 }
@@ -124,7 +126,8 @@ extension FakeApplication {
                     }
                     let characteristic = FakeCharacteristic(
                         path: path, uuid: uuid, flags: flags, parsed: parsed,
-                        offersAcquireNotify: properties["NotifyAcquired"] != nil)
+                        offersAcquireNotify: properties["NotifyAcquired"] != nil,
+                        offersAcquireWrite: properties["WriteAcquired"] != nil)
                     characteristics.append((service, characteristic))
                 case BlueZ566.Interface.gattDescriptor:
                     let uuid = try Self.uuid(properties, at: path)

@@ -3,13 +3,18 @@ import Glibc
 import Peripheral
 import Synchronization
 
-/// Our end of an `AcquireNotify` socket pair (5.66:src/gatt-database.c `acquire_notify_reply`, `sock_io_read`):
-/// each datagram we write becomes one notification or indication to **every** subscribed device, and bluetoothd
-/// closes its end when the last one unsubscribes (`ccc_write_cb` -> `io_destroy`), which we see as EOF/HUP.
+/// Our end of a socket pair handed to bluetoothd by `AcquireNotify` or `AcquireWrite` (5.66:src/gatt-database.c
+/// `acquire_notify_reply`, `acquire_write_reply`, `sock_io_read`, `sock_io_send`).
 ///
-/// Writability after `EAGAIN` is watched with a DispatchSource that exists only while a send is waiting. 5.66
-/// never writes to the socket; BlueZ 5.80 writes byte 0x01 per indication confirmation, which we also accept.
-final class NotifySocket: Sendable {
+/// - AcquireNotify: each datagram we write becomes one notification or indication to **every** subscribed device,
+///   and bluetoothd closes its end when the last one unsubscribes (`ccc_write_cb` -> `io_destroy`). 5.66 never
+///   writes back; BlueZ 5.80 writes byte 0x01 per indication confirmation, which `forNotifications` accepts.
+/// - AcquireWrite: each datagram bluetoothd writes is one write's value; it closes its end when the application
+///   is unregistered or bluetoothd exits.
+///
+/// Either way, EOF/HUP means bluetoothd let go. Writability after `EAGAIN` is watched with a DispatchSource that
+/// exists only while a send is waiting.
+final class AcquiredSocket: Sendable {
     private struct State {
         var isClosed = false
         var reader: (any DispatchSourceRead)?
@@ -21,8 +26,9 @@ final class NotifySocket: Sendable {
 
     private let fd: Int32
     private let state = Mutex(State())
+    private let datagramLimit: Int
+    private let onDatagram: @Sendable ([UInt8]) -> Void
     private let onWritable: @Sendable () -> Void
-    private let onConfirm: @Sendable () -> Void
     private let onClosed: @Sendable () -> Void
 
     /// A `SOCK_SEQPACKET` pair: ours (non-blocking, close-on-exec) and the one to hand to bluetoothd, which the
@@ -36,15 +42,17 @@ final class NotifySocket: Sendable {
         return (fds[0], fds[1])
     }
 
-    /// Watches `fd` (which it now owns): `onClosed` when bluetoothd closes its end, `onWritable` after a
-    /// `.wouldBlock` once the socket drains, `onConfirm` for a 5.80 confirmation byte. None runs after `close()`.
+    /// Watches `fd` (which it now owns): `onDatagram` for each datagram bluetoothd writes (cut to `datagramLimit`
+    /// bytes), `onWritable` after a `.wouldBlock` once the socket drains, `onClosed` when bluetoothd closes its
+    /// end. None runs after `close()`.
     init(
-        fd: Int32, onWritable: @escaping @Sendable () -> Void, onConfirm: @escaping @Sendable () -> Void,
-        onClosed: @escaping @Sendable () -> Void
+        fd: Int32, datagramLimit: Int, onDatagram: @escaping @Sendable ([UInt8]) -> Void,
+        onWritable: @escaping @Sendable () -> Void = {}, onClosed: @escaping @Sendable () -> Void
     ) {
         self.fd = fd
+        self.datagramLimit = datagramLimit
+        self.onDatagram = onDatagram
         self.onWritable = onWritable
-        self.onConfirm = onConfirm
         self.onClosed = onClosed
         state.withLock { state in
             let reader = DispatchSource.makeReadSource(fileDescriptor: fd, queue: Self.queue)
@@ -56,11 +64,22 @@ final class NotifySocket: Sendable {
         }
     }
 
+    /// An AcquireNotify socket: `onConfirm` for each 5.80 confirmation byte (commit 6b34b0551; 5.66 sends none).
+    static func forNotifications(
+        fd: Int32, onWritable: @escaping @Sendable () -> Void, onConfirm: @escaping @Sendable () -> Void,
+        onClosed: @escaping @Sendable () -> Void
+    ) -> AcquiredSocket {
+        AcquiredSocket(
+            fd: fd, datagramLimit: 16,
+            onDatagram: { bytes in for byte in bytes where byte == 0x01 { onConfirm() } },
+            onWritable: onWritable, onClosed: onClosed)
+    }
+
     deinit { close() }
 
     /// Writes one datagram: `.sent`, `.wouldBlock` (then `onWritable` fires once), or `.failed` when closed.
     func send(_ bytes: [UInt8]) -> SendOutcome {
-        guard !state.withLock({ $0.isClosed }) else { return .failed("the notify socket is closed") }
+        guard !state.withLock({ $0.isClosed }) else { return .failed("the acquired socket is closed") }
         let written = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         if written >= 0 { return .sent }
         let error = errno
@@ -68,7 +87,7 @@ final class NotifySocket: Sendable {
             armWriter()
             return .wouldBlock
         }
-        return .failed("notify socket: \(String(cString: strerror(error)))")
+        return .failed("acquired socket: \(String(cString: strerror(error)))")
     }
 
     /// Stops watching and closes our end; safe to call twice. Returns whether this call closed it.
@@ -107,18 +126,36 @@ final class NotifySocket: Sendable {
     }
 
     private func readable() {
-        var buffer = [UInt8](repeating: 0, count: 16)
+        var buffer = [UInt8](repeating: 0, count: datagramLimit)
         while true {
             let count = buffer.withUnsafeMutableBytes { Glibc.recv(fd, $0.baseAddress, $0.count, 0) }
-            if count > 0 {
-                // 5.80 and later: one 0x01 per indication confirmation (commit 6b34b0551). 5.66 sends none.
-                for byte in buffer[..<count] where byte == 0x01 { onConfirm() }
+            // A central may write zero bytes, which arrives as an empty datagram: recv's 0 is EOF only when the
+            // peer has gone and nothing is queued behind it. (Empty datagrams that are the very last thing
+            // bluetoothd sent before exiting cannot be told from EOF; the kernel reports both alike.)
+            if count > 0 || (count == 0 && (!isPeerGone() || bytesQueued() > 0)) {
+                onDatagram(Array(buffer[..<count]))
                 continue
             }
             if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) { return }
-            // EOF or an error: bluetoothd closed its end (last subscriber gone, or bluetoothd exited).
+            // EOF or an error: bluetoothd closed its end (last subscriber gone, application unregistered, or
+            // bluetoothd exited).
             if close() { onClosed() }
             return
         }
+    }
+
+    /// The bytes waiting in the receive queue (SIOCINQ: every queued datagram's length, for SEQPACKET).
+    private func bytesQueued() -> Int32 {
+        var count: Int32 = 0
+        guard ioctl(fd, UInt(FIONREAD), &count) == 0 else { return 0 }
+        return count
+    }
+
+    /// Whether bluetoothd closed its end, without waiting: a connected SEQPACKET socket whose peer closed is
+    /// fully shut down, which poll reports as POLLHUP.
+    private func isPeerGone() -> Bool {
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&entry, 1, 0) >= 0 else { return true }
+        return entry.revents & (Int16(POLLHUP) | Int16(POLLERR)) != 0
     }
 }

@@ -1,0 +1,82 @@
+import BusTestSupport
+import GATTModel
+import Glibc
+import Peripheral
+import Synchronization
+import Testing
+
+@testable import BlueZ
+
+/// `AcquireWrite` against the fake bluetoothd (5.66 `chrc_write_cb`, `acquire_write_reply`), and the socket it
+/// hands over.
+@Suite(.enabled(if: PrivateBus.isAvailable, "needs dbus-daemon"), .serialized, .timeLimit(.minutes(1)))
+struct AcquireWriteTests {
+    static let stream = Characteristic(
+        id: "stream", uuid: BluetoothUUID(0x2A3D), properties: [.writeWithoutResponse], maximumLength: 20)
+    static let both = Characteristic(
+        id: "both", uuid: BluetoothUUID(0x2A3E), properties: [.write, .writeWithoutResponse])
+    static let service = Service(id: "s", uuid: BluetoothUUID(0x180D), characteristics: [stream, both])
+
+    @Test func onlyWriteWithoutResponseCharacteristicsOfferItAndOnlyWhenAskedTo() async throws {
+        let on = try await BackendRig(Self.service, useAcquireWrite: true)
+        #expect(await on.fake.characteristic("2a3d")?.offersAcquireWrite == true)
+        // A Write Request's offset (prepared writes) would be lost on the socket.
+        #expect(await on.fake.characteristic("2a3e")?.offersAcquireWrite == false)
+        await on.stop()
+        let off = try await BackendRig(Self.service)
+        #expect(await off.fake.characteristic("2a3d")?.offersAcquireWrite == false)
+        await off.stop()
+    }
+
+    @Test func writesStreamThroughOneSocketAcquiredOnTheFirstWrite() async throws {
+        let rig = try await BackendRig(Self.service, useAcquireWrite: true)
+        let central = try await rig.fake.connect(address: "11:22:33:44:55:01", mtu: 100)
+        for byte: UInt8 in 1...3 {
+            #expect(await rig.fake.write("2a3d", [byte, byte], withResponse: false, by: central) == nil)
+        }
+        // An empty write is a datagram of its own, not the end of the stream.
+        #expect(await rig.fake.write("2a3d", [], withResponse: false, by: central) == nil)
+        #expect(await rig.fake.write("2a3d", [9], withResponse: false, by: central) == nil)
+        #expect(
+            await eventually {
+                rig.manager.requestCounts.requests == 5 && rig.manager.requestCounts.withoutReply == 5
+            })
+        #expect(rig.store.value(of: Self.stream) == [9])
+        #expect(await rig.fake.callsToApp["AcquireWrite"] == 1)
+        #expect(await rig.fake.callsToApp["WriteValue"] == nil)
+        #expect(await rig.fake.hasWriteStream("2a3d"))
+        await rig.stop()
+    }
+
+    @Test func aRejectedStreamedWriteIsCountedAndTheStreamGoesOn() async throws {
+        let rig = try await BackendRig(Self.service, useAcquireWrite: true)
+        let central = try await rig.fake.connect(address: "11:22:33:44:55:01", mtu: 100)
+        // Longer than the declared maximum of 20: the central already heard success from bluetoothd, as with any
+        // Write Command, so the engine can only refuse to store it.
+        #expect(await rig.fake.write("2a3d", [UInt8](repeating: 7, count: 21), withResponse: false, by: central) == nil)
+        #expect(await rig.fake.write("2a3d", [1], withResponse: false, by: central) == nil)
+        #expect(await eventually { rig.manager.requestCounts.requests == 2 })
+        #expect(await eventually { rig.store.value(of: Self.stream) == [1] })
+        #expect(rig.manager.requestCounts.rejected == 1)
+        await rig.stop()
+    }
+
+    @Test func theSocketTellsAnEmptyDatagramFromTheEndOfTheStream() throws {
+        let pair = try AcquiredSocket.makePair()
+        let received = Mutex<[[UInt8]]>([])
+        let closed = Mutex(false)
+        let socket = AcquiredSocket(
+            fd: pair.local, datagramLimit: BlueZBackend.writeDatagramLimit,
+            onDatagram: { value in received.withLock { $0.append(value) } },
+            onClosed: { closed.withLock { $0 = true } })
+        for datagram: [UInt8] in [[1, 2], [], Array(repeating: 0xAB, count: 514)] {
+            #expect(datagram.withUnsafeBytes { send(pair.remote, $0.baseAddress, $0.count, 0) } == datagram.count)
+        }
+        close(pair.remote)
+        let deadline = ContinuousClock.now + .seconds(5)
+        while !closed.withLock({ $0 }), ContinuousClock.now < deadline { usleep(1000) }
+        #expect(closed.withLock { $0 })
+        #expect(received.withLock { $0 } == [[1, 2], [], Array(repeating: 0xAB, count: 514)])
+        #expect(socket.send([1]) != .sent)
+    }
+}
