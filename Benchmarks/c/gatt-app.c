@@ -5,6 +5,8 @@
 // call is flagged no-reply), StartNotify/StopNotify (PropertiesChanged) and AcquireNotify (a SEQPACKET socket).
 // Control point: a write of u32 LE N sends N notifications; a read returns the writes without response received.
 // Usage: gatt-app [--extra N]     N more read characteristics in a second service (registration scaling)
+//        gatt-app --no-acquire    no NotifyAcquired, so a real bluetoothd notifies through StartNotify and
+//                                 PropertiesChanged (Benchmarks/run-lab measures both paths)
 #include <dbus/dbus.h>
 #include <errno.h>
 #include <stdint.h>
@@ -28,6 +30,7 @@ static int extra = 0;
 static uint32_t writes_without_response = 0;
 static int notifying = 0;
 static int notify_fd = -1;
+static int offer_acquire = 1;
 
 static void append_variant(DBusMessageIter *iter, int type, const char *signature, const void *value) {
     DBusMessageIter variant;
@@ -89,7 +92,7 @@ static void characteristic_properties(DBusMessageIter *dict, int service, int ch
     entry_basic(dict, "UUID", DBUS_TYPE_STRING, "s", &u);
     entry_basic(dict, "Service", DBUS_TYPE_OBJECT_PATH, "o", &s);
     entry_strings(dict, "Flags", service == 0 ? base_flags[chr] : read_only);
-    if (service == 0 && chr == NOTIFY) {
+    if (service == 0 && chr == NOTIFY && offer_acquire) {
         dbus_bool_t acquired = notify_fd >= 0;
         entry_basic(dict, "NotifyAcquired", DBUS_TYPE_BOOLEAN, "b", &acquired);
     }
@@ -269,6 +272,7 @@ static void call_async(DBusConnection *connection, const char *interface, const 
 
 int main(int argc, char **argv) {
     if (argc == 3 && !strcmp(argv[1], "--extra")) extra = atoi(argv[2]);
+    if (argc == 2 && !strcmp(argv[1], "--no-acquire")) offer_acquire = 0;
     for (int i = 0; i < BASE; i++) memset(values[i], i, sizeof values[i]);
     DBusError error;
     dbus_error_init(&error);

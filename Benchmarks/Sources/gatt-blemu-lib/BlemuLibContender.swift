@@ -11,6 +11,8 @@ import Synchronization
 /// handler that serves Benchmarks/profiles/bench.yaml from a `ProfileServer` and adds the benchmark's control point (a write of
 /// `u32 LE N` sends N notifications on `notify`; a read returns how many writes without response arrived).
 ///   gatt-blemu-lib PROFILE        (the bus is $DBUS_SYSTEM_BUS_ADDRESS, as for any app talking to bluetoothd)
+/// With `BLEMU_BENCH_NOTIFY=properties` it offers no AcquireNotify, so a real bluetoothd notifies through
+/// PropertiesChanged (Benchmarks/run-lab measures both paths).
 @main
 struct BlemuLibContender {
     static func main() async throws {
@@ -26,7 +28,10 @@ struct BlemuLibContender {
         var logger = Logger(label: "gatt-blemu-lib")
         logger.logLevel = .warning
         let backend = try await BlueZBackend(
-            bus: .system, adapter: "hci0", options: BlueZOptions(pairing: profile.pairing, deviceName: profile.name),
+            bus: .system, adapter: "hci0",
+            options: BlueZOptions(
+                pairing: profile.pairing, deviceName: profile.name,
+                useAcquireNotify: getenv("BLEMU_BENCH_NOTIFY").map { String(cString: $0) } != "properties"),
             logger: logger)
         let handler = BenchHandler(server: ProfileServer(logger: logger))
         let manager = PeripheralManager(backend: backend, handler: handler, logger: logger)
