@@ -97,6 +97,13 @@ struct ATTScenarioTests {
         #expect(Array(lines.prefix(6)) == expected, "\(tails(run, ["raw-errors.txt", "raw-errors.err"]))")
         // Read Blob at the end of the 60-byte value gets no bytes; one past it Invalid Offset, from blemu.
         #expect(Array(lines.dropFirst(6)) == ["ok", String(format: "error 0x07 handle 0x%04x", h["long"] ?? 0)])
+        // 0x02, 0x03, 0x05 and 0x0F are bluetoothd's own (`check_permissions`): those requests never reach blemu.
+        #expect(requestEvents(run, "read", "write-only").isEmpty && requestEvents(run, "write", "read-only").isEmpty)
+        #expect(requestEvents(run, "read", "secret").allSatisfy { $0["result"] as? String == "success" })
+        // 0x0D, 0x80 and 0x07 are blemu's answers.
+        #expect(requestEvents(run, "write", "limited").contains { $0["code"] as? Int == 0x0D })
+        #expect(requestEvents(run, "write", "ruled").contains { $0["code"] as? Int == 0x80 })
+        #expect(requestEvents(run, "read", "long").contains { $0["code"] as? Int == 0x07 })
         // gatttool prints att_ecode2str's text for the same codes.
         for (name, code) in [
             ("read-write-only", 0x02), ("write-read-only", 0x03), ("write-limited-9", 0x0D), ("write-ruled-03", 0x80),
