@@ -79,19 +79,22 @@ public struct EmulationHandler: RequestHandler {
                 }.first
         }
         var staged: [String: [UInt8]] = [:]
-        if failure == nil {
+        let isAuthorizationOnly = requests.isAuthorizationOnly
+        if failure == nil && isAuthorizationOnly {
+            // BlueZ 5.66 asks with no bytes: only the offsets can be judged; the rules see the real value at Execute.
+            failure = requests.authorizationError
+        } else if failure == nil {
             switch requests.validated(current: server.store.value(of:)) {
             case .success(let values): staged = values
             case .failure(let error): failure = error
             }
         }
         var actions: [EmulationAction] = []
-        if failure == nil {
+        if failure == nil && !isAuthorizationOnly {
             // Written characteristics in the order the central first wrote them, for a predictable action order.
             var order: [String] = []
             for write in writes where !order.contains(write.characteristic.id) { order.append(write.characteristic.id) }
             let now = clock.now()
-            let isAuthorizationOnly = requests.isAuthorizationOnly
             (failure, actions) = engines.withLock { engines -> (ATTError?, [EmulationAction]) in
                 var rules = engines.rules
                 var actions: [EmulationAction] = []
@@ -101,12 +104,11 @@ public struct EmulationHandler: RequestHandler {
                     case .accept(let accepted): actions += accepted
                     }
                 }
-                // prepare-authorize only asks: the real write follows and runs the rules for real.
-                if !isAuthorizationOnly { engines.rules = rules }
-                return (nil, isAuthorizationOnly ? [] : actions)
+                engines.rules = rules
+                return (nil, actions)
             }
         }
-        if failure == nil && !requests.isAuthorizationOnly {
+        if failure == nil && !isAuthorizationOnly {
             store(actions, writtenIDs: Set(staged.keys), characteristics: writes.map(\.characteristic))
         }
         let central = requests.central.id

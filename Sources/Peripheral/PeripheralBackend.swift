@@ -9,7 +9,8 @@ import GATTModel
 /// Fitting BlueZ (BLUEZ-FACTS.md):
 /// - `ReadValue`/`WriteValue` become `.read`/`.write` events whose `reply` sends the D-Bus reply; a no-reply
 ///   `WriteValue` (write-without-response) gets `reply: nil` and is never answered; `prepare-authorize: true`
-///   sets `isAuthorizationOnly`, so a prepared batch can be validated before bluetoothd applies it handle by handle.
+///   sets `isAuthorizationOnly` (5.66 sends it with no bytes; see `WriteRequests` for what reaches the app of a
+///   long or reliable write).
 /// - Map answers with `dbus_error_to_att_ecode()` in mind: 0x02/0x03 -> `NotPermitted`, 0x06 -> `NotSupported`,
 ///   0x07 -> `InvalidOffset`, 0x08 -> `NotAuthorized`, 0x0D -> `InvalidValueLength`, 0xFD/0xFE -> their names,
 ///   0x80-0x9F -> `Failed` with message `"0x80"`..; other codes cannot be expressed and arrive as 0x0E or 0x80.

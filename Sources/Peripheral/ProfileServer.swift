@@ -39,7 +39,9 @@ public struct ProfileServer: RequestHandler {
                 break
             }
         }
-        if failure == nil { failure = store.apply(requests.requests, dryRun: requests.isAuthorizationOnly) }
+        if failure == nil {
+            failure = requests.isAuthorizationOnly ? requests.authorizationError : store.apply(requests.requests)
+        }
         if let failure {
             logger.debug("writes by \(requests.central) refused: \(failure)")
             requests.reject(failure)

@@ -31,10 +31,22 @@ public struct WriteRequest: Hashable, Sendable {
 /// A batch of writes from one central, answered once for the whole batch: Core Bluetooth's `didReceiveWrite`
 /// array, where `respond(to: requests.first!, withResult:)` answers all of them.
 ///
-/// A plain write is a batch of one; a reliable or long write may hold several. Answer exactly once with
-/// `respond()` or `reject(_:)` (both consume it). Dropped unanswered, it answers Unlikely Error itself (logged);
-/// after the deadline a late answer returns `.refused` (logged). Validate the whole batch before applying any of it:
-/// `validated(current:)` does that.
+/// Answer exactly once with `respond()` or `reject(_:)` (both consume it). Dropped unanswered, it answers Unlikely
+/// Error itself (logged); after the deadline a late answer returns `.refused` (logged). Validate the whole batch
+/// before applying any of it: `validated(current:)` does that.
+///
+/// How far "all or nothing" goes depends on the stack. The in-memory backend's `writeReliably` hands over a real
+/// batch of several writes. BlueZ 5.66 never does (src/shared/gatt-server.c `prep_write_cb`/`exec_write_cb`,
+/// checked in the lab by Tests/LabTests/ATTScenario.swift); each `WriteValue` is a batch of one:
+/// - a long write (Prepare Write parts of one characteristic at contiguous offsets) is merged by bluetoothd and
+///   arrives at Execute Write as **one** write of the whole value, so rejecting it stores nothing and the central
+///   gets the error in its Execute Write Response: atomic;
+/// - a reliable write of several characteristics is refused whole with Request Not Supported (0x06) unless every
+///   one has the `reliable-write` property; with it, bluetoothd sends one write per characteristic, in order,
+///   waiting for each answer, and stops at the first error: the characteristics before it **stay written**. Nothing
+///   tells the application which write is the last, so no handler can make such a batch atomic;
+/// - parts ending within 4 bytes of 512 never arrive: 5.66 counts the Prepare Write header as value and refuses
+///   them with 0x0D (fixed in BlueZ 5.69 by 8bf3a4a26).
 public struct WriteRequests: ~Copyable, Sendable {
     /// The central writing.
     public let central: Central
@@ -45,8 +57,11 @@ public struct WriteRequests: ~Copyable, Sendable {
     /// False for a write without response: the answer is still required (and counted) but nothing is sent, so an
     /// error never reaches the central (BLUEZ-FACTS.md: bluetoothd acknowledges those writes itself).
     public let expectsResponse: Bool
-    /// True when the stack only asks whether the batch would be accepted (BlueZ's `prepare-authorize`): validate,
-    /// answer, and apply nothing; the real writes follow.
+    /// True when the stack only asks whether the batch may start (BlueZ's `prepare-authorize`): answer and apply
+    /// nothing; the real write follows at Execute Write. BlueZ 5.66 asks only for characteristics with the
+    /// `authorize` flag (blemu sets none), once per characteristic and batch from an untrusted central, and with no
+    /// bytes: `value` is empty and only `offset` is the part's, so there is nothing to validate but the offset
+    /// (`authorizationError`).
     public let isAuthorizationOnly: Bool
     private let responder: Responder
 
@@ -76,6 +91,12 @@ public struct WriteRequests: ~Copyable, Sendable {
             }
         }
         return .success(staged)
+    }
+
+    /// The error an authorization-only batch earns from its offsets alone: Invalid Offset (0x07) for an offset past
+    /// the characteristic's `maximumLength`; nil when the writes may go ahead.
+    public var authorizationError: ATTError? {
+        requests.lazy.compactMap { $0.offset > $0.characteristic.maximumLength ? ATTError.invalidOffset : nil }.first
     }
 
     /// Answers success for the whole batch. Returns `.refused` if the deadline already answered.

@@ -170,39 +170,57 @@ extension FakeBluetoothd {
     ) async -> ATTError? {
         await beginRequest(central)
         defer { endRequest(central) }
+        // `check_length` in 5.66 counts the 2-byte handle: 511 and 512 bytes get 0x0D (fixed in 5.69, 8bf3a4a26).
+        if 2 + value.count > 512 { return withResponse ? .invalidAttributeValueLength : nil }
         let result = await writeValue(attribute, value, offset: 0, prepareAuthorize: false, by: central)
         return withResponse ? result : nil
     }
 
-    /// Prepare Write Requests, then Execute Write: up to 30 queued parts (else 0x09), permission checks at
-    /// prepare time, the `authorize` hook for untrusted devices, contiguous parts merged, then one WriteValue
-    /// per handle in order, stopping at the first error. Earlier handles stay written.
+    /// Prepare Write Requests, then Execute Write, as 5.66's `prep_write_cb` and `exec_write_cb` do:
+    /// - each part: the queue holds at most 30 entries (0x09), counted after merging, so one long write never fills
+    ///   it; `check_length` counts the PDU's 4 header bytes (a part ending past byte 508 gets 0x0D; fixed in 5.69 by
+    ///   8bf3a4a26); the permission check; with `authorize`, an untrusted device's first part of the batch goes to
+    ///   the app as `WriteValue([], {offset, prepare-authorize})`: no bytes, the part's value is not passed;
+    /// - contiguous parts of one handle merge into one entry;
+    /// - Execute: more than one entry is a reliable write, and every entry's characteristic needs `reliable-write`
+    ///   (else 0x06 and nothing is written); then one WriteValue per entry in order, stopping at the first error.
+    ///   Earlier entries stay written.
     func prepareAndExecute(_ writes: [PreparedWrite], by central: FakeCentral) async -> ATTError? {
         await beginRequest(central)
         defer { endRequest(central) }
         guard let device = devices[central.path] else { return .unlikelyError }
-        guard writes.count <= 30 else { return .prepareQueueFull }
         var authorized: Set<ObjectPath> = []
-        var queue: [(AttributeReference, ObjectPath, UInt16, [UInt8])] = []
+        var queue:
+            [(attribute: AttributeReference, path: ObjectPath, offset: UInt16, value: [UInt8], isReliable: Bool)] =
+                []
         for write in writes {
+            guard queue.count < 30 else { return .prepareQueueFull }
             guard let found = find(write.attribute) else { return .invalidHandle }
+            if write.offset > 512 { return .invalidOffset }
+            if 4 + write.value.count + Int(write.offset) > 512 { return .invalidAttributeValueLength }
             if let error = FakeATT.check(found.parsed.permissions, for: .write, at: device.security) { return error }
             if found.parsed.requiresPrepareAuthorization, !device.isTrusted, !authorized.contains(found.path) {
                 if let error = await writeValue(
-                    write.attribute, write.value, offset: write.offset, prepareAuthorize: true, by: central)
+                    write.attribute, [], offset: write.offset, prepareAuthorize: true, by: central)
                 {
                     return error
                 }
                 authorized.insert(found.path)
             }
-            if let last = queue.last, last.1 == found.path, Int(last.2) + last.3.count == Int(write.offset) {
-                queue[queue.count - 1].3 += write.value
+            if let last = queue.last, last.path == found.path, Int(last.offset) + last.value.count == Int(write.offset)
+            {
+                queue[queue.count - 1].value += write.value
             } else {
-                queue.append((write.attribute, found.path, write.offset, write.value))
+                // `is_reliable_write_supported`: the extended properties of the characteristic declaration.
+                let isReliable = found.characteristic != nil && found.parsed.extendedProperties & 0x01 != 0
+                queue.append((write.attribute, found.path, write.offset, write.value, isReliable))
             }
         }
-        for (attribute, _, offset, value) in queue {
-            if let error = await writeValue(attribute, value, offset: offset, prepareAuthorize: false, by: central) {
+        if queue.count > 1, queue.contains(where: { !$0.isReliable }) { return .requestNotSupported }
+        for entry in queue {
+            if let error = await writeValue(
+                entry.attribute, entry.value, offset: entry.offset, prepareAuthorize: false, by: central)
+            {
                 return error
             }
         }

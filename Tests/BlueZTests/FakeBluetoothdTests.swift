@@ -150,10 +150,11 @@ struct FakeBluetoothdTests {
         await rig.stop()
     }
 
-    @Test func preparedWritesStopAtTheFirstErrorAndKeepEarlierHandlesWritten() async throws {
+    @Test func aReliableWriteStopsAtTheFirstErrorAndKeepsEarlierHandlesWritten() async throws {
         let rig = try await FakeRig([
-            MinimalCharacteristic(uuid: "2a39", flags: ["write", "authorize"], maximumWriteLength: 512),
-            MinimalCharacteristic(uuid: "2a3a", flags: ["write"], maximumWriteLength: 2),
+            MinimalCharacteristic(
+                uuid: "2a39", flags: ["write", "reliable-write", "authorize"], maximumWriteLength: 512),
+            MinimalCharacteristic(uuid: "2a3a", flags: ["write", "reliable-write"], maximumWriteLength: 2),
         ])
         let central = try await rig.fake.connect(address: "11:22:33:44:55:01")
         let error = await rig.fake.prepareAndExecute(
@@ -165,8 +166,47 @@ struct FakeBluetoothdTests {
         #expect(error == .invalidAttributeValueLength)
         #expect(rig.app.value(0) == [1, 2, 3])
         let writes = rig.app.calls("WriteValue")
+        // 5.66's prepare-authorize carries no bytes: `prep_write_cb` hands gatt-db a NULL value.
         #expect(writes.first?.options["prepare-authorize"] == .boolean(true))
+        #expect(writes.first?.value == [])
         #expect(writes.count == 3)  // authorize, merged 2a39, failing 2a3a
+        await rig.stop()
+    }
+
+    @Test func twoQueuedHandlesWithoutReliableWriteAreRefusedWholeWithRequestNotSupported() async throws {
+        let rig = try await FakeRig([
+            MinimalCharacteristic(uuid: "2a39", flags: ["write", "reliable-write"], maximumWriteLength: 512),
+            MinimalCharacteristic(uuid: "2a3a", flags: ["write"], maximumWriteLength: 512),
+        ])
+        let central = try await rig.fake.connect(address: "11:22:33:44:55:01")
+        let error = await rig.fake.prepareAndExecute(
+            [
+                PreparedWrite(attribute: "2a39", offset: 0, value: [1]),
+                PreparedWrite(attribute: "2a3a", offset: 0, value: [2]),
+            ], by: central)
+        #expect(error == .requestNotSupported)
+        #expect(rig.app.calls("WriteValue").isEmpty)
+        await rig.stop()
+    }
+
+    @Test func aLongWriteIsOneWriteValueAndItsLengthCheckCountsTheHeader() async throws {
+        let rig = try await FakeRig([MinimalCharacteristic(uuid: "2a39", flags: ["write"], maximumWriteLength: 512)])
+        let central = try await rig.fake.connect(address: "11:22:33:44:55:01")
+        // 18-byte parts as at ATT_MTU 23: 29 of them for 508 bytes, merged into one queue entry.
+        func parts(_ count: Int) -> [PreparedWrite] {
+            stride(from: 0, to: count, by: 18).map {
+                PreparedWrite(
+                    attribute: "2a39", offset: UInt16($0), value: (($0)..<min($0 + 18, count)).map { UInt8($0 & 0xFF) })
+            }
+        }
+        #expect(await rig.fake.prepareAndExecute(parts(508), by: central) == nil)
+        #expect(rig.app.calls("WriteValue").count == 1)
+        #expect(rig.app.value(0) == (0..<508).map { UInt8($0 & 0xFF) })
+        // The last part of 512 bytes (offset 504, 8 bytes) is 12 + 504 > 512 for 5.66's check_length.
+        #expect(await rig.fake.prepareAndExecute(parts(512), by: central) == .invalidAttributeValueLength)
+        #expect(
+            await rig.fake.write("2a39", Array(repeating: 7, count: 511), by: central) == .invalidAttributeValueLength)
+        #expect(rig.app.calls("WriteValue").count == 1)
         await rig.stop()
     }
 

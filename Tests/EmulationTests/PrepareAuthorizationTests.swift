@@ -1,0 +1,39 @@
+import Emulation
+import GATTModel
+import Logging
+import Peripheral
+import Testing
+
+/// BlueZ 5.66's `prepare-authorize` asks with no bytes (src/shared/gatt-server.c `prep_write_cb` hands gatt-db a
+/// NULL value), so the write rules must not judge that empty value: only the offset can be refused.
+@Suite struct PrepareAuthorizationTests {
+    private func answer(
+        _ writes: [WriteRequest], isAuthorizationOnly: Bool, on emulator: Emulator
+    ) async -> Result<[UInt8], ATTError>? {
+        let (replies, sink) = AsyncStream.makeStream(of: Result<[UInt8], ATTError>.self)
+        let requests = WriteRequests(
+            central: Central(id: "central", attMTU: 23), requests: writes, linkSecurity: .encrypted,
+            expectsResponse: true, isAuthorizationOnly: isAuthorizationOnly,
+            responder: Responder(
+                summary: "test write", reply: { sink.yield($0) }, ledger: RequestLedger(),
+                logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })))
+        await emulator.handler.handleWrites(requests)
+        var iterator = replies.makeAsyncIterator()
+        return await iterator.next()
+    }
+
+    @Test func anEmptyAuthorizationIsAcceptedWhereTheRulesWouldRefuseAnEmptyValueAndStoresNothing() async throws {
+        let profile = try bundledProfile("thermostat")
+        let setPoint = try #require(
+            profile.services.flatMap(\.characteristics).first { $0.id == "set-point" }, "thermostat's set-point")
+        let server = ProfileServer(store: ValueStore())
+        let emulator = try Emulator(profile: profile, server: server, clock: TestClock())
+        let empty = WriteRequest(characteristic: setPoint, offset: 0, value: [])
+        #expect(await answer([empty], isAuthorizationOnly: true, on: emulator) == .success([]))
+        #expect(server.store.value(of: setPoint) == setPoint.value.bytes)
+        // The same empty value written for real fails the set point's range rule.
+        #expect(await answer([empty], isAuthorizationOnly: false, on: emulator) == .failure(.outOfRange))
+        let pastTheEnd = WriteRequest(characteristic: setPoint, offset: setPoint.maximumLength + 1, value: [])
+        #expect(await answer([pastTheEnd], isAuthorizationOnly: true, on: emulator) == .failure(.invalidOffset))
+    }
+}

@@ -1,0 +1,247 @@
+import Foundation
+import Testing
+
+@testable import Lab
+
+/// ATT as centrals that bypass bluetoothd's client API see it (gatttool and a raw L2CAP client on hci1), against the
+/// real `blemu run` on hci0 (`ATTScenario`: one boot, one guest script, assertions on its files and btmon's trace).
+@Suite(
+    .enabled(if: LabScenario.isAvailable, "needs the lab rig (blemu lab check) and BLEMU_LAB_TESTS unset or 1"),
+    .enabled(if: HeartRateScenario.blemuCanRun, "needs `blemu run` (blemu run --help must succeed)"),
+    .timeLimit(.minutes(10)))
+struct ATTScenarioTests {
+    /// gatttool's text for each code (5.66 attrib/att.c `att_ecode2str`; 0x80 is its ATT_ECODE_IO).
+    static let gatttoolText: [UInt8: String] = [
+        0x02: "Attribute can't be read", 0x03: "Attribute can't be written",
+        0x05: "Attribute requires authentication before read/write", 0x0D: "Attribute value length is invalid",
+        0x0E: "Request attribute has encountered an unlikely error", 0x0F: "Encryption required before read/write",
+        0x80: "Internal application error: I/O",
+    ]
+
+    private func read(_ run: LabRun, _ name: String) -> String {
+        (try? String(contentsOfFile: run.file(name), encoding: .utf8)) ?? ""
+    }
+
+    /// The last lines of each file, for failure messages.
+    private func tails(_ run: LabRun, _ names: [String], lines: Int = 15) -> String {
+        names.map { name in
+            let text = read(run, name).split(separator: "\n", omittingEmptySubsequences: false).suffix(lines)
+            return "--- \(name) (last \(lines) lines)\n" + text.joined(separator: "\n")
+        }.joined(separator: "\n")
+    }
+
+    /// The run, checked to have finished the script: a failed step names itself in the message.
+    private func finishedRun() async throws -> LabRun {
+        let run = try await ATTScenario.shared.run()
+        let failure = read(run, "scenario-failure")
+        try #require(
+            run.exitCode == 0 && failure.isEmpty,
+            """
+            the guest script failed (exit \(run.exitCode)): \(failure)
+            \(tails(run, ["scenario-steps", "command.log", "blemu-run.log", "console.log"]))
+            """)
+        return run
+    }
+
+    /// Value handles by characteristic id, as gatttool --characteristics found them.
+    private func handles(_ run: LabRun) throws -> [String: Int] {
+        var handles: [String: Int] = [:]
+        for line in read(run, "handles.txt").split(separator: "\n") {
+            let parts = line.split(separator: " ")
+            guard parts.count == 2, let handle = Int(parts[1].dropFirst(2), radix: 16) else { continue }
+            handles[String(parts[0])] = handle
+        }
+        try #require(handles.count == 10, "handles.txt: \(read(run, "handles.txt"))")
+        return handles
+    }
+
+    /// The bytes gatttool printed for a read (`Characteristic value/descriptor: 30 31 ...`); nil when it failed.
+    private func gatttoolValue(_ run: LabRun, _ name: String) -> [UInt8]? {
+        let output = read(run, "gt-\(name).out")
+        guard let range = output.range(of: "Characteristic value/descriptor: ") else { return nil }
+        return output[range.upperBound...].prefix { $0 != "\n" }.split(separator: " ").compactMap {
+            UInt8($0, radix: 16)
+        }
+    }
+
+    /// The raw client's line for `operation` in raw-NAME.txt: `ok HEX` or `error 0xNN handle 0xHHHH`.
+    private func raw(_ run: LabRun, _ name: String) -> [String] {
+        read(run, "raw-\(name).txt").split(separator: "\n").map { line in
+            String(line.split(separator: ">", maxSplits: 1).last ?? "").trimmingCharacters(in: .whitespaces)
+        }
+    }
+
+    private func events(_ run: LabRun) -> [[String: Any]] {
+        read(run, "events.jsonl").split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+    }
+
+    private func requestEvents(_ run: LabRun, _ operation: String, _ id: String) -> [[String: Any]] {
+        events(run).filter {
+            $0["type"] as? String == "request" && $0["operation"] as? String == operation
+                && $0["characteristic"] as? String == id
+        }
+    }
+
+    private static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+
+    @Test func everyRefusalAProfileCanCauseReachesTheCentralWithItsExactCode() async throws {
+        let run = try await finishedRun()
+        let h = try handles(run)
+        let lines = raw(run, "errors")
+        let expected = [
+            ("write-only", 0x02), ("read-only", 0x03), ("limited", 0x0D), ("ruled", 0x80), ("secret", 0x0F),
+            ("guarded", 0x05),
+        ].map { String(format: "error 0x%02x handle 0x%04x", $1, h[$0] ?? 0) }
+        #expect(Array(lines.prefix(6)) == expected, "\(tails(run, ["raw-errors.txt", "raw-errors.err"]))")
+        // Read Blob at the end of the 60-byte value gets no bytes; one past it Invalid Offset, from blemu.
+        #expect(Array(lines.dropFirst(6)) == ["ok", String(format: "error 0x07 handle 0x%04x", h["long"] ?? 0)])
+        // 0x02, 0x03, 0x05 and 0x0F are bluetoothd's own (`check_permissions`): those requests never reach blemu.
+        #expect(requestEvents(run, "read", "write-only").isEmpty && requestEvents(run, "write", "read-only").isEmpty)
+        #expect(requestEvents(run, "read", "secret").allSatisfy { $0["result"] as? String == "success" })
+        // 0x0D, 0x80 and 0x07 are blemu's answers.
+        #expect(requestEvents(run, "write", "limited").contains { $0["code"] as? Int == 0x0D })
+        #expect(requestEvents(run, "write", "ruled").contains { $0["code"] as? Int == 0x80 })
+        #expect(requestEvents(run, "read", "long").contains { $0["code"] as? Int == 0x07 })
+        // gatttool prints att_ecode2str's text for the same codes.
+        for (name, code) in [
+            ("read-write-only", 0x02), ("write-read-only", 0x03), ("write-limited-9", 0x0D), ("write-ruled-03", 0x80),
+        ] {
+            let text = try #require(Self.gatttoolText[UInt8(code)])
+            #expect(read(run, "gt-\(name).err").contains(text), "\(name): \(read(run, "gt-\(name).err"))")
+        }
+    }
+
+    @Test func btmonShowsEachCodeLeaveThePeripheral() async throws {
+        let run = try await finishedRun()
+        let h = try handles(run)
+        let sent = Set(BtmonTrace(read(run, "btmon.txt")).errorsSent(by: "hci0"))
+        func error(_ request: UInt8, _ id: String, _ code: UInt8) -> BtmonTrace.ErrorSent {
+            BtmonTrace.ErrorSent(request: request, handle: h[id] ?? 0, code: code)
+        }
+        let expected: [BtmonTrace.ErrorSent] = [
+            error(0x0A, "write-only", 0x02), error(0x12, "read-only", 0x03), error(0x12, "limited", 0x0D),
+            error(0x12, "ruled", 0x80), error(0x0A, "secret", 0x0F), error(0x0A, "guarded", 0x05),
+            error(0x0C, "long", 0x07), error(0x18, "right", 0x0D), error(0x18, "limited", 0x06),
+            error(0x18, "limited", 0x0D), error(0x16, "long", 0x0D),
+        ]
+        for error in expected { #expect(sent.contains(error), "\(error) not in \(sent)") }
+    }
+
+    @Test func longReadsUseReadBlobAndReturnEveryByte() async throws {
+        let run = try await finishedRun()
+        let h = try handles(run)
+        #expect(gatttoolValue(run, "read-long") == ATTScenario.longInitial, "\(read(run, "gt-read-long.err"))")
+        #expect(gatttoolValue(run, "read-big") == ATTScenario.bigValue, "\(read(run, "gt-read-big.err"))")
+        let trace = BtmonTrace(read(run, "btmon.txt"))
+        for id in ["long", "big"] {
+            let handle = try #require(h[id])
+            let reads = trace.received(0x0A, handle: handle, on: "hci0").count
+            let blobs = trace.received(0x0C, handle: handle, on: "hci0")
+            #expect(!blobs.isEmpty, "\(id) was read without Read Blob")
+            // Every Read and Read Blob the central sent reached blemu as one ReadValue (events.jsonl).
+            #expect(requestEvents(run, "read", id).count == reads + blobs.count, "\(id)")
+        }
+        let bigBlobs = trace.received(0x0C, handle: h["big"] ?? 0, on: "hci0").compactMap(\.offset)
+        #expect(bigBlobs == Array(bigBlobs.sorted()) && bigBlobs.last.map { $0 < 512 } == true, "\(bigBlobs)")
+    }
+
+    @Test func plainAndPreparedWritesAreStoredAndReadBack() async throws {
+        let run = try await finishedRun()
+        let h = try handles(run)
+        #expect(gatttoolValue(run, "read-plain") == ATTScenario.plainWrite)
+        #expect(gatttoolValue(run, "read-prepared") == ATTScenario.preparedWrite)
+        #expect(gatttoolValue(run, "read-ruled") == [0x02])
+        #expect(gatttoolValue(run, "read-after-508") == (0..<508).map { UInt8($0 & 0xFF) })
+        // The 50 bytes went as several Prepare Write parts but reached blemu as one write of the whole value.
+        let trace = BtmonTrace(read(run, "btmon.txt"))
+        let parts = trace.received(0x16, handle: h["long"] ?? 0, on: "hci0")
+        #expect(parts.count > 2, "Prepare Write parts for long: \(parts.count)")
+        let written = requestEvents(run, "write", "long").compactMap { $0["value"] as? String }
+        #expect(
+            written
+                == [ATTScenario.plainWrite, ATTScenario.preparedWrite, (0..<508).map { UInt8($0 & 0xFF) }].map(
+                    Self.hex), "\(written.map { $0.prefix(40) })")
+    }
+
+    @Test func aLongWriteOfOneCharacteristicIsAppliedWholeOrNotAtAll() async throws {
+        let run = try await finishedRun()
+        #expect(read(run, "gt-write-prepared-limited.err").contains(Self.gatttoolText[0x0D] ?? "?"))
+        #expect(gatttoolValue(run, "read-limited") == [0x00], "nothing of the 30 bytes stored")
+        let refused = requestEvents(run, "write", "limited").filter { ($0["value"] as? String)?.count == 60 }
+        #expect(
+            refused.count == 1 && refused.first?["code"] as? Int == 0x0D, "one merged write of 30 bytes: \(refused)")
+        // 5.66 refuses the Prepare Write part for bytes 504...511 (it counts the 4 header bytes): nothing reaches
+        // blemu and the 508-byte value stays.
+        #expect(read(run, "gt-write-prepared-512.err").contains(Self.gatttoolText[0x0D] ?? "?"))
+        #expect(gatttoolValue(run, "read-after-512") == (0..<508).map { UInt8($0 & 0xFF) })
+        #expect(requestEvents(run, "write", "long").allSatisfy { ($0["value"] as? String)?.count != 1024 })
+    }
+
+    @Test func aReliableWriteOfTwoCharacteristicsKeepsTheFirstWhenTheSecondIsRefused() async throws {
+        let run = try await finishedRun()
+        let h = try handles(run)
+        let right = String(format: "0x%04x", h["right"] ?? 0)
+        // Both parts are queued; Execute writes left, then right fails: the central gets 0x0D for right, and left
+        // stays written.
+        let lines = raw(run, "reliable-bad")
+        #expect(lines.count == 5 && lines.prefix(2).allSatisfy { $0.hasPrefix("ok ") }, "\(lines)")
+        #expect(
+            Array(lines.suffix(3)) == ["error 0x0d handle \(right)", "ok 11111111", "ok 00000000"],
+            "\(tails(run, ["raw-reliable-bad.txt", "raw-reliable-bad.err"]))")
+        #expect(Array(raw(run, "reliable-good").suffix(3)) == ["ok", "ok 33333333", "ok 44444444"])
+        // Two queued handles, one without reliable-write: refused whole at Execute, nothing written.
+        let limited = String(format: "0x%04x", h["limited"] ?? 0)
+        #expect(
+            Array(raw(run, "unreliable").suffix(3)) == ["error 0x06 handle \(limited)", "ok 33333333", "ok 00"],
+            "\(tails(run, ["raw-unreliable.txt"]))")
+        #expect(requestEvents(run, "write", "left").compactMap { $0["value"] as? String } == ["11111111", "33333333"])
+    }
+
+    @Test func everyRequestThePeripheralReceivedGotExactlyOneAnswer() async throws {
+        let run = try await finishedRun()
+        let (requests, answers) = BtmonTrace(read(run, "btmon.txt")).requestsAndAnswers(on: "hci0")
+        #expect(requests.values.reduce(0, +) > 100, "\(requests)")
+        #expect(requests == answers)
+        // Every ReadValue/WriteValue blemu received has one answer in its log and one event with a result.
+        let logged = read(run, "blemu-run.log").split(separator: "\n").filter {
+            ($0.contains("] read ") || $0.contains("] write ")) && $0.contains(" -> ")
+        }
+        let requestEvents = events(run).filter { $0["type"] as? String == "request" }
+        #expect(requestEvents.allSatisfy { $0["result"] is String })
+        #expect(requestEvents.count == logged.count, "\(requestEvents.count) events, \(logged.count) answers logged")
+        print("ATT lab: hci0 answered \(answers.values.reduce(0, +)) ATT requests; blemu \(requestEvents.count)")
+    }
+
+    @Test func justWorksPairingTurnsTheRefusedReadIntoTheValue() async throws {
+        let run = try await finishedRun()
+        let h = try handles(run)
+        let secret = Array("secret".utf8)
+        // Unpaired: Insufficient Encryption (raw client). gatttool's bt_att answers it by raising the link's
+        // security: the kernel pairs (Just Works) and the same read returns the value.
+        #expect(raw(run, "errors")[4] == String(format: "error 0x0f handle 0x%04x", h["secret"] ?? 0))
+        #expect(gatttoolValue(run, "read-secret") == secret, "\(read(run, "gt-read-secret.err"))")
+        let btmon = read(run, "btmon.txt")
+        #expect(btmon.contains("SMP: Pairing Request") && btmon.contains("Encryption: Enabled"))
+        #expect(read(run, "blemu-run.log").contains("agent: RequestAuthorization"))
+        // Bonded: the peripheral asks for security on each new link, so even the raw client reads it.
+        #expect(raw(run, "secret-after-pairing") == ["ok " + Self.hex(secret)])
+        #expect(btmon.contains("SMP: Security Request"))
+        #expect(gatttoolValue(run, "read-secret-medium") == secret)
+        // Just Works keys are unauthenticated: the authenticated read stays refused (0x05 on the air), and
+        // gatttool's attempt to pair with MITM protection fails and drops the link.
+        #expect(gatttoolValue(run, "read-guarded") == nil)
+        #expect(btmon.contains("Reason: Authentication requirements (0x03)"))
+        #expect(requestEvents(run, "read", "guarded").isEmpty, "bluetoothd refuses it before blemu")
+    }
+
+    @Test func timingsAreRecorded() async throws {
+        let run = try await ATTScenario.shared.run()
+        print(
+            "ATT lab: qemu start to command \(run.untilCommand.map(LabMachine.seconds) ?? "?"), "
+                + "total \(LabMachine.seconds(run.total))")
+        print(read(run, "scenario-steps"))
+        #expect(run.total > .zero)
+    }
+}

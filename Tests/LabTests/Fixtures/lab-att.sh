@@ -1,0 +1,162 @@
+#!/bin/sh
+# The lab's ATT scenario (Tests/LabTests/ATTScenario.swift), run inside the VM:
+#   lab-att.sh BLEMU FIXTURES
+# `blemu run FIXTURES/lab-att.yaml` serves on the peripheral controller; gatttool (raw ATT, handles) and
+# FIXTURES/lab-att-client.py drive it from the central controller, each request on its own connection. Evidence goes
+# to $BLEMU_LAB_RESULTS: gt-NAME.{out,err,rc} per gatttool call, raw-NAME.txt per raw client call, handles.txt,
+# events.jsonl, blemu-run.log. Every wait is bounded; a failed step writes its reason to scenario-failure, stops blemu
+# and exits 1. Progress goes to scenario-steps (`<uptime> <step>`).
+R="$BLEMU_LAB_RESULTS"
+B=$1
+F=$2
+C="$BLEMU_LAB_CENTRAL"
+A="$BLEMU_LAB_PERIPHERAL_ADDRESS"
+blemu_pid=
+
+step() { echo "$(cut -d' ' -f1 /proc/uptime) $*" >> "$R/scenario-steps"; }
+fail() {
+    echo "$*" > "$R/scenario-failure"
+    echo "ATT scenario failed: $*"
+    [ -n "$blemu_pid" ] && kill -9 "$blemu_pid" 2>/dev/null
+    exit 1
+}
+# within SECONDS DESCRIPTION COMMAND [ARGS]: polls every 0.1 s.
+within() {
+    limit=$(($1 * 10)); what=$2; shift 2
+    n=0
+    until "$@" >/dev/null 2>&1; do
+        n=$((n + 1))
+        [ "$n" -ge "$limit" ] && fail "gave up after $((limit / 10)) s waiting for $what"
+        sleep 0.1
+    done
+}
+# A child that exited stays a zombie until waited for, and kill -0 still finds it: read its state.
+exited() { [ ! -e "/proc/$1" ] || grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat"; }
+advertising() {
+    exited "$blemu_pid" && fail "blemu run exited before advertising (see blemu-run.log)"
+    grep -q '^advertising "' "$R/blemu-run.log"
+}
+# gt NAME GATTTOOL-ARGS...: one gatttool run (its own LE connection), bounded by timeout.
+gt() {
+    name=$1; shift
+    echo "gatttool $*" > "$R/gt-$name.cmd"
+    timeout 25 gatttool -i "$C" -b "$A" -t public "$@" > "$R/gt-$name.out" 2> "$R/gt-$name.err"
+    echo $? > "$R/gt-$name.rc"
+    settle "gatttool $name"
+}
+# raw NAME OPERATIONS...: the raw ATT client, one connection for all its operations.
+raw() {
+    name=$1; shift
+    timeout 40 /usr/bin/python3 "$F/lab-att-client.py" "$BLEMU_LAB_CENTRAL_ADDRESS" "$A" "$@" \
+        > "$R/raw-$name.txt" 2> "$R/raw-$name.err"
+    echo $? > "$R/raw-$name.rc"
+    settle "the raw client $name"
+}
+no_connection() { ! hcitool -i "$C" con 2>/dev/null | grep -q "$A"; }
+# settle WHO: the next connection waits for this one to be gone. Once bonded, bluetoothd's own GATT client on the
+# central keeps the link after the tool exits: after 3 s it is disconnected through btmgmt (recorded).
+settle() {
+    n=0
+    until no_connection; do
+        n=$((n + 1))
+        if [ "$n" = 30 ]; then
+            echo "$1" >> "$R/forced-disconnects"
+            btmgmt -i "$C" disconnect -t 1 "$A" >> "$R/forced-disconnects" 2>&1
+        fi
+        [ "$n" -ge 130 ] && fail "gave up after 13 s waiting for the connection of $1 to close"
+        sleep 0.1
+    done
+}
+# handle UUID-PREFIX: the value handle gatttool --characteristics reported for the characteristic.
+handle() { sed -n "s/.*char value handle = \(0x[0-9a-f]*\), uuid = $1-.*/\1/p" "$R/gt-characteristics.out"; }
+
+# LE only, as a BLE peripheral and its central are: with BR/EDR on, Secure Connections pairing also derives a BR/EDR
+# link key, bluetoothd then pages the peer over BR/EDR ("reverse service discovery"), btvirt answers Page Timeout,
+# and closing that L2CAP socket hits a kernel BUG (list_del corruption in hci_chan_del, Debian 6.1) that kills
+# bluetoothd.
+step le-only
+for controller in "$BLEMU_LAB_PERIPHERAL" "$C"; do
+    btmgmt -i "$controller" power off >/dev/null 2>&1
+    btmgmt -i "$controller" bredr off >> "$R/le-only.txt" 2>&1 || fail "btmgmt bredr off on $controller failed"
+    btmgmt -i "$controller" power on >> "$R/le-only.txt" 2>&1 || fail "btmgmt power on on $controller failed"
+done
+
+step blemu-run
+"$B" run "$F/lab-att.yaml" --adapter "$BLEMU_LAB_PERIPHERAL" --events "$R/events.jsonl" \
+    </dev/null >"$R/blemu-run.log" 2>&1 &
+blemu_pid=$!
+within 30 "blemu run to advertise" advertising
+
+step discover
+gt characteristics --characteristics
+[ "$(cat "$R/gt-characteristics.rc")" = 0 ] || fail "gatttool --characteristics failed: $(cat "$R/gt-characteristics.err")"
+for pair in write-only:8d3a2002 read-only:8d3a2003 long:8d3a2004 big:8d3a2005 limited:8d3a2006 ruled:8d3a2007 \
+    secret:8d3a2008 guarded:8d3a2009 left:8d3a200a right:8d3a200b; do
+    h=$(handle "${pair#*:}")
+    [ -n "$h" ] || fail "no handle for ${pair%%:*} in gatttool --characteristics"
+    echo "${pair%%:*} $h" >> "$R/handles.txt"
+done
+H() { sed -n "s/^$1 //p" "$R/handles.txt"; }
+
+step errors
+# Exact codes first, before any pairing: the raw client never raises the link's security.
+raw errors "read:$(H write-only)" "write:$(H read-only):01" "write:$(H limited):010203040506070809" \
+    "write:$(H ruled):03" "read:$(H secret)" "read:$(H guarded)" "blob:$(H long):60" "blob:$(H long):61"
+# The same refusals as gatttool prints them (att_ecode2str).
+gt read-write-only --char-read -a "$(H write-only)"
+gt write-read-only --char-write-req -a "$(H read-only)" -n 01
+gt write-limited-9 --char-write-req -a "$(H limited)" -n 010203040506070809
+gt write-ruled-03 --char-write-req -a "$(H ruled)" -n 03
+
+step reads
+gt read-long --char-read -a "$(H long)"
+gt read-big --char-read -a "$(H big)"
+
+step writes
+# 16 bytes fit one Write Request (ATT_MTU 23 - 3); 50 bytes go as Prepare Write Requests and one Execute Write.
+gt write-plain --char-write-req -a "$(H long)" -n 000102030405060708090a0b0c0d0e0f
+gt read-plain --char-read -a "$(H long)"
+LONG=$(printf '%02x' $(seq 100 149))
+echo "$LONG" > "$R/long-write.hex"
+gt write-prepared --char-write-req -a "$(H long)" -n "$LONG"
+gt read-prepared --char-read -a "$(H long)"
+gt write-ruled-02 --char-write-req -a "$(H ruled)" -n 02
+gt read-ruled --char-read -a "$(H ruled)"
+
+step prepared-limits
+# 30 bytes to an 8-byte characteristic as prepared parts: refused at Execute Write, nothing stored.
+gt write-prepared-limited --char-write-req -a "$(H limited)" -n "$(printf '%02x' $(seq 1 30))"
+gt read-limited --char-read -a "$(H limited)"
+# 5.66's check_length counts the Prepare Write header (4 bytes) as value: 508 bytes are accepted, but 512 are
+# refused at the part for offset 504 (12 + 504 > 512), and gatttool sends no Execute Write.
+gt write-prepared-508 --char-write-req -a "$(H long)" -n "$(printf '%02x' $(seq 0 507 | awk '{print $1 % 256}'))"
+gt read-after-508 --char-read -a "$(H long)"
+gt write-prepared-512 --char-write-req -a "$(H long)" -n "$(printf '%02x' $(seq 0 511 | awk '{print (255 - $1 % 256)}'))"
+gt read-after-512 --char-read -a "$(H long)"
+# A reliable write of two handles whose second part is too long: which error, and what stays written.
+raw reliable-bad "prepare:$(H left):0:11111111" "prepare:$(H right):0:2222222222" execute:1 \
+    "read:$(H left)" "read:$(H right)"
+raw reliable-good "prepare:$(H left):0:33333333" "prepare:$(H right):0:44444444" execute:1 \
+    "read:$(H left)" "read:$(H right)"
+# Two queued handles where one lacks the reliable-write property: Request Not Supported, nothing written.
+raw unreliable "prepare:$(H left):0:55555555" "prepare:$(H limited):0:66" execute:1 \
+    "read:$(H left)" "read:$(H limited)"
+
+step pairing
+# gatttool at the default security: bluetoothd's bt_att answers Insufficient Encryption by raising the link's security
+# (the kernel pairs, Just Works: both sides have no input and no output) and sending the read again.
+gt read-secret --char-read -a "$(H secret)"
+# Bonded now; a new unencrypted link is still refused, an encrypted one (the stored key) reads.
+raw secret-after-pairing "read:$(H secret)"
+gt read-secret-medium --sec-level=medium --char-read -a "$(H secret)"
+# Just Works keys are unauthenticated: the authenticated read stays refused.
+gt read-guarded --char-read -a "$(H guarded)"
+ls -R /var/lib/bluetooth > "$R/bonds.txt" 2>&1
+
+step stop
+kill -TERM "$blemu_pid"
+within 10 "blemu run to stop on SIGTERM" exited "$blemu_pid"
+wait "$blemu_pid"
+echo $? > "$R/blemu-run-rc"
+step done
+echo "ATT scenario done"
