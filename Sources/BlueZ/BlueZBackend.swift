@@ -33,6 +33,8 @@ public final class BlueZBackend: PeripheralBackend {
         var notify: [String: NotifyPath] = [:]
         var descriptorValues: [ObjectPath: [UInt8]] = [:]
         var previousAlias: String?
+        /// Device paths bluetoothd named in requests and subscriptions (the `device` option): the centrals we know.
+        var knownDevices: Set<String> = []
         var isShutDown = false
         var subscriptions: [SignalSubscription] = []
         var watcher: Task<Void, Never>?

@@ -171,9 +171,13 @@ public actor Emulator {
                     logger.warning("fault stop-advertising failed: \(error)")
                 }
             case .disconnect:
-                // PeripheralManager has no way to drop a link yet; say so rather than pretend.
                 log?.record(.fault("disconnect", characteristicID: nil))
-                logger.warning("fault disconnect: the peripheral manager cannot disconnect centrals yet; ignored")
+                do {
+                    let ids = try await manager?.disconnect() ?? []
+                    logger.notice("fault disconnect: dropped \(ids.isEmpty ? "no link" : ids.joined(separator: ", "))")
+                } catch {
+                    logger.warning("fault disconnect failed: \(error)")
+                }
             case .warning(let id, let message):
                 logger.warning("\(id): \(message)")
             }

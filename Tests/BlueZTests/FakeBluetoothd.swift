@@ -46,6 +46,8 @@ actor FakeBluetoothd {
     private(set) var repliesFromApp = 0
     /// Error replies received from apps, by D-Bus error name.
     private(set) var errorsFromApp: [String: Int] = [:]
+    /// `Device1.Disconnect` calls, by device path.
+    var disconnectCalls: [ObjectPath: Int] = [:]
 
     /// An app object, named as bluetoothd keys it: the owner's unique name and the object path.
     struct ApplicationKey: Hashable, Sendable {
@@ -416,4 +418,9 @@ final class AdapterProperties: Sendable {
         var activeAdvertisements: UInt8 = 0
     }
     let state = Mutex(State())
+}
+
+/// A device's `Connected`, read on the bus's loop thread (so behind a lock, not the actor).
+final class DeviceLink: Sendable {
+    let isConnected = Mutex(true)
 }

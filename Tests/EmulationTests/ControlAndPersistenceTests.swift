@@ -58,6 +58,26 @@ func object(_ line: String) -> [String: Any] {
         #expect(!ControlClient.isOK(try await offPool { try client.send(["command": "fly"]) }))
     }
 
+    @Test func controlFaultWithTheDisconnectEffectDropsTheCentralAfterAnswering() async throws {
+        let rig = try await Rig(try bundledProfile("heart-rate"))
+        await rig.start()
+        let server = ControlServer(path: try temporaryDirectory() + "/c.sock", emulator: rig.emulator)
+        try server.start()
+        defer { server.stop() }
+        let client = ControlClient(path: server.path)
+        let bad = object(
+            try await offPool { try client.send(["command": "fault", "operation": "read", "effect": "explode"]) })
+        #expect(bad["ok"] as? Bool == false && (bad["error"] as? String)?.contains("explode") == true)
+        let ok = try await offPool {
+            try client.send(["command": "fault", "operation": "read", "nth": 1, "effect": "disconnect"])
+        }
+        #expect(ControlClient.isOK(ok))
+        let central = VirtualCentral(connectingTo: rig.backend)
+        #expect(try await central.read("body-sensor-location") == [0x01])
+        _ = await rig.recorder.next { if case .disconnected = $0 { true } else { false } }
+        #expect(!central.isConnected)
+    }
+
     @Test func badJSONKeepsTheConnectionOpen() async throws {
         let rig = try await Rig(try bundledProfile("heart-rate"))
         await rig.start()
