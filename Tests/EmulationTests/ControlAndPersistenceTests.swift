@@ -160,6 +160,30 @@ func object(_ line: String) -> [String: Any] {
         #expect(try await central.read("mode") == [0x02])
     }
 
+    @Test func savedSubscriptionsAreReportedButNotLiveUntilTheCentralSubscribesAgain() async throws {
+        let directory = try temporaryDirectory()
+        let profile = try bundledProfile("heart-rate")
+        do {
+            let store = StateStore(restoreID: "strap", directory: directory, profile: profile)
+            let rig = try await Rig(profile, stateStore: store)
+            await rig.start()
+            try await rig.subscribe(VirtualCentral(connectingTo: rig.backend, id: "phone"), to: "battery-level")
+            #expect(store.current.subscriptions == ["battery-level": ["phone"]])
+        }
+        let store = StateStore(restoreID: "strap", directory: directory, profile: profile)
+        let restored = try #require(store.restore())
+        #expect(restored.subscriptions == ["battery-level": ["phone"]])
+        let rig = try await Rig(profile, stateStore: store, restoring: restored)
+        await rig.start()
+        // willRestoreState is handled before the first state change.
+        _ = await rig.recorder.next { if case .stateChanged = $0 { true } else { false } }
+        let battery = try #require(profile.characteristics.first { $0.id == "battery-level" })
+        #expect(await rig.manager.subscribedCentrals(of: battery).isEmpty)
+        #expect(store.current.subscriptions.isEmpty, "the file must not claim a subscription the stack forgot")
+        try await rig.subscribe(VirtualCentral(connectingTo: rig.backend, id: "phone"), to: "battery-level")
+        #expect(store.current.subscriptions == ["battery-level": ["phone"]])
+    }
+
     @Test func corruptStateFileIsRenamedAsideNotFatal() throws {
         let directory = try temporaryDirectory()
         let profile = try bundledProfile("thermostat")
