@@ -197,6 +197,21 @@ func object(_ line: String) -> [String: Any] {
             StateStore(restoreID: "r", directory: directory, profile: profile).restore()?.values == ["mode": [0x03]])
     }
 
+    @Test func stateFileSpellsHexAsBlemuDoesAndStillReadsLowercase() throws {
+        let directory = try temporaryDirectory()
+        let profile = try bundledProfile("thermostat")
+        StateStore(restoreID: "h", directory: directory, profile: profile).recordWrites(["mode": [0xAB, 0x0C]])
+        let text = try String(contentsOfFile: directory + "/h.json", encoding: .utf8)
+        #expect(text.contains("\"AB0C\"") && !text.contains("ab0c"))
+        // A file from before the spelling was unified.
+        try text.replacingOccurrences(of: "AB0C", with: "ab0c").write(
+            toFile: directory + "/h.json", atomically: true, encoding: .utf8)
+        #expect(
+            StateStore(restoreID: "h", directory: directory, profile: profile).restore()?.values["mode"] == [
+                0xAB, 0x0C,
+            ])
+    }
+
     @Test func stateFileOfAnotherProfileIsIgnored() throws {
         let directory = try temporaryDirectory()
         StateStore(restoreID: "x", directory: directory, profile: try bundledProfile("heart-rate"))
