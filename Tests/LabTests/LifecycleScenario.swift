@@ -11,7 +11,9 @@ import Logging
 ///    again and say so, and the central must find and read it again;
 /// 3. hci0 is powered off and on with btmgmt: blemu must report both changes and advertise again;
 /// 4. the central reads `hang-up`, whose first read fires the profile's `disconnect` fault: the central's
-///    Device1.Connected must go false without the central asking.
+///    Device1.Connected must go false without the central asking;
+/// 5. a central subscribes to `beat` and stays; blemu is killed with SIGKILL and started again with the same
+///    `--restore-id`: is the central still connected, is it subscribed to the new run, does a value reach it?
 ///
 /// Before each read the central removes its device object, so finding the peripheral again needs a fresh
 /// advertisement, not bluetoothd's cache.
@@ -28,6 +30,9 @@ enum LifecycleScenario {
     /// UUIDs, lower case as bluetoothd spells them.
     static let markerUUID = "8d3a1002-6b1e-4c2f-9a57-3e2c1d0b4f61"
     static let hangUpUUID = "8d3a1003-6b1e-4c2f-9a57-3e2c1d0b4f61"
+    static let beatUUID = "8d3a1004-6b1e-4c2f-9a57-3e2c1d0b4f61"
+    /// The restore identifier both `blemu run`s share (the second one reports the saved subscription).
+    static let restoreID = "lab-lifecycle"
 
     private static func boot() async throws -> LabRun {
         let results = try LabScenario.freshResultsDirectory()
@@ -44,9 +49,11 @@ enum LifecycleScenario {
         ])
     }
 
-    /// A central on bluetoothd's client API: `central.py ADAPTER ADDRESS read|hang-up`. Forgets the device,
-    /// discovers it afresh, connects, reads the marker; `read` then disconnects, `hang-up` reads `hang-up` and waits
-    /// for the link to drop without asking. One line per result; exits non-zero with a reason on stderr.
+    /// A central on bluetoothd's client API: `central.py ADAPTER ADDRESS read|hang-up|hold DIR`. Forgets the
+    /// device, discovers it afresh, connects, reads the marker; `read` then disconnects, `hang-up` reads `hang-up`
+    /// and waits for the link to drop without asking, `hold` subscribes to `beat` and prints each value that
+    /// arrives and each change of `Connected` until DIR/hold-done exists. One line per result; exits non-zero with
+    /// a reason on stderr.
     static let centralScript = """
         import sys, time
         import dbus
@@ -120,6 +127,43 @@ enum LifecycleScenario {
             device.Disconnect()
             print('disconnected', flush=True)
             sys.exit(0)
+        if mode == 'hold':
+            import os
+            def beat_path(seconds):
+                return find(lambda p, i: p.startswith(device_path + '/') and 'org.bluez.GattCharacteristic1' in i
+                            and str(i['org.bluez.GattCharacteristic1']['UUID']).lower() == '\(beatUUID)', seconds)
+            beat = characteristic('\(beatUUID)')
+            beat_properties = dbus.Interface(beat.proxy_object, 'org.freedesktop.DBus.Properties')
+            beat.StartNotify()
+            print('subscribed', flush=True)
+            # Notifications update the cached Value (no ATT read): poll it and Connected until told to stop. When
+            # the peripheral's services go (Service Changed), the object goes too: look for its successor.
+            value, connected = None, True
+            while not os.path.exists(sys.argv[4] + '/hold-done'):
+                try:
+                    now = hexed(beat_properties.Get('org.bluez.GattCharacteristic1', 'Value'))
+                except dbus.DBusException as error:
+                    print('beat object gone:', error.get_dbus_name(), flush=True)
+                    path = beat_path(10)
+                    if path is None:
+                        print('beat not found again in 10 s', flush=True)
+                        break
+                    beat_properties = dbus.Interface(bus.get_object('org.bluez', path),
+                                                     'org.freedesktop.DBus.Properties')
+                    notifying = beat_properties.Get('org.bluez.GattCharacteristic1', 'Notifying')
+                    print('beat found again at', path, 'notifying', bool(notifying), flush=True)
+                    value = None
+                    continue
+                if now != value:
+                    value = now
+                    print('value', value, flush=True)
+                is_connected = bool(properties.Get('org.bluez.Device1', 'Connected'))
+                if is_connected != connected:
+                    connected = is_connected
+                    print('connected', connected, flush=True)
+                time.sleep(0.1)
+            print('done, connected', connected, flush=True)
+            sys.exit(0)
         print('hang-up read', hexed(characteristic('\(hangUpUUID)').ReadValue({})), flush=True)
         start = time.monotonic()
         while properties.Get('org.bluez.Device1', 'Connected'):
@@ -187,8 +231,9 @@ enum LifecycleScenario {
             }
 
             step start
+            export XDG_STATE_HOME="$R/state"
             "$B" run "$PROFILE" --adapter "$BLEMU_LAB_PERIPHERAL" --control "$SOCK" --events "$EVENTS" \\
-                </dev/null >"$LOG" 2>&1 &
+                --restore-id \(restoreID) </dev/null >"$LOG" 2>&1 &
             blemu_pid=$!
             within 20 "blemu run to advertise (see blemu-run.log)" logged '^advertising "'
 
@@ -239,7 +284,43 @@ enum LifecycleScenario {
             step hang-up
             central central-hang-up.txt hang-up
             within 10 "the disconnect fault in the event log" event '"fault":"disconnect"'
+
+            step crash-restart
+            # poll SECONDS COMMAND [ARGS]: like within, but only reports (0 or 1): what happens here is the finding.
+            # Timed by the clock, not by tries: one `blemu ctl` costs about a second under TCG.
+            poll() {
+                end=$(awk -v s="$1" '{ print $1 + s }' /proc/uptime); shift
+                until "$@" >/dev/null 2>&1; do
+                    awk -v e="$end" '{ exit !($1 >= e) }' /proc/uptime && return 1
+                    sleep 0.2
+                done
+            }
+            holding() { grep -q "$1" "$R/central-hold.txt"; }
+            beat_subscribed() { "$B" ctl "$SOCK" centrals > "$R/$1" && grep -q '"beat"' "$R/$1"; }
+            /usr/bin/python3 "$R/central.py" "$BLEMU_LAB_CENTRAL" "$BLEMU_LAB_PERIPHERAL_ADDRESS" hold "$R" \\
+                > "$R/central-hold.txt" 2>&1 &
+            hold_pid=$!
+            within 40 "the holding central to subscribe to beat" holding '^subscribed'
+            within 10 "blemu to see the subscription to beat" beat_subscribed ctl-centrals-1.json
+            "$B" ctl "$SOCK" set beat 11 > "$R/ctl-set-beat-1.json" 2>&1
+            within 10 "the holding central to receive 11" holding '^value 11'
             "$B" ctl "$SOCK" counters > "$R/ctl-counters.json" 2>&1
+            kill -9 "$blemu_pid"
+            within 5 "blemu run to die of SIGKILL" exited "$blemu_pid"
+            wait "$blemu_pid"
+            LOG="$R/blemu-run-2.log"
+            "$B" run "$PROFILE" --adapter "$BLEMU_LAB_PERIPHERAL" --control "$SOCK" --events "$R/events-2.jsonl" \\
+                --restore-id \(restoreID) </dev/null >"$LOG" 2>&1 &
+            blemu_pid=$!
+            within 20 "the second blemu run to advertise (see blemu-run-2.log)" logged '^advertising "'
+            device="/org/bluez/$BLEMU_LAB_CENTRAL/dev_$(echo "$BLEMU_LAB_PERIPHERAL_ADDRESS" | tr ':' '_')"
+            dbus-send --system --print-reply --dest=org.bluez "$device" org.freedesktop.DBus.Properties.Get \\
+                string:org.bluez.Device1 string:Connected > "$R/hold-connected-after-restart.txt" 2>&1
+            if poll 10 beat_subscribed ctl-centrals-2.json; then echo yes; else echo no; fi > "$R/resubscribed.txt"
+            "$B" ctl "$SOCK" set beat 22 > "$R/ctl-set-beat-2.json" 2>&1
+            if poll 5 holding '^value 22'; then echo yes; else echo no; fi > "$R/value-after-restart.txt"
+            : > "$R/hold-done"
+            within 10 "the holding central to finish" exited "$hold_pid"
 
             step stop
             kill -TERM "$blemu_pid"

@@ -91,11 +91,30 @@ struct LifecycleScenarioTests {
         let object = try #require(try JSONSerialization.jsonObject(with: Data(counters.utf8)) as? [String: Any])
         let counts = try #require(object["counters"] as? [String: Any], "\(counters)")
         let requests = try #require(counts["requests"] as? Int, "\(counters)")
-        // A marker read per central run (four), one hang-up read: each answered, each answer one request line.
-        #expect(requests == 5 && counts["answered"] as? Int == requests, "\(counters)")
+        // A marker read per central run of the first blemu (five), one hang-up read: each answered, each answer
+        // one request line.
+        #expect(requests == 6 && counts["answered"] as? Int == requests, "\(counters)")
         let answered = events(run).filter { $0["type"] as? String == "request" }
         #expect(answered.count == requests, "\(tails(run, ["events.jsonl"]))")
         #expect(read(run, "blemu-run-rc").trimmingCharacters(in: .whitespacesAndNewlines) == "0", "SIGTERM exits 0")
+    }
+
+    /// What 5.66 does when blemu dies under a subscribed central (bluetoothd's own GATT client on hci1): the link
+    /// stays, the services go and come back (Service Changed) under new handles, and nobody subscribes to the new
+    /// run by itself. So the second run reports the saved subscription as history and has no subscriber.
+    @Test func aCentralSubscribedAcrossABlemuCrashStaysConnectedButMustSubscribeAgain() async throws {
+        let run = try await finishedRun()
+        let hold = read(run, "central-hold.txt")
+        #expect(hold.contains("value 11\n"), "the first run notified: \(hold)")
+        #expect(read(run, "ctl-centrals-1.json").contains("\"beat\""))
+        #expect(read(run, "hold-connected-after-restart.txt").contains("boolean true"), "the link survived blemu")
+        #expect(hold.contains("beat object gone"), "Service Changed removed the old characteristic: \(hold)")
+        #expect(hold.contains("notifying False"), "its successor is not subscribed: \(hold)")
+        #expect(read(run, "resubscribed.txt") == "no\n", "no AcquireNotify/StartNotify for the second run")
+        #expect(read(run, "value-after-restart.txt") == "no\n", "a value set on the second run reaches nobody")
+        let log = read(run, "blemu-run-2.log")
+        #expect(
+            log.contains("saved subscription(s) not re-established: beat (*)"), "\(tails(run, ["blemu-run-2.log"]))")
     }
 
     @Test func timingsAreRecorded() async throws {
