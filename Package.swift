@@ -107,7 +107,7 @@ let package = Package(
         .testTarget(
             name: "BlueZTests",
             dependencies: [
-                "BlueZ", "DBus", "Peripheral", "GATTModel", "BusTestSupport",
+                "BlueZ", "DBus", "Peripheral", "GATTModel", "BusTestSupport", "Emulation",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),

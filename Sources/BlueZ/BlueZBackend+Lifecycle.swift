@@ -94,7 +94,11 @@ extension BlueZBackend {
         }
     }
 
-    /// Power off keeps the GATT registration and bluetoothd resumes advertising on power on (BLUEZ-FACTS.md).
+    /// Power off keeps the GATT application and the advertisement's registration, but not the advertisement on the
+    /// air: at power off the kernel clears the controller's advertising sets (MGMT Advertising Removed), which 5.66
+    /// ignores (src/advertising.c registers no handler for it), and nothing adds them back at power on. Seen in the
+    /// lab: ActiveInstances stays 1 and no central finds the peripheral. So at power on the advertisement is
+    /// registered again.
     private func poweredChanged(_ powered: Bool) {
         let changed = state.withLock { state -> Bool in
             defer { state.isPowered = powered }
@@ -104,6 +108,22 @@ extension BlueZBackend {
         logger.info("adapter \(adapterName) powered \(powered ? "on" : "off")")
         if !powered { forgetSubscriptions(reason: "adapter powered off") }
         continuation.yield(.stateChanged(powered ? .poweredOn : .poweredOff))
+        if powered { Task { await self.registerAdvertisementAfterPowerOn() } }
+    }
+
+    /// Unregisters and registers the advertisement, so that bluetoothd adds it to the controller again.
+    private func registerAdvertisementAfterPowerOn() async {
+        await gate.serially { () async in
+            guard !state.withLock({ $0.isShutDown || $0.advertisement == nil }), owner.current != nil else { return }
+            await withdrawAdvertisement()
+            do {
+                try await registerAdvertisement()
+                logger.info("advertisement registered again after power on (bluetoothd does not restore it)")
+            } catch {
+                logger.error("advertisement not registered again after power on: \(error)")
+                continuation.yield(.advertisingStopped(reason: "not registered again after power on: \(error)"))
+            }
+        }
     }
 
     /// Follows the owner of `org.bluez`: on loss, `.resetting` and every subscription ends; on return, the
@@ -157,18 +177,34 @@ extension BlueZBackend {
         forgetSubscriptions(reason: reason)
     }
 
-    /// Registers the application, advertisement, agent and alias again, then reports the adapter's state.
+    /// Registers what bluetoothd lost (application, advertisement, agent and alias), then reports the adapter's
+    /// state. Idempotent: a restart announces itself twice (the name's new owner, then InterfacesAdded for the
+    /// adapter), and registering twice would only earn AlreadyExists.
     func registerAgain(reason: String) async {
         await gate.serially { () async in
-            guard !state.withLock({ $0.isShutDown }) else { return }
-            await registerAgentAndAlias()
-            do { try await registerApplication() } catch { logger.error("application not registered again: \(error)") }
-            do { try await registerAdvertisement() } catch {
-                logger.error("advertisement not registered again: \(error)")
+            let (isShutDown, agent, application, advertisement) = state.withLock {
+                ($0.isShutDown, !$0.isAgentRegistered, !$0.isApplicationRegistered, !$0.isAdvertisementRegistered)
             }
+            guard !isShutDown else { return }
             let powered = state.withLock { $0.isPowered }
+            guard agent || application || advertisement else {
+                logger.debug("nothing to register again (\(reason))")
+                continuation.yield(.stateChanged(powered ? .poweredOn : .poweredOff))
+                return
+            }
+            if agent { await registerAgentAndAlias() }
+            if application {
+                do { try await registerApplication() } catch {
+                    logger.error("application not registered again: \(error)")
+                }
+            }
+            if advertisement {
+                do { try await registerAdvertisement() } catch {
+                    logger.error("advertisement not registered again: \(error)")
+                }
+            }
             logger.info("registered the application, advertisement and agent again (\(reason))")
-            continuation.yield(.stateChanged(powered ? .poweredOn : .poweredOff))
+            continuation.yield(.stateChanged(state.withLock { $0.isPowered } ? .poweredOn : .poweredOff))
         }
     }
 }

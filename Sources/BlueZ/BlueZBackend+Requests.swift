@@ -24,6 +24,12 @@ extension BlueZBackend {
         }
     }
 
+    /// Keeps the requesting device's path, so that `disconnect` can find the centrals bluetoothd told us about.
+    private func remember(_ options: RequestOptions) {
+        guard options.device.hasPrefix(adapterPath.rawValue + "/") else { return }
+        state.withLock { _ = $0.knownDevices.insert(options.device) }
+    }
+
     func handlers() -> GATTApplication.Handlers {
         GATTApplication.Handlers(
             read: { [weak self] call, characteristic in self?.read(call, characteristic) },
@@ -54,6 +60,7 @@ extension BlueZBackend {
     private func read(_ call: consuming MethodCall, _ characteristic: Characteristic) {
         guard let call = owner.admit(call) else { return }
         let options = RequestOptions(call.arguments.first)
+        remember(options)
         let pending = PendingCall(call)
         let logger = logger
         let id = characteristic.id
@@ -80,6 +87,7 @@ extension BlueZBackend {
         guard let call = owner.admit(call) else { return }
         let value = (try? call.arguments.first?.asBytes()) ?? []
         let options = RequestOptions(call.arguments.dropFirst().first)
+        remember(options)
         let id = characteristic.id
         let summary =
             "\(options.isPrepareAuthorize ? "prepare-authorize" : "write") \(id) by \(options.device) "
@@ -164,6 +172,7 @@ extension BlueZBackend {
     private func acquireNotify(_ call: consuming MethodCall, _ characteristic: Characteristic) {
         guard let call = owner.admit(call) else { return }
         let options = RequestOptions(call.arguments.first)
+        remember(options)
         let pair: (local: Int32, remote: Int32)
         do { pair = try AcquiredSocket.makePair() } catch {
             logger.error("AcquireNotify on \(characteristic.id): \(error)")
@@ -248,6 +257,7 @@ extension BlueZBackend {
     private func readDescriptor(_ call: consuming MethodCall, _ path: ObjectPath, _ descriptor: Descriptor) {
         guard let call = owner.admit(call) else { return }
         let options = RequestOptions(call.arguments.first)
+        remember(options)
         let value = state.withLock { $0.descriptorValues[path] } ?? descriptor.value
         let summary = "read descriptor \(path) by \(options.device) offset \(options.offset)"
         guard descriptor.permissions.allowsRead else {
@@ -265,6 +275,7 @@ extension BlueZBackend {
         guard let call = owner.admit(call) else { return }
         let value = (try? call.arguments.first?.asBytes()) ?? []
         let options = RequestOptions(call.arguments.dropFirst().first)
+        remember(options)
         let summary = "write descriptor \(path) by \(options.device) offset \(options.offset) \(Self.hex(value))"
         guard descriptor.permissions.allowsWrite else {
             return answer(call, summary, BlueZErrorReply(for: .writeNotPermitted, operation: .write))

@@ -35,6 +35,8 @@ public final class BlueZBackend: PeripheralBackend {
         var writeStreams: [String: AcquiredSocket] = [:]
         var descriptorValues: [ObjectPath: [UInt8]] = [:]
         var previousAlias: String?
+        /// Device paths bluetoothd named in requests and subscriptions (the `device` option): the centrals we know.
+        var knownDevices: Set<String> = []
         var isShutDown = false
         var subscriptions: [SignalSubscription] = []
         var watcher: Task<Void, Never>?
@@ -299,10 +301,13 @@ public final class BlueZBackend: PeripheralBackend {
         connection.unexport(path)
     }
 
+    /// 5.66 calls `Release` only when an advertisement's `Timeout` ends (blemu sets none) or when its adapter's
+    /// advertising manager goes: the adapter was removed or bluetoothd is exiting (src/advertising.c
+    /// `client_timeout`, `manager_destroy`). The registration is kept and made again when the adapter or bluetoothd
+    /// returns, so advertising has not stopped for the app: the state changes that follow say what happened.
     private func advertisementReleased() {
         state.withLock { $0.isAdvertisementRegistered = false }
-        logger.warning("bluetoothd released the advertisement")
-        continuation.yield(.advertisingStopped(reason: "bluetoothd released the advertisement"))
+        logger.warning("bluetoothd released the advertisement (its adapter is going away); registering it again later")
     }
 
     /// Registers the agent as the default and sets the alias; each failure is logged, not thrown: a machine

@@ -53,11 +53,13 @@ enum BlueZName {
         static let registerAgent = "RegisterAgent"
         static let requestDefaultAgent = "RequestDefaultAgent"
         static let unregisterAgent = "UnregisterAgent"
+        static let disconnect = "Disconnect"
     }
 
     /// Property names of bluetoothd's and our objects.
     enum Property {
         static let powered = "Powered"
+        static let connected = "Connected"
         static let alias = "Alias"
         static let uuid = "UUID"
         static let primary = "Primary"

@@ -11,6 +11,7 @@ import Peripheral
 /// | `{"command":"notify","id":"battery-level"}` | `id`, `hex` |
 /// | `{"command":"centrals"}` | `centrals`: `[{id, maximumUpdateValueLength, subscriptions}]` |
 /// | `{"command":"fault","operation":"read","id":"x","nth":2,"error":"unlikely-error"}` (or `"delayMs":500`) | |
+/// | `{"command":"fault","operation":"read","nth":1,"effect":"disconnect"}` (or `stop-advertising`), after answering | |
 /// | `{"command":"advertising","action":"start"}` (or `stop`) | |
 /// | `{"command":"counters"}` | `counters` |
 ///
@@ -170,6 +171,12 @@ struct ControlCommands: Sendable {
         let nth = (request["nth"] as? NSNumber)?.intValue ?? 1
         guard nth >= 1 else { throw .badValue("`nth` must be 1 or more") }
         let trigger = Fault.Trigger.request(operation, characteristicID: request["id"] as? String, nth: nth)
+        switch request["effect"] as? String {
+        case nil: break
+        case "disconnect": return Fault(trigger: trigger, effect: .disconnect)
+        case "stop-advertising": return Fault(trigger: trigger, effect: .stopAdvertising)
+        case let other?: throw .badValue("`effect` must be disconnect or stop-advertising, not `\(other)`")
+        }
         if let milliseconds = (request["delayMs"] as? NSNumber)?.intValue {
             guard milliseconds >= 0 else { throw .badValue("`delayMs` must not be negative") }
             return Fault(trigger: trigger, effect: .delay(.milliseconds(milliseconds)))

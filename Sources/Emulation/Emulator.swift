@@ -50,6 +50,8 @@ public actor Emulator {
     private var isPumping = false
     private var pumpAgain = false
     var counts = EmulatorCounters()
+    /// The manager's last state, to tell a return from `.resetting` (bluetoothd restarted) in the event log.
+    private var lastState: PeripheralManagerState?
 
     /// An emulator for `profile`, serving values from `server`'s store. `clock` drives the schedules and fault
     /// delays (tests pass a manual one); `requestDeadline` must be the manager's, so delays stay under it.
@@ -171,9 +173,13 @@ public actor Emulator {
                     logger.warning("fault stop-advertising failed: \(error)")
                 }
             case .disconnect:
-                // PeripheralManager has no way to drop a link yet; say so rather than pretend.
                 log?.record(.fault("disconnect", characteristicID: nil))
-                logger.warning("fault disconnect: the peripheral manager cannot disconnect centrals yet; ignored")
+                do {
+                    let ids = try await manager?.disconnect() ?? []
+                    logger.notice("fault disconnect: dropped \(ids.isEmpty ? "no link" : ids.joined(separator: ", "))")
+                } catch {
+                    logger.warning("fault disconnect failed: \(error)")
+                }
             case .warning(let id, let message):
                 logger.warning("\(id): \(message)")
             }
@@ -252,10 +258,26 @@ public actor Emulator {
         switch event {
         case .stateChanged(let state):
             log?.record(.stateChanged(state.rawValue))
+            // The stack reports `.resetting` when bluetoothd leaves the bus and the next state once it is back and
+            // the backend has registered the application, advertisement and agent with it again.
+            if lastState == .resetting, state == .poweredOn || state == .poweredOff {
+                log?.record(.restarted(reason: "the stack is back after a reset (\(state.rawValue))"))
+            }
+            lastState = state
         case .willRestoreState(let restored):
             for (id, value) in restored.values.sorted(by: { $0.key < $1.key }) { store(value, for: id) }
-            logger.info(
-                "restored \(restored.values.count) value(s) and \(restored.subscriptions.count) subscription(s)")
+            logger.info("restored \(restored.values.count) value(s)")
+            // Subscriptions cannot be restored on BlueZ: when the previous run's application left the bus,
+            // bluetoothd removed its services and every central's CCCD state with them (5.66 src/gatt-database.c
+            // `gatt_db_service_removed` -> `remove_device_ccc`), and it calls AcquireNotify/StartNotify again only
+            // when a central writes its CCCD again, typically after the Service Changed indication it sends then.
+            let saved = restored.subscriptions.sorted { $0.key < $1.key }
+            if !saved.isEmpty {
+                let list = saved.map { "\($0.key) (\($0.value.joined(separator: ", ")))" }.joined(separator: ", ")
+                let why = "each resumes when its central subscribes again (the stack forgot them with the previous run)"
+                logger.notice("\(saved.count) saved subscription(s) not re-established: \(list); \(why)")
+            }
+            await saveSubscriptions()
         case .centralConnected(let central):
             log?.record(.connected(central: central.id))
         case .centralDisconnected(let central):
@@ -298,13 +320,18 @@ public actor Emulator {
         let now = clock.now()
         engines.withLock { $0.schedules.subscribersChanged(characteristic.id, count: count, at: now) }
         arm()
-        if let stateStore {
-            var subscriptions: [String: [String]] = [:]
-            for published in characteristics.values.sorted(by: { $0.id < $1.id }) {
-                let ids = await manager.subscribedCentrals(of: published).map(\.id)
-                if !ids.isEmpty { subscriptions[published.id] = ids }
-            }
-            stateStore.recordSubscriptions(subscriptions)
+        await saveSubscriptions()
+    }
+
+    /// Saves the live subscriptions (none right after a restart: see `.willRestoreState`), so the state file never
+    /// claims a subscription the stack no longer has.
+    private func saveSubscriptions() async {
+        guard let manager, let stateStore else { return }
+        var subscriptions: [String: [String]] = [:]
+        for published in characteristics.values.sorted(by: { $0.id < $1.id }) {
+            let ids = await manager.subscribedCentrals(of: published).map(\.id)
+            if !ids.isEmpty { subscriptions[published.id] = ids }
         }
+        stateStore.recordSubscriptions(subscriptions)
     }
 }

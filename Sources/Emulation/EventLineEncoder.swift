@@ -1,9 +1,11 @@
 import Foundation
+import GATTModel
 
 /// Encodes event records as JSON lines: one object per line, `time` (ISO 8601, UTC, milliseconds) and `type` first,
 /// so `jq`, `grep` and a CI log viewer read them. Pure: it returns text; writing the log is the caller's.
 ///
-/// Keys are camelCase; `type` values are kebab-case like the profile's keys; bytes are lowercase hex strings.
+/// Keys are camelCase; `type` values are kebab-case like the profile's keys; bytes are hex strings spelled as
+/// everywhere in blemu (`Hex`: uppercase, no separator), so a value in the log matches `blemu show` and the probe.
 public enum EventLineEncoder {
     /// One JSON object for the record, without the trailing newline.
     public static func encode(_ record: EventRecord) -> String {
@@ -109,9 +111,7 @@ public enum EventLineEncoder {
         return result + "\""
     }
 
-    private static func hex(_ bytes: [UInt8]) -> String {
-        bytes.map { ($0 < 0x10 ? "0" : "") + String($0, radix: 16) }.joined()
-    }
+    private static func hex(_ bytes: [UInt8]) -> String { Hex.string(bytes, separator: "") }
 
     private static func pad(_ value: Int64, _ width: Int) -> String {
         let digits = String(value)

@@ -174,11 +174,11 @@ public final class StateStore: Sendable {
         return String(repeating: "0", count: 16 - digits.count) + digits
     }
 
-    static func hex(_ bytes: [UInt8]) -> String {
-        bytes.map { ($0 < 0x10 ? "0" : "") + String($0, radix: 16) }.joined()
-    }
+    /// Bytes as the state file and the control socket spell them: `Hex`, uppercase, no separator.
+    static func hex(_ bytes: [UInt8]) -> String { Hex.string(bytes, separator: "") }
 
-    /// Hex to bytes; spaces allowed between bytes; nil when not hex.
+    /// Hex to bytes, either case (files written before the spelling was unified are lowercase); spaces allowed
+    /// between bytes; nil when not hex.
     static func bytes(hex: String) -> [UInt8]? {
         let digits = hex.filter { !$0.isWhitespace }
         guard digits.count % 2 == 0 else { return nil }

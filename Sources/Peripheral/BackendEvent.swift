@@ -21,7 +21,8 @@ public enum BackendEvent: Sendable {
     case confirmed(Central)
     /// The stack can take updates for this central again after `.wouldBlock` (BlueZ: the socket is writable).
     case writable(Central)
-    /// The stack stopped advertising on its own (BlueZ: `LEAdvertisement1.Release()`).
+    /// The stack stopped advertising on its own and will not resume it (BlueZ: the advertisement could not be
+    /// registered again after a power cycle; a `Release()` while the adapter goes away is not this).
     case advertisingStopped(reason: String)
 }
 

@@ -35,6 +35,12 @@ public protocol PeripheralBackend: Sendable {
     /// Stops advertising; throws when the stack fails (not when nothing was advertised).
     func stopAdvertising() async throws
 
+    /// Drops links: `central`'s, or every connected central's when nil (BlueZ: `Device1.Disconnect` on each
+    /// connected device of the adapter). Returns the ids of the centrals it disconnected, each also reported as
+    /// `.disconnected` once the stack sees the link go. A central that is not connected is not an error; throws
+    /// when the stack fails.
+    func disconnect(_ central: Central?) async throws -> [String]
+
     /// Sends one update to one central now, without blocking and without queueing (the manager queues):
     /// `.sent` when the stack took it, `.wouldBlock` when it cannot take it yet (then yield `.writable(central)`
     /// later), `.failed` when it never will (unknown central, closed socket). BlueZ: write one datagram to the

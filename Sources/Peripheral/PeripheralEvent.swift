@@ -21,7 +21,7 @@ public enum PeripheralEvent: Hashable, Sendable {
     case readyToUpdateSubscribers
     /// Queued updates were discarded (already counted in `notificationStatistics`), with the reason.
     case updatesDropped(Central, count: Int, reason: NotificationQueue.DropReason)
-    /// The stack stopped advertising on its own (BlueZ calls `Release()`), with its reason.
+    /// The stack stopped advertising on its own and will not resume it, with its reason.
     case advertisingStopped(reason: String)
 }
 
@@ -32,7 +32,10 @@ public struct RestoredState: Hashable, Sendable {
     public var services: [Service]
     /// The last written values, by characteristic id.
     public var values: [String: [UInt8]]
-    /// The centrals that were subscribed, by characteristic id (sorted central ids).
+    /// The centrals that were subscribed when the previous run ended, by characteristic id (sorted central ids).
+    /// History, not live subscriptions: on BlueZ the stack forgot them when the previous run's application left
+    /// (docs/bluez-5.66.md), so `subscribedCentrals(of:)` starts empty and each returns as `.subscribed` when its
+    /// central writes the CCCD again.
     public var subscriptions: [String: [String]]
 
     /// Restored state from its parts.

@@ -158,6 +158,19 @@ public actor PeripheralManager {
         isAdvertising = false
     }
 
+    // MARK: Links
+
+    /// Drops `central`'s link, or every connected central's when nil. Core Bluetooth's peripheral cannot hang up;
+    /// an emulator needs it for its `disconnect` fault. Returns the ids of the centrals disconnected (the stack then
+    /// reports each as `.centralDisconnected`); throws `.backendFailed` when the stack fails.
+    @discardableResult
+    public func disconnect(_ central: Central? = nil) async throws(PeripheralError) -> [String] {
+        let ids: [String]
+        do { ids = try await backend.disconnect(central) } catch { throw .backendFailed("\(error)") }
+        logger.info("disconnected \(ids.isEmpty ? "no central" : ids.joined(separator: ", "))")
+        return ids
+    }
+
     // MARK: Updates
 
     /// Sends a value to the subscribed centrals (all of them, or those of `centrals` that subscribed), as a

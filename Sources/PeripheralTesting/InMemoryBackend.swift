@@ -77,6 +77,19 @@ public final class InMemoryBackend: PeripheralBackend {
         state.withLock { $0.advertisement = nil }
     }
 
+    /// Disconnects the central (or every connected one) as if the link dropped: its notifications end, so the
+    /// `VirtualCentral` sees it, and the manager hears `.disconnected`. Never fails.
+    public func disconnect(_ central: Central?) async throws -> [String] {
+        let ids = state.withLock { state in
+            central.map { state.links[$0.id] == nil ? [] : [$0.id] } ?? state.links.keys.sorted()
+        }
+        for id in ids { dropLink(of: Central(id: id)) }
+        return ids
+    }
+
+    /// Whether a central is connected now.
+    public func isConnected(_ central: Central) -> Bool { state.withLock { $0.links[central.id] != nil } }
+
     /// Delivers to the central's notifications unless its link buffer is full (`.wouldBlock`); `.failed` when the
     /// central is not connected.
     public func send(_ update: NotificationQueue.Update, to central: Central) -> SendOutcome {
@@ -109,7 +122,7 @@ public final class InMemoryBackend: PeripheralBackend {
         return stream
     }
 
-    func disconnect(_ central: Central) {
+    func dropLink(of central: Central) {
         state.withLock { state in
             guard let link = state.links.removeValue(forKey: central.id) else { return }
             link.delivery.finish()

@@ -36,8 +36,11 @@ public final class VirtualCentral: Sendable {
     /// Pairs (or re-pairs) to reach `level`: later requests carry it.
     public func pair(_ level: SecurityLevel) { backend.setSecurity(level, for: central) }
 
+    /// Whether the link is up: false after `disconnect()` or after the peripheral dropped it.
+    public var isConnected: Bool { backend.isConnected(central) }
+
     /// Disconnects: queued updates for this central are dropped (and counted) by the manager.
-    public func disconnect() { backend.disconnect(central) }
+    public func disconnect() { backend.dropLink(of: central) }
 
     /// Reads one response's worth of a characteristic's value from `offset` (at most ATT_MTU - 1 bytes);
     /// throws the ATT error the peripheral answered.

@@ -13,7 +13,7 @@ struct CtlCommand: ParsableCommand {
               set ID HEX | --field NAME=VALUE  store a value; subscribers are notified
               notify ID                       notify the current value now
               centrals                        connected centrals and their subscriptions
-              fault read|write [ID] --nth N (--error NAME|0xNN | --delay-ms MS)
+              fault read|write [ID] --nth N (--error NAME|0xNN | --delay-ms MS | --effect disconnect|stop-advertising)
               advertising start|stop
               counters
             Exits 0 on an ok response, 65 on an error response, 69 when the socket is unreachable.
@@ -39,6 +39,9 @@ struct CtlCommand: ParsableCommand {
 
     @Option(name: .customLong("delay-ms"), help: "For `fault`: delay the answer instead, in milliseconds.")
     var delayMs: Int?
+
+    @Option(help: "For `fault`: disconnect or stop-advertising after answering, instead of an error.")
+    var effect: String?
 
     func run() throws {
         let request = try makeRequest()
@@ -81,7 +84,13 @@ struct CtlCommand: ParsableCommand {
                 "command": "fault", "operation": try argument(0, "read or write"), "nth": nth,
             ]
             if arguments.count > 1 { request["id"] = arguments[1] }
-            if let delayMs { request["delayMs"] = delayMs } else if let error { request["error"] = error }
+            if let effect {
+                request["effect"] = effect
+            } else if let delayMs {
+                request["delayMs"] = delayMs
+            } else if let error {
+                request["error"] = error
+            }
             return request
         default:
             throw ValidationError("Unknown command `\(command)`.")

@@ -21,7 +21,8 @@ struct RunCommand: AsyncParsableCommand {
 
             The profile's behaviour runs too: scheduled values, write rules and faults. --control PATH opens a \
             Unix socket for `blemu ctl`; --events FILE|- writes every event as one JSON line; --restore-id NAME \
-            keeps written values and subscriptions across restarts.
+            keeps written values across restarts (saved subscriptions are reported, not re-established: \
+            bluetoothd forgets them when blemu exits, and each central subscribes again).
 
             Example:
               blemu run profiles/heart-rate.yaml --adapter hci0
@@ -50,7 +51,7 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "Write every event as a JSON line to FILE, or to stdout with -.")
     var events: String?
 
-    @Option(help: "Keep written values and subscriptions under this name, restored on the next run.")
+    @Option(help: "Keep written values under this name, restored on the next run (subscriptions are only reported).")
     var restoreId: String?
 
     @Flag(
@@ -109,7 +110,8 @@ struct RunCommand: AsyncParsableCommand {
         let stateStore = restoreId.map { StateStore(restoreID: $0, profile: profile, logger: logger) }
         let restored = stateStore?.restore()
         if let restored, let restoreId {
-            logger.notice("restoring \(restored.values.count) values and subscriptions saved as \(restoreId)")
+            let history = "\(restored.subscriptions.count) subscriptions, as history"
+            logger.notice("restoring \(restored.values.count) values saved as \(restoreId) (and \(history))")
         }
         let server = ProfileServer(store: ValueStore(restored?.values ?? [:]), logger: logger)
         let configuration = PeripheralManager.Configuration(

@@ -283,7 +283,10 @@ struct BlueZBackendScenarioTests {
         #expect(await eventually { await rig.fake.advertisementProperties.count == 1 })
         #expect(await eventually { await rig.fake.registeredAgent != nil })
         #expect(await eventually { await rig.manager.state == .poweredOn })
-        // The backend re-registered the advertisement, so the manager reports it on the air again.
+        // The old bluetoothd released the advertisement on its way out; the backend registered it with the new
+        // one, so the manager reports it on the air again.
+        #expect(await rig.fake.callsToApp["Release"] == 1)
+        #expect(await eventually { await rig.fake.advertisementsOnAir == 1 })
         #expect(await rig.manager.isAdvertising)
         // Requests from the new bluetoothd are admitted.
         let central = try await rig.fake.connect(address: "11:22:33:44:55:01")

@@ -59,6 +59,8 @@ extension FakeBluetoothd {
         var isRequestOutstanding = false
         var waitingRequests: [CheckedContinuation<Void, Never>] = []
         let continuation: AsyncStream<FakeNotification>.Continuation
+        /// The Device1 `Connected` property.
+        let link = DeviceLink()
     }
 
     /// `chrc->ntfy_cnt` and `chrc->notify_io` of one characteristic.
@@ -89,9 +91,10 @@ extension FakeBluetoothd {
         devices[path] = DeviceState(
             address: address, mtu: mtu, security: security, isTrusted: isTrusted,
             confirmsIndications: confirmsIndications, continuation: continuation)
+        let link = devices[path]?.link ?? DeviceLink()
         let properties: [(String, Signature, DBusValue)] = [
             ("Address", "s", .string(address)), ("AddressType", "s", .string("public")),
-            ("Adapter", "o", .objectPath(BlueZ566.adapterPath)), ("Connected", "b", .boolean(true)),
+            ("Adapter", "o", .objectPath(BlueZ566.adapterPath)),
             ("Paired", "b", .boolean(security > .low)), ("Trusted", "b", .boolean(isTrusted)),
         ]
         try connection.export(
@@ -99,9 +102,15 @@ extension FakeBluetoothd {
             [
                 Interface(
                     BlueZ566.Interface.device,
+                    methods: [
+                        .returning("Disconnect", inputs: "") { [weak self] _, _ in
+                            await self?.requestDisconnect(path)
+                            return []
+                        }
+                    ],
                     properties: properties.map { name, signature, value in
                         Property(name, signature: signature, get: { value })
-                    })
+                    } + [Property("Connected", signature: "b", get: { .boolean(link.isConnected.withLock { $0 }) })])
             ])
         return FakeCentral(address: address, path: path, notifications: stream)
     }
@@ -109,11 +118,32 @@ extension FakeBluetoothd {
     /// The central disconnects: its subscriptions end as if it wrote 0 to each CCCD (closing the fd or calling
     /// StopNotify when it was the last), and its Device1 object goes (InterfacesRemoved).
     func disconnect(_ central: FakeCentral) {
-        guard let device = devices[central.path] else { return }
-        for characteristic in device.cccValues.keys { disable(characteristic) }
-        devices.removeValue(forKey: central.path)?.continuation.finish()
-        for waiting in device.waitingRequests { waiting.resume() }
+        linkDown(central.path)
         connection.unexport(central.path)
+    }
+
+    /// `Device1.Disconnect` (5.66 src/device.c `dev_disconnect`, `device_request_disconnect`): the link goes down
+    /// as on any disconnection, `Connected` turns false (PropertiesChanged), then the call is answered; the object
+    /// stays (5.66 removes a temporary device only after its timeout). A device not connected is answered at once.
+    func requestDisconnect(_ path: ObjectPath) {
+        disconnectCalls[path, default: 0] += 1
+        guard let device = devices[path] else { return }
+        linkDown(path)
+        device.link.isConnected.withLock { $0 = false }
+        try? connection.emitPropertiesChanged(
+            path: path, interface: BlueZ566.Interface.device, properties: ["Connected"])
+    }
+
+    /// Whether a device is connected now (its Device1 `Connected`).
+    func isConnected(_ central: FakeCentral) -> Bool { devices[central.path] != nil }
+
+    /// The link is gone: subscriptions end as if the device wrote 0 to each CCCD (closing the fd or calling
+    /// StopNotify when it was the last), its notification stream and waiting requests end.
+    private func linkDown(_ path: ObjectPath) {
+        guard let device = devices[path] else { return }
+        for characteristic in device.cccValues.keys { disable(characteristic) }
+        devices.removeValue(forKey: path)?.continuation.finish()
+        for waiting in device.waitingRequests { waiting.resume() }
     }
 
     // MARK: Reads (gatt-server `read_cb`/`read_blob_cb`, gatt-database `chrc_read_cb`, `read_reply_cb`)

@@ -24,6 +24,9 @@ actor FakeBluetoothd {
     var applications: [ApplicationKey: FakeApplication] = [:]
     var registeringApplications: Set<ApplicationKey> = []
     var advertisements: [ApplicationKey: [String: DBusValue]] = [:]
+    /// The advertisements the controller holds (the kernel's instances): power off clears them, and 5.66 does not
+    /// notice (src/advertising.c has no handler for MGMT Advertising Removed), so they stay registered but silent.
+    var controllerInstances: Set<ApplicationKey> = []
     var agent: (owner: String, path: ObjectPath, capability: String)?
     var defaultAgent: ObjectPath?
     var devices: [ObjectPath: DeviceState] = [:]
@@ -31,6 +34,8 @@ actor FakeBluetoothd {
     /// `chrc->write_io`: our end of each AcquireWrite socket, by characteristic path.
     var writeStreams: [ObjectPath: Int32] = [:]
     var valueWatches: [ApplicationKey: Task<Void, Never>] = [:]
+    /// Follows each application's owner: 5.66 drops an app whose owner leaves the bus (`client_disconnect_cb`).
+    var ownerWatches: [ApplicationKey: Task<Void, Never>] = [:]
     var nextHandle: UInt16 = 0x0010
     /// Whether notify sockets are read (see `holdNotifySockets()`).
     var notifySocketsHeld = false
@@ -48,6 +53,10 @@ actor FakeBluetoothd {
     private(set) var repliesFromApp = 0
     /// Error replies received from apps, by D-Bus error name.
     private(set) var errorsFromApp: [String: Int] = [:]
+    /// Successful RegisterAdvertisement calls.
+    private(set) var advertisementRegistrations = 0
+    /// `Device1.Disconnect` calls, by device path.
+    var disconnectCalls: [ObjectPath: Int] = [:]
 
     /// An app object, named as bluetoothd keys it: the owner's unique name and the object path.
     struct ApplicationKey: Hashable, Sendable {
@@ -75,10 +84,14 @@ actor FakeBluetoothd {
         connection.close()
     }
 
-    /// bluetoothd exits and starts again: the name is dropped, a new connection (a new unique name) takes it
-    /// back, and every registration, advertisement, agent and device is forgotten, as after a real restart.
+    /// bluetoothd exits and starts again: as 5.66 exits, the adapter is powered off, each advertisement gets
+    /// `Release()` (`manager_destroy`), then the name is dropped; a new connection (a new unique name) takes it
+    /// back with the adapter powered, and every registration, advertisement, agent and device is forgotten.
     func restart() async throws {
+        setPowered(false)
+        releaseAdvertisements()
         stop()
+        adapter.state.withLock { $0.isPowered = true }
         connection = try BusConnection(.address(busAddress), logger: logger)
         try await start()
     }
@@ -95,6 +108,8 @@ actor FakeBluetoothd {
     private func tearDown() {
         for task in valueWatches.values { task.cancel() }
         valueWatches = [:]
+        for task in ownerWatches.values { task.cancel() }
+        ownerWatches = [:]
         for state in notifyStates.values { state.reader?.stop() }
         notifyStates = [:]
         for fd in writeStreams.values { close(fd) }
@@ -107,6 +122,7 @@ actor FakeBluetoothd {
         applications = [:]
         registeringApplications = []
         advertisements = [:]
+        controllerInstances = []
         publishInstanceCount()
         agent = nil
         defaultAgent = nil
@@ -175,6 +191,7 @@ actor FakeBluetoothd {
         applications[key] = application
         registrationCount += 1
         try await watchValues(of: key)
+        try await watchOwner(of: key)
         return []
     }
 
@@ -188,15 +205,37 @@ actor FakeBluetoothd {
             throw DBusError(name: BlueZ566.Error.invalidArguments, message: "Invalid arguments in method call")
         }
         let key = ApplicationKey(owner: sender, path: root)
-        guard let application = applications.removeValue(forKey: key) else {
+        guard removeApplication(key) else {
             throw DBusError(name: BlueZ566.Error.doesNotExist, message: "Does Not Exist")
         }
+        return []
+    }
+
+    /// Drops an application and its services (`app_free` -> `gatt_db_service_removed`): the notify fds close and
+    /// every device's CCCD state for them goes (`remove_device_ccc`), so nobody is subscribed when the app comes
+    /// back; a central must write its CCCD again. False when no such application is registered.
+    @discardableResult
+    private func removeApplication(_ key: ApplicationKey) -> Bool {
+        guard let application = applications.removeValue(forKey: key) else { return false }
         valueWatches.removeValue(forKey: key)?.cancel()
+        ownerWatches.removeValue(forKey: key)?.cancel()
         for characteristic in application.characteristics {
             notifyStates.removeValue(forKey: characteristic.path)?.reader?.stop()
             if let fd = writeStreams.removeValue(forKey: characteristic.path) { close(fd) }
+            for path in devices.keys { devices[path]?.cccValues.removeValue(forKey: characteristic.path) }
         }
-        return []
+        return true
+    }
+
+    /// `client_disconnect_cb`: the owner left the bus (it exited or crashed) without unregistering.
+    private func watchOwner(of key: ApplicationKey) async throws {
+        let changes = try await connection.nameOwnerChanges(of: key.owner)
+        ownerWatches[key] = Task { [weak self] in
+            for await owner in changes where owner == nil {
+                await self?.removeApplication(key)
+                return
+            }
+        }
     }
 
     /// `database_add_ccc` sets a property watch on every notifying characteristic: PropertiesChanged{Value}
@@ -243,6 +282,8 @@ actor FakeBluetoothd {
             throw DBusError(name: BlueZ566.Error.failed, message: "Failed to parse advertisement.")
         }
         advertisements[key] = properties
+        controllerInstances.insert(key)
+        advertisementRegistrations += 1
         publishInstanceCount()
         try? connection.emitPropertiesChanged(
             path: BlueZ566.adapterPath, interface: BlueZ566.Interface.advertisingManager,
@@ -256,6 +297,7 @@ actor FakeBluetoothd {
         else {
             throw DBusError(name: BlueZ566.Error.doesNotExist, message: "Does Not Exist")
         }
+        controllerInstances.remove(ApplicationKey(owner: sender, path: path))
         publishInstanceCount()
         try? connection.emitPropertiesChanged(
             path: BlueZ566.adapterPath, interface: BlueZ566.Interface.advertisingManager,
@@ -273,8 +315,21 @@ actor FakeBluetoothd {
             callAppWithoutReply(key.owner, key.path, BlueZ566.Interface.advertisement, "Release")
         }
         advertisements = [:]
+        controllerInstances = []
         publishInstanceCount()
     }
+
+    /// Powers the adapter off or on as `btmgmt power off/on` does: `Powered` changes (PropertiesChanged), and power
+    /// off clears the controller's advertising sets behind bluetoothd's back (seen in the lab with 5.66).
+    func setPowered(_ isPowered: Bool) {
+        adapter.state.withLock { $0.isPowered = isPowered }
+        if !isPowered { controllerInstances = [] }
+        try? connection.emitPropertiesChanged(
+            path: BlueZ566.adapterPath, interface: BlueZ566.Interface.adapter, properties: ["Powered"])
+    }
+
+    /// How many advertisements are on the air: those the controller holds, while powered.
+    var advertisementsOnAir: Int { adapter.state.withLock { $0.isPowered } ? controllerInstances.count : 0 }
 
     // MARK: Exported interfaces
 
@@ -421,4 +476,9 @@ final class AdapterProperties: Sendable {
         var activeAdvertisements: UInt8 = 0
     }
     let state = Mutex(State())
+}
+
+/// A device's `Connected`, read on the bus's loop thread (so behind a lock, not the actor).
+final class DeviceLink: Sendable {
+    let isConnected = Mutex(true)
 }

@@ -58,6 +58,26 @@ func object(_ line: String) -> [String: Any] {
         #expect(!ControlClient.isOK(try await offPool { try client.send(["command": "fly"]) }))
     }
 
+    @Test func controlFaultWithTheDisconnectEffectDropsTheCentralAfterAnswering() async throws {
+        let rig = try await Rig(try bundledProfile("heart-rate"))
+        await rig.start()
+        let server = ControlServer(path: try temporaryDirectory() + "/c.sock", emulator: rig.emulator)
+        try server.start()
+        defer { server.stop() }
+        let client = ControlClient(path: server.path)
+        let bad = object(
+            try await offPool { try client.send(["command": "fault", "operation": "read", "effect": "explode"]) })
+        #expect(bad["ok"] as? Bool == false && (bad["error"] as? String)?.contains("explode") == true)
+        let ok = try await offPool {
+            try client.send(["command": "fault", "operation": "read", "nth": 1, "effect": "disconnect"])
+        }
+        #expect(ControlClient.isOK(ok))
+        let central = VirtualCentral(connectingTo: rig.backend)
+        #expect(try await central.read("body-sensor-location") == [0x01])
+        _ = await rig.recorder.next { if case .disconnected = $0 { true } else { false } }
+        #expect(!central.isConnected)
+    }
+
     @Test func badJSONKeepsTheConnectionOpen() async throws {
         let rig = try await Rig(try bundledProfile("heart-rate"))
         await rig.start()
@@ -140,6 +160,30 @@ func object(_ line: String) -> [String: Any] {
         #expect(try await central.read("mode") == [0x02])
     }
 
+    @Test func savedSubscriptionsAreReportedButNotLiveUntilTheCentralSubscribesAgain() async throws {
+        let directory = try temporaryDirectory()
+        let profile = try bundledProfile("heart-rate")
+        do {
+            let store = StateStore(restoreID: "strap", directory: directory, profile: profile)
+            let rig = try await Rig(profile, stateStore: store)
+            await rig.start()
+            try await rig.subscribe(VirtualCentral(connectingTo: rig.backend, id: "phone"), to: "battery-level")
+            #expect(store.current.subscriptions == ["battery-level": ["phone"]])
+        }
+        let store = StateStore(restoreID: "strap", directory: directory, profile: profile)
+        let restored = try #require(store.restore())
+        #expect(restored.subscriptions == ["battery-level": ["phone"]])
+        let rig = try await Rig(profile, stateStore: store, restoring: restored)
+        await rig.start()
+        // willRestoreState is handled before the first state change.
+        _ = await rig.recorder.next { if case .stateChanged = $0 { true } else { false } }
+        let battery = try #require(profile.characteristics.first { $0.id == "battery-level" })
+        #expect(await rig.manager.subscribedCentrals(of: battery).isEmpty)
+        #expect(store.current.subscriptions.isEmpty, "the file must not claim a subscription the stack forgot")
+        try await rig.subscribe(VirtualCentral(connectingTo: rig.backend, id: "phone"), to: "battery-level")
+        #expect(store.current.subscriptions == ["battery-level": ["phone"]])
+    }
+
     @Test func corruptStateFileIsRenamedAsideNotFatal() throws {
         let directory = try temporaryDirectory()
         let profile = try bundledProfile("thermostat")
@@ -151,6 +195,21 @@ func object(_ line: String) -> [String: Any] {
         store.recordWrites(["mode": [0x03]])
         #expect(
             StateStore(restoreID: "r", directory: directory, profile: profile).restore()?.values == ["mode": [0x03]])
+    }
+
+    @Test func stateFileSpellsHexAsBlemuDoesAndStillReadsLowercase() throws {
+        let directory = try temporaryDirectory()
+        let profile = try bundledProfile("thermostat")
+        StateStore(restoreID: "h", directory: directory, profile: profile).recordWrites(["mode": [0xAB, 0x0C]])
+        let text = try String(contentsOfFile: directory + "/h.json", encoding: .utf8)
+        #expect(text.contains("\"AB0C\"") && !text.contains("ab0c"))
+        // A file from before the spelling was unified.
+        try text.replacingOccurrences(of: "AB0C", with: "ab0c").write(
+            toFile: directory + "/h.json", atomically: true, encoding: .utf8)
+        #expect(
+            StateStore(restoreID: "h", directory: directory, profile: profile).restore()?.values["mode"] == [
+                0xAB, 0x0C,
+            ])
     }
 
     @Test func stateFileOfAnotherProfileIsIgnored() throws {

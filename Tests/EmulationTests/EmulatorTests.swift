@@ -52,6 +52,44 @@ import Testing
         #expect(try await central.read("battery-level") == [87])
     }
 
+    @Test func timedDisconnectFaultDropsEveryConnectedCentral() async throws {
+        var profile = try bundledProfile("heart-rate")
+        profile.behaviour.faults = [Fault(trigger: .after(.seconds(600)), effect: .disconnect)]
+        let rig = try await Rig(profile)
+        await rig.start()
+        let first = VirtualCentral(connectingTo: rig.backend, id: "phone")
+        let second = VirtualCentral(connectingTo: rig.backend, id: "watch")
+        try await rig.subscribe(first, to: "battery-level")
+        #expect(first.isConnected && second.isConnected)
+        rig.clock.advance(by: .seconds(600))
+        for central in [first, second] {
+            _ = await rig.recorder.next { if case .disconnected(central.central.id) = $0 { true } else { false } }
+        }
+        #expect(!first.isConnected && !second.isConnected)
+        // The subscriber's notifications end: the central sees the link go.
+        var updates = first.notifications.makeAsyncIterator()
+        while await updates.next() != nil {}
+        #expect(await rig.manager.connectedCentrals.isEmpty)
+        #expect(rig.recorder.records.contains { $0.event == .fault("disconnect", characteristicID: nil) })
+    }
+
+    @Test func requestDisconnectFaultAnswersTheRequestFirst() async throws {
+        var profile = try bundledProfile("heart-rate")
+        profile.behaviour.faults = [
+            Fault(trigger: .request(.read, characteristicID: "battery-level", nth: 2), effect: .disconnect)
+        ]
+        let rig = try await Rig(profile)
+        await rig.start()
+        let central = VirtualCentral(connectingTo: rig.backend)
+        #expect(try await central.read("battery-level") == [87])
+        #expect(central.isConnected)
+        #expect(try await central.read("battery-level") == [87])
+        _ = await rig.recorder.next { if case .disconnected = $0 { true } else { false } }
+        #expect(!central.isConnected)
+        let counts = rig.manager.requestCounts
+        #expect(counts.requests == 2 && counts.answered == 2)
+    }
+
     @Test func delayedAnswerStillCountsOnce() async throws {
         var profile = try bundledProfile("heart-rate")
         profile.behaviour.faults = [

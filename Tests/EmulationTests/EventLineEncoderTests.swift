@@ -34,6 +34,16 @@ import Testing
         #expect(json["latencyMs"] as? Double == 1.234)
     }
 
+    @Test func bytesAreSpelledAsEverywhereInBlemu() throws {
+        let value: [UInt8] = [0xBE, 0xEF, 0x0A]
+        let line = EventLineEncoder.encode(
+            EventRecord(
+                time: time, event: .notification(characteristicID: "x", value: value, isIndication: false, centrals: 1))
+        )
+        #expect(try object(line)["value"] as? String == "BEEF0A")
+        #expect(try object(line)["value"] as? String == Hex.string(value, separator: ""))
+    }
+
     @Test func everyEventKindIsOneParseableLineWithAType() throws {
         let events: [EmulationEvent] = [
             .stateChanged("poweredOn"), .connected(central: "c"), .disconnected(central: "c"),

@@ -25,8 +25,9 @@ enum ThermostatScenario {
     /// The set point the profile starts with (21.00 °C) and the one the central writes (24.00 °C), s16 LE hex.
     static let initialSetPoint = "3408"
     static let writtenSetPoint = "6009"
-    /// How long the probe listens after subscribing: room for three `blemu ctl` processes under TCG.
-    static let listenSeconds = 6
+    /// How long the probe listens after subscribing: room for three `blemu ctl` processes under TCG, each of
+    /// which took 3-5 s on a loaded 2-core host (6 s was seen to miss the third value).
+    static let listenSeconds = 12
     /// The set point's UUID, lower case as bluetoothd spells it.
     static let setPointUUID = "8d3a0002-6b1e-4c2f-9a57-3e2c1d0b4f61"
 

@@ -56,7 +56,7 @@ struct ThermostatScenarioTests {
             let response = try JSONSerialization.jsonObject(with: Data(read(run, "ctl-set-\(index + 1).json").utf8))
             let object = try #require(response as? [String: Any])
             #expect(object["ok"] as? Bool == true, "\(object)")
-            #expect(object["hex"] as? String == ThermostatScenario.hex(centidegrees: value).lowercased(), "\(object)")
+            #expect(object["hex"] as? String == ThermostatScenario.hex(centidegrees: value), "\(object)")
             #expect((object["fields"] as? [String: Any])?["centidegrees"] as? Int == value, "\(object)")
         }
         let counters = read(run, "ctl-counters.json")
@@ -79,7 +79,7 @@ struct ThermostatScenarioTests {
         let notified = events.filter {
             $0["type"] as? String == "notification" && $0["characteristic"] as? String == "temperature"
         }
-        let expected = ThermostatScenario.temperatures.map { ThermostatScenario.hex(centidegrees: $0).lowercased() }
+        let expected = ThermostatScenario.temperatures.map { ThermostatScenario.hex(centidegrees: $0) }
         #expect(notified.compactMap { $0["value"] as? String } == expected, "\(tails(run, ["events.jsonl"]))")
         #expect(events.contains { $0["type"] as? String == "subscribed" }, "\(tails(run, ["events.jsonl"]))")
     }
@@ -89,7 +89,7 @@ struct ThermostatScenarioTests {
         let write = read(run, "central-write.txt")
         #expect(write.contains("read \(ThermostatScenario.initialSetPoint)\n"), "the profile's value first: \(write)")
         #expect(write.contains("wrote \(ThermostatScenario.writtenSetPoint)\n"), "\(write)")
-        #expect(read(run, "state-after-write.json").contains(ThermostatScenario.writtenSetPoint.lowercased()))
+        #expect(read(run, "state-after-write.json").contains(ThermostatScenario.writtenSetPoint))
         #expect(read(run, "blemu-run-1-rc").trimmingCharacters(in: .whitespacesAndNewlines) == "137", "SIGKILL")
         let readBack = read(run, "central-read.txt")
         #expect(

@@ -1,0 +1,67 @@
+import DBus
+import Peripheral
+
+// Dropping links (the `disconnect` fault). bluetoothd owns the LE links; an application can only ask it to end one
+// with `Device1.Disconnect`, which 5.66 answers once the link is down (src/device.c `dev_disconnect` ->
+// `device_request_disconnect`; the reply waits in `device->disconnects` until `device_remove_connection`, forced
+// after DISCONNECT_TIMER, 2 s) and answers at once when the device is not connected.
+extension BlueZBackend {
+    /// Calls `Device1.Disconnect` on `central`'s device, or on every connected device of the adapter when `central`
+    /// is nil or `Central.allSubscribersID` (5.66 names no single subscriber). Returns the device paths whose
+    /// disconnection bluetoothd confirmed; throws `.rejected` when every call failed.
+    public func disconnect(_ central: Central?) async throws -> [String] {
+        let targets: [String]
+        if let central, central.id != Central.allSubscribersID {
+            targets = [central.id]
+        } else {
+            targets = await connectedDevices()
+        }
+        var disconnected: [String] = []
+        var lastError: BlueZError?
+        for device in targets {
+            guard let path = try? ObjectPath(validating: device) else {
+                logger.warning("cannot disconnect '\(device)': not a device path")
+                continue
+            }
+            do {
+                _ = try await callBlueZ(
+                    path, BlueZName.Interface.device, BlueZName.Member.disconnect, [], operation: "Disconnect \(device)"
+                )
+                logger.info("disconnected \(device)")
+                disconnected.append(device)
+            } catch {
+                logger.warning("\(error)")
+                lastError = error
+            }
+        }
+        if disconnected.isEmpty, let lastError { throw lastError }
+        return disconnected
+    }
+
+    /// The adapter's devices whose `Connected` is true in bluetoothd's object tree: every central, also those
+    /// that subscribed through `StartNotify` (which names no device) and never read or wrote. When the tree cannot
+    /// be read, the devices named in requests and `AcquireNotify` stand in.
+    func connectedDevices() async -> [String] {
+        let known = state.withLock { $0.knownDevices }
+        let reply: [DBusValue]
+        do {
+            reply = try await callBlueZ(
+                ObjectPath(stringLiteral: BlueZName.rootPath), BlueZName.FreeDesktop.objectManager, "GetManagedObjects",
+                [], operation: "GetManagedObjects")
+        } catch {
+            logger.warning("cannot list bluetoothd's devices, disconnecting those seen in requests: \(error)")
+            return known.sorted()
+        }
+        let prefix = adapterPath.rawValue + "/"
+        var connected: [String] = []
+        for entry in (try? reply.first?.asEntries()) ?? [] {
+            guard case .objectPath(let path) = entry.key, path.rawValue.hasPrefix(prefix),
+                let interfaces = try? entry.value.asEntries(),
+                let device = interfaces.first(where: { $0.key == .string(BlueZName.Interface.device) }),
+                case .boolean(true)? = (try? device.value.asVardict())?[BlueZName.Property.connected]
+            else { continue }
+            connected.append(path.rawValue)
+        }
+        return connected.sorted()
+    }
+}

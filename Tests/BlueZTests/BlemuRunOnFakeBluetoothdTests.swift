@@ -1,0 +1,102 @@
+import BusTestSupport
+import Emulation
+import Foundation
+import GATTModel
+import Testing
+
+/// Runs blocking work (a control socket round trip) on a thread of its own, never on the cooperative pool.
+private func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
+    }
+}
+
+/// The real `blemu run` process against the fake bluetoothd on a private bus: the central's reads and writes go
+/// through the fake, the control socket steers, and the event log must account for every request and answer.
+@Suite(
+    .enabled(if: PrivateBus.isAvailable, "needs dbus-daemon"),
+    .enabled(if: FileManager.default.isExecutableFile(atPath: ChildProcess.blemu), "needs the built blemu"),
+    .serialized, .timeLimit(.minutes(2)))
+struct BlemuRunOnFakeBluetoothdTests {
+    private func send(_ client: ControlClient, _ request: [String: any Sendable]) async throws -> [String: Any] {
+        let line = try await blocking { try client.send(request) }
+        return (try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]) ?? [:]
+    }
+
+    @Test func controlSocketAndEventLogAccountForEveryRequestNotificationAndFault() async throws {
+        let bus = try PrivateBus()
+        let fake = try await FakeBluetoothd(busAddress: bus.address)
+        let directory = "/tmp/blemu-run-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let control = directory + "/control.sock"
+        let events = directory + "/events.jsonl"
+        let run = try ChildProcess(
+            ChildProcess.blemu,
+            [
+                "run", ChildProcess.repositoryRoot + "/profiles/heart-rate.yaml", "--bus", bus.address,
+                "--control", control, "--events", events,
+            ], outputIn: directory)
+        let isAdvertising = await eventually(within: .seconds(30)) { run.stdout.contains("advertising \"") }
+        try #require(isAdvertising, "blemu run did not advertise:\n\(run.stdout)\n\(run.stderr)")
+
+        // Reads and writes through bluetoothd: a constant, an accepted and a refused control point write.
+        let central = try await fake.connect(address: "11:22:33:44:55:01")
+        #expect(await fake.read("2a38", by: central) == .success([0x01]))
+        #expect(await fake.write("2a39", [0x01], by: central) == nil)
+        #expect(await fake.write("2a39", [0x02], by: central) == ATTError(rawValue: 0x80))
+
+        // Steered: a value set through the socket is what the central reads; a fault rejects the next read.
+        let client = ControlClient(path: control)
+        let set = try await send(client, ["command": "set", "id": "battery-level", "hex": "32"])
+        #expect(set["ok"] as? Bool == true, "\(set)")
+        #expect(await fake.read("2a19", by: central) == .success([0x32]))
+        let reject = try await send(
+            client, ["command": "fault", "operation": "read", "id": "battery-level", "error": 0x81])
+        #expect(reject["ok"] as? Bool == true, "\(reject)")
+        #expect(await fake.read("2a19", by: central) == .failure(ATTError(rawValue: 0x81)))
+
+        // Notifications: the heart rate schedule starts at the first subscription, once a second.
+        #expect(await fake.subscribe("2a37", by: central) == nil)
+        let notification = await first(of: central.notifications, within: .seconds(10))
+        #expect(
+            notification?.value.count == 2 && notification?.value.first == 0x06, "\(String(describing: notification))")
+
+        // A disconnect fault on the next read: answered, then the link is dropped through Device1.Disconnect.
+        let hangUp = try await send(
+            client, ["command": "fault", "operation": "read", "nth": 1, "effect": "disconnect"])
+        #expect(hangUp["ok"] as? Bool == true, "\(hangUp)")
+        #expect(await fake.read("2a38", by: central) == .success([0x01]))
+        #expect(await eventually { await !fake.isConnected(central) })
+        #expect(await fake.disconnectCalls[central.path] == 1)
+
+        let counters = try await send(client, ["command": "counters"])["counters"] as? [String: Any]
+        #expect(
+            counters?["requests"] as? Int == 6 && counters?["answered"] as? Int == 6, "\(String(describing: counters))")
+        run.signal(SIGTERM)
+        #expect(await run.exitStatus() == 0, "\(run.stderr)")
+        await fake.stop()
+        bus.stop()
+
+        let lines = try String(contentsOfFile: events, encoding: .utf8).split(separator: "\n").map {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) ?? [:]
+        }
+        #expect(lines.allSatisfy { $0["time"] is String && $0["type"] is String })
+        func of(_ type: String) -> [[String: Any]] { lines.filter { $0["type"] as? String == type } }
+        // Requests = answers: one line per answered request, each with its result.
+        let requests = of("request")
+        #expect(requests.count == 6)
+        #expect(
+            requests.map { $0["characteristic"] as? String ?? "" } == [
+                "body-sensor-location", "heart-rate-control-point", "heart-rate-control-point", "battery-level",
+                "battery-level", "body-sensor-location",
+            ])
+        #expect(requests.compactMap { $0["code"] as? Int } == [0x80, 0x81])
+        #expect(requests.filter { $0["result"] as? String == "success" }.count == 4)
+        #expect(requests.allSatisfy { $0["central"] as? String == central.path.rawValue })
+        #expect(of("notification").contains { $0["characteristic"] as? String == "heart-rate-measurement" })
+        #expect(of("subscribed").contains { $0["characteristic"] as? String == "heart-rate-measurement" })
+        #expect(of("fault").map { $0["fault"] as? String ?? "" } == ["reject 0x81 Application Error", "disconnect"])
+        #expect(of("state").first?["state"] as? String == "poweredOn")
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}

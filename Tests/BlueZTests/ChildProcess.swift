@@ -1,0 +1,71 @@
+import Foundation
+
+/// A process of our own (the built `blemu`), its output in files. Spawned with posix_spawn and reaped by waitpid
+/// on a thread of its own: Foundation's Process can hang waiting from Swift concurrency's threads on Linux, and a
+/// blocking wait on the cooperative pool (two threads here) would starve the tests.
+final class ChildProcess: Sendable {
+    /// The process id.
+    let pid: pid_t
+    /// Where its stdout and stderr go.
+    let stdoutPath: String
+    let stderrPath: String
+
+    /// The built blemu, next to the test bundle (`swift build --build-tests` builds every product).
+    static let blemu = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        .deletingLastPathComponent().appendingPathComponent("blemu").path
+
+    /// The checkout's root, found from this file.
+    static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().path
+
+    /// Starts `executable` with `arguments`, stdout and stderr to files in `directory`; throws when it cannot start.
+    init(_ executable: String, _ arguments: [String], outputIn directory: String) throws {
+        stdoutPath = directory + "/stdout.txt"
+        stderrPath = directory + "/stderr.txt"
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, stdoutPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        // The test process's threads block signals, and a child inherits the mask: without a reset, SIGTERM
+        // would never reach it.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        var allSignals = sigset_t()
+        sigfillset(&allSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        posix_spawnattr_setsigdefault(&attributes, &allSignals)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var child: pid_t = 0
+        let status = posix_spawn(&child, executable, &actions, &attributes, argv, environ)
+        guard status == 0 else { throw POSIXError(POSIXErrorCode(rawValue: status) ?? .EIO) }
+        pid = child
+    }
+
+    /// What it printed on stdout so far.
+    var stdout: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
+    /// What it printed on stderr so far.
+    var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+
+    /// Sends a signal.
+    func signal(_ number: Int32) { kill(pid, number) }
+
+    /// Waits for the exit, off the cooperative pool: the exit status, or 128 + the signal that killed it.
+    func exitStatus() async -> Int32 {
+        let pid = pid
+        return await withCheckedContinuation { continuation in
+            Thread {
+                var status: Int32 = 0
+                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+                let signal = status & 0x7F
+                continuation.resume(returning: signal == 0 ? (status >> 8) & 0xFF : 128 + signal)
+            }.start()
+        }
+    }
+}

@@ -1,0 +1,128 @@
+import Foundation
+import Testing
+
+@testable import Lab
+
+/// The real `blemu run` on hci0 through a bluetoothd restart, an adapter power cycle and its own `disconnect` fault,
+/// with a python3-dbus central on hci1 reading after each (`LifecycleScenario`: one boot, assertions on its files).
+@Suite(
+    .enabled(if: LabScenario.isAvailable, "needs the lab rig (blemu lab check) and BLEMU_LAB_TESTS unset or 1"),
+    .enabled(if: HeartRateScenario.blemuCanRun, "needs `blemu run` (blemu run --help must succeed)"),
+    .timeLimit(.minutes(10)))
+struct LifecycleScenarioTests {
+    private func read(_ run: LabRun, _ name: String) -> String {
+        (try? String(contentsOfFile: run.file(name), encoding: .utf8)) ?? ""
+    }
+
+    /// The last lines of each file, for failure messages.
+    private func tails(_ run: LabRun, _ names: [String], lines: Int = 20) -> String {
+        names.map { name in
+            let text = read(run, name).split(separator: "\n", omittingEmptySubsequences: false).suffix(lines)
+            return "--- \(name) (last \(lines) lines)\n" + text.joined(separator: "\n")
+        }.joined(separator: "\n")
+    }
+
+    /// The run, checked to have finished the script: a failed step names itself in the message.
+    private func finishedRun() async throws -> LabRun {
+        let run = try await LifecycleScenario.shared.run()
+        let failure = read(run, "scenario-failure")
+        try #require(
+            run.exitCode == 0 && failure.isEmpty,
+            """
+            the guest script failed (exit \(run.exitCode)): \(failure)
+            \(tails(run, ["scenario-steps", "command.log", "blemu-run.log", "events.jsonl"]))
+            """)
+        return run
+    }
+
+    /// The event log's lines as objects, in order.
+    private func events(_ run: LabRun) -> [[String: Any]] {
+        read(run, "events.jsonl").split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+    }
+
+    @Test func theCentralFindsAndReadsTheMarkerBeforeAndAfterEachDisruption() async throws {
+        let run = try await finishedRun()
+        for name in LifecycleScenario.reads {
+            let text = read(run, name)
+            #expect(text.contains("found after"), "\(name): \(text)")
+            #expect(text.contains("read \(LifecycleScenario.markerHex)\n"), "\(name): \(text)")
+        }
+    }
+
+    @Test func blemuNoticesTheRestartOfBluetoothdAndRegistersEverythingAgain() async throws {
+        let run = try await finishedRun()
+        let log = read(run, "blemu-run.log")
+        #expect(log.contains("left the bus: its registrations are gone"), "\(tails(run, ["blemu-run.log"]))")
+        #expect(log.contains("bluetoothd is back as"), "\(tails(run, ["blemu-run.log"]))")
+        #expect(
+            log.contains("registered the application, advertisement and agent again"),
+            "\(tails(run, ["blemu-run.log"]))")
+        let types = events(run).map { "\($0["type"] ?? "")/\($0["state"] ?? "")" }
+        let resetting = try #require(types.firstIndex(of: "state/resetting"), "\(types)")
+        #expect(types[resetting...].contains("restart/"), "\(types)")
+        #expect(read(run, "bluetoothd-cmdline.txt").contains("-P battery"), "restarted as the stack started it")
+    }
+
+    @Test func aPowerCycleIsReportedAndAdvertisingResumes() async throws {
+        let run = try await finishedRun()
+        let log = read(run, "blemu-run.log")
+        #expect(log.contains("adapter hci0 powered off"), "\(tails(run, ["blemu-run.log"]))")
+        #expect(log.contains("adapter hci0 powered on"), "\(tails(run, ["blemu-run.log"]))")
+        let states = events(run).compactMap { $0["state"] as? String }
+        let off = try #require(states.lastIndex(of: "poweredOff"), "\(states)")
+        #expect(states[off...].contains("poweredOn"), "\(states)")
+        #expect(read(run, "active-instances-after-power-on.txt").contains("byte 1"))
+    }
+
+    @Test func theDisconnectFaultDropsTheCentralsLink() async throws {
+        let run = try await finishedRun()
+        let central = read(run, "central-hang-up.txt")
+        #expect(central.contains("hang-up read 01\n"), "\(central)")
+        #expect(central.contains("link dropped by the peripheral"), "\(central)\n\(tails(run, ["blemu-run.log"]))")
+        #expect(events(run).contains { $0["type"] as? String == "fault" && $0["fault"] as? String == "disconnect" })
+        #expect(read(run, "blemu-run.log").contains("fault disconnect: dropped /org/bluez/hci0/dev_"))
+    }
+
+    @Test func everyRequestWasAnsweredOnceAndBlemuStopsCleanly() async throws {
+        let run = try await finishedRun()
+        let counters = read(run, "ctl-counters.json")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(counters.utf8)) as? [String: Any])
+        let counts = try #require(object["counters"] as? [String: Any], "\(counters)")
+        let requests = try #require(counts["requests"] as? Int, "\(counters)")
+        // A marker read per central run of the first blemu (five), one hang-up read: each answered, each answer
+        // one request line.
+        #expect(requests == 6 && counts["answered"] as? Int == requests, "\(counters)")
+        let answered = events(run).filter { $0["type"] as? String == "request" }
+        #expect(answered.count == requests, "\(tails(run, ["events.jsonl"]))")
+        #expect(read(run, "blemu-run-rc").trimmingCharacters(in: .whitespacesAndNewlines) == "0", "SIGTERM exits 0")
+    }
+
+    /// What 5.66 does when blemu dies under a subscribed central (bluetoothd's own GATT client on hci1): the link
+    /// stays, the services go and come back (Service Changed) under new handles, and nobody subscribes to the new
+    /// run by itself. So the second run reports the saved subscription as history and has no subscriber.
+    @Test func aCentralSubscribedAcrossABlemuCrashStaysConnectedButMustSubscribeAgain() async throws {
+        let run = try await finishedRun()
+        let hold = read(run, "central-hold.txt")
+        #expect(hold.contains("value 11\n"), "the first run notified: \(hold)")
+        #expect(read(run, "ctl-centrals-1.json").contains("\"beat\""))
+        #expect(read(run, "hold-connected-after-restart.txt").contains("boolean true"), "the link survived blemu")
+        #expect(hold.contains("beat object gone"), "Service Changed removed the old characteristic: \(hold)")
+        #expect(hold.contains("notifying False"), "its successor is not subscribed: \(hold)")
+        #expect(read(run, "resubscribed.txt") == "no\n", "no AcquireNotify/StartNotify for the second run")
+        #expect(read(run, "value-after-restart.txt") == "no\n", "a value set on the second run reaches nobody")
+        let log = read(run, "blemu-run-2.log")
+        #expect(
+            log.contains("saved subscription(s) not re-established: beat (*)"), "\(tails(run, ["blemu-run-2.log"]))")
+    }
+
+    @Test func timingsAreRecorded() async throws {
+        let run = try await LifecycleScenario.shared.run()
+        print(
+            "lifecycle lab: qemu start to command \(run.untilCommand.map(LabMachine.seconds) ?? "?"), "
+                + "total \(LabMachine.seconds(run.total))")
+        print(read(run, "scenario-steps"))
+        #expect(run.total > .zero)
+    }
+}
