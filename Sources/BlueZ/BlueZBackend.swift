@@ -31,6 +31,8 @@ public final class BlueZBackend: PeripheralBackend {
         var isAdvertisementRegistered = false
         var isAgentRegistered = false
         var notify: [String: NotifyPath] = [:]
+        /// The adapter's devices whose `Connected` is true, each reported once as a central.
+        var connectedDevices: Set<ObjectPath> = []
         var descriptorValues: [ObjectPath: [UInt8]] = [:]
         var previousAlias: String?
         var isShutDown = false
@@ -102,6 +104,7 @@ public final class BlueZBackend: PeripheralBackend {
             throw .export("\(error)")
         }
         await watchAdapter()
+        await watchDevices()
         await registerAgentAndAlias()
         startWatchingOwner()
         logger.info("using \(adapter) of bluetoothd \(bluetoothd), powered \(powered ? "on" : "off")")

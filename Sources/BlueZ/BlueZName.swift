@@ -58,6 +58,7 @@ enum BlueZName {
     /// Property names of bluetoothd's and our objects.
     enum Property {
         static let powered = "Powered"
+        static let connected = "Connected"
         static let alias = "Alias"
         static let uuid = "UUID"
         static let primary = "Primary"
