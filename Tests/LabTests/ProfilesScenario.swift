@@ -58,10 +58,10 @@ enum ProfilesScenario {
 
     /// Story 4's values, set back to back while bluetoothd is stopped: more than its notify socket (about 278
     /// small datagrams with Linux's default 208 KiB buffer) and the 16-update queue hold together.
-    static let floodValues = Array(1...600)
+    static let floodValues = Array(1...400)
 
     /// Story 5's transfer: this many 64-byte lines, sent in chunks of the link's largest update and then "EOM".
-    static let transferLines = 1000
+    static let transferLines = 500
     /// The transfer's characteristic UUID (profiles/transfer.yaml's).
     static let transferUUID = "2f016955-e675-49a6-9176-111e2a1cf333"
     /// The transfer's text: numbered lines, so a lost, repeated or reordered chunk shows where.
@@ -297,7 +297,12 @@ enum ProfilesScenario {
                 done
                 finish_central two-hci1
                 finish_central two-hci2
-                "$B" ctl "$SOCK" centrals > "$R/two-centrals-after.json" 2>&1
+                # Both disconnected: blemu hears it from bluetoothd's Device1 objects a moment later.
+                no_devices() {
+                    "$B" ctl "$SOCK" centrals > "$R/two-centrals-after.json" 2>&1 \\
+                        && ! grep -q dev_ "$R/two-centrals-after.json"
+                }
+                within 15 "blemu ctl centrals to list no device" no_devices
                 stop_blemu "$R/two-run-rc"
                 cp /run/two-events.jsonl "$R/two-events.jsonl"
                 kill -TERM "$hold_pid" "$bystander_pid"

@@ -178,6 +178,17 @@ struct ProfilesScenarioTests {
             "\(scanResponse) vs \(plan["scanResponse"] ?? "")")
     }
 
+    @Test(arguments: profileNames)
+    func everyRequestOfTheProbeIsAnsweredOnceAndBlemuStopsCleanly(_ name: String) async throws {
+        let run = try await finished("profile-" + name)
+        #expect(trimmed(run, "\(name)-run-rc") == "0", "SIGTERM exits 0")
+        let summary = try #require(
+            read(run, "\(name)-run.log").split(separator: "\n").last { $0.hasPrefix("stopped: ") },
+            "\(tails(run, ["\(name)-run.log"]))")
+        let numbers = summary.split { !$0.isNumber }.compactMap { Int($0) }
+        #expect(numbers.count == 2 && numbers.first == numbers.last, "\(summary)")
+    }
+
     @Test func theStoriesIncludeAShortenedNameAndHeartRate() {
         // Story 2 must cover heart-rate and a name the planner shortens into the scan response.
         #expect(Self.profileNames.contains("heart-rate"))
@@ -205,30 +216,41 @@ struct ProfilesScenarioTests {
         #expect(trimmed(run, "two-\(adapter)-central-rc") == "0")
     }
 
-    @Test func onBlueZ566BothSubscribersAreOneCentralToBlemu() async throws {
+    /// The Device1 path bluetoothd gives the central on `adapter` under hci0.
+    private func devicePath(_ run: LabRun, _ adapter: String) -> String {
+        "/org/bluez/hci0/dev_" + (run.address(of: adapter) ?? "?").replacingOccurrences(of: ":", with: "_")
+    }
+
+    private func centrals(_ run: LabRun, _ name: String) throws -> [String: [String]] {
+        let response = try #require(
+            try JSONSerialization.jsonObject(with: Data(read(run, name).utf8)) as? [String: Any], "\(read(run, name))")
+        let list = try #require(response["centrals"] as? [[String: Any]], "\(response)")
+        return Dictionary(
+            list.map { ($0["id"] as? String ?? "?", $0["subscriptions"] as? [String] ?? ["?"]) },
+            uniquingKeysWith: { a, _ in a })
+    }
+
+    @Test func onBlueZ566BothCentralsAreListedButTheSubscriptionBelongsToTheOneForAll() async throws {
         // 5.66 calls AcquireNotify once, for the first subscriber; the second only raises bluetoothd's count
-        // (`ccc_write_cb`), and every datagram goes to both (`send_notification_to_devices`). So blemu sees one
-        // subscription, by the central "*", for both, and one notification per value.
+        // (`ccc_write_cb`), and every datagram goes to both (`send_notification_to_devices`). So blemu lists each
+        // connected device as a central, and the one subscription as the central "*" standing for both.
         let run = try await finished("two-centrals")
-        let centrals = try #require(
-            try JSONSerialization.jsonObject(with: Data(read(run, "two-centrals.json").utf8)) as? [String: Any])
-        let list = try #require(centrals["centrals"] as? [[String: Any]], "\(centrals)")
-        #expect(list.count == 1, "\(list)")
-        #expect(list.first?["id"] as? String == "*", "\(list)")
-        #expect(list.first?["subscriptions"] as? [String] == [ProfilesScenario.notifyID], "\(list)")
+        let hci1 = devicePath(run, "hci1")
+        let hci2 = devicePath(run, "hci2")
+        #expect(try centrals(run, "two-centrals.json") == [hci1: [], hci2: [], "*": [ProfilesScenario.notifyID]])
         let events = events(run, "two-events.jsonl")
-        let subscribed = events.filter { $0["type"] as? String == "subscribed" }
-        #expect(subscribed.count == 1, "\(subscribed)")
-        let notified = events.filter { $0["type"] as? String == "notification" }
+        func ofType(_ type: String) -> [[String: Any]] { events.filter { $0["type"] as? String == type } }
+        #expect(Set(ofType("connected").compactMap { $0["central"] as? String }) == [hci1, hci2])
+        #expect(ofType("connected").count == 2)
+        #expect(ofType("subscribed").map { $0["central"] as? String } == ["*"])
+        let notified = ofType("notification")
         #expect(notified.count == ProfilesScenario.temperatures.count, "\(notified)")
         #expect(notified.allSatisfy { $0["centrals"] as? Int == 1 })
-        // Both left: the last StopNotify closes the socket, and blemu hears one unsubscription.
-        let after = try #require(
-            try JSONSerialization.jsonObject(with: Data(read(run, "two-centrals-after.json").utf8)) as? [String: Any])
-        #expect(
-            (after["centrals"] as? [[String: Any]])?.allSatisfy { ($0["subscriptions"] as? [String])?.isEmpty ?? true }
-                == true, "\(after)")
-        #expect(events.filter { $0["type"] as? String == "unsubscribed" }.count == 1)
+        // Both left: the last StopNotify closes the socket, so blemu hears one unsubscription, and each device's
+        // disconnection.
+        #expect(ofType("unsubscribed").map { $0["central"] as? String } == ["*"])
+        #expect(Set(ofType("disconnected").compactMap { $0["central"] as? String }) == [hci1, hci2])
+        #expect(try centrals(run, "two-centrals-after.json") == ["*": []])
     }
 
     // MARK: Story 4: the flood
