@@ -20,10 +20,12 @@ enum ProfilesScenario {
     /// Boots on first use; every test awaits the same run.
     static let shared = LabScenario(boot: boot)
 
-    /// One bundled profile and what the host's blemu predicts for it.
+    /// One profile of stories 1 and 2 and what the host's blemu predicts for it.
     struct Profile: Sendable {
         /// The file's base name: "heart-rate".
         var name: String
+        /// Whether it is one of profiles/*.yaml (else a fixture of the lab's own).
+        var isBundled: Bool
         /// Its absolute path.
         var path: String
         /// `blemu adv --json`'s local name, which the probe matches on.
@@ -32,18 +34,21 @@ enum ProfilesScenario {
         var firstUUID: String
     }
 
-    /// Every profiles/*.yaml, sorted, with the name and UUID `blemu adv --json` predicts; empty when blemu is
-    /// missing (the suite is then disabled anyway).
+    /// Every profiles/*.yaml, sorted, then Fixtures/lab-advertising.yaml (what no bundled profile advertises: the
+    /// kernel's TX power, service data, an overflowing UUID, a name bluetoothd cuts itself), each with the name and
+    /// UUID `blemu adv --json` predicts; empty when blemu is missing (the suite is then disabled anyway).
     static let profiles: [Profile] = {
         let directory = LabScenario.package + "/profiles"
-        let files = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
-            .filter { $0.hasSuffix(".yaml") }.sorted()
-        return files.compactMap { file in
-            let path = directory + "/" + file
+        let bundled = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
+            .filter { $0.hasSuffix(".yaml") }.sorted().map { directory + "/" + $0 }
+        let fixtures = [LabScenario.package + "/Tests/LabTests/Fixtures/lab-advertising.yaml"]
+        return (bundled + fixtures).compactMap { path in
             guard let plan = try? JSONSerialization.jsonObject(with: blemu(["adv", "--json", path])) as? [String: Any],
                 let name = plan["localName"] as? String, let uuid = (plan["advertised"] as? [String])?.first
             else { return nil }
-            return Profile(name: String(file.dropLast(".yaml".count)), path: path, localName: name, firstUUID: uuid)
+            let file = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
+            return Profile(
+                name: file, isBundled: bundled.contains(path), path: path, localName: name, firstUUID: uuid)
         }
     }()
 
@@ -220,10 +225,14 @@ enum ProfilesScenario {
             # btmon writes the 16-byte btsnoop header, then the controllers' index events once it is listening.
             capturing() { [ "$(stat -c %s "$1" 2>/dev/null || echo 0)" -gt 16 ]; }
             # bluetoothd keeps a device object (name, UUIDs, GATT cache) per adapter: each story drops them first,
-            # so that every scan starts from nothing.
+            # so that every scan starts from nothing. RemoveDevice keeps the cached name (device_remove_stored
+            # only drops the cache file's services and attributes), and a new device object loads it, after which
+            # a shortened advertised name never replaces it (adapter.c: only when no name is known): remove the
+            # file too.
             forget() { # ADAPTER ADDRESS
                 dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$1" org.bluez.Adapter1.RemoveDevice \\
                     "objpath:/org/bluez/$1/dev_$(echo "$2" | tr : _)" >/dev/null 2>&1
+                rm -f "/var/lib/bluetooth/$(sed -n "s/^$1 //p" "$R/controllers")/cache/$2"
             }
             forget_all() {
                 forget hci1 "$ADDR"; forget hci2 "$ADDR"; forget hci2 "$BYSTANDER"
