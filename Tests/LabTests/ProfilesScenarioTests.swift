@@ -6,7 +6,7 @@ import Testing
 
 /// Every bundled profile served by the real `blemu run` on hci0 and checked from hci1 and hci2
 /// (`ProfilesScenario`: one boot, one guest script, assertions on its files). What to expect comes from the host's
-/// `blemu show --json` and `blemu adv --json`, plus what bluetoothd 5.66 adds (`BluetoothdServices`).
+/// `blemu show --json` and `blemu adv --json`, plus what bluetoothd 5.66 adds (`bluetoothdServices`).
 @Suite(
     .enabled(if: LabScenario.isAvailable, "needs the lab rig (blemu lab check) and BLEMU_LAB_TESTS unset or 1"),
     .enabled(if: HeartRateScenario.blemuCanRun, "needs `blemu run` (blemu run --help must succeed)"),
@@ -30,7 +30,8 @@ struct ProfilesScenarioTests {
     /// What bluetoothd 5.66 itself publishes in front of every application (5.66:src/gatt-database.c):
     /// `populate_gatt_service` (0x1801: Service Changed with its CCC, Client Supported Features, Database Hash) and
     /// `populate_devinfo_service` (0x180A with the PnP ID, since the lab leaves `DeviceID` on). Its GAP service
-    /// (0x1800) is there too but the central's bluetoothd hides it: its gap plugin claims it (profiles/gap/gas.c).
+    /// (0x1800) is there too, but the central's bluetoothd does not export it: the gap plugin is an internal profile,
+    /// and those claim their services (src/device.c `add_gatt_service`); deviceinfo is external, so 0x180A shows.
     static let bluetoothdServices = [
         SeenService(
             uuid: "1801",
