@@ -66,6 +66,10 @@ extension BlueZBackend {
             else { return }
             poweredChanged(powered)
         case "InterfacesAdded":
+            if signal.arguments.count == 2, case .objectPath(let path) = signal.arguments[0], path != adapterPath {
+                deviceAppeared(path, interfaces: signal.arguments[1])
+                return
+            }
             guard signal.arguments.count == 2, signal.arguments[0] == .objectPath(adapterPath),
                 let interfaces = try? signal.arguments[1].asEntries(),
                 let adapter = interfaces.first(where: { $0.key == .string(BlueZName.Interface.adapter) })
@@ -80,6 +84,10 @@ extension BlueZBackend {
             }
             Task { await self.registerAgain(reason: "adapter \(self.adapterName) appeared") }
         case "InterfacesRemoved":
+            if signal.arguments.count == 2, case .objectPath(let path) = signal.arguments[0], path != adapterPath {
+                deviceRemoved(path, interfaces: (try? signal.arguments[1].asStrings()) ?? [])
+                return
+            }
             guard signal.arguments.count == 2, signal.arguments[0] == .objectPath(adapterPath),
                 let names = try? signal.arguments[1].asStrings(), names.contains(BlueZName.Interface.adapter)
             else { return }
@@ -106,7 +114,10 @@ extension BlueZBackend {
         }
         guard changed else { return }
         logger.info("adapter \(adapterName) powered \(powered ? "on" : "off")")
-        if !powered { forgetSubscriptions(reason: "adapter powered off") }
+        if !powered {
+            forgetSubscriptions(reason: "adapter powered off")
+            forgetDevices()
+        }
         continuation.yield(.stateChanged(powered ? .poweredOn : .poweredOff))
         if powered { Task { await self.registerAdvertisementAfterPowerOn() } }
     }
@@ -175,6 +186,7 @@ extension BlueZBackend {
             state.isAgentRegistered = false
         }
         forgetSubscriptions(reason: reason)
+        forgetDevices()
     }
 
     /// Registers what bluetoothd lost (application, advertisement, agent and alias), then reports the adapter's

@@ -14,7 +14,7 @@ extension BlueZBackend {
         if let central, central.id != Central.allSubscribersID {
             targets = [central.id]
         } else {
-            targets = await connectedDevices()
+            targets = await devicesToDisconnect()
         }
         var disconnected: [String] = []
         var lastError: BlueZError?
@@ -38,10 +38,11 @@ extension BlueZBackend {
         return disconnected
     }
 
-    /// The adapter's devices whose `Connected` is true in bluetoothd's object tree: every central, also those
-    /// that subscribed through `StartNotify` (which names no device) and never read or wrote. When the tree cannot
-    /// be read, the devices named in requests and `AcquireNotify` stand in.
-    func connectedDevices() async -> [String] {
+    /// The adapter's devices whose `Connected` is true in bluetoothd's object tree, asked afresh rather than taken
+    /// from the Device1 watch (BlueZBackend+Devices.swift), which may have missed a signal: every central, also
+    /// those that subscribed through `StartNotify` (which names no device) and never read or wrote. When the tree
+    /// cannot be read, the devices named in requests and `AcquireNotify` stand in.
+    func devicesToDisconnect() async -> [String] {
         let known = state.withLock { $0.knownDevices }
         let reply: [DBusValue]
         do {

@@ -33,6 +33,8 @@ public final class BlueZBackend: PeripheralBackend {
         var notify: [String: NotifyPath] = [:]
         /// AcquireWrite sockets by characteristic id.
         var writeStreams: [String: AcquiredSocket] = [:]
+        /// The adapter's devices whose `Connected` is true, each reported once as a central.
+        var connectedDevices: Set<ObjectPath> = []
         var descriptorValues: [ObjectPath: [UInt8]] = [:]
         var previousAlias: String?
         /// Device paths bluetoothd named in requests and subscriptions (the `device` option): the centrals we know.
@@ -106,6 +108,7 @@ public final class BlueZBackend: PeripheralBackend {
             throw .export("\(error)")
         }
         await watchAdapter()
+        await watchDevices()
         await registerAgentAndAlias()
         startWatchingOwner()
         logger.info("using \(adapter) of bluetoothd \(bluetoothd), powered \(powered ? "on" : "off")")

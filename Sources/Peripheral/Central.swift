@@ -4,7 +4,8 @@
 public struct Central: Hashable, Sendable, Identifiable, CustomStringConvertible {
     /// The stack's name for the device, e.g. the BlueZ device path `/org/bluez/hci0/dev_00_11_22_33_44_55`.
     public let id: String
-    /// The longest notification or indication payload the link carries (ATT_MTU - 3); longer updates are cut.
+    /// The longest notification or indication payload the link carries (ATT_MTU - 3, at most
+    /// `maximumAttributeValueLength`); longer updates are cut.
     public var maximumUpdateValueLength: Int
 
     /// The default ATT_MTU of an LE link (Core Spec Vol 3, Part F, 3.2.8): what a central has before an MTU exchange.
@@ -16,9 +17,15 @@ public struct Central: Hashable, Sendable, Identifiable, CustomStringConvertible
         self.maximumUpdateValueLength = max(1, maximumUpdateValueLength)
     }
 
-    /// A central from its id and negotiated ATT_MTU: a Handle Value Notification spends 3 bytes on its header.
+    /// The longest attribute value (Core Spec Vol 3, Part F, 3.2.9). It also bounds what reaches a central through
+    /// bluetoothd 5.66's notify socket: `sock_io_read` (src/gatt-database.c) reads datagrams into a 512-byte buffer
+    /// and silently drops the rest, which the lab saw cut 514-byte chunks of a transfer at MTU 517.
+    public static let maximumAttributeValueLength = 512
+
+    /// A central from its id and negotiated ATT_MTU: a Handle Value Notification spends 3 bytes on its header, and
+    /// no value exceeds `maximumAttributeValueLength` whatever the MTU.
     public init(id: String, attMTU: Int) {
-        self.init(id: id, maximumUpdateValueLength: attMTU - 3)
+        self.init(id: id, maximumUpdateValueLength: min(attMTU - 3, Central.maximumAttributeValueLength))
     }
 
     /// The id that stands for "every subscribed central" when the stack cannot tell which one subscribed

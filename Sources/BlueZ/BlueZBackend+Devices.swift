@@ -1,0 +1,87 @@
+import DBus
+import Peripheral
+
+// Which centrals are connected, from bluetoothd's Device1 objects under the adapter: bluetoothd creates one per
+// remote device (InterfacesAdded) and flips its `Connected` (PropertiesChanged). 5.66 names nobody on the notify
+// paths (every subscriber is the one central `*`, see BlueZBackend), but each connected device is still a
+// central, as Core Bluetooth would list it: reads and writes name it (`device` option), and `blemu ctl centrals`
+// shows it. A device's MTU is not a Device1 property, so its Central has the default until a request says more.
+extension BlueZBackend {
+    /// Subscribes to Device1 `PropertiesChanged` under the adapter, then reports the devices connected already;
+    /// failures are logged (the backend then only learns centrals from their requests).
+    func watchDevices() async {
+        let rule = MatchRule(
+            sender: BlueZName.service, pathNamespace: adapterPath, interface: BlueZName.FreeDesktop.properties,
+            member: "PropertiesChanged", arg0: BlueZName.Interface.device)
+        do {
+            let subscription = try await connection.subscribe(rule) { [weak self] signal in
+                self?.deviceSignal(signal)
+            }
+            state.withLock { $0.subscriptions.append(subscription) }
+        } catch {
+            logger.warning("cannot watch connected devices (\(rule)): \(error)")
+            return
+        }
+        let reply: [DBusValue]
+        do {
+            reply = try await callBlueZ(
+                ObjectPath(stringLiteral: BlueZName.rootPath), BlueZName.FreeDesktop.objectManager, "GetManagedObjects",
+                [], operation: "GetManagedObjects")
+        } catch {
+            logger.warning("cannot list connected devices: \(error)")
+            return
+        }
+        for entry in (try? reply.first?.asEntries()) ?? [] {
+            guard case .objectPath(let path) = entry.key else { continue }
+            deviceAppeared(path, interfaces: entry.value)
+        }
+    }
+
+    /// A Device1 `PropertiesChanged`: `Connected` true or false for a device of this adapter.
+    private func deviceSignal(_ signal: Signal) {
+        guard let sender = signal.sender, sender == owner.current, isDevice(signal.path), signal.arguments.count >= 2,
+            let changed = try? signal.arguments[1].asVardict(),
+            case .boolean(let isConnected)? = changed[BlueZName.Property.connected]
+        else { return }
+        deviceConnection(signal.path, isConnected: isConnected)
+    }
+
+    /// An object from InterfacesAdded or GetManagedObjects (`interfaces`: `a{sa{sv}}`): a connected device of
+    /// this adapter is a central that connected.
+    func deviceAppeared(_ path: ObjectPath, interfaces: DBusValue) {
+        guard isDevice(path), let entries = try? interfaces.asEntries(),
+            let device = entries.first(where: { $0.key == .string(BlueZName.Interface.device) }),
+            case .boolean(true)? = (try? device.value.asVardict())?[BlueZName.Property.connected]
+        else { return }
+        deviceConnection(path, isConnected: true)
+    }
+
+    /// InterfacesRemoved of a device of this adapter: a connected one has gone.
+    func deviceRemoved(_ path: ObjectPath, interfaces: [String]) {
+        guard isDevice(path), interfaces.contains(BlueZName.Interface.device) else { return }
+        deviceConnection(path, isConnected: false)
+    }
+
+    /// Forgets the connected devices without reporting them: the manager ends every central itself when the
+    /// adapter goes away or bluetoothd leaves.
+    func forgetDevices() {
+        state.withLock { $0.connectedDevices.removeAll() }
+    }
+
+    /// Reports a change once: a device already known connected does not connect again.
+    private func deviceConnection(_ path: ObjectPath, isConnected: Bool) {
+        let changed = state.withLock { state in
+            isConnected ? state.connectedDevices.insert(path).inserted : state.connectedDevices.remove(path) != nil
+        }
+        guard changed else { return }
+        logger.info("central \(path) \(isConnected ? "connected" : "disconnected")")
+        let central = Central(id: path.rawValue)
+        continuation.yield(isConnected ? .connected(central) : .disconnected(central))
+    }
+
+    /// Whether `path` is a device of this adapter: `/org/bluez/hci0/dev_...`, one level below it.
+    private func isDevice(_ path: ObjectPath) -> Bool {
+        let prefix = adapterPath.rawValue + "/dev_"
+        return path.rawValue.hasPrefix(prefix) && !path.rawValue.dropFirst(prefix.count).contains("/")
+    }
+}

@@ -1,0 +1,48 @@
+import BusTestSupport
+import DBus
+import Peripheral
+import Testing
+
+@testable import BlueZ
+
+/// Connected devices as centrals: 5.66 names nobody on the notify paths, but each Device1 with `Connected` is one.
+@Suite(.enabled(if: PrivateBus.isAvailable, "needs dbus-daemon"), .serialized, .timeLimit(.minutes(1)))
+struct BlueZBackendDeviceTests {
+    private func connected(_ rig: BackendRig) async -> Set<String> {
+        Set(await rig.manager.connectedCentrals.map(\.id))
+    }
+
+    @Test func eachConnectedDeviceIsACentralBesideTheOneThatStandsForEverySubscriber() async throws {
+        let rig = try await BackendRig(HeartRate.service)
+        let first = try await rig.fake.connect(address: "11:22:33:44:55:01")
+        let second = try await rig.fake.connect(address: "11:22:33:44:55:02")
+        let devices: Set = [first.path.rawValue, second.path.rawValue]
+        #expect(await eventually { await connected(rig) == devices })
+        #expect(await rig.fake.subscribe("2a37", by: first) == nil)
+        #expect(await rig.fake.subscribe("2a37", by: second) == nil)
+        #expect(await rig.waitForSubscribers(1, of: HeartRate.measurement))
+        #expect(await connected(rig) == devices.union([Central.allSubscribersID]))
+        await rig.fake.disconnect(first)
+        #expect(await eventually { await connected(rig) == [second.path.rawValue, Central.allSubscribersID] })
+        // The other subscriber still gets what is sent to "*".
+        #expect(await rig.manager.updateValue([7], for: HeartRate.measurement))
+        #expect(await collect(1, of: second.notifications).map(\.value) == [[7]])
+        await rig.stop()
+    }
+
+    @Test func aDeviceOfAnotherAdapterIsNoCentral() async throws {
+        let rig = try await BackendRig(HeartRate.service)
+        let own = try await rig.fake.connect(address: "11:22:33:44:55:01")
+        try await rig.fake.connection.export(
+            "/org/bluez/hci1/dev_11_22_33_44_55_09",
+            [
+                Interface(
+                    "org.bluez.Device1",
+                    properties: [Property("Connected", signature: "b", get: { .boolean(true) })])
+            ])
+        #expect(await eventually { await connected(rig) == [own.path.rawValue] })
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(await connected(rig) == [own.path.rawValue])
+        await rig.stop()
+    }
+}

@@ -1,0 +1,336 @@
+import Foundation
+import ProbeCentral
+import Testing
+
+@testable import Lab
+
+/// Every bundled profile served by the real `blemu run` on hci0 and checked from hci1 and hci2
+/// (`ProfilesScenario`: one boot, one guest script, assertions on its files). What to expect comes from the host's
+/// `blemu show --json` and `blemu adv --json`, plus what bluetoothd 5.66 adds (`bluetoothdServices`).
+@Suite(
+    .enabled(if: LabScenario.isAvailable, "needs the lab rig (blemu lab check) and BLEMU_LAB_TESTS unset or 1"),
+    .enabled(if: HeartRateScenario.blemuCanRun, "needs `blemu run` (blemu run --help must succeed)"),
+    .timeLimit(.minutes(10)))
+struct ProfilesScenarioTests {
+    /// A service as a central sees it: UUID, then each characteristic's UUID, flags and descriptor UUIDs.
+    struct SeenService: Equatable, CustomStringConvertible {
+        var uuid: String
+        var characteristics: [SeenCharacteristic]
+        var description: String { "\(uuid) \(characteristics)" }
+    }
+
+    /// A characteristic as a central sees it; flags as a set, since bluetoothd lists them in its own order.
+    struct SeenCharacteristic: Equatable, CustomStringConvertible {
+        var uuid: String
+        var flags: Set<String>
+        var descriptors: [String]
+        var description: String { "\(uuid) \(flags.sorted()) \(descriptors)" }
+    }
+
+    /// What bluetoothd 5.66 itself publishes in front of every application (5.66:src/gatt-database.c):
+    /// `populate_gatt_service` (0x1801: Service Changed with its CCC, Client Supported Features, Database Hash) and
+    /// `populate_devinfo_service` (0x180A with the PnP ID, since the lab leaves `DeviceID` on). Its GAP service
+    /// (0x1800) is there too, but the central's bluetoothd does not export it: the gap plugin is an internal profile,
+    /// and those claim their services (src/device.c `add_gatt_service`); deviceinfo is external, so 0x180A shows.
+    static let bluetoothdServices = [
+        SeenService(
+            uuid: "1801",
+            characteristics: [
+                SeenCharacteristic(uuid: "2A05", flags: ["indicate"], descriptors: ["2902"]),
+                SeenCharacteristic(uuid: "2B29", flags: ["read", "write"], descriptors: []),
+                SeenCharacteristic(uuid: "2B2A", flags: ["read"], descriptors: []),
+            ]),
+        SeenService(
+            uuid: "180A", characteristics: [SeenCharacteristic(uuid: "2A50", flags: ["read"], descriptors: [])]),
+    ]
+
+    private func read(_ run: LabRun, _ name: String) -> String {
+        (try? String(contentsOfFile: run.file(name), encoding: .utf8)) ?? ""
+    }
+
+    private func trimmed(_ run: LabRun, _ name: String) -> String {
+        read(run, name).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// The last lines of each file, for failure messages.
+    private func tails(_ run: LabRun, _ names: [String], lines: Int = 15) -> String {
+        names.map { name in
+            let text = read(run, name).split(separator: "\n", omittingEmptySubsequences: false).suffix(lines)
+            return "--- \(name) (last \(lines) lines)\n" + text.joined(separator: "\n")
+        }.joined(separator: "\n")
+    }
+
+    /// The run, checked to have told `story` to its end: a failed step names itself in the message.
+    private func finished(_ story: String) async throws -> LabRun {
+        let run = try await ProfilesScenario.shared.run()
+        try #require(
+            trimmed(run, "\(story).rc") == "0",
+            """
+            story \(story) failed: \(read(run, "\(story).failure"))
+            \(tails(run, ["scenario-steps", "command.log"]))
+            """)
+        return run
+    }
+
+    /// The host's `blemu show --json` of a profile, as the central should see it.
+    private func declared(_ profile: ProfilesScenario.Profile) throws -> [SeenService] {
+        let data = ProfilesScenario.blemu(["show", "--json", profile.path])
+        let shown = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let services = try #require(shown["services"] as? [[String: Any]])
+        return services.map { service in
+            let characteristics = (service["characteristics"] as? [[String: Any]] ?? []).map { characteristic in
+                let bluezFlags = characteristic["bluezFlags"] as? [String] ?? []
+                let flags = Self.centralFlags(bluezFlags)
+                // bluetoothd adds the CCC (2902) right after the declaration of whatever notifies or indicates,
+                // and the Extended Properties (2900) where those are set; the profile's own descriptors follow.
+                var descriptors: [String] = []
+                if !flags.isDisjoint(with: ["notify", "indicate"]) { descriptors.append("2902") }
+                if flags.contains("extended-properties") { descriptors.append("2900") }
+                descriptors += (characteristic["descriptors"] as? [[String: Any]] ?? []).compactMap {
+                    $0["uuid"] as? String
+                }
+                return SeenCharacteristic(
+                    uuid: characteristic["uuid"] as? String ?? "?", flags: flags, descriptors: descriptors)
+            }
+            return SeenService(uuid: service["uuid"] as? String ?? "?", characteristics: characteristics)
+        }
+    }
+
+    /// The flags a remote central reads from a characteristic declaration that bluetoothd built from `bluezFlags`:
+    /// the security variants become their base property (the declaration has no security bits), `authorize`
+    /// disappears, and reliable-write or writable-auxiliaries bring extended-properties.
+    static func centralFlags(_ bluezFlags: [String]) -> Set<String> {
+        var flags = Set<String>()
+        for flag in bluezFlags where flag != "authorize" {
+            var base = flag
+            for prefix in ["encrypt-authenticated-", "encrypt-", "secure-"] where base.hasPrefix(prefix) {
+                base = String(base.dropFirst(prefix.count))
+                break
+            }
+            flags.insert(base)
+        }
+        if !flags.isDisjoint(with: ["reliable-write", "writable-auxiliaries"]) { flags.insert("extended-properties") }
+        return flags
+    }
+
+    private func report(_ run: LabRun, _ profile: ProfilesScenario.Profile) throws -> ProbeReport {
+        #expect(
+            trimmed(run, "\(profile.name)-probe-rc") == "0",
+            "\(tails(run, ["\(profile.name)-probe.err", "\(profile.name)-run.log"]))")
+        return try JSONDecoder().decode(ProbeReport.self, from: Data(read(run, "\(profile.name)-probe.json").utf8))
+    }
+
+    /// The profiles by name, for parameterised tests.
+    static let profileNames = ProfilesScenario.profiles.map(\.name)
+
+    @Test func everyBundledProfileIsInTheStory() throws {
+        let files = try FileManager.default.contentsOfDirectory(atPath: LabScenario.package + "/profiles")
+            .filter { $0.hasSuffix(".yaml") }
+        let bundled = ProfilesScenario.profiles.filter(\.isBundled).map { $0.name + ".yaml" }
+        #expect(Set(bundled) == Set(files), "blemu adv --json failed for some")
+    }
+
+    @Test(arguments: profileNames)
+    func theScanSeesTheAdvertisedNameAndExactlyTheAdvertisedUUIDs(_ name: String) async throws {
+        let run = try await finished("profile-" + name)
+        let profile = try #require(ProfilesScenario.profiles.first { $0.name == name })
+        let plan = try #require(
+            try JSONSerialization.jsonObject(with: ProfilesScenario.blemu(["adv", "--json", profile.path]))
+                as? [String: Any])
+        let device = try report(run, profile).device
+        #expect(device.name == plan["localName"] as? String)
+        #expect(Set(device.uuids) == Set(plan["advertised"] as? [String] ?? []), "\(device.uuids)")
+    }
+
+    @Test(arguments: profileNames)
+    func theCentralSeesExactlyTheDeclaredTreeAfterBluetoothdsOwnServices(_ name: String) async throws {
+        let run = try await finished("profile-" + name)
+        let profile = try #require(ProfilesScenario.profiles.first { $0.name == name })
+        let seen = try report(run, profile).services.map { service in
+            SeenService(
+                uuid: service.uuid,
+                characteristics: service.characteristics.map {
+                    SeenCharacteristic(uuid: $0.uuid, flags: Set($0.flags), descriptors: $0.descriptors.map(\.uuid))
+                })
+        }
+        let expected = Self.bluetoothdServices + (try declared(profile))
+        #expect(seen.count == expected.count, "\(seen)")
+        for (got, want) in zip(seen, expected) { #expect(got == want) }
+    }
+
+    @Test(arguments: profileNames)
+    func theAdvertisingBytesAreThoseBlemuAdvPredicts(_ name: String) async throws {
+        let run = try await finished("profile-" + name)
+        let profile = try #require(ProfilesScenario.profiles.first { $0.name == name })
+        let plan = try #require(
+            try JSONSerialization.jsonObject(with: ProfilesScenario.blemu(["adv", "--json", profile.path]))
+                as? [String: Any])
+        let capture = try BTSnoop(Array(try Data(contentsOf: URL(fileURLWithPath: run.file("\(name).btsnoop")))))
+        let index = UInt16(run.peripherals.first?.dropFirst(3) ?? "0") ?? 0
+        func hex(_ data: [[UInt8]]) -> [String] {
+            data.filter { !$0.isEmpty }.map { $0.map { String(format: "%02X", $0) }.joined() }
+        }
+        let advertising = hex(capture.advertisingData(index: index))
+        let scanResponse = hex(capture.scanResponseData(index: index))
+        // Every non-empty programming of hci0 during the run, not just one: a later rewrite must agree too.
+        #expect(!advertising.isEmpty && !scanResponse.isEmpty, "\(capture.commands.count) commands captured")
+        #expect(advertising.allSatisfy { $0 == plan["adv"] as? String }, "\(advertising) vs \(plan["adv"] ?? "")")
+        #expect(
+            scanResponse.allSatisfy { $0 == plan["scanResponse"] as? String },
+            "\(scanResponse) vs \(plan["scanResponse"] ?? "")")
+    }
+
+    @Test(arguments: profileNames)
+    func everyRequestOfTheProbeIsAnsweredOnceAndBlemuStopsCleanly(_ name: String) async throws {
+        let run = try await finished("profile-" + name)
+        #expect(trimmed(run, "\(name)-run-rc") == "0", "SIGTERM exits 0")
+        let summary = try #require(
+            read(run, "\(name)-run.log").split(separator: "\n").last { $0.hasPrefix("stopped: ") },
+            "\(tails(run, ["\(name)-run.log"]))")
+        let numbers = summary.split { !$0.isNumber }.compactMap { Int($0) }
+        #expect(numbers.count == 2 && numbers.first == numbers.last, "\(summary)")
+    }
+
+    @Test func theStoriesIncludeAShortenedNameAndHeartRate() {
+        // Story 2 must cover heart-rate and a name the planner shortens into the scan response.
+        #expect(Self.profileNames.contains("heart-rate"))
+        let shortened = ProfilesScenario.profiles.filter { profile in
+            let plan = try? JSONSerialization.jsonObject(with: ProfilesScenario.blemu(["adv", "--json", profile.path]))
+            return (plan as? [String: Any])?["localNameShortened"] as? Bool == true
+        }
+        #expect(!shortened.isEmpty)
+    }
+
+    // MARK: Story 3: two centrals
+
+    private func events(_ run: LabRun, _ name: String) -> [[String: Any]] {
+        read(run, name).split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+    }
+
+    @Test(arguments: ["hci1", "hci2"])
+    func eachCentralReceivesEveryValueInOrder(_ adapter: String) async throws {
+        let run = try await finished("two-centrals")
+        let values = read(run, "two-\(adapter).values").split(separator: "\n").map(String.init)
+        let expected = ProfilesScenario.temperatures.map { ThermostatScenario.hex(centidegrees: $0) }
+        #expect(values == expected, "\(tails(run, ["two-\(adapter).log", "two-run.log"]))")
+        #expect(trimmed(run, "two-\(adapter)-central-rc") == "0")
+    }
+
+    /// The Device1 path bluetoothd gives the central on `adapter` under hci0.
+    private func devicePath(_ run: LabRun, _ adapter: String) -> String {
+        "/org/bluez/hci0/dev_" + (run.address(of: adapter) ?? "?").replacingOccurrences(of: ":", with: "_")
+    }
+
+    private func centrals(_ run: LabRun, _ name: String) throws -> [String: [String]] {
+        let response = try #require(
+            try JSONSerialization.jsonObject(with: Data(read(run, name).utf8)) as? [String: Any], "\(read(run, name))")
+        let list = try #require(response["centrals"] as? [[String: Any]], "\(response)")
+        return Dictionary(
+            list.map { ($0["id"] as? String ?? "?", $0["subscriptions"] as? [String] ?? ["?"]) },
+            uniquingKeysWith: { a, _ in a })
+    }
+
+    @Test func onBlueZ566BothCentralsAreListedButTheSubscriptionBelongsToTheOneForAll() async throws {
+        // 5.66 calls AcquireNotify once, for the first subscriber; the second only raises bluetoothd's count
+        // (`ccc_write_cb`), and every datagram goes to both (`send_notification_to_devices`). So blemu lists each
+        // connected device as a central, and the one subscription as the central "*" standing for both.
+        let run = try await finished("two-centrals")
+        let hci1 = devicePath(run, "hci1")
+        let hci2 = devicePath(run, "hci2")
+        #expect(try centrals(run, "two-centrals.json") == [hci1: [], hci2: [], "*": [ProfilesScenario.notifyID]])
+        let events = events(run, "two-events.jsonl")
+        func ofType(_ type: String) -> [[String: Any]] { events.filter { $0["type"] as? String == type } }
+        #expect(Set(ofType("connected").compactMap { $0["central"] as? String }) == [hci1, hci2])
+        #expect(ofType("connected").count == 2)
+        #expect(ofType("subscribed").map { $0["central"] as? String } == ["*"])
+        let notified = ofType("notification")
+        #expect(notified.count == ProfilesScenario.temperatures.count, "\(notified)")
+        #expect(notified.allSatisfy { $0["centrals"] as? Int == 1 })
+        // Both left: the last StopNotify closes the socket, so blemu hears one unsubscription, and each device's
+        // disconnection.
+        #expect(ofType("unsubscribed").map { $0["central"] as? String } == ["*"])
+        #expect(Set(ofType("disconnected").compactMap { $0["central"] as? String }) == [hci1, hci2])
+        #expect(try centrals(run, "two-centrals-after.json") == ["*": []])
+    }
+
+    // MARK: Story 4: the flood
+
+    private func counters(_ run: LabRun, _ name: String) throws -> [String: Any] {
+        let response = try #require(
+            try JSONSerialization.jsonObject(with: Data(read(run, name).utf8)) as? [String: Any], "\(read(run, name))")
+        return try #require(response["counters"] as? [String: Any], "\(response)")
+    }
+
+    @Test func aFloodWhileBluetoothdIsStoppedArrivesWholeAndInOrderThroughQueueFullAndReady() async throws {
+        let run = try await finished("flood")
+        #expect(trimmed(run, "flood-central-rc") == "0", "\(tails(run, ["flood.log", "flood-run.log"]))")
+        let values = read(run, "flood.values").split(separator: "\n").map(String.init)
+        let expected = ProfilesScenario.floodValues.map { ThermostatScenario.hex(centidegrees: $0) }
+        #expect(values.count == expected.count)
+        if values != expected {
+            let first = zip(values, expected).prefix { $0 == $1 }.count
+            Issue.record("values differ from index \(first): \(values.dropFirst(first).prefix(5))")
+        }
+
+        let events = events(run, "flood-events.jsonl")
+        func count(_ type: String) -> Int { events.filter { $0["type"] as? String == type }.count }
+        let full = count("queue-full")
+        let ready = count("queue-ready")
+        print(
+            "flood: \(values.count) values, \(full) queue-full, \(ready) queue-ready, \(count("notification")) notified"
+        )
+        #expect(full > 0, "the flood never filled the queue: it proves nothing about retry")
+        #expect(ready > 0, "the queue never said ready")
+        // The last event of the queue is a ready: nothing was left waiting for one.
+        let queueEvents = events.compactMap { $0["type"] as? String }.filter { $0.hasPrefix("queue-") }
+        #expect(queueEvents.last == "queue-ready")
+        #expect(count("notification") == expected.count)
+
+        let stalled = try counters(run, "flood-counters-stalled.json")
+        #expect(stalled["waiting"] as? Int ?? 0 > 0, "nothing waited while bluetoothd was stopped: \(stalled)")
+        let after = try counters(run, "flood-counters.json")
+        #expect(after["notificationsDropped"] as? Int == 0, "\(after)")
+        #expect(after["waiting"] as? Int == 0, "\(after)")
+        #expect(after["queueFull"] as? Int == full, "\(after)")
+        #expect(after["notificationsSent"] as? Int == expected.count, "\(after)")
+    }
+
+    // MARK: Story 5: the transfer
+
+    @Test func aLongTransferArrivesWholeInChunksNoLongerThanAnAttributeValue() async throws {
+        let run = try await finished("transfer")
+        #expect(trimmed(run, "transfer-central-rc") == "0", "\(tails(run, ["transfer.log", "transfer-run.log"]))")
+        var chunks = read(run, "transfer.values").split(separator: "\n").map(String.init)
+        #expect(chunks.last == ProfilesScenario.endOfMessage)
+        chunks.removeLast()
+        let sizes = chunks.map { $0.count / 2 }
+        // The link's MTU is 517, but bluetoothd 5.66 passes at most 512 bytes of a notify-socket datagram.
+        #expect(sizes.allSatisfy { $0 <= 512 }, "\(Set(sizes).sorted())")
+        let bytes = chunks.flatMap { chunk in
+            stride(from: 0, to: chunk.count, by: 2).compactMap { offset -> UInt8? in
+                let start = chunk.index(chunk.startIndex, offsetBy: offset)
+                return UInt8(chunk[start..<chunk.index(start, offsetBy: 2)], radix: 16)
+            }
+        }
+        let text = String(decoding: bytes, as: UTF8.self)
+        let expected = ProfilesScenario.transferText
+        #expect(bytes.count == expected.utf8.count, "\(chunks.count) chunks")
+        if text != expected {
+            let first = zip(text, expected).prefix { $0 == $1 }.count
+            Issue.record("the text differs from character \(first): \(text.dropFirst(first).prefix(80))")
+        }
+        let notified = events(run, "transfer-events.jsonl").filter { $0["type"] as? String == "notification" }
+        #expect(notified.count == chunks.count + 1)
+    }
+
+    @Test func timingsAreRecorded() async throws {
+        let run = try await ProfilesScenario.shared.run()
+        print(
+            "profiles lab: qemu start to command \(run.untilCommand.map(LabMachine.seconds) ?? "?"), "
+                + "total \(LabMachine.seconds(run.total))")
+        print(read(run, "scenario-steps"))
+        #expect(run.total > .zero)
+    }
+}
