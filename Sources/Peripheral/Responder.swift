@@ -16,7 +16,9 @@ package final class Responder: Sendable {
     }
 
     /// What the request is, for logs: "read hr-measurement from /org/bluez/hci0/dev_…, offset 0".
-    package let summary: String
+    package var summary: String { describe() }
+    /// Builds `summary` only when a log line needs it: formatting it for every request costs more than answering.
+    private let describe: @Sendable () -> String
     private let state = Mutex(State.pending(deadline: nil))
     private let reply: (@Sendable (Result<[UInt8], ATTError>) -> Void)?
     private let ledger: RequestLedger
@@ -24,10 +26,11 @@ package final class Responder: Sendable {
 
     /// A pending request; `reply` is the stack's way to answer, nil when the stack expects no reply.
     package init(
-        summary: String, reply: (@Sendable (Result<[UInt8], ATTError>) -> Void)?, ledger: RequestLedger,
+        summary: @autoclosure @escaping @Sendable () -> String, reply: (@Sendable (Result<[UInt8], ATTError>) -> Void)?,
+        ledger: RequestLedger,
         logger: Logger
     ) {
-        self.summary = summary
+        self.describe = summary
         self.reply = reply
         self.ledger = ledger
         self.logger = logger
