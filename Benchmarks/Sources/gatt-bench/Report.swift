@@ -157,11 +157,13 @@ struct Report: Codable, Sendable {
         for shape in Self.shapes {
             let c = limit(shape)
             let python = bestPython(shape)?.value
-            block(shape, pad("calls/s", 10) + pad("p50 µs", 9) + pad("p99 µs", 9) + pad("vs C", 9) + pad("vs Py", 9)) {
+            let header = pad("calls/s", 10) + pad("p50 µs", 9) + pad("p99 µs", 9) + pad("vs C", 9) + pad("vs Py", 9)
+            block(shape, header + pad("CPU µs/call", 13)) {
                 guard let m = $0.median.roundTrips[shape] else { return nil }
                 if m.calls == 0 { return m.note.map { $0.hasPrefix("n/a") ? $0 : "n/a: \($0)" } ?? "n/a: no calls" }
                 return pad(fixed(m.perSecond, 0), 10) + pad(fixed(m.p50Microseconds, 0), 9)
                     + pad(fixed(m.p99Microseconds, 0), 9) + ratios(m.perSecond, c: c, python: python)
+                    + pad(fixed(m.cpuMicrosecondsPerCall, 1), 13)
                     + (m.errors > 0 ? "  \(m.errors) errors: \(m.note ?? "")" : "")
             }
         }
