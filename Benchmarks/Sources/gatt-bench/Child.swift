@@ -77,6 +77,15 @@ final class Child: Sendable {
         return nil
     }
 
+    /// The resident set size now in kB (`VmRSS`), or nil when the process is gone.
+    func currentRSS() -> Int? {
+        guard let text = readText("/proc/\(pid)/status") else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            return Int(line.dropFirst(6).split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "")
+        }
+        return nil
+    }
+
     /// The last lines of the log, to say why a contender failed.
     func logTail(_ lines: Int = 6) -> String {
         let text = readText(log) ?? ""

@@ -18,6 +18,8 @@ struct ContenderResult: Codable, Sendable {
     /// Why registration failed with that many extra characteristics.
     var scalingFailures: [Int: String] = [:]
     var roundTrips: [String: [RoundTrip]] = [:]
+    /// Reads of 20 B, 16 in flight, from this many different centrals.
+    var centrals: [Int: [RoundTrip]] = [:]
     var writesWithoutResponse: [Delivery] = []
     var notifyProperties: [Delivery] = []
     var notifySocket: [Delivery] = []
@@ -28,6 +30,7 @@ struct ContenderResult: Codable, Sendable {
         var startupMilliseconds: Double?
         var scaling: [Int: Scale] = [:]
         var roundTrips: [String: RoundTrip] = [:]
+        var centrals: [Int: RoundTrip] = [:]
         var writesWithoutResponse: Delivery?
         var notifyProperties: Delivery?
         var notifySocket: Delivery?
@@ -43,6 +46,7 @@ struct ContenderResult: Codable, Sendable {
         }
         median.startupMilliseconds = median.scaling[0]?.registrationMilliseconds
         for (name, samples) in roundTrips { median.roundTrips[name] = middle(samples) { $0.perSecond } }
+        for (count, samples) in centrals { median.centrals[count] = middle(samples) { $0.perSecond } }
         median.writesWithoutResponse = middle(writesWithoutResponse) { $0.perSecond }
         median.notifyProperties = middle(notifyProperties) { $0.perSecond }
         median.notifySocket = middle(notifySocket) { $0.perSecond }
@@ -166,6 +170,18 @@ struct Report: Codable, Sendable {
                     + pad(fixed(m.cpuMicrosecondsPerCall, 1), 13)
                     + (m.errors > 0 ? "  \(m.errors) errors: \(m.note ?? "")" : "")
             }
+        }
+        let counts = GattBench.centralCounts
+        block(
+            "reads from N centrals (20 B, 16 in flight)",
+            counts.map { pad("\($0): calls/s", 15) }.joined() + counts.map { pad("\($0): MiB", 10) }.joined()
+        ) { row in
+            guard !row.median.centrals.isEmpty else { return nil }
+            let rates = counts.map { pad(row.median.centrals[$0].map { fixed($0.perSecond, 0) } ?? "-", 15) }
+            let memory = counts.map { count in
+                pad(row.median.centrals[count]?.rssKilobytesAfter.map { fixed(Double($0) / 1024, 1) } ?? "-", 10)
+            }
+            return rates.joined() + memory.joined()
         }
         let deliveries: [(String, (ContenderResult) -> Delivery?)] = [
             ("write without response, 20 B", { $0.median.writesWithoutResponse }),
