@@ -16,11 +16,18 @@ extension BlueZBackend {
         var isPrepareAuthorize = false
 
         init(_ value: DBusValue?) {
-            guard let options = try? value?.asVardict() else { return }
-            if case .objectPath(let path)? = options[BlueZName.Option.device] { device = path.rawValue }
-            if case .uint16(let mtu)? = options[BlueZName.Option.mtu] { self.mtu = Int(mtu) }
-            if case .uint16(let offset)? = options[BlueZName.Option.offset] { self.offset = Int(offset) }
-            if case .boolean(let flag)? = options[BlueZName.Option.prepareAuthorize] { isPrepareAuthorize = flag }
+            // Read straight from the entries: a dictionary built per request costs more than the four looks.
+            guard case .dictionary(key: "s", value: "v", let entries)? = value else { return }
+            for entry in entries {
+                guard case .string(let key) = entry.key, case .variant(let option) = entry.value else { continue }
+                switch (key, option) {
+                case (BlueZName.Option.device, .objectPath(let path)): device = path.rawValue
+                case (BlueZName.Option.mtu, .uint16(let mtu)): self.mtu = Int(mtu)
+                case (BlueZName.Option.offset, .uint16(let offset)): self.offset = Int(offset)
+                case (BlueZName.Option.prepareAuthorize, .boolean(let flag)): isPrepareAuthorize = flag
+                default: break
+                }
+            }
         }
     }
 

@@ -33,6 +33,8 @@ struct Delivery: Codable, Sendable {
     var received = 0
     var perSecond = 0.0
     var lost: Int { sent - received }
+    /// The contender's resident set (`VmRSS`) right after the workload, in kB.
+    var rssKilobytesAfter: Int? = nil
     var note: String? = nil
 }
 
@@ -190,7 +192,9 @@ extension Target {
             }
         }
         let seconds = Double(lastProgress - start) / 1e9
-        return Delivery(sent: count, received: received, perSecond: seconds > 0 ? Double(received) / seconds : 0)
+        return Delivery(
+            sent: count, received: received, perSecond: seconds > 0 ? Double(received) / seconds : 0,
+            rssKilobytesAfter: child.currentRSS())
     }
 
     /// Subscribes through `StartNotify` (PropertiesChanged) or `AcquireNotify` (a SEQPACKET socket), asks the app
@@ -286,7 +290,8 @@ extension Target {
         }
         try? await Task.sleep(for: .milliseconds(50))
         return Delivery(
-            sent: count, received: received, perSecond: seconds > 0 ? Double(received) / seconds : 0, note: note)
+            sent: count, received: received, perSecond: seconds > 0 ? Double(received) / seconds : 0,
+            rssKilobytesAfter: child.currentRSS(), note: note)
     }
 }
 
