@@ -13,8 +13,8 @@ import Synchronization
 package final class RequestRouter: Sendable {
     private let handler: any RequestHandler
     private let ledger: RequestLedger
-    private let deadline: Duration
-    private let deadlineError: ATTError
+    /// One timer for the deadlines of every request whose handler suspended.
+    private let deadlines: DeadlineQueue
     private let logger: Logger
     /// The published characteristics by id, as the manager last set them.
     private let characteristics = Mutex<[String: Characteristic]>([:])
@@ -26,8 +26,7 @@ package final class RequestRouter: Sendable {
     ) {
         self.handler = handler
         self.ledger = ledger
-        self.deadline = deadline
-        self.deadlineError = deadlineError
+        deadlines = DeadlineQueue(duration: deadline, error: deadlineError)
         self.logger = logger
     }
 
@@ -93,7 +92,7 @@ package final class RequestRouter: Sendable {
     }
 
     /// Runs `body` at once on this thread until it suspends, then arms the deadline if it has not answered yet.
-    /// `arm` is a no-op once answered, so an answer racing in from the pool cannot leave a timer behind.
+    /// An answer racing in from the pool is fine: a deadline that finds the request answered does nothing.
     private func start(_ responder: Responder, _ body: sending @escaping () async -> Void) {
         if #available(macOS 26, *) {
             Task.immediate(operation: body)
@@ -101,7 +100,7 @@ package final class RequestRouter: Sendable {
             Task(operation: body)
         }
         guard !responder.isAnswered else { return }
-        responder.arm(deadline: deadline, error: deadlineError)
+        deadlines.arm(responder)
     }
 }
 

@@ -52,6 +52,11 @@ package final class Responder: Sendable {
         if !armed { task.cancel() }
     }
 
+    /// The deadline's answer: `error`, unless the request was answered already (then nothing happens).
+    package func expire(with error: ATTError) {
+        answer(.failure(error), by: .deadline)
+    }
+
     /// Whether an answer has been given.
     package var isAnswered: Bool {
         state.withLock { if case .answered = $0 { true } else { false } }
@@ -70,8 +75,9 @@ package final class Responder: Sendable {
         }
         switch outcome {
         case .lost(let first):
-            // deinit runs after every consuming answer: finding the request answered is the normal case.
-            guard source != .dropped else { return .refused(alreadyAnsweredBy: first) }
+            // deinit runs after every consuming answer: finding the request answered is the normal case. So is a
+            // deadline coming due after the answer: neither is a late answer.
+            guard source != .dropped, source != .deadline else { return .refused(alreadyAnsweredBy: first) }
             ledger.recordRefusedLate()
             logger.warning("late answer refused: \(summary) was already answered by \(first)")
             return .refused(alreadyAnsweredBy: first)

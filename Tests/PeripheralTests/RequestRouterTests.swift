@@ -80,6 +80,18 @@ import Testing
         open.finish()
     }
 
+    @Test func manySuspendedRequestsShareTheDeadlineTimerAndEachExpiresOnce() async {
+        let (gate, open) = AsyncStream<Void>.makeStream()
+        let router = router(Stalling(gate: gate), deadline: .milliseconds(20))
+        for _ in 0..<50 { router.read(read("name")) }
+        for _ in 0..<50 { await nextArrival() }
+        #expect(replies.count == 50)
+        #expect(replies.allSatisfy { $0 == .failure(.unlikelyError) })
+        #expect(ledger.snapshot.expired == 50)
+        #expect(ledger.snapshot.outstanding == 0)
+        open.finish()
+    }
+
     @Test func aHandlerThatSuspendsAndThenAnswersIsAnsweredOnce() async {
         let (gate, open) = AsyncStream<Void>.makeStream()
         router(Stalling(gate: gate)).read(read("name"))
