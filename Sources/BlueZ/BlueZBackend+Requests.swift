@@ -16,11 +16,18 @@ extension BlueZBackend {
         var isPrepareAuthorize = false
 
         init(_ value: DBusValue?) {
-            guard let options = try? value?.asVardict() else { return }
-            if case .objectPath(let path)? = options[BlueZName.Option.device] { device = path.rawValue }
-            if case .uint16(let mtu)? = options[BlueZName.Option.mtu] { self.mtu = Int(mtu) }
-            if case .uint16(let offset)? = options[BlueZName.Option.offset] { self.offset = Int(offset) }
-            if case .boolean(let flag)? = options[BlueZName.Option.prepareAuthorize] { isPrepareAuthorize = flag }
+            // Read straight from the entries: a dictionary built per request costs more than the four looks.
+            guard case .dictionary(key: "s", value: "v", let entries)? = value else { return }
+            for entry in entries {
+                guard case .string(let key) = entry.key, case .variant(let option) = entry.value else { continue }
+                switch (key, option) {
+                case (BlueZName.Option.device, .objectPath(let path)): device = path.rawValue
+                case (BlueZName.Option.mtu, .uint16(let mtu)): self.mtu = Int(mtu)
+                case (BlueZName.Option.offset, .uint16(let offset)): self.offset = Int(offset)
+                case (BlueZName.Option.prepareAuthorize, .boolean(let flag)): isPrepareAuthorize = flag
+                default: break
+                }
+            }
         }
     }
 
@@ -64,23 +71,23 @@ extension BlueZBackend {
         let pending = PendingCall(call)
         let logger = logger
         let id = characteristic.id
-        let summary = "read \(id) by \(options.device) offset \(options.offset)"
-        continuation.yield(
-            .read(
-                IncomingRead(
-                    central: Central(id: options.device, attMTU: options.mtu), characteristicID: id,
-                    offset: options.offset, linkSecurity: linkSecurity(characteristic, .read),
-                    reply: { result in
-                        switch result {
-                        case .success(let bytes):
-                            logger.info("\(summary) -> \(bytes.count) bytes \(Self.hex(bytes))")
-                            pending.reply([.bytes(bytes)])
-                        case .failure(let error):
-                            let reply = BlueZErrorReply(for: error, operation: .read)
-                            logger.info("\(summary) -> \(error) as \(reply.name)")
-                            pending.fail(reply.name, reply.message)
-                        }
-                    })))
+        // Formatted only when the line is logged (an autoclosure): most runs log requests at no level at all.
+        let summary = RequestSummary(operation: "read", id: id, device: options.device, offset: options.offset)
+        deliver(
+            IncomingRead(
+                central: Central(id: options.device, attMTU: options.mtu), characteristicID: id,
+                offset: options.offset, linkSecurity: linkSecurity(characteristic, .read),
+                reply: { result in
+                    switch result {
+                    case .success(let bytes):
+                        logger.info("\(summary) -> \(bytes.count) bytes \(Self.hex(bytes))")
+                        pending.reply([.bytes(bytes)])
+                    case .failure(let error):
+                        let reply = BlueZErrorReply(for: error, operation: .read)
+                        logger.info("\(summary) -> \(error) as \(reply.name)")
+                        pending.fail(reply.name, reply.message)
+                    }
+                }))
     }
 
     private func write(_ call: consuming MethodCall, _ characteristic: Characteristic) {
@@ -89,9 +96,9 @@ extension BlueZBackend {
         let options = RequestOptions(call.arguments.dropFirst().first)
         remember(options)
         let id = characteristic.id
-        let summary =
-            "\(options.isPrepareAuthorize ? "prepare-authorize" : "write") \(id) by \(options.device) "
-            + "offset \(options.offset) \(Self.hex(value))"
+        let summary = RequestSummary(
+            operation: options.isPrepareAuthorize ? "prepare-authorize" : "write", id: id, device: options.device,
+            offset: options.offset, value: value)
         let reply: (@Sendable (Result<[UInt8], ATTError>) -> Void)?
         if call.expectsReply {
             let pending = PendingCall(call)
@@ -114,13 +121,30 @@ extension BlueZBackend {
             call.reply()
             reply = nil
         }
-        continuation.yield(
-            .write(
-                IncomingWrites(
-                    central: Central(id: options.device, attMTU: options.mtu),
-                    writes: [IncomingWrites.Write(characteristicID: id, offset: options.offset, value: value)],
-                    linkSecurity: linkSecurity(characteristic, .write), isAuthorizationOnly: options.isPrepareAuthorize,
-                    reply: reply)))
+        deliver(
+            IncomingWrites(
+                central: Central(id: options.device, attMTU: options.mtu),
+                writes: [IncomingWrites.Write(characteristicID: id, offset: options.offset, value: value)],
+                linkSecurity: linkSecurity(characteristic, .write), isAuthorizationOnly: options.isPrepareAuthorize,
+                reply: reply))
+    }
+
+    /// To the manager's router at once when one is attached (answered on this loop thread when the handler can),
+    /// else as an event.
+    private func deliver(_ incoming: IncomingRead) {
+        if let router = router.withLock({ $0 }) {
+            router.read(incoming)
+        } else {
+            continuation.yield(.read(incoming))
+        }
+    }
+
+    private func deliver(_ incoming: IncomingWrites) {
+        if let router = router.withLock({ $0 }) {
+            router.write(incoming)
+        } else {
+            continuation.yield(.write(incoming))
+        }
     }
 
     /// The kind a subscription gets. bluetoothd does not tell the app whether the CCCD asked for notifications or
@@ -304,5 +328,26 @@ extension BlueZBackend {
     static func hex(_ bytes: [UInt8]) -> String {
         let shown = Hex.string(bytes.prefix(32), separator: "")
         return bytes.count > 32 ? shown + "…" : shown
+    }
+}
+
+extension BlueZBackend: RequestRouting {
+    /// Requests skip the event stream from now on: `read`/`write` hand them to `router` on the D-Bus loop thread.
+    package func route(requestsTo router: RequestRouter) {
+        self.router.withLock { $0 = router }
+    }
+}
+
+/// What a characteristic request was, for its log lines; formatted only when a line is written.
+struct RequestSummary: CustomStringConvertible, Sendable {
+    var operation: String
+    var id: String
+    var device: String
+    var offset: Int
+    var value: [UInt8]? = nil
+
+    var description: String {
+        let written = value.map { " " + BlueZBackend.hex($0) } ?? ""
+        return "\(operation) \(id) by \(device) offset \(offset)\(written)"
     }
 }

@@ -58,6 +58,8 @@ public final class BlueZBackend: PeripheralBackend {
     let continuation: AsyncStream<BackendEvent>.Continuation
     /// Serialises registrations (publish, advertise, re-registration after a restart, shutdown).
     let gate = SerialGate()
+    /// The manager's router once it attached (`RequestRouting`); until then requests go out as events.
+    let router = Mutex<RequestRouter?>(nil)
 
     /// Connects to `bus`, checks that bluetoothd and `adapter` are there, exports the agent and sets the alias.
     /// Throws `.unavailable` when the bus, bluetoothd or the adapter is missing (the CLI exits 69).

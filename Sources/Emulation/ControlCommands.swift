@@ -8,7 +8,7 @@ import Peripheral
 /// |---|---|
 /// | `{"command":"get","id":"battery-level"}` | `id`, `hex`, `fields` (decoded by the layout) |
 /// | `{"command":"set","id":"battery-level","hex":"50"}` or `"fields":{"percent":80}` | `id`, `hex` |
-/// | `{"command":"notify","id":"battery-level"}` | `id`, `hex` |
+/// | `{"command":"notify","id":"battery-level"}` (`"count":N` sends it N times, 1...100000) | `id`, `hex` |
 /// | `{"command":"centrals"}` | `centrals`: `[{id, maximumUpdateValueLength, subscriptions}]` |
 /// | `{"command":"fault","operation":"read","id":"x","nth":2,"error":"unlikely-error"}` (or `"delayMs":500`) | |
 /// | `{"command":"fault","operation":"read","nth":1,"effect":"disconnect"}` (or `stop-advertising`), after answering | |
@@ -56,7 +56,13 @@ struct ControlCommands: Sendable {
             return describe(id, value)
         case "notify":
             let id = try string("id", in: request)
-            try await emulator.notify(id)
+            // A burst in one line: a script (or the benchmark) measures the notification path, not the socket.
+            let count = request["count"].map { ($0 as? NSNumber).map { $0.doubleValue } ?? -1 } ?? 1
+            guard count == count.rounded(), (1...100_000).contains(count) else {
+                throw .badValue("`count` must be a whole number from 1 to 100000")
+            }
+            let times = Int(count)
+            for _ in 0..<times { try await emulator.notify(id) }
             return describe(id, try await emulator.value(of: id))
         case "centrals":
             let centrals = await emulator.centrals().map {

@@ -46,10 +46,11 @@ public actor PeripheralManager {
     public nonisolated var requestCounts: RequestCounts { ledger.snapshot }
 
     private let backend: any PeripheralBackend
-    private let handler: any RequestHandler
     private let configuration: Configuration
     private let logger: Logger
-    private let ledger = RequestLedger()
+    private let ledger: RequestLedger
+    /// Hands requests to the handler; kept in step with `characteristics`.
+    private let router: RequestRouter
     private let continuation: AsyncStream<PeripheralEvent>.Continuation
     private var queue: NotificationQueue
     private var characteristics: [String: Characteristic] = [:]
@@ -68,14 +69,20 @@ public actor PeripheralManager {
         logger: Logger = Logger(label: "blemu.peripheral")
     ) {
         self.backend = backend
-        self.handler = handler
         self.configuration = configuration
         self.logger = logger
+        let ledger = RequestLedger()
+        self.ledger = ledger
+        router = RequestRouter(
+            handler: handler, ledger: ledger, deadline: configuration.requestDeadline,
+            deadlineError: configuration.deadlineError, logger: logger)
         self.queue = NotificationQueue(capacity: configuration.queueCapacity)
         (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
         // Yielded before the event loop exists, so no state change can overtake it.
         if let restoredState { continuation.yield(.willRestoreState(restoredState)) }
         let incoming = backend.events
+        // Requests from such a backend skip the event stream and this actor: they need nothing the actor guards.
+        if let routing = backend as? any RequestRouting { routing.route(requestsTo: router) }
         // The loop holds the manager strongly: it runs as long as the stack reports events, so that a request
         // never waits for a manager nobody holds any more. It ends when the backend finishes its stream.
         Task {
@@ -113,6 +120,7 @@ public actor PeripheralManager {
         guard !services.contains(where: { $0.id == service.id }) else { throw .alreadyPublished(serviceID: service.id) }
         services.append(service)
         for characteristic in service.characteristics { characteristics[characteristic.id] = characteristic }
+        router.publish(service.characteristics)
         let count = service.characteristics.count
         logger.info("published service \(service.id) (\(service.uuid)), \(count) characteristics")
     }
@@ -124,6 +132,7 @@ public actor PeripheralManager {
         }
         do { try await backend.unpublish(published) } catch { throw .backendFailed("\(error)") }
         services.removeAll { $0.id == published.id }
+        router.remove(published.characteristics.map(\.id))
         for characteristic in published.characteristics {
             characteristics[characteristic.id] = nil
             for (_, subscriber) in subscriptions.removeValue(forKey: characteristic.id) ?? [:] {
@@ -298,52 +307,9 @@ public actor PeripheralManager {
 
     // MARK: Requests
 
-    private func responder(
-        _ summary: String, reply: (@Sendable (Result<[UInt8], ATTError>) -> Void)?
-    ) -> Responder {
-        Responder(summary: summary, reply: reply, ledger: ledger, logger: logger)
-    }
+    private func dispatch(_ incoming: IncomingRead) { router.read(incoming) }
 
-    private func dispatch(_ incoming: IncomingRead) {
-        let summary = "read of \(incoming.characteristicID) by \(incoming.central) at offset \(incoming.offset)"
-        let responder = responder(summary, reply: incoming.reply)
-        guard let characteristic = characteristics[incoming.characteristicID] else {
-            responder.answer(.failure(.invalidHandle), by: .engine)
-            return
-        }
-        responder.arm(deadline: configuration.requestDeadline, error: configuration.deadlineError)
-        let handler = handler
-        // A task per request: a slow handler must not hold up the stack's other events (or its own deadline).
-        Task {
-            await handler.handleRead(
-                ReadRequest(
-                    central: incoming.central, characteristic: characteristic, offset: incoming.offset,
-                    linkSecurity: incoming.linkSecurity, responder: responder))
-        }
-    }
-
-    private func dispatch(_ incoming: IncomingWrites) {
-        let ids = incoming.writes.map(\.characteristicID)
-        let summary = "write of \(ids.joined(separator: ", ")) by \(incoming.central)"
-        let responder = responder(summary, reply: incoming.reply)
-        var writes: [WriteRequest] = []
-        for write in incoming.writes {
-            guard let characteristic = characteristics[write.characteristicID] else {
-                responder.answer(.failure(.invalidHandle), by: .engine)
-                return
-            }
-            writes.append(WriteRequest(characteristic: characteristic, offset: write.offset, value: write.value))
-        }
-        responder.arm(deadline: configuration.requestDeadline, error: configuration.deadlineError)
-        let handler = handler
-        Task {
-            await handler.handleWrites(
-                WriteRequests(
-                    central: incoming.central, requests: writes, linkSecurity: incoming.linkSecurity,
-                    expectsResponse: incoming.reply != nil, isAuthorizationOnly: incoming.isAuthorizationOnly,
-                    responder: responder))
-        }
-    }
+    private func dispatch(_ incoming: IncomingWrites) { router.write(incoming) }
 
     // MARK: Performing the queue's actions
 

@@ -16,7 +16,9 @@ package final class Responder: Sendable {
     }
 
     /// What the request is, for logs: "read hr-measurement from /org/bluez/hci0/dev_…, offset 0".
-    package let summary: String
+    package var summary: String { describe() }
+    /// Builds `summary` only when a log line needs it: formatting it for every request costs more than answering.
+    private let describe: @Sendable () -> String
     private let state = Mutex(State.pending(deadline: nil))
     private let reply: (@Sendable (Result<[UInt8], ATTError>) -> Void)?
     private let ledger: RequestLedger
@@ -24,10 +26,11 @@ package final class Responder: Sendable {
 
     /// A pending request; `reply` is the stack's way to answer, nil when the stack expects no reply.
     package init(
-        summary: String, reply: (@Sendable (Result<[UInt8], ATTError>) -> Void)?, ledger: RequestLedger,
+        summary: @autoclosure @escaping @Sendable () -> String, reply: (@Sendable (Result<[UInt8], ATTError>) -> Void)?,
+        ledger: RequestLedger,
         logger: Logger
     ) {
-        self.summary = summary
+        self.describe = summary
         self.reply = reply
         self.ledger = ledger
         self.logger = logger
@@ -49,6 +52,11 @@ package final class Responder: Sendable {
         if !armed { task.cancel() }
     }
 
+    /// The deadline's answer: `error`, unless the request was answered already (then nothing happens).
+    package func expire(with error: ATTError) {
+        answer(.failure(error), by: .deadline)
+    }
+
     /// Whether an answer has been given.
     package var isAnswered: Bool {
         state.withLock { if case .answered = $0 { true } else { false } }
@@ -67,8 +75,9 @@ package final class Responder: Sendable {
         }
         switch outcome {
         case .lost(let first):
-            // deinit runs after every consuming answer: finding the request answered is the normal case.
-            guard source != .dropped else { return .refused(alreadyAnsweredBy: first) }
+            // deinit runs after every consuming answer: finding the request answered is the normal case. So is a
+            // deadline coming due after the answer: neither is a late answer.
+            guard source != .dropped, source != .deadline else { return .refused(alreadyAnsweredBy: first) }
             ledger.recordRefusedLate()
             logger.warning("late answer refused: \(summary) was already answered by \(first)")
             return .refused(alreadyAnsweredBy: first)

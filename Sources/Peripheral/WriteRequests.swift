@@ -24,7 +24,8 @@ public struct WriteRequest: Hashable, Sendable {
         guard offset + value.count <= characteristic.maximumLength else {
             return .failure(.invalidAttributeValueLength)
         }
-        return .success(Array(current[..<offset]) + value)
+        // A plain write (offset 0) is the value itself: no copy.
+        return .success(offset == 0 ? value : Array(current[..<offset]) + value)
     }
 }
 

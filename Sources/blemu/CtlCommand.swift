@@ -11,7 +11,7 @@ struct CtlCommand: ParsableCommand {
             Commands:
               get ID                          the value (hex and decoded fields)
               set ID HEX | --field NAME=VALUE  store a value; subscribers are notified
-              notify ID                       notify the current value now
+              notify ID [--count N]           notify the current value now (N times)
               centrals                        connected centrals and their subscriptions
               fault read|write [ID] --nth N (--error NAME|0xNN | --delay-ms MS | --effect disconnect|stop-advertising)
               advertising start|stop
@@ -43,6 +43,9 @@ struct CtlCommand: ParsableCommand {
     @Option(help: "For `fault`: disconnect or stop-advertising after answering, instead of an error.")
     var effect: String?
 
+    @Option(help: "For `notify`: how many times to send the value (1 to 100000), queued in order.")
+    var count: Int?
+
     func run() throws {
         let request = try makeRequest()
         let response: String
@@ -63,8 +66,12 @@ struct CtlCommand: ParsableCommand {
             return arguments[index]
         }
         switch command {
-        case "get", "notify":
+        case "get":
             return ["command": command, "id": try argument(0, "an ID")]
+        case "notify":
+            var request: [String: any Sendable] = ["command": command, "id": try argument(0, "an ID")]
+            if let count { request["count"] = count }
+            return request
         case "set":
             let id = try argument(0, "an ID")
             if arguments.count > 1 { return ["command": "set", "id": id, "hex": arguments[1]] }

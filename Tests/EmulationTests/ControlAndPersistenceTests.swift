@@ -78,6 +78,27 @@ func object(_ line: String) -> [String: Any] {
         #expect(!central.isConnected)
     }
 
+    @Test func notifyWithACountSendsTheValueThatManyTimesAndRefusesABadCount() async throws {
+        let rig = try await Rig(try bundledProfile("heart-rate"))
+        await rig.start()
+        let server = ControlServer(path: try temporaryDirectory() + "/n.sock", emulator: rig.emulator)
+        try server.start()
+        defer { server.stop() }
+        let central = VirtualCentral(connectingTo: rig.backend)
+        try await rig.subscribe(central, to: "battery-level")
+        let client = ControlClient(path: server.path)
+        let sent = object(
+            try await offPool { try client.send(["command": "notify", "id": "battery-level", "count": 3]) })
+        #expect(sent["ok"] as? Bool == true)
+        var updates = central.notifications.makeAsyncIterator()
+        for _ in 0..<3 { #expect(await updates.next()?.bytes == [87]) }
+        for bad in [0, 100_001] {
+            let refused = object(
+                try await offPool { try client.send(["command": "notify", "id": "battery-level", "count": bad]) })
+            #expect(refused["ok"] as? Bool == false && (refused["error"] as? String)?.contains("count") == true)
+        }
+    }
+
     @Test func badJSONKeepsTheConnectionOpen() async throws {
         let rig = try await Rig(try bundledProfile("heart-rate"))
         await rig.start()

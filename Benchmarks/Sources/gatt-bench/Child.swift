@@ -77,6 +77,15 @@ final class Child: Sendable {
         return nil
     }
 
+    /// The resident set size now in kB (`VmRSS`), or nil when the process is gone.
+    func currentRSS() -> Int? {
+        guard let text = readText("/proc/\(pid)/status") else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            return Int(line.dropFirst(6).split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "")
+        }
+        return nil
+    }
+
     /// The last lines of the log, to say why a contender failed.
     func logTail(_ lines: Int = 6) -> String {
         let text = readText(log) ?? ""
@@ -159,3 +168,18 @@ func monotonic() -> UInt64 {
 }
 
 func printError(_ text: String) { _ = (text + "\n").withCString { write(2, $0, strlen($0)) } }
+
+/// CPU time of every thread of `pid` in nanoseconds, from /proc/<pid>/task/*/schedstat (first field); 0 when gone.
+func cpuNanoseconds(of pid: pid_t) -> UInt64 {
+    guard let directory = opendir("/proc/\(pid)/task") else { return 0 }
+    defer { closedir(directory) }
+    var total: UInt64 = 0
+    while let entry = readdir(directory) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        guard name.first?.isNumber == true, let text = readText("/proc/\(pid)/task/\(name)/schedstat") else {
+            continue
+        }
+        total += UInt64(text.split(separator: " ").first ?? "") ?? 0
+    }
+    return total
+}

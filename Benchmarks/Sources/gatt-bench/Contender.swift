@@ -39,6 +39,8 @@ struct Contender: Sendable {
     var writeCount: WriteCount = .controlPoint
     /// Why a control-point write cannot trigger notifications, when it cannot.
     var noTrigger: String? = nil
+    /// A `blemu run --control` socket that triggers notifications instead of the control point.
+    var controlSocket: String? = nil
     /// The characteristics it publishes besides `extra` ones (nil: whatever it has).
     var baseCharacteristics: Int? = 5
     var supportsScaling = true

@@ -45,6 +45,9 @@ struct GattBench {
         }
     }
 
+    /// How many different centrals read in the centrals workload.
+    static let centralCounts = [1, 10, 100]
+
     static func contenders(_ options: Options) throws -> [Contender] {
         let base = readText(options.profile) ?? ""
         guard !base.isEmpty else { throw BenchError("cannot read the profile \(options.profile)") }
@@ -63,13 +66,18 @@ struct GattBench {
             Contender(name: "blemu library", key: "blemu-lib", isBlemu: true) { extra, workspace in
                 [path("blemu-lib"), try profileFile(extra, workspace)]
             })
+        // Its notifications are triggered through its control socket (`ctl notify`), one command per notification.
+        let socket = "/tmp/blemu-gatt-\(getpid())/cli.sock"
         list.append(
             Contender(
                 name: "blemu CLI", key: "blemu-cli", isBlemu: true,
-                writeCount: .logLines(["write wnr by ", "(no reply expected)"]),
-                noTrigger: "n/a: `blemu run` has no trigger for updates yet (no control socket or behaviours in run)"
+                writeCount: .logLines(["write wnr by ", "(no reply expected)"]), controlSocket: socket
             ) { extra, workspace in
-                [path("blemu-cli"), "run", try profileFile(extra, workspace), "--bus", "ADDRESS", "--adapter", "hci0"]
+                [
+                    path("blemu-cli"), "run", try profileFile(extra, workspace), "--bus", "ADDRESS", "--adapter",
+                    "hci0",
+                    "--control", socket,
+                ]
             })
         for (key, name) in [("bless", "bless"), ("bluez-peripheral", "bluez-peripheral")] {
             list.append(
@@ -180,6 +188,12 @@ struct GattBench {
                         let name = "\(write ? "write" : "read") \(size) B, \(inFlight) in flight"
                         report.contenders[key]?.roundTrips[name, default: []].append(result)
                     }
+                }
+                // bluetoothd names the device in every call: does anything grow with the number of centrals?
+                for centrals in Self.centralCounts {
+                    let result = await target.roundTrips(
+                        write: false, role: .rw20, size: 20, inFlight: 16, seconds: seconds, centrals: centrals)
+                    report.contenders[key]?.centrals[centrals, default: []].append(result)
                 }
                 report.contenders[key]?.writesWithoutResponse.append(await target.writesWithoutResponse(count: writes))
                 // Bursts go last, in the last round only: a peer that breaks under them (dbus_next 0.2.3 drops its bus

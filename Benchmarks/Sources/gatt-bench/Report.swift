@@ -18,6 +18,8 @@ struct ContenderResult: Codable, Sendable {
     /// Why registration failed with that many extra characteristics.
     var scalingFailures: [Int: String] = [:]
     var roundTrips: [String: [RoundTrip]] = [:]
+    /// Reads of 20 B, 16 in flight, from this many different centrals.
+    var centrals: [Int: [RoundTrip]] = [:]
     var writesWithoutResponse: [Delivery] = []
     var notifyProperties: [Delivery] = []
     var notifySocket: [Delivery] = []
@@ -28,6 +30,7 @@ struct ContenderResult: Codable, Sendable {
         var startupMilliseconds: Double?
         var scaling: [Int: Scale] = [:]
         var roundTrips: [String: RoundTrip] = [:]
+        var centrals: [Int: RoundTrip] = [:]
         var writesWithoutResponse: Delivery?
         var notifyProperties: Delivery?
         var notifySocket: Delivery?
@@ -43,6 +46,7 @@ struct ContenderResult: Codable, Sendable {
         }
         median.startupMilliseconds = median.scaling[0]?.registrationMilliseconds
         for (name, samples) in roundTrips { median.roundTrips[name] = middle(samples) { $0.perSecond } }
+        for (count, samples) in centrals { median.centrals[count] = middle(samples) { $0.perSecond } }
         median.writesWithoutResponse = middle(writesWithoutResponse) { $0.perSecond }
         median.notifyProperties = middle(notifyProperties) { $0.perSecond }
         median.notifySocket = middle(notifySocket) { $0.perSecond }
@@ -157,13 +161,27 @@ struct Report: Codable, Sendable {
         for shape in Self.shapes {
             let c = limit(shape)
             let python = bestPython(shape)?.value
-            block(shape, pad("calls/s", 10) + pad("p50 µs", 9) + pad("p99 µs", 9) + pad("vs C", 9) + pad("vs Py", 9)) {
+            let header = pad("calls/s", 10) + pad("p50 µs", 9) + pad("p99 µs", 9) + pad("vs C", 9) + pad("vs Py", 9)
+            block(shape, header + pad("CPU µs/call", 13)) {
                 guard let m = $0.median.roundTrips[shape] else { return nil }
                 if m.calls == 0 { return m.note.map { $0.hasPrefix("n/a") ? $0 : "n/a: \($0)" } ?? "n/a: no calls" }
                 return pad(fixed(m.perSecond, 0), 10) + pad(fixed(m.p50Microseconds, 0), 9)
                     + pad(fixed(m.p99Microseconds, 0), 9) + ratios(m.perSecond, c: c, python: python)
+                    + pad(fixed(m.cpuMicrosecondsPerCall, 1), 13)
                     + (m.errors > 0 ? "  \(m.errors) errors: \(m.note ?? "")" : "")
             }
+        }
+        let counts = GattBench.centralCounts
+        block(
+            "reads from N centrals (20 B, 16 in flight)",
+            counts.map { pad("\($0): calls/s", 15) }.joined() + counts.map { pad("\($0): MiB", 10) }.joined()
+        ) { row in
+            guard !row.median.centrals.isEmpty else { return nil }
+            let rates = counts.map { pad(row.median.centrals[$0].map { fixed($0.perSecond, 0) } ?? "-", 15) }
+            let memory = counts.map { count in
+                pad(row.median.centrals[count]?.rssKilobytesAfter.map { fixed(Double($0) / 1024, 1) } ?? "-", 10)
+            }
+            return rates.joined() + memory.joined()
         }
         let deliveries: [(String, (ContenderResult) -> Delivery?)] = [
             ("write without response, 20 B", { $0.median.writesWithoutResponse }),

@@ -21,6 +21,10 @@ struct RoundTrip: Codable, Sendable {
     var perSecond = 0.0
     var p50Microseconds = 0.0
     var p99Microseconds = 0.0
+    /// The contender's CPU time (every thread) per answered call: steadier than the rate on a busy machine.
+    var cpuMicrosecondsPerCall = 0.0
+    /// The contender's resident set (`VmRSS`) right after the workload, in kB.
+    var rssKilobytesAfter: Int? = nil
     var note: String? = nil
 }
 
@@ -29,14 +33,30 @@ struct Delivery: Codable, Sendable {
     var received = 0
     var perSecond = 0.0
     var lost: Int { sent - received }
+    /// The contender's resident set (`VmRSS`) right after the workload, in kB.
+    var rssKilobytesAfter: Int? = nil
     var note: String? = nil
 }
 
 let characteristicInterface = "org.bluez.GattCharacteristic1"
 /// The options bluetoothd 5.66 sends with every request (BLUEZ-FACTS.md; `offset` only when non-zero).
-let requestOptions = DBusValue.vardict([
-    "device": .objectPath(FakeBluetoothd.device), "mtu": .uint16(517), "link": .string("LE"),
-])
+let requestOptions = options(device: FakeBluetoothd.device)
+
+func options(device: ObjectPath) -> DBusValue {
+    .vardict(["device": .objectPath(device), "mtu": .uint16(517), "link": .string("LE")])
+}
+
+/// The request options of `count` different centrals, as bluetoothd names each connected device.
+func centralOptions(_ count: Int) -> [DBusValue] {
+    guard count > 1 else { return [requestOptions] }
+    return (0..<count).map { index in
+        let low = String(index % 256, radix: 16, uppercase: true)
+        let high = String(index / 256, radix: 16, uppercase: true)
+        let device =
+            "/org/bluez/hci0/dev_00_11_22_33_\(high.count < 2 ? "0" + high : high)_\(low.count < 2 ? "0" + low : low)"
+        return options(device: ObjectPath(stringLiteral: device))
+    }
+}
 
 func payload(_ size: Int, sequence: Int) -> [UInt8] {
     var bytes = [UInt8](repeating: UInt8(truncatingIfNeeded: sequence), count: size)
@@ -47,23 +67,31 @@ func payload(_ size: Int, sequence: Int) -> [UInt8] {
 }
 
 extension Target {
-    /// ReadValue or WriteValue round trips for `duration` seconds with `inFlight` calls outstanding.
-    func roundTrips(write: Bool, role: Role, size: Int, inFlight: Int, seconds: Double) async -> RoundTrip {
+    /// ReadValue or WriteValue round trips for `duration` seconds with `inFlight` calls outstanding, from `centrals`
+    /// different devices in turn (bluetoothd calls with the `device` option of whoever sent the ATT request).
+    func roundTrips(
+        write: Bool, role: Role, size: Int, inFlight: Int, seconds: Double, centrals: Int = 1
+    ) async -> RoundTrip {
         guard let path = path(role) else { return RoundTrip(note: "n/a: no characteristic for \(role.rawValue)") }
         let destination = application.sender
         let connection = connection
         let value = DBusValue.bytes(payload(size, sequence: 7))
+        let devices = centralOptions(centrals)
         // The value read must have the size under test: write it once first (a no-op for fixed-size apps).
         _ = try? await connection.call(
             destination, path: path, interface: characteristicInterface, member: "WriteValue",
             arguments: [value, requestOptions], timeout: .seconds(5))
         let deadline = monotonic() + UInt64(seconds * 1e9)
+        let cpuBefore = cpuNanoseconds(of: child.pid)
         let start = monotonic()
         let outcome = await withTaskGroup(of: (UInt64, String?).self) { group in
             var latencies: [UInt64] = []
             var errors = 0
             var firstError: String?
+            var launched = 0
             func launch() {
+                let requestOptions = devices[launched % devices.count]
+                launched += 1
                 group.addTask {
                     let began = monotonic()
                     do {
@@ -97,10 +125,13 @@ extension Target {
             return (latencies.sorted(), errors, firstError)
         }
         let elapsed = Double(monotonic() - start) / 1e9
+        let cpu = cpuNanoseconds(of: child.pid) - cpuBefore
         let latencies = outcome.0
         var result = RoundTrip(calls: latencies.count, errors: outcome.1, note: outcome.2)
         guard !latencies.isEmpty else { return result }
         result.perSecond = Double(latencies.count) / elapsed
+        result.cpuMicrosecondsPerCall = Double(cpu) / 1e3 / Double(latencies.count)
+        result.rssKilobytesAfter = child.currentRSS()
         func percentile(_ p: Double) -> Double {
             Double(latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]) / 1e3
         }
@@ -109,8 +140,9 @@ extension Target {
         return result
     }
 
-    /// How many writes without response the app has received so far, or nil when it cannot tell.
-    func writesReceived() async -> Int? {
+    /// How many writes without response the app has received so far, or nil when it cannot tell; a log is read
+    /// on from where `log` stopped (reading a CLI's whole log every 10 ms would measure the reading).
+    func writesReceived(_ log: LogLineCounter? = nil) async -> Int? {
         switch contender.writeCount {
         case .none: return nil
         case .controlPoint:
@@ -122,8 +154,11 @@ extension Target {
             else { return nil }
             return Int(bytes[0]) | Int(bytes[1]) << 8 | Int(bytes[2]) << 16 | Int(bytes[3]) << 24
         case .logLines(let needles):
-            let text = readText(child.log) ?? ""
-            return text.split(separator: "\n").count { line in needles.allSatisfy { line.contains($0) } }
+            guard let log else {
+                let text = readText(child.log) ?? ""
+                return text.split(separator: "\n").count { line in needles.allSatisfy { line.contains($0) } }
+            }
+            return log.count(needles)
         }
     }
 
@@ -132,7 +167,8 @@ extension Target {
     func writesWithoutResponse(count: Int) async -> Delivery {
         guard let path = path(.wnr) else { return Delivery(note: "n/a: no write-without-response characteristic") }
         if case .none(let why) = contender.writeCount { return Delivery(note: why) }
-        guard let before = await writesReceived() else { return Delivery(note: "the app's count cannot be read") }
+        let log = LogLineCounter(path: child.log)
+        guard let before = await writesReceived(log) else { return Delivery(note: "the app's count cannot be read") }
         let start = monotonic()
         for sequence in 0..<count {
             do {
@@ -147,7 +183,7 @@ extension Target {
         var lastProgress = monotonic()
         while received < count {
             try? await Task.sleep(for: .milliseconds(10))
-            let now = await writesReceived().map { $0 - before } ?? received
+            let now = await writesReceived(log).map { $0 - before } ?? received
             if now > received {
                 received = now
                 lastProgress = monotonic()
@@ -156,7 +192,9 @@ extension Target {
             }
         }
         let seconds = Double(lastProgress - start) / 1e9
-        return Delivery(sent: count, received: received, perSecond: seconds > 0 ? Double(received) / seconds : 0)
+        return Delivery(
+            sent: count, received: received, perSecond: seconds > 0 ? Double(received) / seconds : 0,
+            rssKilobytesAfter: child.currentRSS())
     }
 
     /// Subscribes through `StartNotify` (PropertiesChanged) or `AcquireNotify` (a SEQPACKET socket), asks the app
@@ -207,8 +245,16 @@ extension Target {
         let connection = connection
         let start = monotonic()
         tally.last.store(start, ordering: .relaxed)
+        let socketPath = contender.controlSocket
         let trigger = Task {
-            try await connection.call(
+            if let socketPath {
+                // `blemu run`: one `notify` command per notification on its control socket, as a script would.
+                if let failure = await notifyThroughControlSocket(socketPath, id: "notify", count: count) {
+                    throw BenchError(failure)
+                }
+                return
+            }
+            _ = try await connection.call(
                 sender, path: control, interface: characteristicInterface, member: "WriteValue",
                 arguments: [.bytes(payload(4, sequence: count)), requestOptions], timeout: .seconds(20))
         }
@@ -244,7 +290,8 @@ extension Target {
         }
         try? await Task.sleep(for: .milliseconds(50))
         return Delivery(
-            sent: count, received: received, perSecond: seconds > 0 ? Double(received) / seconds : 0, note: note)
+            sent: count, received: received, perSecond: seconds > 0 ? Double(received) / seconds : 0,
+            rssKilobytesAfter: child.currentRSS(), note: note)
     }
 }
 
@@ -255,5 +302,35 @@ final class Tally: Sendable {
     func add() {
         count.add(1, ordering: .relaxed)
         last.store(monotonic(), ordering: .relaxed)
+    }
+}
+
+/// Counts matching lines of a growing log, reading only what was appended since the last call.
+final class LogLineCounter: @unchecked Sendable {
+    // Used by one workload at a time, never concurrently: that is the unchecked invariant.
+    private let path: String
+    private var offset = 0
+    private var partial: [UInt8] = []
+    private var matched = 0
+
+    init(path: String) { self.path = path }
+
+    /// Matching lines so far (a line matches when it contains every needle).
+    func count(_ needles: [String]) -> Int {
+        guard let file = fopen(path, "r") else { return matched }
+        defer { fclose(file) }
+        fseek(file, offset, SEEK_SET)
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let got = fread(&buffer, 1, buffer.count, file)
+            if got <= 0 { break }
+            offset += got
+            partial += buffer[0..<got]
+        }
+        guard let last = partial.lastIndex(of: UInt8(ascii: "\n")) else { return matched }
+        let text = String(decoding: partial[...last], as: UTF8.self)
+        partial.removeSubrange(...last)
+        matched += text.split(separator: "\n").count { line in needles.allSatisfy { line.contains($0) } }
+        return matched
     }
 }

@@ -1,0 +1,126 @@
+import GATTModel
+import Logging
+import Synchronization
+import Testing
+
+@testable import Peripheral
+
+/// The request path a `RequestRouting` backend (BlueZ) takes: straight from the stack's thread to the handler.
+@Suite struct RequestRouterTests {
+    let ledger = RequestLedger()
+    private let log = ReplyLog()
+
+    func router(_ handler: any RequestHandler, deadline: Duration = .seconds(10)) -> RequestRouter {
+        let router = RequestRouter(
+            handler: handler, ledger: ledger, deadline: deadline, deadlineError: .unlikelyError, logger: Logger.quiet)
+        router.publish(Fixture.service.characteristics)
+        return router
+    }
+
+    var replies: [Result<[UInt8], ATTError>] { log.all.withLock { $0 } }
+
+    func record() -> @Sendable (Result<[UInt8], ATTError>) -> Void {
+        let log = log
+        return { result in
+            log.all.withLock { $0.append(result) }
+            log.arrived.yield()
+        }
+    }
+
+    func read(_ id: String, offset: Int = 0) -> IncomingRead {
+        IncomingRead(central: Central(id: "central"), characteristicID: id, offset: offset, reply: record())
+    }
+
+    func nextArrival() async {
+        var iterator = log.arrivals.makeAsyncIterator()
+        _ = await iterator.next()
+    }
+
+    @Test func aHandlerThatDecidesAtOnceHasAnsweredWhenReadReturns() {
+        router(ProfileServer()).read(read("name", offset: 1))
+        #expect(replies == [.success(Array("lemu".utf8))])
+        #expect(ledger.snapshot.responded == 1)
+        #expect(ledger.snapshot.outstanding == 0)
+    }
+
+    @Test func aWriteIsStoredAndAnsweredBeforeWriteReturns() {
+        let store = ValueStore()
+        router(ProfileServer(store: store)).write(
+            IncomingWrites(
+                central: Central(id: "central"),
+                writes: [IncomingWrites.Write(characteristicID: "setting", value: [7, 8])], reply: record()))
+        #expect(replies == [.success([])])
+        #expect(store.value(of: Fixture.setting) == [7, 8])
+    }
+
+    @Test func aWriteWithoutResponseIsCountedWithoutAReply() {
+        router(ProfileServer()).write(
+            IncomingWrites(
+                central: Central(id: "central"),
+                writes: [IncomingWrites.Write(characteristicID: "setting", value: [1])], reply: nil))
+        #expect(ledger.snapshot.responded == 1)
+        #expect(ledger.snapshot.withoutReply == 1)
+    }
+
+    @Test func anUnpublishedCharacteristicIsAnsweredInvalidHandleByTheEngine() {
+        let router = router(ProfileServer())
+        router.remove(["name"])
+        router.read(read("name"))
+        #expect(replies == [.failure(.invalidHandle)])
+        #expect(ledger.snapshot.answeredByEngine == 1)
+    }
+
+    @Test func aHandlerThatSuspendsIsAnsweredByTheDeadline() async {
+        let (gate, open) = AsyncStream<Void>.makeStream()
+        router(Stalling(gate: gate), deadline: .milliseconds(20)).read(read("name"))
+        #expect(replies.isEmpty)
+        await nextArrival()
+        #expect(replies == [.failure(.unlikelyError)])
+        #expect(ledger.snapshot.expired == 1)
+        open.finish()
+    }
+
+    @Test func manySuspendedRequestsShareTheDeadlineTimerAndEachExpiresOnce() async {
+        let (gate, open) = AsyncStream<Void>.makeStream()
+        let router = router(Stalling(gate: gate), deadline: .milliseconds(20))
+        for _ in 0..<50 { router.read(read("name")) }
+        for _ in 0..<50 { await nextArrival() }
+        #expect(replies.count == 50)
+        #expect(replies.allSatisfy { $0 == .failure(.unlikelyError) })
+        #expect(ledger.snapshot.expired == 50)
+        #expect(ledger.snapshot.outstanding == 0)
+        open.finish()
+    }
+
+    @Test func aHandlerThatSuspendsAndThenAnswersIsAnsweredOnce() async {
+        let (gate, open) = AsyncStream<Void>.makeStream()
+        router(Stalling(gate: gate)).read(read("name"))
+        #expect(replies.isEmpty)
+        open.finish()
+        await nextArrival()
+        #expect(replies == [.success([9])])
+        #expect(ledger.snapshot.responded == 1)
+        #expect(ledger.snapshot.expired == 0)
+    }
+}
+
+/// Every reply so far (to check what had arrived when `read`/`write` returned), and a stream to wait for the next.
+private final class ReplyLog: Sendable {
+    let all = Mutex<[Result<[UInt8], ATTError>]>([])
+    let arrivals: AsyncStream<Void>
+    let arrived: AsyncStream<Void>.Continuation
+
+    init() { (arrivals, arrived) = AsyncStream.makeStream() }
+}
+
+/// Answers reads with [9] once `gate` finishes: a handler that has to wait.
+private struct Stalling: RequestHandler {
+    let gate: AsyncStream<Void>
+
+    func handleRead(_ request: consuming ReadRequest) async {
+        for await _ in gate {}
+        request.respond(with: [9])
+    }
+
+    func handleWrites(_ requests: consuming WriteRequests) async { requests.respond() }
+}
