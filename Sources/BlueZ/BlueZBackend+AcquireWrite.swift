@@ -28,11 +28,11 @@ extension BlueZBackend {
         let socket = AcquiredSocket(
             fd: pair.local, datagramLimit: Self.writeDatagramLimit,
             onDatagram: { [weak self] value in
-                self?.continuation.yield(
-                    .write(
-                        IncomingWrites(
-                            central: central, writes: [IncomingWrites.Write(characteristicID: id, value: value)],
-                            linkSecurity: security, reply: nil)))
+                // The socket's serial queue delivers datagrams one by one, so writes reach the handler in order.
+                self?.deliver(
+                    IncomingWrites(
+                        central: central, writes: [IncomingWrites.Write(characteristicID: id, value: value)],
+                        linkSecurity: security, reply: nil))
             },
             onClosed: { [weak self] in self?.writeStreamClosed(id) })
         let previous = state.withLock { state -> AcquiredSocket? in

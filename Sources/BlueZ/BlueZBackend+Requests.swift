@@ -139,7 +139,7 @@ extension BlueZBackend {
         }
     }
 
-    private func deliver(_ incoming: IncomingWrites) {
+    func deliver(_ incoming: IncomingWrites) {
         if let router = router.withLock({ $0 }) {
             router.write(incoming)
         } else {
