@@ -116,7 +116,7 @@ let package = Package(
             dependencies: ["Emulation", "Peripheral", "PeripheralTesting", "GATTModel", "GATTProfile"],
             swiftSettings: strict),
         .testTarget(
-            name: "LabTests", dependencies: ["Lab", "ProbeCentral"], exclude: ["Fixtures"], swiftSettings: strict),
+            name: "LabTests", dependencies: ["Lab", "ProbeCentral", "GATTModel"], exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "ProbeCentralTests", dependencies: ["ProbeCentral"], swiftSettings: strict),
         .testTarget(name: "blemuTests", dependencies: ["blemu"], swiftSettings: strict),
     ]

@@ -1,4 +1,5 @@
 import Foundation
+import GATTModel
 import Testing
 
 @testable import Lab
@@ -84,7 +85,8 @@ struct ATTScenarioTests {
         }
     }
 
-    private static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+    /// The events log's spelling of a value (`Hex`, uppercase, no separator).
+    private static func hex(_ bytes: [UInt8]) -> String { Hex.string(bytes, separator: "") }
 
     @Test func everyRefusalAProfileCanCauseReachesTheCentralWithItsExactCode() async throws {
         let run = try await finishedRun()
