@@ -35,6 +35,8 @@ public enum EmulationEvent: Hashable, Sendable {
     case fault(String, characteristicID: String?)
     /// The engine re-registered after bluetoothd restarted or the adapter came back.
     case restarted(reason: String)
+    /// The event log itself fell `EventLog.maximumPending` lines behind its reader and dropped this many.
+    case linesDropped(Int)
 }
 
 /// An event with the wall-clock time it happened: what one line of the event log holds.

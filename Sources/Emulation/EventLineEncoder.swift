@@ -51,6 +51,8 @@ public enum EventLineEncoder {
             if let id { fields.append(("characteristic", .string(id))) }
         case .restarted(let reason):
             fields += [("type", .string("restart")), ("reason", .string(reason))]
+        case .linesDropped(let count):
+            fields += [("type", .string("lines-dropped")), ("count", .number(Double(count)))]
         }
         return "{" + fields.map { quote($0.0) + ":" + $0.1.text }.joined(separator: ",") + "}"
     }

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Synchronization
 
@@ -7,8 +8,13 @@ import Glibc
 import Darwin
 #endif
 
-/// The event log of `blemu run --events FILE|-`: one JSON line per event (`EventLineEncoder`), written with one
-/// `write(2)` each and no buffering, so a test or `tail -f` sees every line as soon as it happens.
+/// The event log of `blemu run --events FILE|-`: one JSON line per event (`EventLineEncoder`), each written with
+/// one `write(2)` as soon as the writer gets to it, so a test or `tail -f` sees every line as it happens.
+///
+/// `record` never blocks its caller: requests are answered on the D-Bus loop thread, and a slow reader of
+/// `--events -` must not stall the bus. Lines go to a serial writer queue, in order; past `maximumPending`
+/// lines not yet written, new lines are dropped and counted, and the count is written as a line of its own once
+/// the writer catches up.
 public final class EventLog: Sendable {
     /// Why the log cannot be opened.
     public struct OpenError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -16,21 +22,36 @@ public final class EventLog: Sendable {
         public var description: String
     }
 
-    /// The descriptor, -1 once closed; the lock also keeps lines from interleaving.
-    private let descriptor: Mutex<Int32>
+    private struct Backlog {
+        /// Lines handed to the writer and not written yet.
+        var pending = 0
+        /// Lines dropped since the last `lines-dropped` line.
+        var unreported = 0
+        /// Lines dropped since the log was opened.
+        var dropped = 0
+    }
+
+    /// Lines waiting for the writer before new ones are dropped (about 16 MiB of typical lines).
+    public static let maximumPending = 65_536
+
+    /// The descriptor, -1 once closed. Only the writer queue writes to it, and a write may block for as long as the
+    /// reader sleeps, so it is an atomic, never a lock `record` could wait on.
+    private let descriptor: Atomic<Int32>
     private let ownsDescriptor: Bool
     private let observer: (@Sendable (EventRecord) -> Void)?
+    private let backlog = Mutex(Backlog())
+    private let writer = DispatchQueue(label: "blemu.event-log")
 
     /// A log appending to `path` (created if missing), or writing to standard output for `-`.
     /// Throws `OpenError` when the file cannot be opened.
     public init(path: String) throws(OpenError) {
         if path == "-" {
-            descriptor = Mutex(STDOUT_FILENO)
+            descriptor = Atomic(STDOUT_FILENO)
             ownsDescriptor = false
         } else {
             let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
             guard fd >= 0 else { throw OpenError(description: "\(path): \(String(cString: strerror(errno)))") }
-            descriptor = Mutex(fd)
+            descriptor = Atomic(fd)
             ownsDescriptor = true
         }
         observer = nil
@@ -38,38 +59,81 @@ public final class EventLog: Sendable {
 
     /// A log that writes nothing and hands each record to `observer`: for tests and embedding programs.
     public init(observer: @escaping @Sendable (EventRecord) -> Void) {
-        descriptor = Mutex(-1)
+        descriptor = Atomic(-1)
         ownsDescriptor = false
         self.observer = observer
     }
 
-    /// Records an event at `time` (now by default). A failed write is dropped: the log must never stop the device.
+    /// How many lines were dropped since the log was opened, because the writer was `maximumPending` lines behind.
+    public var droppedLines: Int { backlog.withLock { $0.dropped } }
+
+    /// Records an event at `time` (now by default), without waiting for the write. A failed write is dropped: the
+    /// log must never stop the device.
     public func record(_ event: EmulationEvent, at time: Date = Date()) {
         let record = EventRecord(time: time, event: event)
         observer?(record)
-        let line = Array((EventLineEncoder.encode(record) + "\n").utf8)
-        descriptor.withLock { fd in
-            guard fd >= 0 else { return }
-            var written = 0
-            while written < line.count {
-                let result = line[written...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-                if result < 0 && errno == EINTR { continue }
-                guard result > 0 else { return }
-                written += result
+        guard descriptor.load(ordering: .acquiring) >= 0 else { return }
+        let admitted = backlog.withLock { backlog -> Bool in
+            guard backlog.pending < Self.maximumPending else {
+                backlog.unreported += 1
+                backlog.dropped += 1
+                return false
+            }
+            backlog.pending += 1
+            return true
+        }
+        guard admitted else { return }
+        let line = EventLineEncoder.encode(record) + "\n"
+        writer.async { [self] in
+            write(line)
+            let dropped = backlog.withLock { backlog -> Int in
+                backlog.pending -= 1
+                guard backlog.pending == 0 else { return 0 }
+                defer { backlog.unreported = 0 }
+                return backlog.unreported
+            }
+            if dropped > 0 {
+                write(EventLineEncoder.encode(EventRecord(time: Date(), event: .linesDropped(dropped))) + "\n")
             }
         }
     }
 
-    /// Closes the file; later records are dropped. Standard output stays open.
-    public func close() {
-        descriptor.withLock { fd in
-            if ownsDescriptor && fd >= 0 { closeDescriptor(fd) }
-            fd = -1
-        }
+    /// Waits until every line recorded so far has been written.
+    public func flush() {
+        writer.sync {}
     }
 
-    deinit { close() }
+    /// Writes what is pending, then closes the file; later records are dropped. Standard output stays open.
+    public func close() {
+        flush()
+        closeNow()
+    }
+
+    // Every pending write holds the log, so by deinit nothing is pending; and deinit may run on the writer
+    // queue itself (the last write released it), where `flush` would wait on itself.
+    deinit { closeNow() }
+
+    private func closeNow() {
+        let fd = descriptor.exchange(-1, ordering: .acquiringAndReleasing)
+        if ownsDescriptor && fd >= 0 { closeDescriptor(fd) }
+    }
+
+    private func write(_ text: String) {
+        let bytes = Array(text.utf8)
+        let fd = descriptor.load(ordering: .acquiring)
+        guard fd >= 0 else { return }
+        var written = 0
+        while written < bytes.count {
+            let result = bytes[written...].withUnsafeBytes { writeDescriptor(fd, $0.baseAddress, $0.count) }
+            if result < 0 && errno == EINTR { continue }
+            guard result > 0 else { return }
+            written += result
+        }
+    }
 }
 
 /// `close(2)`, out of reach inside a type with its own `close()`.
 func closeDescriptor(_ fd: Int32) { _ = close(fd) }
+
+/// `write(2)`, out of reach inside a type with its own `write`.
+func writeDescriptor(_ fd: Int32, _ bytes: UnsafeRawPointer?, _ count: Int) -> Int { write(fd, bytes, count) }
