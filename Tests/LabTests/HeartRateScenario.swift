@@ -26,6 +26,8 @@ enum HeartRateScenario {
         let plan = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
         return plan?["localName"] as? String ?? ""
     }()
+    /// The README's worked example: a user's central-side unittest suite for this profile.
+    static let centralTests = LabScenario.package + "/examples/central-tests/heart_rate_test.py"
     /// How long the probe listens: the profile notifies Heart Rate Measurement once a second.
     static let listenSeconds = 3
 
@@ -49,10 +51,16 @@ enum HeartRateScenario {
         let results = try LabScenario.freshResultsDirectory()
         // Name and service as well as the address: the device only matches once the scan response (name) and the
         // advertising data (UUIDs) have both been seen, so the report's scan fields are complete.
+        // Then the README's worked example, the central-side suite a user would run against the same strap once
+        // the probe has disconnected; the command's exit code stays the probe's.
         let probe = """
-            exec \(GuestStack.shellQuote(LabScenario.blemuExecutable)) probe --adapter "$BLEMU_LAB_CENTRAL" \
+            \(GuestStack.shellQuote(LabScenario.blemuExecutable)) probe --adapter "$BLEMU_LAB_CENTRAL" \
             --name \(GuestStack.shellQuote(advertisedName)) --service 180D --listen \(listenSeconds) --timeout 20 \
             --json "$BLEMU_LAB_PERIPHERAL_ADDRESS" > "$BLEMU_LAB_RESULTS/probe.json"
+            rc=$?
+            /usr/bin/python3 \(GuestStack.shellQuote(centralTests)) > "$BLEMU_LAB_RESULTS/central-tests.txt" 2>&1
+            echo $? > "$BLEMU_LAB_RESULTS/central-tests-rc"
+            exit $rc
             """
         let configuration = LabConfiguration(
             resultsDirectory: results, controllers: 2, profiles: [LabScenario.package + "/" + profile],

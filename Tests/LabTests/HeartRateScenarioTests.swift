@@ -42,6 +42,14 @@ struct HeartRateScenarioTests {
         #expect(location.read?.value?.decoded == "Chest")
     }
 
+    @Test func theReadmesCentralSideTestSuitePassesAgainstTheProfile() async throws {
+        let run = try await HeartRateScenario.shared.run()
+        let output = (try? String(contentsOfFile: run.file("central-tests.txt"), encoding: .utf8)) ?? ""
+        let status = (try? String(contentsOfFile: run.file("central-tests-rc"), encoding: .utf8)) ?? ""
+        #expect(status.trimmingCharacters(in: .whitespacesAndNewlines) == "0", "\(output)")
+        #expect(output.contains("Ran 5 tests") && output.hasSuffix("OK\n"), "\(output)")
+    }
+
     @Test func heartRateMeasurementNotifiesWhileTheProbeListens() async throws {
         let measurement = try #require(try await report().characteristics.first { $0.uuid == "2A37" })
         #expect(measurement.subscribeError == nil)
