@@ -4,8 +4,12 @@ import Foundation
 ///
 /// Values only; `LabMachine.run` validates them and throws `LabError.invalidConfiguration` on a bad one.
 public struct LabConfiguration: Sendable, Equatable {
-    /// How qemu executes the guest. KVM fails on these machines' nested layer (LAB.md), so TCG is the default.
+    /// How qemu executes the guest.
     public enum Accelerator: String, Sendable, CaseIterable {
+        /// KVM when /dev/kvm is usable and qemu gets the guest going with it, else TCG: a failed KVM boot (qemu
+        /// dies, e.g. "failed to set MSR" on a nested layer, LAB.md) is booted again with TCG, which costs
+        /// well under a second when KVM fails at once.
+        case auto
         /// Software emulation: slower but works everywhere; multi-threaded, 128 MiB translation cache.
         case tcg
         /// Hardware virtualisation: fails with "emulation failure" where /dev/kvm is a software nested layer.
@@ -33,14 +37,15 @@ public struct LabConfiguration: Sendable, Equatable {
     /// Where the initramfs is cached between runs; created when missing.
     public var cacheDirectory: String
 
-    /// A configuration with the LAB.md defaults: 2 controllers, TCG, 512 MiB, 300 s in all, 60 s per step.
+    /// A configuration with the LAB.md defaults: 2 controllers, KVM only where it works, 512 MiB, 300 s in all,
+    /// 60 s per step.
     public init(
         resultsDirectory: String,
         controllers: Int = 2,
         profiles: [String] = [],
         timeout: Duration = .seconds(300),
         stepTimeout: Duration = .seconds(60),
-        accelerator: Accelerator = .tcg,
+        accelerator: Accelerator = .auto,
         memoryMiB: Int = 512,
         blemuExecutable: String? = nil,
         workingDirectory: String = FileManager.default.currentDirectoryPath,

@@ -57,26 +57,55 @@ public struct LabMachine: Sendable {
         } catch {
             throw LabError.io("cannot build the initramfs in \(configuration.cacheDirectory): \(error)")
         }
-        let qemuCommand = QEMUCommand(
-            configuration: configuration, timeout: timeout, qemu: qemu, kernel: kernel, initramfs: initramfs,
-            script: script)
-        transcript.log("booting: \(qemuCommand.arguments.joined(separator: " "))")
-        transcript.log("command: \(command.joined(separator: " "))")
+        var attempt = configuration
+        attempt.accelerator =
+            configuration.accelerator == .auto ? (Self.kvmIsUsable ? .kvm : .tcg) : attempt.accelerator
+        while true {
+            let qemuCommand = QEMUCommand(
+                configuration: attempt, timeout: timeout, qemu: qemu, kernel: kernel, initramfs: initramfs,
+                script: script)
+            transcript.log("booting: \(qemuCommand.arguments.joined(separator: " "))")
+            transcript.log("command: \(command.joined(separator: " "))")
 
-        let (status, steps, total) = try await boot(qemuCommand, transcript: transcript)
-        try Task.checkCancellation()
-        transcript.log("qemu exited with status \(status) after \(Self.seconds(total))")
+            let (status, steps, total) = try await boot(qemuCommand, transcript: transcript)
+            try Task.checkCancellation()
+            transcript.log("qemu exited with status \(status) after \(Self.seconds(total))")
 
-        switch outcome(status: status, steps: steps, total: total) {
-        case .success(let run):
-            let untilCommand = run.untilCommand.map(Self.seconds) ?? "?"
-            transcript.log(
-                "command exited with \(run.exitCode); qemu start to command \(untilCommand), total \(Self.seconds(total))"
-            )
-            return run
-        case .failure(let error):
-            transcript.log(error.description, toLogger: false)
-            throw error
+            switch outcome(status: status, steps: steps, total: total) {
+            case .success(let run):
+                let untilCommand = run.untilCommand.map(Self.seconds) ?? "?"
+                transcript.log(
+                    "command exited with \(run.exitCode); qemu start to command \(untilCommand), "
+                        + "total \(Self.seconds(total)), accelerator \(attempt.accelerator.rawValue)")
+                return run
+            case .failure(.machineFailed(let status, let step, _))
+            where configuration.accelerator == .auto && attempt.accelerator == .kvm:
+                // qemu itself died under KVM (a timeout or a failed step is the guest's, and is not retried).
+                transcript.log(
+                    "KVM did not work here (qemu status \(status) in step '\(step)'); booting again with TCG")
+                forgetAttempt()
+                attempt.accelerator = .tcg
+            case .failure(let error):
+                transcript.log(error.description, toLogger: false)
+                throw error
+            }
+        }
+    }
+
+    /// Whether /dev/kvm can be opened read-write; whether it really runs a guest only a boot can tell.
+    static var kvmIsUsable: Bool {
+        let fd = open("/dev/kvm", O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        close(fd)
+        return true
+    }
+
+    /// Removes what a failed boot left for the host to read, so the next boot's steps start afresh.
+    private func forgetAttempt() {
+        for file in [
+            GuestStack.File.steps, GuestStack.File.failure, GuestStack.File.exitCode, GuestStack.File.controllers,
+        ] {
+            try? FileManager.default.removeItem(atPath: configuration.resultsDirectory + "/" + file)
         }
     }
 

@@ -28,7 +28,8 @@ struct QEMUCommand {
     /// The accelerator flags: TCG multi-threaded with a 128 MiB translation cache (LAB.md), or KVM.
     var acceleratorArguments: [String] {
         switch configuration.accelerator {
-        case .tcg: ["-accel", "tcg,thread=multi,tb-size=128", "-cpu", "max"]
+        // `LabMachine` resolves `.auto` before building a command; TCG is the safe reading of it.
+        case .tcg, .auto: ["-accel", "tcg,thread=multi,tb-size=128", "-cpu", "max"]
         case .kvm: ["-accel", "kvm", "-cpu", "host"]
         }
     }

@@ -47,8 +47,8 @@ extension LabCommand {
         @Option(help: "Seconds each bring-up step in the VM may take.")
         var stepTimeout: Int = 60
 
-        @Option(help: "qemu accelerator: tcg, or kvm where /dev/kvm really works.")
-        var accel: String = LabConfiguration.Accelerator.tcg.rawValue
+        @Option(help: "qemu accelerator: auto (KVM where it boots, else TCG), tcg, or kvm.")
+        var accel: String = LabConfiguration.Accelerator.auto.rawValue
 
         @Argument(parsing: .postTerminator, help: "The command to run in the VM, after --.")
         var command: [String] = []
@@ -56,7 +56,7 @@ extension LabCommand {
         func validate() throws {
             guard timeout > 0, stepTimeout > 0 else { throw ValidationError("timeouts must be positive") }
             guard LabConfiguration.Accelerator(rawValue: accel) != nil else {
-                throw ValidationError("--accel must be tcg or kvm, got \(accel)")
+                throw ValidationError("--accel must be auto, tcg or kvm, got \(accel)")
             }
         }
 
@@ -81,7 +81,7 @@ extension LabCommand {
                 profiles: profiles.map { absolute($0, in: here) },
                 timeout: .seconds(timeout),
                 stepTimeout: .seconds(stepTimeout),
-                accelerator: LabConfiguration.Accelerator(rawValue: accel) ?? .tcg,
+                accelerator: LabConfiguration.Accelerator(rawValue: accel) ?? .auto,
                 blemuExecutable: profiles.isEmpty ? nil : Self.executablePath())
             do {
                 let machine = LabMachine(configuration: configuration, logger: logger)

@@ -46,6 +46,22 @@ struct LabScenarioTests {
         #expect(environment.contains("BLEMU_LAB_RESULTS=\(run.resultsDirectory)\n"))
     }
 
+    @Test func kvmIsUsedOnlyWhereItBootsAndTCGOtherwise() async throws {
+        let run = try await LabScenario.shared.run()
+        let log = try read(run, "lab.log")
+        let used = log.split(separator: "\n").last { $0.contains("command exited with") }?
+            .split(separator: " ").last.map(String.init)
+        #expect(used == "kvm" || used == "tcg", "\(log)")
+        let fellBack = log.contains("KVM did not work here")
+        if !LabMachine.kvmIsUsable {
+            // No /dev/kvm to try: straight to TCG, no failed attempt.
+            #expect(used == "tcg" && !fellBack)
+        } else if used == "tcg" {
+            // /dev/kvm opens but KVM failed (these machines' nested layer): one failed boot, then TCG.
+            #expect(fellBack)
+        }
+    }
+
     @Test func everyLogLandsInTheResultsDirectory() async throws {
         let run = try await LabScenario.shared.run()
         for name in ["console.log", "lab.log", "bluetoothd.log", "btmon.txt", "command.log", "blemu-hci0.log", "steps"]
