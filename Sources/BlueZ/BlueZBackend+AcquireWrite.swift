@@ -25,9 +25,11 @@ extension BlueZBackend {
         // attributed to no central in particular; the MTU is the first writer's.
         let central = Central(id: Central.allSubscribersID, attMTU: options.mtu)
         let security = linkSecurity(characteristic, .write)
+        let logger = logger
         let socket = AcquiredSocket(
             fd: pair.local, datagramLimit: Self.writeDatagramLimit,
             onDatagram: { [weak self] value in
+                logger.info("write \(id) by \(central.id) offset 0 \(Self.hex(value)) (streamed, no reply expected)")
                 // The socket's serial queue delivers datagrams one by one, so writes reach the handler in order.
                 self?.deliver(
                     IncomingWrites(

@@ -57,7 +57,8 @@ struct RunCommand: AsyncParsableCommand {
     @Flag(
         help: """
             Stream write-without-response characteristics through AcquireWrite sockets: faster, but writes from \
-            different centrals can no longer be told apart (BlueZ 5.66 shares one socket per characteristic).
+            different centrals can no longer be told apart, and BlueZ corrupts writes that arrive before its \
+            socket exists (docs/bluez-5.66.md).
             """)
     var acquireWrite = false
 

@@ -52,7 +52,7 @@ struct ATTScenarioTests {
             guard parts.count == 2, let handle = Int(parts[1].dropFirst(2), radix: 16) else { continue }
             handles[String(parts[0])] = handle
         }
-        try #require(handles.count == 10, "handles.txt: \(read(run, "handles.txt"))")
+        try #require(handles.count == 11, "handles.txt: \(read(run, "handles.txt"))")
         return handles
     }
 
@@ -207,13 +207,28 @@ struct ATTScenarioTests {
         #expect(requests.values.reduce(0, +) > 100, "\(requests)")
         #expect(requests == answers)
         // Every ReadValue/WriteValue blemu received has one answer in its log and one event with a result.
+        // Write Commands are answered by bluetoothd, so blemu logs them as expecting no reply instead.
         let logged = read(run, "blemu-run.log").split(separator: "\n").filter {
-            ($0.contains("] read ") || $0.contains("] write ")) && $0.contains(" -> ")
+            ($0.contains("] read ") || $0.contains("] write "))
+                && ($0.contains(" -> ") || $0.contains("no reply expected"))
         }
         let requestEvents = events(run).filter { $0["type"] as? String == "request" }
         #expect(requestEvents.allSatisfy { $0["result"] is String })
         #expect(requestEvents.count == logged.count, "\(requestEvents.count) events, \(logged.count) answers logged")
         print("ATT lab: hci0 answered \(answers.values.reduce(0, +)) ATT requests; blemu \(requestEvents.count)")
+    }
+
+    @Test func writeCommandsStreamThroughAcquireWriteInOrder() async throws {
+        let run = try await finishedRun()
+        #expect(raw(run, "stream").prefix(3) == ["sent", "sent", "sent"], "\(tails(run, ["raw-stream.txt"]))")
+        // 5.66 calls AcquireWrite once, on the first write, and then sends every value down the socket.
+        #expect(read(run, "bluetoothd.log").contains("AcquireWrite success"))
+        #expect(read(run, "blemu-run.log").components(separatedBy: "stream: AcquireWrite by").count == 2)
+        let streamed = requestEvents(run, "write", "stream")
+        #expect(streamed.compactMap { $0["value"] as? String } == ["A0A1A2A3", "01020304", "0506", "0708090A0B"])
+        #expect(streamed.allSatisfy { $0["central"] as? String == "*" })
+        // Over max-length 4: the central heard nothing (a Write Command has no answer); blemu refused to store it.
+        #expect(streamed.map { $0["code"] as? Int } == [nil, nil, nil, 0x0D])
     }
 
     @Test func justWorksPairingTurnsTheRefusedReadIntoTheValue() async throws {

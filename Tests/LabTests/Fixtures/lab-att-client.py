@@ -7,6 +7,7 @@
 #     blob:HANDLE:OFFSET                 Read Blob Request
 #     read:HANDLE                        Read Request
 #     write:HANDLE:HEX                   Write Request
+#     command:HANDLE:HEX                 Write Command (no answer: prints `sent`)
 #     prepare:HANDLE:OFFSET:HEX          Prepare Write Request (queued until execute)
 #     execute:FLAGS                      Execute Write Request (1 writes the queue, 0 cancels it)
 #
@@ -82,6 +83,9 @@ def main():
         elif kind == 'write':
             pdu = struct.pack('<BH', 0x12, int(parts[1], 16)) + bytes.fromhex(parts[2])
             result = transact(sock, pdu, 0x13)
+        elif kind == 'command':
+            sock.send(struct.pack('<BH', 0x52, int(parts[1], 16)) + bytes.fromhex(parts[2]))
+            result = 'sent'
         elif kind == 'prepare':
             pdu = struct.pack('<BHH', 0x16, int(parts[1], 16), int(parts[2])) + bytes.fromhex(parts[3])
             result = transact(sock, pdu, 0x17)
