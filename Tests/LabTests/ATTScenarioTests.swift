@@ -19,29 +19,9 @@ struct ATTScenarioTests {
         0x80: "Internal application error: I/O",
     ]
 
-    private func read(_ run: LabRun, _ name: String) -> String {
-        (try? String(contentsOfFile: run.file(name), encoding: .utf8)) ?? ""
-    }
-
-    /// The last lines of each file, for failure messages.
-    private func tails(_ run: LabRun, _ names: [String], lines: Int = 15) -> String {
-        names.map { name in
-            let text = read(run, name).split(separator: "\n", omittingEmptySubsequences: false).suffix(lines)
-            return "--- \(name) (last \(lines) lines)\n" + text.joined(separator: "\n")
-        }.joined(separator: "\n")
-    }
-
     /// The run, checked to have finished the script: a failed step names itself in the message.
     private func finishedRun() async throws -> LabRun {
-        let run = try await ATTScenario.shared.run()
-        let failure = read(run, "scenario-failure")
-        try #require(
-            run.exitCode == 0 && failure.isEmpty,
-            """
-            the guest script failed (exit \(run.exitCode)): \(failure)
-            \(tails(run, ["scenario-steps", "command.log", "blemu-run.log", "console.log"]))
-            """)
-        return run
+        try await LabTests.finishedRun(of: ATTScenario.shared, showing: ["blemu-run.log", "console.log"])
     }
 
     /// Value handles by characteristic id, as gatttool --characteristics found them.
@@ -69,12 +49,6 @@ struct ATTScenarioTests {
     private func raw(_ run: LabRun, _ name: String) -> [String] {
         read(run, "raw-\(name).txt").split(separator: "\n").map { line in
             String(line.split(separator: ">", maxSplits: 1).last ?? "").trimmingCharacters(in: .whitespaces)
-        }
-    }
-
-    private func events(_ run: LabRun) -> [[String: Any]] {
-        read(run, "events.jsonl").split(separator: "\n").compactMap {
-            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
         }
     }
 

@@ -10,36 +10,9 @@ import Testing
     .enabled(if: HeartRateScenario.blemuCanRun, "needs `blemu run` (blemu run --help must succeed)"),
     .timeLimit(.minutes(10)))
 struct LifecycleScenarioTests {
-    private func read(_ run: LabRun, _ name: String) -> String {
-        (try? String(contentsOfFile: run.file(name), encoding: .utf8)) ?? ""
-    }
-
-    /// The last lines of each file, for failure messages.
-    private func tails(_ run: LabRun, _ names: [String], lines: Int = 20) -> String {
-        names.map { name in
-            let text = read(run, name).split(separator: "\n", omittingEmptySubsequences: false).suffix(lines)
-            return "--- \(name) (last \(lines) lines)\n" + text.joined(separator: "\n")
-        }.joined(separator: "\n")
-    }
-
     /// The run, checked to have finished the script: a failed step names itself in the message.
     private func finishedRun() async throws -> LabRun {
-        let run = try await LifecycleScenario.shared.run()
-        let failure = read(run, "scenario-failure")
-        try #require(
-            run.exitCode == 0 && failure.isEmpty,
-            """
-            the guest script failed (exit \(run.exitCode)): \(failure)
-            \(tails(run, ["scenario-steps", "command.log", "blemu-run.log", "events.jsonl"]))
-            """)
-        return run
-    }
-
-    /// The event log's lines as objects, in order.
-    private func events(_ run: LabRun) -> [[String: Any]] {
-        read(run, "events.jsonl").split(separator: "\n").compactMap {
-            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
-        }
+        try await LabTests.finishedRun(of: LifecycleScenario.shared, showing: ["blemu-run.log", "events.jsonl"])
     }
 
     @Test func theCentralFindsAndReadsTheMarkerBeforeAndAfterEachDisruption() async throws {

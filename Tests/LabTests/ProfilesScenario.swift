@@ -167,6 +167,7 @@ enum ProfilesScenario {
         return """
             #!/bin/sh
             R="$BLEMU_LAB_RESULTS"
+            . \(GuestStack.shellQuote(LabScenario.package + "/Tests/LabTests/Fixtures/guest-lib.sh"))
             B=\(q(LabScenario.blemuExecutable))
             ADDR="$BLEMU_LAB_PERIPHERAL_ADDRESS"
             DEV="dev_$(echo "$ADDR" | tr : _)"
@@ -175,7 +176,6 @@ enum ProfilesScenario {
             # socket's inode there is not the one connect() finds).
             SOCK=/run/blemu-lab.sock
 
-            step() { echo "$(cut -d' ' -f1 /proc/uptime) $*" >> "$R/scenario-steps"; }
             # Inside a story: what it started, killed if it fails; bluetoothd is resumed if the story stopped it.
             started=
             stopped=
@@ -193,18 +193,6 @@ enum ProfilesScenario {
                 ( "$@" )
                 echo $? > "$R/$current.rc"
             }
-            # within SECONDS DESCRIPTION COMMAND [ARGS]: polls every 0.1 s.
-            within() {
-                limit=$(($1 * 10)); what=$2; shift 2
-                n=0
-                until "$@" >/dev/null 2>&1; do
-                    n=$((n + 1))
-                    [ "$n" -ge "$limit" ] && fail "gave up after $((limit / 10)) s waiting for $what"
-                    sleep 0.1
-                done
-            }
-            # A child that exited stays a zombie until waited for, and kill -0 still finds it: read its state.
-            exited() { [ ! -e "/proc/$1" ] || grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat"; }
             start_blemu() { # PROFILE LOG [ARGS...]
                 profile=$1; log=$2; shift 2
                 "$B" run "$profile" --adapter "$BLEMU_LAB_PERIPHERAL" "$@" </dev/null >"$log" 2>&1 &

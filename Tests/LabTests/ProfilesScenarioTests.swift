@@ -44,20 +44,8 @@ struct ProfilesScenarioTests {
             uuid: "180A", characteristics: [SeenCharacteristic(uuid: "2A50", flags: ["read"], descriptors: [])]),
     ]
 
-    private func read(_ run: LabRun, _ name: String) -> String {
-        (try? String(contentsOfFile: run.file(name), encoding: .utf8)) ?? ""
-    }
-
     private func trimmed(_ run: LabRun, _ name: String) -> String {
         read(run, name).trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
-    /// The last lines of each file, for failure messages.
-    private func tails(_ run: LabRun, _ names: [String], lines: Int = 15) -> String {
-        names.map { name in
-            let text = read(run, name).split(separator: "\n", omittingEmptySubsequences: false).suffix(lines)
-            return "--- \(name) (last \(lines) lines)\n" + text.joined(separator: "\n")
-        }.joined(separator: "\n")
     }
 
     /// The run, checked to have told `story` to its end: a failed step names itself in the message.
@@ -202,12 +190,6 @@ struct ProfilesScenarioTests {
     }
 
     // MARK: Story 3: two centrals
-
-    private func events(_ run: LabRun, _ name: String) -> [[String: Any]] {
-        read(run, name).split(separator: "\n").compactMap {
-            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
-        }
-    }
 
     @Test(arguments: ["hci1", "hci2"])
     func eachCentralReceivesEveryValueInOrder(_ adapter: String) async throws {

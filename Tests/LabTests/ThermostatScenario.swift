@@ -130,6 +130,7 @@ enum ThermostatScenario {
         return """
             #!/bin/sh
             R="$BLEMU_LAB_RESULTS"
+            . \(GuestStack.shellQuote(LabScenario.package + "/Tests/LabTests/Fixtures/guest-lib.sh"))
             B=\(blemu)
             PROFILE=\(GuestStack.shellQuote(profile))
             # The control socket lives on the VM's tmpfs: the results share is 9p, where a socket's inode is not
@@ -139,25 +140,12 @@ enum ThermostatScenario {
             STATE="$XDG_STATE_HOME/blemu/\(restoreID).json"
             blemu_pid=
 
-            step() { echo "$(cut -d' ' -f1 /proc/uptime) $*" >> "$R/scenario-steps"; }
             fail() {
                 echo "$*" > "$R/scenario-failure"
                 echo "thermostat scenario failed: $*"
                 [ -n "$blemu_pid" ] && kill -9 "$blemu_pid" 2>/dev/null
                 exit 1
             }
-            # within SECONDS DESCRIPTION COMMAND [ARGS]: polls every 0.1 s.
-            within() {
-                limit=$(($1 * 10)); what=$2; shift 2
-                n=0
-                until "$@" >/dev/null 2>&1; do
-                    n=$((n + 1))
-                    [ "$n" -ge "$limit" ] && fail "gave up after $((limit / 10)) s waiting for $what"
-                    sleep 0.1
-                done
-            }
-            # A child that exited stays a zombie until waited for, and kill -0 still finds it: read its state.
-            exited() { [ ! -e "/proc/$1" ] || grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat"; }
             start_blemu() { # LOG EVENTS
                 "$B" run "$PROFILE" --adapter "$BLEMU_LAB_PERIPHERAL" --control "$SOCK" --events "$2" \\
                     --restore-id \(restoreID) </dev/null >"$1" 2>&1 &

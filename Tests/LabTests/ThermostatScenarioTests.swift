@@ -11,29 +11,10 @@ import Testing
     .enabled(if: HeartRateScenario.blemuCanRun, "needs `blemu run` (blemu run --help must succeed)"),
     .timeLimit(.minutes(10)))
 struct ThermostatScenarioTests {
-    private func read(_ run: LabRun, _ name: String) -> String {
-        (try? String(contentsOfFile: run.file(name), encoding: .utf8)) ?? ""
-    }
-
-    /// The last lines of each file, for failure messages: what the script, blemu and the central said.
-    private func tails(_ run: LabRun, _ names: [String], lines: Int = 15) -> String {
-        names.map { name in
-            let text = read(run, name).split(separator: "\n", omittingEmptySubsequences: false).suffix(lines)
-            return "--- \(name) (last \(lines) lines)\n" + text.joined(separator: "\n")
-        }.joined(separator: "\n")
-    }
-
     /// The run, checked to have finished the script: a failed step names itself in the message.
     private func finishedRun() async throws -> LabRun {
-        let run = try await ThermostatScenario.shared.run()
-        let failure = read(run, "scenario-failure")
-        try #require(
-            run.exitCode == 0 && failure.isEmpty,
-            """
-            the guest script failed (exit \(run.exitCode)): \(failure)
-            \(tails(run, ["scenario-steps", "command.log", "blemu-run-1.log", "blemu-run-2.log", "probe.err"]))
-            """)
-        return run
+        try await LabTests.finishedRun(
+            of: ThermostatScenario.shared, showing: ["blemu-run-1.log", "blemu-run-2.log", "probe.err"])
     }
 
     @Test func temperatureNotificationsCarryExactlyTheValuesSetThroughCtlInOrder() async throws {

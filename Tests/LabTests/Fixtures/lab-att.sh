@@ -9,29 +9,17 @@
 R="$BLEMU_LAB_RESULTS"
 B=$1
 F=$2
+. "$F/guest-lib.sh"
 C="$BLEMU_LAB_CENTRAL"
 A="$BLEMU_LAB_PERIPHERAL_ADDRESS"
 blemu_pid=
 
-step() { echo "$(cut -d' ' -f1 /proc/uptime) $*" >> "$R/scenario-steps"; }
 fail() {
     echo "$*" > "$R/scenario-failure"
     echo "ATT scenario failed: $*"
     [ -n "$blemu_pid" ] && kill -9 "$blemu_pid" 2>/dev/null
     exit 1
 }
-# within SECONDS DESCRIPTION COMMAND [ARGS]: polls every 0.1 s.
-within() {
-    limit=$(($1 * 10)); what=$2; shift 2
-    n=0
-    until "$@" >/dev/null 2>&1; do
-        n=$((n + 1))
-        [ "$n" -ge "$limit" ] && fail "gave up after $((limit / 10)) s waiting for $what"
-        sleep 0.1
-    done
-}
-# A child that exited stays a zombie until waited for, and kill -0 still finds it: read its state.
-exited() { [ ! -e "/proc/$1" ] || grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat"; }
 advertising() {
     exited "$blemu_pid" && fail "blemu run exited before advertising (see blemu-run.log)"
     grep -q '^advertising "' "$R/blemu-run.log"

@@ -1,0 +1,19 @@
+# The lab scenarios' shared guest helpers, sourced by each scenario's script inside the VM. A script defines its own
+# `fail REASON` (what to stop, where to say why) and sets R to the results directory before sourcing this.
+
+# step NAME: progress, as `<uptime> NAME` lines in scenario-steps.
+step() { echo "$(cut -d' ' -f1 /proc/uptime) $*" >> "$R/scenario-steps"; }
+
+# within SECONDS DESCRIPTION COMMAND [ARGS]: polls every 0.1 s; `fail`s when COMMAND has not succeeded in time.
+within() {
+    limit=$(($1 * 10)); what=$2; shift 2
+    n=0
+    until "$@" >/dev/null 2>&1; do
+        n=$((n + 1))
+        [ "$n" -ge "$limit" ] && fail "gave up after $((limit / 10)) s waiting for $what"
+        sleep 0.1
+    done
+}
+
+# exited PID: a child that exited stays a zombie until waited for, and kill -0 still finds it: read its state.
+exited() { [ ! -e "/proc/$1" ] || grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat"; }
