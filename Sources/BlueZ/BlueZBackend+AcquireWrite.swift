@@ -14,6 +14,7 @@ extension BlueZBackend {
     func acquireWrite(_ call: consuming MethodCall, _ characteristic: Characteristic) {
         guard let call = owner.admit(call) else { return }
         let options = RequestOptions(call.arguments.first)
+        remember(options)
         let pair: (local: Int32, remote: Int32)
         do { pair = try AcquiredSocket.makePair() } catch {
             logger.error("AcquireWrite on \(characteristic.id): \(error)")

@@ -22,19 +22,32 @@ extension BlueZBackend {
             logger.warning("cannot watch connected devices (\(rule)): \(error)")
             return
         }
-        let reply: [DBusValue]
-        do {
-            reply = try await callBlueZ(
-                ObjectPath(stringLiteral: BlueZName.rootPath), BlueZName.FreeDesktop.objectManager, "GetManagedObjects",
-                [], operation: "GetManagedObjects")
-        } catch {
+        let objects: [(path: ObjectPath, interfaces: DBusValue)]
+        do { objects = try await managedObjects() } catch {
             logger.warning("cannot list connected devices: \(error)")
             return
         }
-        for entry in (try? reply.first?.asEntries()) ?? [] {
-            guard case .objectPath(let path) = entry.key else { continue }
-            deviceAppeared(path, interfaces: entry.value)
+        for object in objects { deviceAppeared(object.path, interfaces: object.interfaces) }
+    }
+
+    /// bluetoothd's object tree (`GetManagedObjects`): every object's path with its interfaces (`a{sa{sv}}`).
+    func managedObjects() async throws(BlueZError) -> [(path: ObjectPath, interfaces: DBusValue)] {
+        let reply = try await callBlueZ(
+            ObjectPath(stringLiteral: BlueZName.rootPath), BlueZName.FreeDesktop.objectManager, "GetManagedObjects", [],
+            operation: "GetManagedObjects")
+        return ((try? reply.first?.asEntries()) ?? []).compactMap { entry in
+            guard case .objectPath(let path) = entry.key else { return nil }
+            return (path, entry.value)
         }
+    }
+
+    /// Whether `interfaces` (`a{sa{sv}}`, from the tree or InterfacesAdded) hold a Device1 whose `Connected` is true.
+    static func isConnectedDevice(_ interfaces: DBusValue) -> Bool {
+        guard let entries = try? interfaces.asEntries(),
+            let device = entries.first(where: { $0.key == .string(BlueZName.Interface.device) }),
+            case .boolean(true)? = (try? device.value.asVardict())?[BlueZName.Property.connected]
+        else { return false }
+        return true
     }
 
     /// A Device1 `PropertiesChanged`: `Connected` true or false for a device of this adapter.
@@ -49,10 +62,7 @@ extension BlueZBackend {
     /// An object from InterfacesAdded or GetManagedObjects (`interfaces`: `a{sa{sv}}`): a connected device of
     /// this adapter is a central that connected.
     func deviceAppeared(_ path: ObjectPath, interfaces: DBusValue) {
-        guard isDevice(path), let entries = try? interfaces.asEntries(),
-            let device = entries.first(where: { $0.key == .string(BlueZName.Interface.device) }),
-            case .boolean(true)? = (try? device.value.asVardict())?[BlueZName.Property.connected]
-        else { return }
+        guard isDevice(path), Self.isConnectedDevice(interfaces) else { return }
         deviceConnection(path, isConnected: true)
     }
 
@@ -80,7 +90,7 @@ extension BlueZBackend {
     }
 
     /// Whether `path` is a device of this adapter: `/org/bluez/hci0/dev_...`, one level below it.
-    private func isDevice(_ path: ObjectPath) -> Bool {
+    func isDevice(_ path: ObjectPath) -> Bool {
         let prefix = adapterPath.rawValue + "/dev_"
         return path.rawValue.hasPrefix(prefix) && !path.rawValue.dropFirst(prefix.count).contains("/")
     }

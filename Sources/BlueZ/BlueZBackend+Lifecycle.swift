@@ -9,26 +9,18 @@ extension BlueZBackend {
     /// The adapter's `Powered` from bluetoothd's object tree, or nil when bluetoothd has no such adapter (or
     /// cannot be asked).
     func adapterPowered() async -> Bool? {
-        let reply: [DBusValue]
-        do {
-            reply = try await callBlueZ(
-                ObjectPath(stringLiteral: BlueZName.rootPath), BlueZName.FreeDesktop.objectManager, "GetManagedObjects",
-                [],
-                operation: "GetManagedObjects")
-        } catch {
+        let objects: [(path: ObjectPath, interfaces: DBusValue)]
+        do { objects = try await managedObjects() } catch {
             logger.warning("cannot list bluetoothd's objects: \(error)")
             return nil
         }
-        guard let entries = try? reply.first?.asEntries() else { return nil }
-        for entry in entries where entry.key == .objectPath(adapterPath) {
-            guard let interfaces = try? entry.value.asEntries(),
-                let adapter = interfaces.first(where: { $0.key == .string(BlueZName.Interface.adapter) }),
-                let properties = try? adapter.value.asVardict()
-            else { return nil }
-            if case .boolean(let powered)? = properties[BlueZName.Property.powered] { return powered }
-            return false
-        }
-        return nil
+        guard let object = objects.first(where: { $0.path == adapterPath }) else { return nil }
+        guard let interfaces = try? object.interfaces.asEntries(),
+            let adapter = interfaces.first(where: { $0.key == .string(BlueZName.Interface.adapter) }),
+            let properties = try? adapter.value.asVardict()
+        else { return nil }
+        if case .boolean(let powered)? = properties[BlueZName.Property.powered] { return powered }
+        return false
     }
 
     /// Subscribes to the adapter's PropertiesChanged and to InterfacesAdded/Removed; failures are logged (the

@@ -44,25 +44,12 @@ extension BlueZBackend {
     /// cannot be read, the devices named in requests and `AcquireNotify` stand in.
     func devicesToDisconnect() async -> [String] {
         let known = state.withLock { $0.knownDevices }
-        let reply: [DBusValue]
         do {
-            reply = try await callBlueZ(
-                ObjectPath(stringLiteral: BlueZName.rootPath), BlueZName.FreeDesktop.objectManager, "GetManagedObjects",
-                [], operation: "GetManagedObjects")
+            return try await managedObjects().filter { isDevice($0.path) && Self.isConnectedDevice($0.interfaces) }
+                .map(\.path.rawValue).sorted()
         } catch {
             logger.warning("cannot list bluetoothd's devices, disconnecting those seen in requests: \(error)")
             return known.sorted()
         }
-        let prefix = adapterPath.rawValue + "/"
-        var connected: [String] = []
-        for entry in (try? reply.first?.asEntries()) ?? [] {
-            guard case .objectPath(let path) = entry.key, path.rawValue.hasPrefix(prefix),
-                let interfaces = try? entry.value.asEntries(),
-                let device = interfaces.first(where: { $0.key == .string(BlueZName.Interface.device) }),
-                case .boolean(true)? = (try? device.value.asVardict())?[BlueZName.Property.connected]
-            else { continue }
-            connected.append(path.rawValue)
-        }
-        return connected.sorted()
     }
 }

@@ -32,7 +32,7 @@ extension BlueZBackend {
     }
 
     /// Keeps the requesting device's path, so that `disconnect` can find the centrals bluetoothd told us about.
-    private func remember(_ options: RequestOptions) {
+    func remember(_ options: RequestOptions) {
         guard options.device.hasPrefix(adapterPath.rawValue + "/") else { return }
         state.withLock { _ = $0.knownDevices.insert(options.device) }
     }
