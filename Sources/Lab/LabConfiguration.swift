@@ -82,6 +82,23 @@ public struct LabConfiguration: Sendable, Equatable {
         return base + "/lab-results/" + formatter.string(from: now)
     }
 
+    /// Creates and returns a results directory of its own under `<base>/lab-results`: the timestamped name, or
+    /// that name with `-2`, `-3`... when another run took it in the same millisecond (two lab runs started together
+    /// must never share their logs). `mkdir` decides atomically who gets a name. Throws the last error otherwise.
+    public static func makeFreshResultsDirectory(
+        under base: String = FileManager.default.currentDirectoryPath, now: Date = Date()
+    ) throws -> String {
+        let name = defaultResultsDirectory(under: base, now: now)
+        try FileManager.default.createDirectory(
+            atPath: base + "/lab-results", withIntermediateDirectories: true)
+        for attempt in 1...100 {
+            let candidate = attempt == 1 ? name : "\(name)-\(attempt)"
+            if mkdir(candidate, 0o755) == 0 { return candidate }
+            guard errno == EEXIST else { break }
+        }
+        throw CocoaError(.fileWriteFileExists, userInfo: [NSFilePathErrorKey: name])
+    }
+
     /// The controllers the peripherals use: one per profile from hci0; without profiles hci0 is left free for the
     /// command to drive as its own peripheral.
     public var peripheralControllers: [String] {

@@ -12,4 +12,6 @@ extension ExitCode {
     static let unavailable = ExitCode(69)
     /// 70, EX_SOFTWARE: an internal error.
     static let software = ExitCode(70)
+    /// 73, EX_CANTCREAT: an output file or directory cannot be created.
+    static let cannotCreate = ExitCode(73)
 }

@@ -29,7 +29,7 @@ extension LabCommand {
                       sh -c 'btmgmt -i $BLEMU_LAB_CENTRAL find -l'
 
                 Exit codes: COMMAND's own; 64 usage; 66 unreadable profile; 69 lab unavailable or a bring-up \
-                step failed; 124 --timeout passed; 130 interrupted.
+                step failed; 73 no results directory; 124 --timeout passed; 130 interrupted.
                 """)
 
         @Option(name: .customLong("profile"), help: "A profile to run with `blemu run` (repeat for hci1, hci2...).")
@@ -75,8 +75,18 @@ extension LabCommand {
                 logger.notice("no COMMAND given: running blemu probe on the central against the first peripheral")
                 argv = Self.defaultProbe(blemu: Self.executablePath())
             }
+            let resultsDirectory: String
+            if let results {
+                resultsDirectory = absolute(results, in: here)
+            } else {
+                do { resultsDirectory = try LabConfiguration.makeFreshResultsDirectory(under: here) } catch {
+                    FileHandle.standardError.write(
+                        Data("lab: cannot create a results directory in \(here): \(error)\n".utf8))
+                    throw ExitCode.cannotCreate
+                }
+            }
             let configuration = LabConfiguration(
-                resultsDirectory: absolute(results ?? LabConfiguration.defaultResultsDirectory(under: here), in: here),
+                resultsDirectory: resultsDirectory,
                 controllers: controllers,
                 profiles: profiles.map { absolute($0, in: here) },
                 timeout: .seconds(timeout),

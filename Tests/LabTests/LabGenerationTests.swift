@@ -98,6 +98,18 @@ struct LabGenerationTests {
         #expect(configuration.validationProblem() == nil)
     }
 
+    @Test func twoRunsStartedInTheSameMillisecondGetResultsDirectoriesOfTheirOwn() throws {
+        let base = NSTemporaryDirectory() + "blemu-results-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let now = Date()
+        let first = try LabConfiguration.makeFreshResultsDirectory(under: base, now: now)
+        let second = try LabConfiguration.makeFreshResultsDirectory(under: base, now: now)
+        #expect(first == LabConfiguration.defaultResultsDirectory(under: base, now: now))
+        #expect(second == first + "-2")
+        var isDirectory: ObjCBool = false
+        #expect(FileManager.default.fileExists(atPath: second, isDirectory: &isDirectory) && isDirectory.boolValue)
+    }
+
     @Test func aStaticBusyboxIsToldApartFromADynamicShell() {
         guard FileManager.default.fileExists(atPath: "/bin/busybox") else { return }
         #expect(LabPrerequisites.isStaticELF("/bin/busybox"))

@@ -54,9 +54,7 @@ actor LabScenario {
     /// A fresh results directory (the VM's work share) under .build, outside /tmp: kept after the run for
     /// reading, ignored by git.
     static func freshResultsDirectory() throws -> String {
-        let results = LabConfiguration.defaultResultsDirectory(under: package + "/.build")
-        try FileManager.default.createDirectory(atPath: results, withIntermediateDirectories: true)
-        return results
+        try LabConfiguration.makeFreshResultsDirectory(under: package + "/.build")
     }
 
     /// Writes the scenario's files into a fresh results directory and boots.
