@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 
 @testable import Lab
 
@@ -10,9 +9,6 @@ import Logging
 enum ATTScenario {
     /// Boots on first use; every test awaits the same run.
     static let shared = LabScenario(boot: boot)
-
-    /// The fixtures directory: the profile, the guest script and the raw client.
-    static let fixtures = LabScenario.package + "/Tests/LabTests/Fixtures"
 
     /// The 60-byte initial value of `long`: longer than ATT_MTU-1 at the default MTU of 23.
     static let longInitial = Array("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWX".utf8)
@@ -27,10 +23,10 @@ enum ATTScenario {
         let configuration = LabConfiguration(
             resultsDirectory: results, controllers: 2, timeout: .seconds(420), stepTimeout: .seconds(30),
             workingDirectory: LabScenario.package)
-        var logger = Logger(label: "blemu.lab.tests")
-        logger.logLevel = .info
-        return try await LabMachine(configuration: configuration, logger: logger).run([
-            "/bin/sh", fixtures + "/lab-att.sh", LabScenario.blemuExecutable, fixtures,
-        ])
+        return try await LabScenario.boot(
+            configuration,
+            running: [
+                "/bin/sh", LabScenario.fixtures + "/lab-att.sh", LabScenario.blemuExecutable, LabScenario.fixtures,
+            ])
     }
 }

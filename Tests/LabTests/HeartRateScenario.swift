@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 
 @testable import Lab
 
@@ -66,8 +65,6 @@ enum HeartRateScenario {
             resultsDirectory: results, controllers: 2, profiles: [LabScenario.package + "/" + profile],
             timeout: .seconds(120), stepTimeout: .seconds(30), blemuExecutable: LabScenario.blemuExecutable,
             workingDirectory: LabScenario.package)
-        var logger = Logger(label: "blemu.lab.tests")
-        logger.logLevel = .info
-        return try await LabMachine(configuration: configuration, logger: logger).run(["/bin/sh", "-c", probe])
+        return try await LabScenario.boot(configuration, running: ["/bin/sh", "-c", probe])
     }
 }

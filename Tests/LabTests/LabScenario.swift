@@ -51,6 +51,21 @@ actor LabScenario {
     static let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().path
 
+    /// Boots `configuration` and runs `command` in the VM, logging the bring-up at info (what a failing test shows).
+    static func boot(_ configuration: LabConfiguration, running command: [String]) async throws -> LabRun {
+        var logger = Logger(label: "blemu.lab.tests")
+        logger.logLevel = .info
+        return try await LabMachine(configuration: configuration, logger: logger).run(command)
+    }
+
+    /// Tests/LabTests/Fixtures: profiles, guest scripts and helpers the scenarios run in the VM.
+    static let fixtures = package + "/Tests/LabTests/Fixtures"
+
+    /// `text` as a Python string literal, for paths written into generated Python scripts.
+    static func pythonQuoted(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'") + "'"
+    }
+
     /// A fresh results directory (the VM's work share) under .build, outside /tmp: kept after the run for
     /// reading, ignored by git.
     static func freshResultsDirectory() throws -> String {
@@ -70,11 +85,11 @@ actor LabScenario {
         let configuration = LabConfiguration(
             resultsDirectory: results, controllers: controllers, profiles: [results + "/lab-test.yaml"],
             timeout: .seconds(240), stepTimeout: .seconds(60), blemuExecutable: advertiser)
-        var logger = Logger(label: "blemu.lab.tests")
-        logger.logLevel = .info
-        return try await LabMachine(configuration: configuration, logger: logger).run([
-            "/bin/sh", results + "/scenario.sh",
-        ])
+        return try await LabScenario.boot(
+            configuration,
+            running: [
+                "/bin/sh", results + "/scenario.sh",
+            ])
     }
 
     /// Stands in for `blemu run --adapter hciN --bus system PROFILE` (which another module provides): registers one

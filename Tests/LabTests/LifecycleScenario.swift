@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 
 @testable import Lab
 
@@ -22,7 +21,7 @@ enum LifecycleScenario {
     static let shared = LabScenario(boot: boot)
 
     /// The profile the script runs.
-    static let profile = LabScenario.package + "/Tests/LabTests/Fixtures/lab-lifecycle.yaml"
+    static let profile = LabScenario.fixtures + "/lab-lifecycle.yaml"
     /// The marker's value as the central prints it (u16 0xBEEF, little endian, uppercase hex).
     static let markerHex = "EFBE"
     /// The reads the central makes, one result file each, in order.
@@ -42,11 +41,11 @@ enum LifecycleScenario {
         let configuration = LabConfiguration(
             resultsDirectory: results, controllers: 2, timeout: .seconds(240), stepTimeout: .seconds(30),
             workingDirectory: LabScenario.package)
-        var logger = Logger(label: "blemu.lab.tests")
-        logger.logLevel = .info
-        return try await LabMachine(configuration: configuration, logger: logger).run([
-            "/bin/sh", results + "/lifecycle.sh",
-        ])
+        return try await LabScenario.boot(
+            configuration,
+            running: [
+                "/bin/sh", results + "/lifecycle.sh",
+            ])
     }
 
     /// A central on bluetoothd's client API: `central.py ADAPTER ADDRESS read|hang-up|hold DIR`. Forgets the
@@ -55,72 +54,20 @@ enum LifecycleScenario {
     /// arrives and each change of `Connected` until DIR/hold-done exists. One line per result; exits non-zero with
     /// a reason on stderr.
     static let centralScript = """
-        import sys, time
+        import os, sys, time
+        sys.path.insert(0, \(LabScenario.pythonQuoted(LabScenario.fixtures)))
         import dbus
+        from lab_central import Central, fail, hexed
 
-        adapter_name, target, mode = sys.argv[1], sys.argv[2].upper(), sys.argv[3]
-        bus = dbus.SystemBus()
-        adapter_path = '/org/bluez/' + adapter_name
-        adapter = dbus.Interface(bus.get_object('org.bluez', adapter_path), 'org.bluez.Adapter1')
-        manager = dbus.Interface(bus.get_object('org.bluez', '/'), 'org.freedesktop.DBus.ObjectManager')
-        hexed = lambda value: ''.join('%02X' % b for b in value)
-
-        def fail(reason):
-            print(reason, file=sys.stderr, flush=True)
-            sys.exit(1)
-
-        def is_target(path, interfaces):
-            device = interfaces.get('org.bluez.Device1')
-            return (device is not None and device.get('Adapter') == adapter_path
-                    and str(device.get('Address', '')).upper() == target)
-
-        def find(predicate, seconds):
-            deadline = time.monotonic() + seconds
-            while time.monotonic() < deadline:
-                for path, interfaces in manager.GetManagedObjects().items():
-                    if predicate(path, interfaces):
-                        return path
-                time.sleep(0.2)
-            return None
-
-        # A cached device object would be found without any advertisement: forget it first.
-        for path, interfaces in manager.GetManagedObjects().items():
-            if is_target(path, interfaces):
-                adapter.RemoveDevice(path)
-        adapter.SetDiscoveryFilter({'Transport': 'le'})
+        central = Central(sys.argv[1], sys.argv[2])
+        mode = sys.argv[3]
+        central.forget()
         start = time.monotonic()
-        adapter.StartDiscovery()
-        device_path = find(is_target, 20)
-        if device_path is None:
-            fail('device %s not found in 20 s' % target)
+        central.discover(20)
         print('found after %.1f s' % (time.monotonic() - start), flush=True)
-        # Before Connect: bluetoothd holds an LE Connect until a running discovery ends (~10 s of LE scanning).
-        adapter.StopDiscovery()
-        device = dbus.Interface(bus.get_object('org.bluez', device_path), 'org.bluez.Device1')
-        properties = dbus.Interface(bus.get_object('org.bluez', device_path), 'org.freedesktop.DBus.Properties')
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                device.Connect(timeout=20)
-                break
-            except dbus.DBusException as error:
-                if time.monotonic() > deadline:
-                    fail('Connect failed: %s' % error)
-                print('connect retry after', error.get_dbus_name(), flush=True)
-                time.sleep(0.5)
+        central.connect()
         print('connected', flush=True)
-        deadline = time.monotonic() + 20
-        while not properties.Get('org.bluez.Device1', 'ServicesResolved'):
-            if time.monotonic() > deadline:
-                fail('services not resolved in 20 s')
-            time.sleep(0.2)
-
-        def characteristic(uuid):
-            path = find(lambda p, i: p.startswith(device_path + '/') and 'org.bluez.GattCharacteristic1' in i
-                        and str(i['org.bluez.GattCharacteristic1']['UUID']).lower() == uuid, 5)
-            if path is None:
-                fail('no characteristic %s under %s' % (uuid, device_path))
-            return dbus.Interface(bus.get_object('org.bluez', path), 'org.bluez.GattCharacteristic1')
+        device, properties, characteristic = central.device, central.properties, central.characteristic
 
         print('read', hexed(characteristic('\(markerUUID)').ReadValue({})), flush=True)
         if mode == 'read':
@@ -128,10 +75,6 @@ enum LifecycleScenario {
             print('disconnected', flush=True)
             sys.exit(0)
         if mode == 'hold':
-            import os
-            def beat_path(seconds):
-                return find(lambda p, i: p.startswith(device_path + '/') and 'org.bluez.GattCharacteristic1' in i
-                            and str(i['org.bluez.GattCharacteristic1']['UUID']).lower() == '\(beatUUID)', seconds)
             beat = characteristic('\(beatUUID)')
             beat_properties = dbus.Interface(beat.proxy_object, 'org.freedesktop.DBus.Properties')
             beat.StartNotify()
@@ -144,11 +87,11 @@ enum LifecycleScenario {
                     now = hexed(beat_properties.Get('org.bluez.GattCharacteristic1', 'Value'))
                 except dbus.DBusException as error:
                     print('beat object gone:', error.get_dbus_name(), flush=True)
-                    path = beat_path(10)
+                    path = central.characteristic_path('\(beatUUID)', 10)
                     if path is None:
                         print('beat not found again in 10 s', flush=True)
                         break
-                    beat_properties = dbus.Interface(bus.get_object('org.bluez', path),
+                    beat_properties = dbus.Interface(central.bus.get_object('org.bluez', path),
                                                      'org.freedesktop.DBus.Properties')
                     notifying = beat_properties.Get('org.bluez.GattCharacteristic1', 'Notifying')
                     print('beat found again at', path, 'notifying', bool(notifying), flush=True)
@@ -181,7 +124,7 @@ enum LifecycleScenario {
         return """
             #!/bin/sh
             R="$BLEMU_LAB_RESULTS"
-            . \(GuestStack.shellQuote(LabScenario.package + "/Tests/LabTests/Fixtures/guest-lib.sh"))
+            . \(GuestStack.shellQuote(LabScenario.fixtures + "/guest-lib.sh"))
             B=\(blemu)
             PROFILE=\(GuestStack.shellQuote(profile))
             LOG="$R/blemu-run.log"

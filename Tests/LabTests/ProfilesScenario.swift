@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 
 @testable import Lab
 
@@ -41,7 +40,7 @@ enum ProfilesScenario {
         let directory = LabScenario.package + "/profiles"
         let bundled = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
             .filter { $0.hasSuffix(".yaml") }.sorted().map { directory + "/" + $0 }
-        let fixtures = [LabScenario.package + "/Tests/LabTests/Fixtures/lab-advertising.yaml"]
+        let fixtures = [LabScenario.fixtures + "/lab-advertising.yaml"]
         return (bundled + fixtures).compactMap { path in
             guard let plan = try? JSONSerialization.jsonObject(with: blemu(["adv", "--json", path])) as? [String: Any],
                 let name = plan["localName"] as? String, let uuid = (plan["advertised"] as? [String])?.first
@@ -53,7 +52,7 @@ enum ProfilesScenario {
     }()
 
     /// The profile of stories 3 and 4: a notifying temperature and no schedules of its own.
-    static let notifyProfile = LabScenario.package + "/Tests/LabTests/Fixtures/lab-thermostat.yaml"
+    static let notifyProfile = LabScenario.fixtures + "/lab-thermostat.yaml"
     /// The characteristic the centrals subscribe to, its field, and its UUID as bluetoothd spells it.
     static let notifyID = "temperature"
     static let notifyField = "centidegrees"
@@ -135,7 +134,7 @@ enum ProfilesScenario {
         let results = try LabScenario.freshResultsDirectory()
         for fixture in ["notify-central.py", "ctl-burst.py"] {
             let text = try String(
-                contentsOfFile: LabScenario.package + "/Tests/LabTests/Fixtures/" + fixture, encoding: .utf8)
+                contentsOfFile: LabScenario.fixtures + "/" + fixture, encoding: .utf8)
             try text.write(toFile: results + "/" + fixture, atomically: true, encoding: .utf8)
         }
         try LabScenario.advertiserScript.write(toFile: results + "/advertise.py", atomically: true, encoding: .utf8)
@@ -146,11 +145,11 @@ enum ProfilesScenario {
         let configuration = LabConfiguration(
             resultsDirectory: results, controllers: 4, timeout: .seconds(420), stepTimeout: .seconds(30),
             workingDirectory: LabScenario.package)
-        var logger = Logger(label: "blemu.lab.tests")
-        logger.logLevel = .info
-        return try await LabMachine(configuration: configuration, logger: logger).run([
-            "/bin/sh", results + "/profiles.sh",
-        ])
+        return try await LabScenario.boot(
+            configuration,
+            running: [
+                "/bin/sh", results + "/profiles.sh",
+            ])
     }
 
     /// The guest's command: the stories in order, each in a subshell so that one failing does not stop the
@@ -167,7 +166,7 @@ enum ProfilesScenario {
         return """
             #!/bin/sh
             R="$BLEMU_LAB_RESULTS"
-            . \(GuestStack.shellQuote(LabScenario.package + "/Tests/LabTests/Fixtures/guest-lib.sh"))
+            . \(GuestStack.shellQuote(LabScenario.fixtures + "/guest-lib.sh"))
             B=\(q(LabScenario.blemuExecutable))
             ADDR="$BLEMU_LAB_PERIPHERAL_ADDRESS"
             DEV="dev_$(echo "$ADDR" | tr : _)"

@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 
 @testable import Lab
 
@@ -17,7 +16,7 @@ enum ThermostatScenario {
     static let shared = LabScenario(boot: boot)
 
     /// The profile both stories run.
-    static let profile = LabScenario.package + "/Tests/LabTests/Fixtures/lab-thermostat.yaml"
+    static let profile = LabScenario.fixtures + "/lab-thermostat.yaml"
     /// The restore identifier both `blemu run`s share.
     static let restoreID = "lab-thermostat"
     /// Temperatures set through `blemu ctl`, in centidegrees, in order.
@@ -46,78 +45,33 @@ enum ThermostatScenario {
         let configuration = LabConfiguration(
             resultsDirectory: results, controllers: 2, timeout: .seconds(180), stepTimeout: .seconds(30),
             workingDirectory: LabScenario.package)
-        var logger = Logger(label: "blemu.lab.tests")
-        logger.logLevel = .info
-        return try await LabMachine(configuration: configuration, logger: logger).run([
-            "/bin/sh", results + "/thermostat.sh",
-        ])
+        return try await LabScenario.boot(
+            configuration,
+            running: [
+                "/bin/sh", results + "/thermostat.sh",
+            ])
     }
 
     /// A central on bluetoothd's client API: `central.py ADAPTER ADDRESS read|write HEX`. Discovers the address,
     /// connects, reads the set point (and writes it with a Write Request for `write`), disconnects. One line per
     /// result: `read HEX`, `wrote HEX`; exits non-zero with a reason on stderr.
     static let centralScript = """
-        import sys, time
+        import sys
+        sys.path.insert(0, \(LabScenario.pythonQuoted(LabScenario.fixtures)))
         import dbus
+        from lab_central import Central, hexed
 
-        adapter_name, target, mode = sys.argv[1], sys.argv[2].upper(), sys.argv[3]
-        bus = dbus.SystemBus()
-        adapter_path = '/org/bluez/' + adapter_name
-        adapter = dbus.Interface(bus.get_object('org.bluez', adapter_path), 'org.bluez.Adapter1')
-        manager = dbus.Interface(bus.get_object('org.bluez', '/'), 'org.freedesktop.DBus.ObjectManager')
-
-        def fail(reason):
-            print(reason, file=sys.stderr, flush=True)
-            sys.exit(1)
-
-        def find(predicate, seconds):
-            deadline = time.monotonic() + seconds
-            while time.monotonic() < deadline:
-                for path, interfaces in manager.GetManagedObjects().items():
-                    if predicate(path, interfaces):
-                        return path
-                time.sleep(0.2)
-            return None
-
-        adapter.SetDiscoveryFilter({'Transport': 'le'})
-        adapter.StartDiscovery()
-        device_path = find(lambda p, i: 'org.bluez.Device1' in i
-                           and i['org.bluez.Device1'].get('Adapter') == adapter_path
-                           and str(i['org.bluez.Device1'].get('Address', '')).upper() == target, 20)
-        if device_path is None:
-            fail('device %s not found in 20 s' % target)
-        # Before Connect: bluetoothd holds an LE Connect until a running discovery ends (~10 s of LE scanning).
-        adapter.StopDiscovery()
-        # A device object can outlive its advertising: connecting may fail once while the peripheral restarts.
-        device = dbus.Interface(bus.get_object('org.bluez', device_path), 'org.bluez.Device1')
-        properties = dbus.Interface(bus.get_object('org.bluez', device_path), 'org.freedesktop.DBus.Properties')
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                device.Connect(timeout=20)
-                break
-            except dbus.DBusException as error:
-                if time.monotonic() > deadline:
-                    fail('Connect failed: %s' % error)
-                print('connect retry after', error.get_dbus_name(), flush=True)
-                time.sleep(0.5)
-        deadline = time.monotonic() + 20
-        while not properties.Get('org.bluez.Device1', 'ServicesResolved'):
-            if time.monotonic() > deadline:
-                fail('services not resolved in 20 s')
-            time.sleep(0.2)
-        path = find(lambda p, i: p.startswith(device_path + '/') and 'org.bluez.GattCharacteristic1' in i
-                    and str(i['org.bluez.GattCharacteristic1']['UUID']).lower() == '\(setPointUUID)', 5)
-        if path is None:
-            fail('no set point characteristic under ' + device_path)
-        characteristic = dbus.Interface(bus.get_object('org.bluez', path), 'org.bluez.GattCharacteristic1')
-        hexed = lambda value: ''.join('%02X' % b for b in value)
+        central = Central(sys.argv[1], sys.argv[2])
+        mode = sys.argv[3]
+        central.discover(20)
+        central.connect()
+        characteristic = central.characteristic('\(setPointUUID)')
         print('read', hexed(characteristic.ReadValue({})), flush=True)
         if mode == 'write':
             value = bytes.fromhex(sys.argv[4])
             characteristic.WriteValue(dbus.Array(value, signature='y'), {'type': 'request'})
             print('wrote', hexed(value), flush=True)
-        device.Disconnect()
+        central.device.Disconnect()
         print('disconnected', flush=True)
 
         """
@@ -130,7 +84,7 @@ enum ThermostatScenario {
         return """
             #!/bin/sh
             R="$BLEMU_LAB_RESULTS"
-            . \(GuestStack.shellQuote(LabScenario.package + "/Tests/LabTests/Fixtures/guest-lib.sh"))
+            . \(GuestStack.shellQuote(LabScenario.fixtures + "/guest-lib.sh"))
             B=\(blemu)
             PROFILE=\(GuestStack.shellQuote(profile))
             # The control socket lives on the VM's tmpfs: the results share is 9p, where a socket's inode is not
