@@ -83,9 +83,10 @@ public final class EventLog: Sendable {
             return true
         }
         guard admitted else { return }
-        let line = EventLineEncoder.encode(record) + "\n"
+        // Encoded by the writer too: `record` runs on the thread that answered the request (the D-Bus loop), and
+        // the record already holds its time.
         writer.async { [self] in
-            write(line)
+            write(EventLineEncoder.encode(record) + "\n")
             let dropped = backlog.withLock { backlog -> Int in
                 backlog.pending -= 1
                 guard backlog.pending == 0 else { return 0 }
