@@ -30,12 +30,18 @@ public struct LabConfiguration: Sendable, Equatable {
     public var accelerator: Accelerator
     /// Guest memory in MiB; 512 keeps qemu near 400 MiB resident (LAB.md).
     public var memoryMiB: Int
-    /// Absolute path of the blemu binary that the VM runs for `profiles`; must be outside /tmp to be visible.
+    /// Absolute path of the blemu binary that the VM runs for `profiles`. One the VM cannot see (under /tmp, which
+    /// is the VM's own) is copied into the results directory first: see `guestBlemuExecutable`.
     public var blemuExecutable: String?
     /// Directory the command runs in inside the VM; when hidden there (under /tmp) the results directory is used.
     public var workingDirectory: String
     /// Where the initramfs is cached between runs; created when missing.
     public var cacheDirectory: String
+    /// The BlueZ to boot (bluetoothd and its tools together); nil for the system's own.
+    public var bluez: BlueZInstall?
+    /// Whether the virtual controllers do BR/EDR as well as LE. Off by default: pairing on a dual-mode controller
+    /// pages the central over BR/EDR and hits a kernel BUG in `hci_chan_del` (docs/bluez.md, Pairing).
+    public var isDualMode: Bool
 
     /// A configuration with the LAB.md defaults: 2 controllers, KVM only where it works, 512 MiB, 300 s in all,
     /// 60 s per step.
@@ -49,7 +55,9 @@ public struct LabConfiguration: Sendable, Equatable {
         memoryMiB: Int = 512,
         blemuExecutable: String? = nil,
         workingDirectory: String = FileManager.default.currentDirectoryPath,
-        cacheDirectory: String = LabConfiguration.defaultCacheDirectory()
+        cacheDirectory: String = LabConfiguration.defaultCacheDirectory(),
+        bluez: BlueZInstall? = nil,
+        isDualMode: Bool = false
     ) {
         self.controllers = controllers
         self.profiles = profiles
@@ -61,6 +69,8 @@ public struct LabConfiguration: Sendable, Equatable {
         self.blemuExecutable = blemuExecutable
         self.workingDirectory = workingDirectory
         self.cacheDirectory = cacheDirectory
+        self.bluez = bluez
+        self.isDualMode = isDualMode
     }
 
     /// `$XDG_CACHE_HOME/blemu/lab`, else `~/.cache/blemu/lab`; /var/tmp when neither is set.
@@ -99,6 +109,19 @@ public struct LabConfiguration: Sendable, Equatable {
         throw CocoaError(.fileWriteFileExists, userInfo: [NSFilePathErrorKey: name])
     }
 
+    /// Where the VM finds `blemuExecutable`: the same path, or `<results>/bin/blemu` when the path is under /tmp
+    /// (the VM mounts a fresh tmpfs there, GuestInit), where `LabMachine` copies it before booting.
+    public var guestBlemuExecutable: String? {
+        guard let blemu = blemuExecutable else { return nil }
+        return Self.isHiddenFromGuest(blemu) ? resultsDirectory + "/bin/blemu" : blemu
+    }
+
+    /// Whether the VM cannot see a host path through its read-only root share: it mounts a tmpfs over each of
+    /// `GuestInit.tmpfsMounts`.
+    public static func isHiddenFromGuest(_ path: String) -> Bool {
+        GuestInit.tmpfsMounts.contains { path == $0 || path.hasPrefix($0 + "/") }
+    }
+
     /// The controllers the peripherals use: one per profile from hci0; without profiles hci0 is left free for the
     /// command to drive as its own peripheral.
     public var peripheralControllers: [String] {
@@ -119,8 +142,12 @@ public struct LabConfiguration: Sendable, Equatable {
                 + "got --controllers \(controllers)"
         }
         if !profiles.isEmpty && blemuExecutable == nil { return "profiles need the blemu executable's path" }
-        if let blemu = blemuExecutable, !blemu.hasPrefix("/") || blemu.hasPrefix("/tmp/") {
-            return "the blemu executable \(blemu) must be an absolute path outside /tmp (the VM's /tmp is its own)"
+        if let blemu = blemuExecutable, !blemu.hasPrefix("/") {
+            return "the blemu executable \(blemu) must be an absolute path"
+        }
+        if let tools = bluez?.toolDirectory, Self.isHiddenFromGuest(tools) {
+            return "the BlueZ build \(tools) must be outside \(GuestInit.tmpfsMounts.joined(separator: ", ")): "
+                + "the VM mounts its own file systems there"
         }
         if timeout <= .zero || stepTimeout <= .zero { return "timeouts must be positive" }
         if memoryMiB < 256 { return "the VM needs at least 256 MiB, got \(memoryMiB)" }

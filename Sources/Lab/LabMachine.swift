@@ -30,18 +30,21 @@ public struct LabMachine: Sendable {
     public func run(_ command: [String]) async throws -> LabRun {
         if let problem = configuration.validationProblem() { throw LabError.invalidConfiguration(problem) }
         guard !command.isEmpty else { throw LabError.invalidConfiguration("no command to run") }
-        let prerequisites = LabPrerequisites.check()
+        let prerequisites = LabPrerequisites.check(bluez: configuration.bluez)
         guard prerequisites.isSatisfied, let kernelVersion = prerequisites.kernelVersion,
             let kernel = prerequisites.path(of: "kernel"), let busybox = prerequisites.path(of: "busybox (static)"),
             let qemu = prerequisites.path(of: "qemu-system-x86_64"), let timeout = prerequisites.path(of: "timeout"),
-            let bluetoothd = prerequisites.path(of: "bluetoothd")
+            let bluez = configuration.bluez ?? BlueZInstall.system()
         else { throw LabError.prerequisitesMissing(prerequisites.report) }
 
         let results = configuration.resultsDirectory
         let transcript = try Transcript(path: results + "/" + Self.transcriptFile, logger: logger)
+        transcript.log("\(bluez)")
+        try write(bluez.version + "\n", to: results + "/" + GuestStack.File.bluezVersion)
         let profileCopies = try copyProfiles()
+        try copyBlemuWhereTheGuestSeesIt()
         let stack = GuestStack(
-            configuration: configuration, command: command, bluetoothd: bluetoothd, busybox: busybox,
+            configuration: configuration, command: command, bluez: bluez, busybox: busybox,
             profileCopies: profileCopies)
         let script = results + "/" + GuestStack.File.script
         try write(GuestStack.mainConf, to: results + "/" + GuestStack.File.mainConf)
@@ -58,8 +61,13 @@ public struct LabMachine: Sendable {
             throw LabError.io("cannot build the initramfs in \(configuration.cacheDirectory): \(error)")
         }
         var attempt = configuration
+        let kvmFailedBefore = FileManager.default.fileExists(atPath: kvmFailureMark)
+        if configuration.accelerator == .auto && kvmFailedBefore && Self.kvmIsUsable {
+            transcript.log("KVM did not work here before (\(kvmFailureMark)): booting with TCG")
+        }
         attempt.accelerator =
-            configuration.accelerator == .auto ? (Self.kvmIsUsable ? .kvm : .tcg) : attempt.accelerator
+            configuration.accelerator == .auto
+            ? (Self.kvmIsUsable && !kvmFailedBefore ? .kvm : .tcg) : attempt.accelerator
         while true {
             let qemuCommand = QEMUCommand(
                 configuration: attempt, timeout: timeout, qemu: qemu, kernel: kernel, initramfs: initramfs,
@@ -67,9 +75,22 @@ public struct LabMachine: Sendable {
             transcript.log("booting: \(qemuCommand.arguments.joined(separator: " "))")
             transcript.log("command: \(command.joined(separator: " "))")
 
-            let (status, steps, total) = try await boot(qemuCommand, transcript: transcript)
+            // Under KVM the guest reaches its first step in about a second; a KVM that hangs instead of failing
+            // (seen on some nested layers: the vCPU spins in the host kernel) is given up on and booted with TCG.
+            let stallLimit: Duration? =
+                configuration.accelerator == .auto && attempt.accelerator == .kvm ? Self.kvmStallLimit : nil
+            let (status, steps, total) = try await boot(qemuCommand, transcript: transcript, stallLimit: stallLimit)
             try Task.checkCancellation()
             transcript.log("qemu exited with status \(status) after \(Self.seconds(total))")
+            if let stallLimit, steps.isEmpty, total >= stallLimit, readExitCode() == nil {
+                transcript.log(
+                    "KVM did not work here (no step within \(Self.seconds(stallLimit)): the guest hung); "
+                        + "booting again with TCG")
+                rememberKVMFailure()
+                forgetAttempt()
+                attempt.accelerator = .tcg
+                continue
+            }
 
             switch outcome(status: status, steps: steps, total: total) {
             case .success(let run):
@@ -83,6 +104,7 @@ public struct LabMachine: Sendable {
                 // qemu itself died under KVM (a timeout or a failed step is the guest's, and is not retried).
                 transcript.log(
                     "KVM did not work here (qemu status \(status) in step '\(step)'); booting again with TCG")
+                rememberKVMFailure()
                 forgetAttempt()
                 attempt.accelerator = .tcg
             case .failure(let error):
@@ -90,6 +112,26 @@ public struct LabMachine: Sendable {
                 throw error
             }
         }
+    }
+
+    /// How long a KVM boot may go without reaching its first step before `auto` falls back to TCG: a KVM guest
+    /// gets there in 1-2 s, a TCG one in 5-10 s.
+    static let kvmStallLimit: Duration = .seconds(15)
+
+    /// Marks KVM as failed for this host kernel, so later `auto` boots go straight to TCG instead of paying for
+    /// the failed attempt again (up to `kvmStallLimit`). Named after the kernel release: a new kernel tries again.
+    var kvmFailureMark: String {
+        var name = utsname()
+        uname(&name)
+        let release = withUnsafeBytes(of: &name.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        return configuration.cacheDirectory + "/kvm-failed-" + release
+    }
+
+    /// Writes `kvmFailureMark`; a failure to write only costs the next boot another try.
+    private func rememberKVMFailure() {
+        try? FileManager.default.createDirectory(
+            atPath: configuration.cacheDirectory, withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: kvmFailureMark, contents: Data())
     }
 
     /// Whether /dev/kvm can be opened read-write; whether it really runs a guest only a boot can tell.
@@ -119,7 +161,7 @@ public struct LabMachine: Sendable {
                 LabRun(
                     exitCode: exitCode, resultsDirectory: results, controllers: readControllers(),
                     peripherals: configuration.peripheralControllers, central: configuration.centralController,
-                    steps: steps, total: total))
+                    steps: steps, total: total, bluezVersion: readBlueZVersion()))
         }
         if let failure = try? String(contentsOfFile: results + "/" + GuestStack.File.failure, encoding: .utf8) {
             let lines = failure.split(separator: "\n", maxSplits: 1).map(String.init)
@@ -136,7 +178,10 @@ public struct LabMachine: Sendable {
     }
 
     /// Starts qemu, follows the `steps` file until qemu exits, and returns qemu's status, the steps and the time.
-    private func boot(_ command: QEMUCommand, transcript: Transcript) async throws -> (Int32, [LabRun.Step], Duration) {
+    /// With `stallLimit`, qemu is stopped when no step has appeared by then.
+    private func boot(
+        _ command: QEMUCommand, transcript: Transcript, stallLimit: Duration? = nil
+    ) async throws -> (Int32, [LabRun.Step], Duration) {
         let results = configuration.resultsDirectory
         let files = FileManager.default
         // A reused results directory must not pass off the last run's files as this one's.
@@ -169,8 +214,12 @@ public struct LabMachine: Sendable {
         var steps: [LabRun.Step] = []
         var seenBytes = 0
         while process.isRunning {
-            if Task.isCancelled || clock.now - start > hardLimit {
-                transcript.log(Task.isCancelled ? "cancelled: killing the VM" : "hard limit passed: killing the VM")
+            let stalled = stallLimit.map { steps.isEmpty && clock.now - start > $0 } ?? false
+            if Task.isCancelled || clock.now - start > hardLimit || stalled {
+                transcript.log(
+                    Task.isCancelled
+                        ? "cancelled: killing the VM"
+                        : stalled ? "no step yet: killing the VM" : "hard limit passed: killing the VM")
                 process.terminate()
                 // Up to 5 s of grace. A detached sleep: this task may be cancelled, and its own sleeps would
                 // then return at once.
@@ -229,6 +278,13 @@ public struct LabMachine: Sendable {
         return Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
+    /// The version recorded before the boot; empty when the file is gone.
+    private func readBlueZVersion() -> String {
+        let path = configuration.resultsDirectory + "/" + GuestStack.File.bluezVersion
+        return ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").trimmingCharacters(
+            in: .whitespacesAndNewlines)
+    }
+
     /// The controllers and addresses the VM wrote (`hci0 00:AA:01:00:00:00` lines).
     private func readControllers() -> [LabRun.Controller] {
         let path = configuration.resultsDirectory + "/" + GuestStack.File.controllers
@@ -281,6 +337,22 @@ public struct LabMachine: Sendable {
             }
         } catch {
             throw LabError.io("cannot copy the profiles into \(directory): \(error)")
+        }
+    }
+
+    /// Copies the blemu binary into `<results>/bin` when the VM cannot see it where it is (a checkout under /tmp).
+    private func copyBlemuWhereTheGuestSeesIt() throws {
+        guard let blemu = configuration.blemuExecutable, let guest = configuration.guestBlemuExecutable,
+            guest != blemu
+        else { return }
+        let files = FileManager.default
+        do {
+            try files.createDirectory(
+                atPath: (guest as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try? files.removeItem(atPath: guest)
+            try files.copyItem(atPath: blemu, toPath: guest)
+        } catch {
+            throw LabError.io("cannot copy \(blemu) into the results directory for the VM: \(error)")
         }
     }
 

@@ -49,7 +49,8 @@ public struct LabPrerequisites: Sendable {
     ]
 
     /// Checks this machine (or a tree rooted at `root`, for tests); never throws.
-    public static func check(root: String = "") -> LabPrerequisites {
+    /// With `bluez`, bluetoothd and its tools are looked for in that build's directory first.
+    public static func check(root: String = "", bluez: BlueZInstall? = nil) -> LabPrerequisites {
         let files = FileManager.default
         func executable(_ name: String, _ candidates: [String], package: String, required: Bool = true) -> Item {
             let found = candidates.map { root + $0 }.first { files.isExecutableFile(atPath: $0) }
@@ -101,12 +102,17 @@ public struct LabPrerequisites: Sendable {
         items.append(executable("kmod", ["/usr/sbin/modprobe", "/sbin/modprobe"], package: "kmod"))
         items.append(executable("dbus-daemon", ["/usr/bin/dbus-daemon"], package: "dbus-daemon"))
         items.append(executable("dbus-send", ["/usr/bin/dbus-send"], package: "dbus-bin"))
+        // A build from scripts/build-bluez holds bluetoothd and its tools in one directory, ahead of the system's.
+        let build = bluez?.toolDirectory.map { [$0 + "/"] } ?? []
         items.append(
             executable(
-                "bluetoothd", ["/usr/libexec/bluetooth/bluetoothd", "/usr/sbin/bluetoothd"], package: "bluez"))
-        items.append(executable("btmgmt", ["/usr/bin/btmgmt"], package: "bluez"))
-        items.append(executable("btmon", ["/usr/bin/btmon"], package: "bluez"))
-        items.append(executable("btvirt", ["/usr/bin/btvirt"], package: "bluez-test-tools"))
+                "bluetoothd",
+                build.map { $0 + "bluetoothd" } + ["/usr/libexec/bluetooth/bluetoothd", "/usr/sbin/bluetoothd"],
+                package: "bluez"))
+        items.append(executable("btmgmt", build.map { $0 + "btmgmt" } + ["/usr/bin/btmgmt"], package: "bluez"))
+        items.append(executable("btmon", build.map { $0 + "btmon" } + ["/usr/bin/btmon"], package: "bluez"))
+        items.append(
+            executable("btvirt", build.map { $0 + "btvirt" } + ["/usr/bin/btvirt"], package: "bluez-test-tools"))
         items.append(executable("python3", ["/usr/bin/python3"], package: "python3", required: false))
         let pythonDBus = root + "/usr/lib/python3/dist-packages/dbus"
         items.append(

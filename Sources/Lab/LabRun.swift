@@ -33,6 +33,8 @@ public struct LabRun: Sendable {
     public let steps: [Step]
     /// From qemu start to qemu exit.
     public let total: Duration
+    /// The BlueZ that booted, as `bluetoothd --version` prints it: "5.66", "5.82".
+    public let bluezVersion: String
 
     /// From qemu start until the command began; nil when the step was not seen.
     public var untilCommand: Duration? { steps.first { $0.name == "command" }?.sinceStart }

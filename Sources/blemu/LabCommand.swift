@@ -3,7 +3,7 @@ import Foundation
 import Lab
 import Logging
 
-/// `blemu lab`: run a command next to real bluetoothd and virtual controllers in a VM (see LAB.md).
+/// `blemu lab`: run a command next to real bluetoothd and virtual controllers in a VM (see docs/lab.md).
 struct LabCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lab",
@@ -19,10 +19,17 @@ extension LabCommand {
             discussion: """
                 The VM sees this machine's root read-only and the results directory read-write at the same path.
                 COMMAND runs as root in the current directory with BLEMU_LAB_PERIPHERAL, \
-                BLEMU_LAB_PERIPHERAL_ADDRESS, BLEMU_LAB_CENTRAL, BLEMU_LAB_CENTRAL_ADDRESS and BLEMU_LAB_RESULTS set. \
-                Its output is in command.log, printed when it ends. Without COMMAND it runs `blemu probe` on the central \
-                against the first peripheral: what a phone would see. Each --profile runs as `blemu run` on hci0, \
-                hci1, ... before COMMAND starts; the central is the next controller.
+                BLEMU_LAB_PERIPHERAL_ADDRESS, BLEMU_LAB_CENTRAL, BLEMU_LAB_CENTRAL_ADDRESS, BLEMU_LAB_RESULTS and \
+                BLEMU_LAB_BLUEZ_VERSION set. Its output is in command.log, printed when it ends. Without COMMAND it \
+                runs `blemu probe` on the central against the first peripheral: what a phone would see. Each \
+                --profile runs as `blemu run` on hci0, hci1, ... before COMMAND starts, with a control socket \
+                (BLEMU_LAB_CONTROL: `blemu ctl "$BLEMU_LAB_CONTROL" counters`) and an event log (BLEMU_LAB_EVENTS); \
+                BLEMU_LAB_CONTROLS and BLEMU_LAB_EVENT_LOGS list every peripheral's, comma-separated, in controller \
+                order. The central is the next controller. Controllers are LE-only unless --dual-mode.
+
+                --bluez picks the BlueZ that boots (bluetoothd, btvirt, btmon, btmgmt, bluetoothctl and gatttool \
+                together): "system" (the default), a version built by scripts/build-bluez ("5.82"), or a directory \
+                of such binaries. `blemu lab check` lists the versions installed.
 
                 Example:
                   blemu lab run --profile profiles/heart-rate.yaml -- \\
@@ -50,6 +57,12 @@ extension LabCommand {
         @Option(help: "qemu accelerator: auto (KVM where it boots, else TCG), tcg, or kvm.")
         var accel: String = LabConfiguration.Accelerator.auto.rawValue
 
+        @Option(help: "The BlueZ to boot: system, a version from scripts/build-bluez (5.82), or a directory.")
+        var bluez: String = "system"
+
+        @Flag(help: "Virtual controllers with BR/EDR as well as LE (default: LE only).")
+        var dualMode = false
+
         @Argument(parsing: .postTerminator, help: "The command to run in the VM, after --.")
         var command: [String] = []
 
@@ -67,13 +80,18 @@ extension LabCommand {
                 FileHandle.standardError.write(Data("lab: cannot read the profile \(profile)\n".utf8))
                 throw ExitCode(66)
             }
+            let install: BlueZInstall
+            do { install = try BlueZInstall.resolve(bluez) } catch {
+                FileHandle.standardError.write(Data("lab: \(error.description)\n".utf8))
+                throw ExitCode(69)
+            }
             let here = FileManager.default.currentDirectoryPath
             var argv = command
             if argv.isEmpty {
                 // What a phone would see: this same binary (visible in the VM through the read-only root share)
                 // probes the first peripheral from the central controller.
                 logger.notice("no COMMAND given: running blemu probe on the central against the first peripheral")
-                argv = Self.defaultProbe(blemu: Self.executablePath())
+                argv = Self.defaultProbe()
             }
             let resultsDirectory: String
             if let results {
@@ -92,7 +110,7 @@ extension LabCommand {
                 timeout: .seconds(timeout),
                 stepTimeout: .seconds(stepTimeout),
                 accelerator: LabConfiguration.Accelerator(rawValue: accel) ?? .auto,
-                blemuExecutable: profiles.isEmpty ? nil : Self.executablePath())
+                blemuExecutable: Self.executablePath(), bluez: install, isDualMode: dualMode)
             do {
                 let machine = LabMachine(configuration: configuration, logger: logger)
                 let command = argv
@@ -119,12 +137,12 @@ extension LabCommand {
         }
 
         /// The command run when none is given: `blemu probe --adapter $BLEMU_LAB_CENTRAL <first peripheral>`.
-        /// A shell expands the variables, which exist only inside the VM; `${...%%,*}` keeps the first address
-        /// when several profiles run.
-        static func defaultProbe(blemu: String) -> [String] {
+        /// A shell expands the variables, which exist only inside the VM (`BLEMU_LAB_BLEMU` is where the VM sees
+        /// this binary); `${...%%,*}` keeps the first address when several profiles run.
+        static func defaultProbe() -> [String] {
             [
                 "/bin/sh", "-c",
-                "exec \"$0\" probe --adapter \"$BLEMU_LAB_CENTRAL\" \"${BLEMU_LAB_PERIPHERAL_ADDRESS%%,*}\"", blemu,
+                "exec \"$BLEMU_LAB_BLEMU\" probe --adapter \"$BLEMU_LAB_CENTRAL\" \"${BLEMU_LAB_PERIPHERAL_ADDRESS%%,*}\"",
             ]
         }
 
@@ -179,8 +197,15 @@ extension LabCommand {
         func run() async throws {
             let prerequisites = LabPrerequisites.check()
             print(prerequisites.report)
+            let versions = BlueZInstall.available()
+            for install in versions { print("bluez   \(install)") }
+            if versions.count < 2 {
+                print("absent  BlueZ 5.82: build it with scripts/build-bluez 5.82 (scripts/setup --lab does)")
+            }
             if prerequisites.isSatisfied {
-                print("the lab can run here (kernel \(prerequisites.kernelVersion ?? "?"))")
+                print(
+                    "the lab can run here (kernel \(prerequisites.kernelVersion ?? "?"); BlueZ "
+                        + "\(versions.map(\.version).joined(separator: ", ")))")
             } else {
                 print("the lab cannot run here; or run scripts/setup --lab")
                 throw ExitCode(69)

@@ -53,23 +53,98 @@ struct LabGenerationTests {
         #expect(!command.kernelCommandLine.contains("  "))
     }
 
+    private static let system = BlueZInstall(
+        version: "5.66", bluetoothd: "/usr/libexec/bluetooth/bluetoothd", toolDirectory: nil)
+    private static let built = BlueZInstall(
+        version: "5.82", bluetoothd: "/cache/bluez/5.82/bin/bluetoothd", toolDirectory: "/cache/bluez/5.82/bin")
+    private static let copies = ["/work/results/r1/profiles/hci0-a.yaml", "/work/results/r1/profiles/hci1-b.yaml"]
+
     @Test func theStackRunsEachProfileOnItsOwnControllerAndTheCentralOnTheNext() {
         let stack = GuestStack(
-            configuration: configuration, command: ["true"], bluetoothd: "/usr/libexec/bluetooth/bluetoothd",
-            busybox: "/bin/busybox",
-            profileCopies: ["/work/results/r1/profiles/hci0-a.yaml", "/work/results/r1/profiles/hci1-b.yaml"])
+            configuration: configuration, command: ["true"], bluez: Self.system, busybox: "/bin/busybox",
+            profileCopies: Self.copies)
         let script = stack.script
         #expect(
             script.contains(
-                "'/opt/blemu/bin/blemu' run --adapter hci0 --bus system '/work/results/r1/profiles/hci0-a.yaml'"))
+                "'/opt/blemu/bin/blemu' run --adapter hci0 --bus system --control /run/blemu/hci0.sock \\\n"
+                    + "    --events \"$W/events-hci0.jsonl\" '/work/results/r1/profiles/hci0-a.yaml'"))
         #expect(
             script.contains(
-                "'/opt/blemu/bin/blemu' run --adapter hci1 --bus system '/work/results/r1/profiles/hci1-b.yaml'"))
+                "'/opt/blemu/bin/blemu' run --adapter hci1 --bus system --control /run/blemu/hci1.sock \\\n"
+                    + "    --events \"$W/events-hci1.jsonl\" '/work/results/r1/profiles/hci1-b.yaml'"))
         #expect(script.contains("export BLEMU_LAB_PERIPHERAL=hci0,hci1\n"))
         #expect(script.contains("export BLEMU_LAB_CENTRAL=hci2\n"))
-        #expect(script.contains("btvirt -l3 "))
-        #expect(script.contains("-n -d -P battery -f \"$W/main.conf\""))
+        #expect(
+            script.contains(
+                "export BLEMU_LAB_CONTROL=/run/blemu/hci0.sock BLEMU_LAB_CONTROLS=/run/blemu/hci0.sock,/run/blemu/hci1.sock\n"
+            ))
+        #expect(script.contains("export BLEMU_LAB_EVENTS=\"$W/events-hci0.jsonl\""))
+        #expect(script.contains("export BLEMU_LAB_BLUEZ_VERSION='5.66'\n"))
+        #expect(script.contains("'/usr/libexec/bluetooth/bluetoothd' -n -d -P battery -f \"$W/main.conf\""))
+        #expect(script.contains("export PATH='/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'\n"))
+        #expect(script.contains("btmon -w \"$W/btmon.snoop\""))
         #expect(GuestStack.mainConf.contains("[GATT]\nChannels = 1\n"))
+    }
+
+    @Test func controllersAreLEOnlyUnlessDualModeIsAskedFor() {
+        let leOnly = GuestStack(
+            configuration: configuration, command: ["true"], bluez: Self.system, busybox: "/bin/busybox",
+            profileCopies: Self.copies)
+        #expect(leOnly.script.contains("btvirt -L -l3 "))
+        var dual = configuration
+        dual.isDualMode = true
+        let dualStack = GuestStack(
+            configuration: dual, command: ["true"], bluez: Self.system, busybox: "/bin/busybox",
+            profileCopies: Self.copies)
+        #expect(dualStack.script.contains("btvirt -l3 "))
+    }
+
+    @Test func aBuiltBlueZStartsItsOwnBluetoothdAndPutsItsToolsFirstOnPath() {
+        let stack = GuestStack(
+            configuration: configuration, command: ["true"], bluez: Self.built, busybox: "/bin/busybox",
+            profileCopies: Self.copies)
+        #expect(stack.script.contains("'/cache/bluez/5.82/bin/bluetoothd' -n -d -P battery"))
+        #expect(stack.script.contains("export PATH='/cache/bluez/5.82/bin:/usr/local/sbin:"))
+        #expect(stack.script.contains("export BLEMU_LAB_BLUEZ_VERSION='5.82'\n"))
+    }
+
+    @Test func aBlemuTheVMCannotSeeRunsFromTheResultsDirectory() {
+        var hidden = configuration
+        hidden.blemuExecutable = "/tmp/clone/.build/debug/blemu"
+        #expect(hidden.validationProblem() == nil)
+        #expect(hidden.guestBlemuExecutable == "/work/results/r1/bin/blemu")
+        #expect(configuration.guestBlemuExecutable == "/opt/blemu/bin/blemu")
+        let stack = GuestStack(
+            configuration: hidden, command: ["true"], bluez: Self.system, busybox: "/bin/busybox",
+            profileCopies: Self.copies)
+        #expect(stack.script.contains("'/work/results/r1/bin/blemu' run --adapter hci0"))
+        #expect(stack.script.contains("export PATH='/work/results/r1/bin:/usr/local/sbin:"))
+        var hiddenBlueZ = configuration
+        hiddenBlueZ.bluez = BlueZInstall(version: "5.82", bluetoothd: "/tmp/b/bluetoothd", toolDirectory: "/tmp/b")
+        #expect(hiddenBlueZ.validationProblem()?.contains("must be outside") == true)
+    }
+
+    @Test func bluezNamesAVersionInTheCacheOrRefusesWithTheBuildCommand() throws {
+        let cache = NSTemporaryDirectory() + "blemu-bluez-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        #expect(throws: BlueZInstall.ResolveError.self) { try BlueZInstall.resolve("9.99", cacheRoot: cache) }
+        do {
+            _ = try BlueZInstall.resolve("9.99", cacheRoot: cache)
+        } catch {
+            #expect(error.description.contains("scripts/build-bluez 9.99"))
+        }
+        // A fake build whose bluetoothd prints its version, as the real one does.
+        let bin = cache + "/9.99/bin"
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        for tool in ["bluetoothd", "btvirt", "btmon", "btmgmt"] {
+            try "#!/bin/sh\necho 9.99\n".write(toFile: bin + "/" + tool, atomically: true, encoding: .utf8)
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: bin + "/" + tool)
+        }
+        #expect(throws: BlueZInstall.ResolveError.self) { try BlueZInstall.resolve("9.99", cacheRoot: cache) }
+        _ = FileManager.default.createFile(atPath: cache + "/9.99/.complete", contents: Data())
+        let install = try BlueZInstall.resolve("9.99", cacheRoot: cache)
+        #expect(install.version == "9.99" && install.toolDirectory == bin)
+        #expect(try BlueZInstall.resolve(bin).bluetoothd == bin + "/bluetoothd")
     }
 
     @Test func shellQuotingSurvivesSpacesQuotesAndDollars() throws {

@@ -52,6 +52,7 @@ struct LabScenarioTests {
         let used = log.split(separator: "\n").last { $0.contains("command exited with") }?
             .split(separator: " ").last.map(String.init)
         #expect(used == "kvm" || used == "tcg", "\(log)")
+        // Either this boot tried KVM and fell back, or an earlier boot did and left the mark.
         let fellBack = log.contains("KVM did not work here")
         if !LabMachine.kvmIsUsable {
             // No /dev/kvm to try: straight to TCG, no failed attempt.

@@ -1,0 +1,128 @@
+import Foundation
+
+/// One BlueZ the lab can boot: bluetoothd and the tools that must match it (btvirt, btmon, btmgmt, and the
+/// bluetoothctl and gatttool a central may run), from one build.
+///
+/// The lab boots either the system's BlueZ (Debian 12: 5.66) or a release built by `scripts/build-bluez VERSION`
+/// into the per-user cache (`<cache>/bluez/VERSION/bin`). Users run 5.72 to 5.8x, where bluetoothd behaves
+/// differently in ways blemu depends on (docs/bluez.md), so the lab proves blemu on both generations.
+public struct BlueZInstall: Sendable, Equatable, CustomStringConvertible {
+    /// What `bluetoothd --version` prints: "5.66", "5.82".
+    public let version: String
+    /// The bluetoothd to start.
+    public let bluetoothd: String
+    /// The directory holding btvirt, btmon, btmgmt, bluetoothctl and gatttool of the same build; the VM puts it
+    /// first in PATH. Nil for the system's own BlueZ, whose tools are already on PATH.
+    public let toolDirectory: String?
+
+    /// Tools a build directory must hold besides bluetoothd; the lab starts each of them.
+    static let requiredTools = ["btvirt", "btmon", "btmgmt"]
+
+    /// "BlueZ 5.82 (/root/.cache/blemu/bluez/5.82/bin)" or "BlueZ 5.66 (system)".
+    public var description: String { "BlueZ \(version) (\(toolDirectory ?? "system"))" }
+
+    /// An install from its parts; `resolve` and `available` are the usual way to get one.
+    public init(version: String, bluetoothd: String, toolDirectory: String?) {
+        self.version = version
+        self.bluetoothd = bluetoothd
+        self.toolDirectory = toolDirectory
+    }
+
+    /// Why `--bluez` could not be resolved.
+    public struct ResolveError: Error, Equatable, CustomStringConvertible {
+        /// A one-line message naming what was looked for and how to get it.
+        public let description: String
+    }
+
+    /// Where `scripts/build-bluez` installs builds: `$BLEMU_CACHE/bluez`, else `$XDG_CACHE_HOME/blemu/bluez`, else
+    /// `~/.cache/blemu/bluez` (the script uses the same rule).
+    public static func cacheRoot(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        if let cache = environment["BLEMU_CACHE"], cache.hasPrefix("/") { return cache + "/bluez" }
+        if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") { return xdg + "/blemu/bluez" }
+        if let home = environment["HOME"], home.hasPrefix("/") { return home + "/.cache/blemu/bluez" }
+        return "/var/tmp/blemu-cache/bluez"
+    }
+
+    /// The system's BlueZ (Debian: /usr/libexec/bluetooth/bluetoothd), or nil when bluez is not installed.
+    public static func system(root: String = "") -> BlueZInstall? {
+        let candidates = ["/usr/libexec/bluetooth/bluetoothd", "/usr/sbin/bluetoothd"].map { root + $0 }
+        guard let bluetoothd = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }),
+            let version = version(of: bluetoothd)
+        else { return nil }
+        return BlueZInstall(version: version, bluetoothd: bluetoothd, toolDirectory: nil)
+    }
+
+    /// A build directory holding bluetoothd and the tools; nil when something is missing or bluetoothd will not
+    /// say its version.
+    public static func directory(_ path: String) -> BlueZInstall? {
+        let files = FileManager.default
+        let bluetoothd = path + "/bluetoothd"
+        guard files.isExecutableFile(atPath: bluetoothd),
+            requiredTools.allSatisfy({ files.isExecutableFile(atPath: path + "/" + $0) }),
+            let version = version(of: bluetoothd)
+        else { return nil }
+        return BlueZInstall(version: version, bluetoothd: bluetoothd, toolDirectory: path)
+    }
+
+    /// Every BlueZ the lab can boot here: the system's first, then each build in the cache, by version.
+    public static func available(cacheRoot: String = cacheRoot()) -> [BlueZInstall] {
+        var found: [BlueZInstall] = []
+        if let system = system() { found.append(system) }
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: cacheRoot)) ?? [])
+            .filter { FileManager.default.fileExists(atPath: "\(cacheRoot)/\($0)/.complete") }
+            .sorted { $0.compare($1, options: .numeric) == .orderedAscending }
+        for name in versions {
+            if let build = directory("\(cacheRoot)/\(name)/bin"),
+                !found.contains(where: { $0.version == build.version })
+            {
+                found.append(build)
+            }
+        }
+        return found
+    }
+
+    /// What `--bluez` names: "system", a version ("5.66", "5.82": the system's when it is that version, else the
+    /// build in the cache), or a directory holding bluetoothd and its tools (a path with a slash).
+    public static func resolve(_ name: String, cacheRoot: String = cacheRoot()) throws(ResolveError) -> BlueZInstall {
+        if name.contains("/") {
+            let path = URL(fileURLWithPath: name).standardizedFileURL.path
+            guard let build = directory(path) else {
+                throw ResolveError(
+                    description: "--bluez \(name): no bluetoothd, \(requiredTools.joined(separator: ", ")) there "
+                        + "(a BlueZ build's binaries, e.g. from scripts/build-bluez)")
+            }
+            return build
+        }
+        if name == "system" {
+            guard let system = system() else {
+                throw ResolveError(description: "--bluez system: bluez is not installed (run scripts/setup --lab)")
+            }
+            return system
+        }
+        if let match = available(cacheRoot: cacheRoot).first(where: { $0.version == name }) { return match }
+        let known = available(cacheRoot: cacheRoot).map(\.version)
+        throw ResolveError(
+            description:
+                "--bluez \(name): not installed (the lab has \(known.isEmpty ? "none" : known.joined(separator: ", "))); "
+                + "build it with scripts/build-bluez \(name)")
+    }
+
+    /// The first line `bluetoothd --version` prints ("5.82"), or nil when it cannot be run.
+    static func version(of bluetoothd: String) -> String? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: bluetoothd)
+        process.arguments = ["--version"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return nil }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard process.terminationStatus == 0, let first = text.split(separator: "\n").first, !first.isEmpty else {
+            return nil
+        }
+        return String(first)
+    }
+}
