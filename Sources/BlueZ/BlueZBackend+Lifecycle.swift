@@ -152,7 +152,7 @@ extension BlueZBackend {
         if previous != nil {
             owner.update(nil)
             logger.warning("bluetoothd (\(previous ?? "")) left the bus: its registrations are gone")
-            registrationsLost(reason: "bluetoothd left")
+            registrationsLost(reason: "bluetoothd left", bluetoothdChanged: true)
             continuation.yield(.stateChanged(.resetting))
         }
         guard let newOwner else { return }
@@ -171,13 +171,13 @@ extension BlueZBackend {
     }
 
     /// Marks every registration as gone (bluetoothd forgot them) and ends the subscriptions.
-    private func registrationsLost(reason: String) {
+    private func registrationsLost(reason: String, bluetoothdChanged: Bool = false) {
         state.withLock { state in
             state.isApplicationRegistered = false
             state.isAdvertisementRegistered = false
             state.isAgentRegistered = false
         }
-        forgetSubscriptions(reason: reason)
+        forgetSubscriptions(reason: reason, bluetoothdChanged: bluetoothdChanged)
         forgetDevices()
     }
 

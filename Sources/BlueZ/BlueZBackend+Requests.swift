@@ -46,11 +46,8 @@ extension BlueZBackend {
             confirm: { [weak self] call, characteristic in self?.confirm(call, characteristic) },
             acquireNotify: { [weak self] call, characteristic in self?.acquireNotify(call, characteristic) },
             acquireWrite: { [weak self] call, characteristic in self?.acquireWrite(call, characteristic) },
-            isNotifying: { [weak self] id in self?.state.withLock { $0.notify[id] } != nil },
-            isNotifyAcquired: { [weak self] id in
-                if case .socket? = self?.state.withLock({ $0.notify[id] }) { return true }
-                return false
-            },
+            isNotifying: { [weak self] id in self?.state.withLock { $0.notify.isNotifying(id) } ?? false },
+            isNotifyAcquired: { [weak self] id in self?.state.withLock { $0.notify.isAcquired(id) } ?? false },
             isWriteAcquired: { [weak self] id in self?.state.withLock { $0.writeStreams[id] } != nil },
             readDescriptor: { [weak self] call, path, descriptor in self?.readDescriptor(call, path, descriptor) },
             writeDescriptor: { [weak self] call, path, descriptor in self?.writeDescriptor(call, path, descriptor) })
@@ -157,39 +154,27 @@ extension BlueZBackend {
     private func startNotify(_ call: consuming MethodCall, _ characteristic: Characteristic) {
         guard let call = owner.admit(call) else { return }
         call.reply()
-        // 5.66 calls StartNotify for every enabling CCCD write (`ccc_write_cb`); only the first one subscribes.
-        let kind = Self.updateKind(characteristic)
-        let isNew = state.withLock { state -> Bool in
-            guard state.notify[characteristic.id] == nil else { return false }
-            state.notify[characteristic.id] = .properties(kind)
-            return true
-        }
-        guard isNew else { return }
+        // Every enabling CCCD write calls StartNotify (`ccc_write_cb`); only the first one subscribes.
+        let effects = state.withLock { $0.notify.started(characteristic.id, kind: Self.updateKind(characteristic)) }
+        guard !effects.isEmpty else { return }
         logger.info("\(characteristic.id): StartNotify, updates go to every subscriber through PropertiesChanged")
-        notifyingChanged(characteristic.id)
-        continuation.yield(
-            .subscribed(Central(id: Central.allSubscribersID), characteristicID: characteristic.id, kind: kind))
+        perform(effects, changing: characteristic.id)
     }
 
     private func stopNotify(_ call: consuming MethodCall, _ characteristic: Characteristic) {
         guard let call = owner.admit(call) else { return }
         call.reply()
         // Called only when the last subscriber leaves (`ccc_write_cb`: ntfy_cnt drops to 0).
-        let wasNotifying = state.withLock { state -> Bool in
-            guard case .properties? = state.notify[characteristic.id] else { return false }
-            state.notify[characteristic.id] = nil
-            return true
-        }
-        guard wasNotifying else { return }
+        let effects = state.withLock { $0.notify.stopped(characteristic.id) }
+        guard !effects.isEmpty else { return }
         logger.info("\(characteristic.id): StopNotify, no subscribers left")
-        notifyingChanged(characteristic.id)
-        continuation.yield(.unsubscribed(Central(id: Central.allSubscribersID), characteristicID: characteristic.id))
+        perform(effects, changing: characteristic.id)
     }
 
     private func confirm(_ call: consuming MethodCall, _ characteristic: Characteristic) {
         guard let call = owner.admit(call) else { return }
         call.reply()
-        // 5.66 `conf_cb`: one Confirm() per device that confirmed, on both notify paths.
+        // `conf_cb`: one Confirm() per device that confirmed a PropertiesChanged indication, naming nobody.
         continuation.yield(.confirmed(Central(id: Central.allSubscribersID)))
     }
 
@@ -204,52 +189,71 @@ extension BlueZBackend {
             return
         }
         let id = characteristic.id
-        let central = Central(id: Central.allSubscribersID, attMTU: options.mtu)
+        let token = state.withLock { state -> Int in
+            defer { state.nextNotifyToken += 1 }
+            return state.nextNotifyToken
+        }
+        // The socket's central is looked up when something happens on it: a `*` socket becomes its device's once
+        // bluetoothd shows it acquires per device (`NotifyTable`).
         let socket = AcquiredSocket.forNotifications(
             fd: pair.local,
-            onWritable: { [weak self] in self?.continuation.yield(.writable(central)) },
-            onConfirm: { [weak self] in self?.continuation.yield(.confirmed(central)) },
-            onClosed: { [weak self] in self?.notifySocketClosed(id) })
-        let kind = Self.updateKind(characteristic)
-        let previous = state.withLock { state -> NotifyPath? in
-            defer { state.notify[id] = .socket(socket, kind) }
-            return state.notify[id]
+            onWritable: { [weak self] in self?.notifySocketEvent(token) { .writable($0) } },
+            onConfirm: { [weak self] in self?.notifySocketEvent(token) { .confirmed($0) } },
+            onClosed: { [weak self] in self?.notifySocketClosed(token, id) })
+        let (effects, isPerDevice) = state.withLock { state in
+            state.notifySockets[token] = socket
+            let effects = state.notify.acquired(
+                id, device: options.device, mtu: options.mtu, kind: Self.updateKind(characteristic), token: token)
+            return (effects, state.notify.socketsArePerDevice)
         }
-        if case .socket(let old, _)? = previous { old.close() }
         // Appending the fd duplicates it into the message; our copy of bluetoothd's end is closed right after.
         call.reply([.unixFD(UnixFD(pair.remote)), .uint16(UInt16(clamping: options.mtu))])
         _ = Glibc.close(pair.remote)
-        // 5.66 calls AcquireNotify once, for the first subscriber, and sends every datagram to every subscriber
-        // (`sock_io_read` -> `send_notification_to_devices`): one central stands for all of them.
         logger.info(
-            "\(id): AcquireNotify by \(options.device), MTU \(options.mtu); served as central '\(Central.allSubscribersID)' (all subscribers)"
+            "\(id): AcquireNotify by \(options.device), MTU \(options.mtu); served as central '\(isPerDevice ? options.device : Central.allSubscribersID)'\(isPerDevice ? "" : " (all subscribers)")"
         )
-        notifyingChanged(id)
-        if previous == nil { continuation.yield(.subscribed(central, characteristicID: id, kind: kind)) }
+        perform(effects, changing: id)
     }
 
-    private func notifySocketClosed(_ id: String) {
-        let removed = state.withLock { state -> Bool in
-            guard case .socket? = state.notify[id] else { return false }
-            state.notify[id] = nil
-            return true
+    /// Reports what happened on the socket `token` as its central's event; nothing once the socket is gone.
+    private func notifySocketEvent(_ token: Int, _ event: (Central) -> BackendEvent) {
+        guard let central = state.withLock({ $0.notify.central(for: token) }) else { return }
+        continuation.yield(event(central))
+    }
+
+    private func notifySocketClosed(_ token: Int, _ id: String) {
+        let effects = state.withLock { $0.notify.closed(token: token) }
+        guard effects.contains(where: { if case .unsubscribed = $0 { true } else { false } }) else {
+            perform(effects, changing: nil)
+            return
         }
-        guard removed else { return }
-        logger.info("\(id): bluetoothd closed the notify socket (no subscribers left)")
-        notifyingChanged(id)
-        continuation.yield(.unsubscribed(Central(id: Central.allSubscribersID), characteristicID: id))
+        logger.info("\(id): bluetoothd closed a notify socket (its subscriber left)")
+        perform(effects, changing: id)
+    }
+
+    /// Carries out the table's effects in order: closes sockets, reports subscriptions, and signals `Notifying`
+    /// for `changing` (and every characteristic an effect names).
+    func perform(_ effects: [NotifyTable.Effect], changing id: String?) {
+        var changed: [String] = id.map { [$0] } ?? []
+        for effect in effects {
+            switch effect {
+            case .close(let token):
+                state.withLock { $0.notifySockets.removeValue(forKey: token) }?.close()
+            case .subscribed(let central, let characteristicID, let kind):
+                if !changed.contains(characteristicID) { changed.append(characteristicID) }
+                continuation.yield(.subscribed(central, characteristicID: characteristicID, kind: kind))
+            case .unsubscribed(let central, let characteristicID):
+                if !changed.contains(characteristicID) { changed.append(characteristicID) }
+                continuation.yield(.unsubscribed(central, characteristicID: characteristicID))
+            }
+        }
+        for characteristicID in changed { notifyingChanged(characteristicID) }
     }
 
     /// Emits `PropertiesChanged` for `Notifying` (and `NotifyAcquired` where exported); failures are logged.
     private func notifyingChanged(_ id: String) {
         guard let path = characteristicPath(id) else { return }
-        let (isNotifying, isAcquired) = state.withLock { state -> (Bool, Bool) in
-            switch state.notify[id] {
-            case .socket?: (true, true)
-            case .properties?: (true, false)
-            case nil: (false, false)
-            }
-        }
+        let (isNotifying, isAcquired) = state.withLock { ($0.notify.isNotifying(id), $0.notify.isAcquired(id)) }
         var changed: [String: DBusValue] = [BlueZName.Property.notifying: .boolean(isNotifying)]
         if options.useAcquireNotify { changed[BlueZName.Property.notifyAcquired] = .boolean(isAcquired) }
         do {
@@ -260,17 +264,13 @@ extension BlueZBackend {
         }
     }
 
-    /// Ends every subscription: their sockets close and the manager hears `.unsubscribed` for each.
-    func forgetSubscriptions(reason: String) {
-        let dropped = state.withLock { state -> [(String, NotifyPath)] in
-            defer { state.notify.removeAll() }
-            return state.notify.sorted { $0.key < $1.key }
-        }
-        for (id, path) in dropped {
-            if case .socket(let socket, _) = path { socket.close() }
-            logger.info("\(id): subscription ended (\(reason))")
-            continuation.yield(.unsubscribed(Central(id: Central.allSubscribersID), characteristicID: id))
-        }
+    /// Ends every subscription: their sockets close and the manager hears `.unsubscribed` for each. When
+    /// bluetoothd itself went away, what it showed of its notify sockets is forgotten too: the next one may be
+    /// another version.
+    func forgetSubscriptions(reason: String, bluetoothdChanged: Bool = false) {
+        let effects = state.withLock { $0.notify.removeAll(keepingWhatWasLearned: !bluetoothdChanged) }
+        for case .unsubscribed(_, let id) in effects { logger.info("\(id): subscription ended (\(reason))") }
+        perform(effects, changing: nil)
         closeWriteStreams(reason: reason)
     }
 

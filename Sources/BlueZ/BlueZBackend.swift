@@ -8,18 +8,12 @@ import Synchronization
 /// advertisement and the pairing agent, registers them on one adapter, turns bluetoothd's calls into
 /// `BackendEvent`s, and registers everything again when bluetoothd restarts.
 ///
-/// Notifications follow 5.66 (`5.66:src/gatt-database.c`): `AcquireNotify` is called once per characteristic, for
-/// the first subscriber, and every datagram on its socket goes to every subscriber; `StartNotify` likewise names
-/// nobody. Both paths therefore appear to the manager as one central, `Central.allSubscribersID`, whose MTU is
-/// the first subscriber's (later subscribers with a smaller MTU get updates cut by bluetoothd, silently).
+/// Notifications follow what bluetoothd does (`NotifyTable`): with 5.66's one `AcquireNotify` per characteristic,
+/// or `StartNotify`, every subscriber is one central, `Central.allSubscribersID`, whose MTU is the first
+/// subscriber's (later subscribers with a smaller MTU get updates cut by bluetoothd, silently); once bluetoothd
+/// shows it acquires a socket per device (5.69+), each device is a central of its own, with its own socket, MTU,
+/// back-pressure and confirmations.
 public final class BlueZBackend: PeripheralBackend {
-    /// How the backend reaches a subscribed characteristic.
-    enum NotifyPath: Sendable {
-        /// `StartNotify`: updates go out as `PropertiesChanged(Value)`.
-        case properties(UpdateKind)
-        /// `AcquireNotify`: updates are datagrams on the socket.
-        case socket(AcquiredSocket, UpdateKind)
-    }
 
     struct State {
         var adapterPresent = true
@@ -30,7 +24,12 @@ public final class BlueZBackend: PeripheralBackend {
         var advertisement: AdvertisementRegistration?
         var isAdvertisementRegistered = false
         var isAgentRegistered = false
-        var notify: [String: NotifyPath] = [:]
+        /// Who each subscribed characteristic's updates reach.
+        var notify = NotifyTable()
+        /// Our ends of the `AcquireNotify` sockets, by the token `notify` knows them by.
+        var notifySockets: [Int: AcquiredSocket] = [:]
+        /// The next socket's token.
+        var nextNotifyToken = 0
         /// AcquireWrite sockets by characteristic id.
         var writeStreams: [String: AcquiredSocket] = [:]
         /// The adapter's devices whose `Connected` is true, each reported once as a central.
@@ -160,11 +159,16 @@ public final class BlueZBackend: PeripheralBackend {
     /// Writes one datagram to the characteristic's notify socket, or emits `PropertiesChanged(Value)`; `.failed`
     /// when nobody subscribed the characteristic.
     public func send(_ update: NotificationQueue.Update, to central: Central) -> SendOutcome {
-        guard let path = state.withLock({ $0.notify[update.characteristicID] }) else {
-            return .failed("\(update.characteristicID) has no subscribers in bluetoothd")
+        let (route, socket) = state.withLock { state -> (NotifyTable.Route, AcquiredSocket?) in
+            let route = state.notify.route(update.characteristicID, to: central)
+            guard case .socket(let token) = route else { return (route, nil) }
+            return (route, state.notifySockets[token])
         }
-        switch path {
-        case .socket(let socket, _):
+        switch route {
+        case .none(let reason):
+            return .failed(reason)
+        case .socket:
+            guard let socket else { return .failed("the notify socket of \(update.characteristicID) is closed") }
             return socket.send(update.bytes)
         case .properties:
             guard let objectPath = characteristicPath(update.characteristicID) else {
@@ -203,11 +207,9 @@ public final class BlueZBackend: PeripheralBackend {
                 state.isShutDown = true
                 state.isApplicationRegistered = false
                 state.isAgentRegistered = false
-                let sockets = state.notify.values.compactMap { path -> AcquiredSocket? in
-                    if case .socket(let socket, _) = path { return socket }
-                    return nil
-                }
-                state.notify.removeAll()
+                _ = state.notify.removeAll()
+                let sockets = Array(state.notifySockets.values)
+                state.notifySockets.removeAll()
                 let streams = Array(state.writeStreams.values)
                 state.writeStreams.removeAll()
                 defer { state.subscriptions.removeAll(); state.watcher = nil }

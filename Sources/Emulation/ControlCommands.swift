@@ -8,7 +8,7 @@ import Peripheral
 /// |---|---|
 /// | `{"command":"get","id":"battery-level"}` | `id`, `hex`, `fields` (decoded by the layout) |
 /// | `{"command":"set","id":"battery-level","hex":"50"}` or `"fields":{"percent":80}` | `id`, `hex` |
-/// | `{"command":"notify","id":"battery-level"}` (`"count":N` sends it N times, 1...100000) | `id`, `hex` |
+/// | `{"command":"notify","id":"battery-level"}` (`"count":N` sends it N times, 1...100000; `"central":ID` to one) | `id`, `hex` |
 /// | `{"command":"centrals"}` | `centrals`: `[{id, maximumUpdateValueLength, subscriptions}]` |
 /// | `{"command":"fault","operation":"read","id":"x","nth":2,"error":"unlikely-error"}` (or `"delayMs":500`) | |
 /// | `{"command":"fault","operation":"read","nth":1,"effect":"disconnect"}` (or `stop-advertising`), after answering | |
@@ -62,7 +62,11 @@ struct ControlCommands: Sendable {
                 throw .badValue("`count` must be a whole number from 1 to 100000")
             }
             let times = Int(count)
-            for _ in 0..<times { try await emulator.notify(id) }
+            let central = try request["central"].map { value throws(ControlError) -> String in
+                guard let central = value as? String else { throw .badValue("`central` must be a string") }
+                return central
+            }
+            for _ in 0..<times { try await emulator.notify(id, to: central) }
             return describe(id, try await emulator.value(of: id))
         case "centrals":
             let centrals = await emulator.centrals().map {

@@ -22,14 +22,26 @@ extension Emulator {
         }
     }
 
-    /// Sends the current value to the subscribers now. Throws `.unknownCharacteristic`, or `.badValue` when the
-    /// characteristic cannot notify or indicate.
-    public func notify(_ id: String) async throws(ControlError) {
+    /// Sends the current value to the subscribers now, or only to the subscribed central `centralID` (Core
+    /// Bluetooth's `onSubscribedCentrals:`). Throws `.unknownCharacteristic`, or `.badValue` when the characteristic
+    /// cannot notify or indicate or `centralID` is not subscribed to it.
+    public func notify(_ id: String, to centralID: String? = nil) async throws(ControlError) {
         guard let characteristic = characteristics[id] else { throw .unknownCharacteristic(id) }
         guard characteristic.properties.contains(.notify) || characteristic.properties.contains(.indicate) else {
             throw .badValue("\(id) has neither notify nor indicate")
         }
-        await send(.value(characteristic, server.store.value(of: characteristic)))
+        var target: Central?
+        if let centralID {
+            let subscribed = await manager?.subscribedCentrals(of: characteristic) ?? []
+            guard let central = subscribed.first(where: { $0.id == centralID }) else {
+                let names = subscribed.map(\.id).sorted()
+                throw .badValue(
+                    "central \(centralID) is not subscribed to \(id) (subscribed: \(names.isEmpty ? "none" : names.joined(separator: ", ")))"
+                )
+            }
+            target = central
+        }
+        await send(.value(characteristic, server.store.value(of: characteristic), to: target))
     }
 
     /// The connected centrals and the characteristics each one subscribed to.

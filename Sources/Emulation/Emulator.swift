@@ -26,7 +26,8 @@ public actor Emulator {
     public nonisolated let profile: PeripheralProfile
 
     enum Outgoing: Sendable {
-        case value(Characteristic, [UInt8])
+        /// A value for every subscriber, or for one central only.
+        case value(Characteristic, [UInt8], to: Central? = nil)
         case transfer(Characteristic, Central, TransferChunker)
     }
 
@@ -218,8 +219,8 @@ public actor Emulator {
             pumpAgain = false
             while let first = outbox.first {
                 switch first {
-                case .value(let characteristic, let value):
-                    guard await updateValue(value, for: characteristic, to: nil, on: manager) else { return }
+                case .value(let characteristic, let value, let central):
+                    guard await updateValue(value, for: characteristic, to: central, on: manager) else { return }
                     outbox.removeFirst()
                 case .transfer(let characteristic, let central, var chunker):
                     while let chunk = chunker.next() {

@@ -1,7 +1,8 @@
 import Foundation
 
-/// One BlueZ the lab can boot: bluetoothd and the tools that must match it (btvirt, btmon, btmgmt, and the
-/// bluetoothctl and gatttool a central may run), from one build.
+/// One BlueZ the lab can boot: bluetoothd and the tools that must match it (btvirt, btmon, and the bluetoothctl
+/// and gatttool a central may run), from one build. btmgmt is always the system's: mgmt is the kernel's protocol,
+/// and 5.82's btmgmt never leaves its shell's non-interactive mode in the VM (scripts/build-bluez).
 ///
 /// The lab boots either the system's BlueZ (Debian 12: 5.66) or a release built by `scripts/build-bluez VERSION`
 /// into the per-user cache (`<cache>/bluez/VERSION/bin`). Users run 5.72 to 5.8x, where bluetoothd behaves
@@ -11,12 +12,17 @@ public struct BlueZInstall: Sendable, Equatable, CustomStringConvertible {
     public let version: String
     /// The bluetoothd to start.
     public let bluetoothd: String
-    /// The directory holding btvirt, btmon, btmgmt, bluetoothctl and gatttool of the same build; the VM puts it
-    /// first in PATH. Nil for the system's own BlueZ, whose tools are already on PATH.
+    /// The directory holding btvirt, btmon, bluetoothctl and gatttool of the same build; the VM puts it first in
+    /// PATH. Nil for the system's own BlueZ, whose tools are already on PATH.
     public let toolDirectory: String?
 
     /// Tools a build directory must hold besides bluetoothd; the lab starts each of them.
-    static let requiredTools = ["btvirt", "btmon", "btmgmt"]
+    static let requiredTools = ["btvirt", "btmon"]
+
+    /// Whether this is `version` or later, compared numerically ("5.9" < "5.66" < "5.82").
+    public func isAtLeast(_ version: String) -> Bool {
+        self.version.compare(version, options: .numeric) != .orderedAscending
+    }
 
     /// "BlueZ 5.82 (/root/.cache/blemu/bluez/5.82/bin)" or "BlueZ 5.66 (system)".
     public var description: String { "BlueZ \(version) (\(toolDirectory ?? "system"))" }

@@ -109,7 +109,7 @@ public struct LabPrerequisites: Sendable {
                 "bluetoothd",
                 build.map { $0 + "bluetoothd" } + ["/usr/libexec/bluetooth/bluetoothd", "/usr/sbin/bluetoothd"],
                 package: "bluez"))
-        items.append(executable("btmgmt", build.map { $0 + "btmgmt" } + ["/usr/bin/btmgmt"], package: "bluez"))
+        items.append(executable("btmgmt", ["/usr/bin/btmgmt"], package: "bluez"))
         items.append(executable("btmon", build.map { $0 + "btmon" } + ["/usr/bin/btmon"], package: "bluez"))
         items.append(
             executable("btvirt", build.map { $0 + "btvirt" } + ["/usr/bin/btvirt"], package: "bluez-test-tools"))

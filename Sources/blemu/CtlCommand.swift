@@ -11,7 +11,7 @@ struct CtlCommand: ParsableCommand {
             Commands:
               get ID                          the value (hex and decoded fields)
               set ID HEX | --field NAME=VALUE  store a value; subscribers are notified
-              notify ID [--count N]           notify the current value now (N times)
+              notify ID [--count N] [--central C]  notify the current value now (N times; to one central only)
               centrals                        connected centrals and their subscriptions
               fault read|write [ID] --nth N (--error NAME|0xNN | --delay-ms MS | --effect disconnect|stop-advertising)
               advertising start|stop
@@ -46,6 +46,9 @@ struct CtlCommand: ParsableCommand {
     @Option(help: "For `notify`: how many times to send the value (1 to 100000), queued in order.")
     var count: Int?
 
+    @Option(help: "For `notify`: send only to this subscribed central (its id from `centrals`).")
+    var central: String?
+
     func run() throws {
         let request = try makeRequest()
         let response: String
@@ -71,6 +74,7 @@ struct CtlCommand: ParsableCommand {
         case "notify":
             var request: [String: any Sendable] = ["command": command, "id": try argument(0, "an ID")]
             if let count { request["count"] = count }
+            if let central { request["central"] = central }
             return request
         case "set":
             let id = try argument(0, "an ID")

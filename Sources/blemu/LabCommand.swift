@@ -27,8 +27,8 @@ extension LabCommand {
                 BLEMU_LAB_CONTROLS and BLEMU_LAB_EVENT_LOGS list every peripheral's, comma-separated, in controller \
                 order. The central is the next controller. Controllers are LE-only unless --dual-mode.
 
-                --bluez picks the BlueZ that boots (bluetoothd, btvirt, btmon, btmgmt, bluetoothctl and gatttool \
-                together): "system" (the default), a version built by scripts/build-bluez ("5.82"), or a directory \
+                --bluez picks the BlueZ that boots (bluetoothd, btvirt, btmon, bluetoothctl and gatttool together; \
+                btmgmt is always the system's): "system" (the default), a version built by scripts/build-bluez ("5.82"), or a directory \
                 of such binaries. `blemu lab check` lists the versions installed.
 
                 Example:

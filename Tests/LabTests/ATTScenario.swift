@@ -18,11 +18,11 @@ enum ATTScenario {
     static let plainWrite = (0..<16).map { UInt8($0) }
     static let preparedWrite = (100..<150).map { UInt8($0) }
 
-    private static func boot() async throws -> LabRun {
+    private static func boot(bluez: BlueZInstall) async throws -> LabRun {
         let results = try LabScenario.freshResultsDirectory()
         let configuration = LabConfiguration(
             resultsDirectory: results, controllers: 2, timeout: .seconds(420), stepTimeout: .seconds(30),
-            workingDirectory: LabScenario.package)
+            workingDirectory: LabScenario.package, bluez: bluez)
         return try await LabScenario.boot(
             configuration,
             running: [

@@ -20,8 +20,8 @@ struct ATTScenarioTests {
     ]
 
     /// The run, checked to have finished the script: a failed step names itself in the message.
-    private func finishedRun() async throws -> LabRun {
-        try await LabTests.finishedRun(of: ATTScenario.shared, showing: ["blemu-run.log", "console.log"])
+    private func finishedRun(_ bluez: BlueZInstall) async throws -> LabRun {
+        try await LabTests.finishedRun(of: ATTScenario.shared, on: bluez, showing: ["blemu-run.log", "console.log"])
     }
 
     /// Value handles by characteristic id, as gatttool --characteristics found them.
@@ -62,8 +62,10 @@ struct ATTScenarioTests {
     /// The events log's spelling of a value (`Hex`, uppercase, no separator).
     private static func hex(_ bytes: [UInt8]) -> String { Hex.string(bytes, separator: "") }
 
-    @Test func everyRefusalAProfileCanCauseReachesTheCentralWithItsExactCode() async throws {
-        let run = try await finishedRun()
+    @Test(arguments: LabScenario.versions) func everyRefusalAProfileCanCauseReachesTheCentralWithItsExactCode(
+        bluez: BlueZInstall
+    ) async throws {
+        let run = try await finishedRun(bluez)
         let h = try handles(run)
         let lines = raw(run, "errors")
         let expected = [
@@ -89,8 +91,8 @@ struct ATTScenarioTests {
         }
     }
 
-    @Test func btmonShowsEachCodeLeaveThePeripheral() async throws {
-        let run = try await finishedRun()
+    @Test(arguments: LabScenario.versions) func btmonShowsEachCodeLeaveThePeripheral(bluez: BlueZInstall) async throws {
+        let run = try await finishedRun(bluez)
         let h = try handles(run)
         let sent = Set(BtmonTrace(read(run, "btmon.txt")).errorsSent(by: "hci0"))
         func error(_ request: UInt8, _ id: String, _ code: UInt8) -> BtmonTrace.ErrorSent {
@@ -105,8 +107,9 @@ struct ATTScenarioTests {
         for error in expected { #expect(sent.contains(error), "\(error) not in \(sent)") }
     }
 
-    @Test func longReadsUseReadBlobAndReturnEveryByte() async throws {
-        let run = try await finishedRun()
+    @Test(arguments: LabScenario.versions) func longReadsUseReadBlobAndReturnEveryByte(bluez: BlueZInstall) async throws
+    {
+        let run = try await finishedRun(bluez)
         let h = try handles(run)
         #expect(gatttoolValue(run, "read-long") == ATTScenario.longInitial, "\(read(run, "gt-read-long.err"))")
         #expect(gatttoolValue(run, "read-big") == ATTScenario.bigValue, "\(read(run, "gt-read-big.err"))")
@@ -123,8 +126,10 @@ struct ATTScenarioTests {
         #expect(bigBlobs == Array(bigBlobs.sorted()) && bigBlobs.last.map { $0 < 512 } == true, "\(bigBlobs)")
     }
 
-    @Test func plainAndPreparedWritesAreStoredAndReadBack() async throws {
-        let run = try await finishedRun()
+    @Test(arguments: LabScenario.versions) func plainAndPreparedWritesAreStoredAndReadBack(
+        bluez: BlueZInstall
+    ) async throws {
+        let run = try await finishedRun(bluez)
         let h = try handles(run)
         #expect(gatttoolValue(run, "read-plain") == ATTScenario.plainWrite)
         #expect(gatttoolValue(run, "read-prepared") == ATTScenario.preparedWrite)
@@ -141,8 +146,10 @@ struct ATTScenarioTests {
                     Self.hex), "\(written.map { $0.prefix(40) })")
     }
 
-    @Test func aLongWriteOfOneCharacteristicIsAppliedWholeOrNotAtAll() async throws {
-        let run = try await finishedRun()
+    @Test(arguments: LabScenario.versions) func aLongWriteOfOneCharacteristicIsAppliedWholeOrNotAtAll(
+        bluez: BlueZInstall
+    ) async throws {
+        let run = try await finishedRun(bluez)
         #expect(read(run, "gt-write-prepared-limited.err").contains(Self.gatttoolText[0x0D] ?? "?"))
         #expect(gatttoolValue(run, "read-limited") == [0x00], "nothing of the 30 bytes stored")
         let refused = requestEvents(run, "write", "limited").filter { ($0["value"] as? String)?.count == 60 }
@@ -155,8 +162,10 @@ struct ATTScenarioTests {
         #expect(requestEvents(run, "write", "long").allSatisfy { ($0["value"] as? String)?.count != 1024 })
     }
 
-    @Test func aReliableWriteOfTwoCharacteristicsKeepsTheFirstWhenTheSecondIsRefused() async throws {
-        let run = try await finishedRun()
+    @Test(arguments: LabScenario.versions) func aReliableWriteOfTwoCharacteristicsKeepsTheFirstWhenTheSecondIsRefused(
+        bluez: BlueZInstall
+    ) async throws {
+        let run = try await finishedRun(bluez)
         let h = try handles(run)
         let right = String(format: "0x%04x", h["right"] ?? 0)
         // Both parts are queued; Execute writes left, then right fails: the central gets 0x0D for right, and left
@@ -175,8 +184,10 @@ struct ATTScenarioTests {
         #expect(requestEvents(run, "write", "left").compactMap { $0["value"] as? String } == ["11111111", "33333333"])
     }
 
-    @Test func everyRequestThePeripheralReceivedGotExactlyOneAnswer() async throws {
-        let run = try await finishedRun()
+    @Test(arguments: LabScenario.versions) func everyRequestThePeripheralReceivedGotExactlyOneAnswer(
+        bluez: BlueZInstall
+    ) async throws {
+        let run = try await finishedRun(bluez)
         let (requests, answers) = BtmonTrace(read(run, "btmon.txt")).requestsAndAnswers(on: "hci0")
         #expect(requests.values.reduce(0, +) > 100, "\(requests)")
         #expect(requests == answers)
@@ -192,8 +203,10 @@ struct ATTScenarioTests {
         print("ATT lab: hci0 answered \(answers.values.reduce(0, +)) ATT requests; blemu \(requestEvents.count)")
     }
 
-    @Test func writeCommandsStreamThroughAcquireWriteInOrder() async throws {
-        let run = try await finishedRun()
+    @Test(arguments: LabScenario.versions) func writeCommandsStreamThroughAcquireWriteInOrder(
+        bluez: BlueZInstall
+    ) async throws {
+        let run = try await finishedRun(bluez)
         #expect(raw(run, "stream").prefix(3) == ["sent", "sent", "sent"], "\(tails(run, ["raw-stream.txt"]))")
         // 5.66 calls AcquireWrite once, on the first write, and then sends every value down the socket.
         #expect(read(run, "bluetoothd.log").contains("AcquireWrite success"))
@@ -205,8 +218,10 @@ struct ATTScenarioTests {
         #expect(streamed.map { $0["code"] as? Int } == [nil, nil, nil, 0x0D])
     }
 
-    @Test func justWorksPairingTurnsTheRefusedReadIntoTheValue() async throws {
-        let run = try await finishedRun()
+    @Test(arguments: LabScenario.versions) func justWorksPairingTurnsTheRefusedReadIntoTheValue(
+        bluez: BlueZInstall
+    ) async throws {
+        let run = try await finishedRun(bluez)
         let h = try handles(run)
         let secret = Array("secret".utf8)
         // Unpaired: Insufficient Encryption (raw client). gatttool's bt_att answers it by raising the link's
@@ -227,8 +242,8 @@ struct ATTScenarioTests {
         #expect(requestEvents(run, "read", "guarded").isEmpty, "bluetoothd refuses it before blemu")
     }
 
-    @Test func timingsAreRecorded() async throws {
-        let run = try await ATTScenario.shared.run()
+    @Test(arguments: LabScenario.versions) func timingsAreRecorded(bluez: BlueZInstall) async throws {
+        let run = try await ATTScenario.shared.run(on: bluez)
         print(
             "ATT lab: qemu start to command \(run.untilCommand.map(LabMachine.seconds) ?? "?"), "
                 + "total \(LabMachine.seconds(run.total))")

@@ -46,7 +46,7 @@ enum HeartRateScenario {
         return process.terminationStatus == 0 && text.contains("USAGE: blemu run")
     }()
 
-    private static func boot() async throws -> LabRun {
+    private static func boot(bluez: BlueZInstall) async throws -> LabRun {
         let results = try LabScenario.freshResultsDirectory()
         // Name and service as well as the address: the device only matches once the scan response (name) and the
         // advertising data (UUIDs) have both been seen, so the report's scan fields are complete.
@@ -64,7 +64,7 @@ enum HeartRateScenario {
         let configuration = LabConfiguration(
             resultsDirectory: results, controllers: 2, profiles: [LabScenario.package + "/" + profile],
             timeout: .seconds(120), stepTimeout: .seconds(30), blemuExecutable: LabScenario.blemuExecutable,
-            workingDirectory: LabScenario.package)
+            workingDirectory: LabScenario.package, bluez: bluez)
         return try await LabScenario.boot(configuration, running: ["/bin/sh", "-c", probe])
     }
 }

@@ -11,21 +11,25 @@ import Testing
     .enabled(if: HeartRateScenario.blemuCanRun, "needs `blemu run` (blemu run --help must succeed)"),
     .timeLimit(.minutes(10)))
 struct HeartRateScenarioTests {
-    private func report() async throws -> ProbeReport {
-        let run = try await HeartRateScenario.shared.run()
+    private func report(_ bluez: BlueZInstall) async throws -> ProbeReport {
+        let run = try await HeartRateScenario.shared.run(on: bluez)
         #expect(run.exitCode == 0, "blemu probe failed; see \(run.file("command.log"))")
         let json = try String(contentsOfFile: run.file("probe.json"), encoding: .utf8)
         return try JSONDecoder().decode(ProbeReport.self, from: Data(json.utf8))
     }
 
-    @Test func theScanSeesTheAdvertisedNameAndServices() async throws {
-        let device = try await report().device
+    @Test(arguments: LabScenario.versions) func theScanSeesTheAdvertisedNameAndServices(
+        bluez: BlueZInstall
+    ) async throws {
+        let device = try await report(bluez).device
         #expect(device.name == HeartRateScenario.advertisedName)
         #expect(device.uuids.contains("180D") && device.uuids.contains("180F"), "\(device.uuids)")
     }
 
-    @Test func theDeclaredServicesAndCharacteristicsAreThereWithTheirFlags() async throws {
-        let report = try await report()
+    @Test(arguments: LabScenario.versions) func theDeclaredServicesAndCharacteristicsAreThereWithTheirFlags(
+        bluez: BlueZInstall
+    ) async throws {
+        let report = try await report(bluez)
         let services = Set(report.services.map(\.uuid))
         #expect(services.isSuperset(of: ["180D", "180F", "180A"]), "\(services)")
         let flags = Dictionary(report.characteristics.map { ($0.uuid, $0.flags) }, uniquingKeysWith: { a, _ in a })
@@ -36,22 +40,26 @@ struct HeartRateScenarioTests {
         for uuid in ["2A29", "2A24", "2A25", "2A27", "2A26", "2A28"] { #expect(flags[uuid] == ["read"], "\(uuid)") }
     }
 
-    @Test func bodySensorLocationReadsAsChest() async throws {
-        let location = try #require(try await report().characteristics.first { $0.uuid == "2A38" })
+    @Test(arguments: LabScenario.versions) func bodySensorLocationReadsAsChest(bluez: BlueZInstall) async throws {
+        let location = try #require(try await report(bluez).characteristics.first { $0.uuid == "2A38" })
         #expect(location.read?.value?.hex == "01")
         #expect(location.read?.value?.decoded == "Chest")
     }
 
-    @Test func theReadmesCentralSideTestSuitePassesAgainstTheProfile() async throws {
-        let run = try await HeartRateScenario.shared.run()
+    @Test(arguments: LabScenario.versions) func theReadmesCentralSideTestSuitePassesAgainstTheProfile(
+        bluez: BlueZInstall
+    ) async throws {
+        let run = try await HeartRateScenario.shared.run(on: bluez)
         let output = (try? String(contentsOfFile: run.file("central-tests.txt"), encoding: .utf8)) ?? ""
         let status = (try? String(contentsOfFile: run.file("central-tests-rc"), encoding: .utf8)) ?? ""
         #expect(status.trimmingCharacters(in: .whitespacesAndNewlines) == "0", "\(output)")
         #expect(output.contains("Ran 5 tests") && output.hasSuffix("OK\n"), "\(output)")
     }
 
-    @Test func heartRateMeasurementNotifiesWhileTheProbeListens() async throws {
-        let measurement = try #require(try await report().characteristics.first { $0.uuid == "2A37" })
+    @Test(arguments: LabScenario.versions) func heartRateMeasurementNotifiesWhileTheProbeListens(
+        bluez: BlueZInstall
+    ) async throws {
+        let measurement = try #require(try await report(bluez).characteristics.first { $0.uuid == "2A37" })
         #expect(measurement.subscribeError == nil)
         #expect(!measurement.notifications.isEmpty)
         #expect(measurement.notifications.first?.decoded?.contains("bpm") == true)

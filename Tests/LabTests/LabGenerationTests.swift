@@ -136,7 +136,7 @@ struct LabGenerationTests {
         // A fake build whose bluetoothd prints its version, as the real one does.
         let bin = cache + "/9.99/bin"
         try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
-        for tool in ["bluetoothd", "btvirt", "btmon", "btmgmt"] {
+        for tool in ["bluetoothd", "btvirt", "btmon"] {
             try "#!/bin/sh\necho 9.99\n".write(toFile: bin + "/" + tool, atomically: true, encoding: .utf8)
             try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: bin + "/" + tool)
         }

@@ -31,21 +31,32 @@ actor LabScenario {
     /// Controllers booted: one more than the default, to exercise `--controllers`.
     static let controllers = 3
 
-    private let bootScenario: @Sendable () async throws -> LabRun
-    private var boot: Task<LabRun, any Error>?
+    private let bootScenario: @Sendable (BlueZInstall) async throws -> LabRun
+    private var boots: [String: Task<LabRun, any Error>] = [:]
 
-    /// A scenario that boots with `boot` on first use.
-    init(boot: @escaping @Sendable () async throws -> LabRun) { bootScenario = boot }
+    /// A scenario that boots with `boot` on first use, once per BlueZ version.
+    init(boot: @escaping @Sendable (BlueZInstall) async throws -> LabRun) { bootScenario = boot }
 
-    /// The run, booting it on the first call; every caller gets the same run or the same error.
-    func run() async throws -> LabRun {
-        if let boot { return try await boot.value }
+    /// The run on `bluez`, booting it on the first call for that version; every caller gets the same run or the
+    /// same error.
+    func run(on bluez: BlueZInstall) async throws -> LabRun {
+        if let boot = boots[bluez.version] { return try await boot.value }
         let task = Task { [bootScenario] in
-            try await LabBootGate.shared.admitted { try await bootScenario() }
+            try await LabBootGate.shared.admitted { try await bootScenario(bluez) }
         }
-        boot = task
+        boots[bluez.version] = task
         return try await task.value
     }
+
+    /// Every BlueZ the lab can boot here (the system's 5.66 and the 5.82 scripts/build-bluez makes), each scenario's
+    /// tests run once per version; `BLEMU_LAB_BLUEZ=5.82` (comma-separated) narrows the list.
+    static let versions: [BlueZInstall] = {
+        let all = BlueZInstall.available()
+        guard let wanted = ProcessInfo.processInfo.environment["BLEMU_LAB_BLUEZ"]?.split(separator: ",") else {
+            return all
+        }
+        return all.filter { wanted.contains(Substring($0.version)) }
+    }()
 
     /// The checkout's root, found from this file.
     static let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -73,7 +84,7 @@ actor LabScenario {
     }
 
     /// Writes the scenario's files into a fresh results directory and boots.
-    private static func bootScenario() async throws -> LabRun {
+    private static func bootScenario(bluez: BlueZInstall) async throws -> LabRun {
         let results = try freshResultsDirectory()
         let advertiser = results + "/fake-blemu"
         try advertiserScript.write(toFile: advertiser, atomically: true, encoding: .utf8)
@@ -84,7 +95,7 @@ actor LabScenario {
 
         let configuration = LabConfiguration(
             resultsDirectory: results, controllers: controllers, profiles: [results + "/lab-test.yaml"],
-            timeout: .seconds(240), stepTimeout: .seconds(60), blemuExecutable: advertiser)
+            timeout: .seconds(240), stepTimeout: .seconds(60), blemuExecutable: advertiser, bluez: bluez)
         return try await LabScenario.boot(
             configuration,
             running: [

@@ -14,15 +14,18 @@ struct LabScenarioTests {
         try String(contentsOfFile: run.file(name), encoding: .utf8)
     }
 
-    @Test func controllersComeUpWithTheAddressesBtvirtAssigns() async throws {
-        let run = try await LabScenario.shared.run()
+    @Test(arguments: LabScenario.versions) func controllersComeUpWithTheAddressesBtvirtAssigns(
+        bluez: BlueZInstall
+    ) async throws {
+        let run = try await LabScenario.shared.run(on: bluez)
         #expect(run.controllers.map(\.name) == ["hci0", "hci1", "hci2"])
         #expect(run.address(of: "hci0") == "00:AA:01:00:00:00")
         #expect(run.address(of: "hci1") == "00:AA:01:01:00:01")
     }
 
-    @Test func bluetoothdOwnsOrgBluezWithEveryAdapter() async throws {
-        let run = try await LabScenario.shared.run()
+    @Test(arguments: LabScenario.versions) func bluetoothdOwnsOrgBluezWithEveryAdapter(bluez: BlueZInstall) async throws
+    {
+        let run = try await LabScenario.shared.run(on: bluez)
         #expect(try read(run, "owner.txt").contains("org.bluez bluetoothd"))
         let objects = try read(run, "objects.txt")
         for controller in ["hci0", "hci1", "hci2"] {
@@ -30,14 +33,16 @@ struct LabScenarioTests {
         }
     }
 
-    @Test func theCommandsExitCodeIsPropagated() async throws {
-        let run = try await LabScenario.shared.run()
+    @Test(arguments: LabScenario.versions) func theCommandsExitCodeIsPropagated(bluez: BlueZInstall) async throws {
+        let run = try await LabScenario.shared.run(on: bluez)
         #expect(run.exitCode == LabScenario.commandExitCode)
         #expect(try read(run, "vm-rc").trimmingCharacters(in: .whitespacesAndNewlines) == "3")
     }
 
-    @Test func theCommandSeesThePeripheralAndCentralInItsEnvironment() async throws {
-        let run = try await LabScenario.shared.run()
+    @Test(arguments: LabScenario.versions) func theCommandSeesThePeripheralAndCentralInItsEnvironment(
+        bluez: BlueZInstall
+    ) async throws {
+        let run = try await LabScenario.shared.run(on: bluez)
         let environment = try read(run, "env.txt")
         #expect(environment.contains("BLEMU_LAB_PERIPHERAL=hci0\n"))
         #expect(environment.contains("BLEMU_LAB_PERIPHERAL_ADDRESS=00:AA:01:00:00:00\n"))
@@ -46,8 +51,10 @@ struct LabScenarioTests {
         #expect(environment.contains("BLEMU_LAB_RESULTS=\(run.resultsDirectory)\n"))
     }
 
-    @Test func kvmIsUsedOnlyWhereItBootsAndTCGOtherwise() async throws {
-        let run = try await LabScenario.shared.run()
+    @Test(arguments: LabScenario.versions) func kvmIsUsedOnlyWhereItBootsAndTCGOtherwise(
+        bluez: BlueZInstall
+    ) async throws {
+        let run = try await LabScenario.shared.run(on: bluez)
         let log = try read(run, "lab.log")
         let used = log.split(separator: "\n").last { $0.contains("command exited with") }?
             .split(separator: " ").last.map(String.init)
@@ -63,20 +70,29 @@ struct LabScenarioTests {
         }
     }
 
-    @Test func everyLogLandsInTheResultsDirectory() async throws {
-        let run = try await LabScenario.shared.run()
+    @Test(arguments: LabScenario.versions) func everyLogLandsInTheResultsDirectory(bluez: BlueZInstall) async throws {
+        let run = try await LabScenario.shared.run(on: bluez)
         for name in ["console.log", "lab.log", "bluetoothd.log", "btmon.txt", "command.log", "blemu-hci0.log", "steps"]
         {
             let size = (try? FileManager.default.attributesOfItem(atPath: run.file(name))[.size] as? Int) ?? 0
             #expect(size > 0, "\(name) is empty or missing in \(run.resultsDirectory)")
         }
-        #expect(try read(run, "bluetoothd.log").contains("Bluetooth daemon 5."))
-        #expect(try read(run, "bluetoothd.log").contains("Channels=1"))
+        let log = try read(run, "bluetoothd.log")
+        #expect(log.contains("Bluetooth daemon \(bluez.version)"))
+        // main.conf's one ATT channel, as each version logs it (5.66 `parse_config`: "Channels=1"; 5.82
+        // `parse_config_string`: "GATT.Channels = 1").
+        #expect(log.contains("Channels=1") || log.contains("GATT.Channels = 1"), "\(log.prefix(3000))")
+        #expect(run.bluezVersion == bluez.version)
+        #expect(try read(run, "bluez-version") == bluez.version + "\n")
+        let capture = try BTSnoop(Array(try Data(contentsOf: URL(fileURLWithPath: run.file("btmon.snoop")))))
+        #expect(!capture.commands.isEmpty, "btmon -w captured no HCI command")
         #expect(try read(run, "command.log").contains("scenario done"))
     }
 
-    @Test func thePeripheralIsAdvertisingBeforeTheCommandStarts() async throws {
-        let run = try await LabScenario.shared.run()
+    @Test(arguments: LabScenario.versions) func thePeripheralIsAdvertisingBeforeTheCommandStarts(
+        bluez: BlueZInstall
+    ) async throws {
+        let run = try await LabScenario.shared.run(on: bluez)
         let steps = run.steps.map(\.name)
         let peripheral = try #require(steps.firstIndex(of: "peripheral-hci0"))
         let command = try #require(steps.firstIndex(of: "command"))
@@ -85,8 +101,10 @@ struct LabScenarioTests {
         #expect(try read(run, "blemu-hci0.log").contains("unregistered"), "the peripheral got SIGTERM at power off")
     }
 
-    @Test func aCentralOnHci1DiscoversAndConnectsToTheAdvertiserOnHci0() async throws {
-        let run = try await LabScenario.shared.run()
+    @Test(arguments: LabScenario.versions) func aCentralOnHci1DiscoversAndConnectsToTheAdvertiserOnHci0(
+        bluez: BlueZInstall
+    ) async throws {
+        let run = try await LabScenario.shared.run(on: bluez)
         let central = try read(run, "central.txt")
         #expect(central.contains("found 00:AA:01:00:00:00 name \(LabScenario.localName)"), "\(central)")
         #expect(central.contains("connected"), "\(central)")
@@ -98,8 +116,10 @@ struct LabScenarioTests {
         #expect(try read(run, "btmon.txt").contains("Connection Complete"))
     }
 
-    @Test func blemuProbeOnHci1FindsConnectsAndReadsTheStandInPeripheral() async throws {
-        let run = try await LabScenario.shared.run()
+    @Test(arguments: LabScenario.versions) func blemuProbeOnHci1FindsConnectsAndReadsTheStandInPeripheral(
+        bluez: BlueZInstall
+    ) async throws {
+        let run = try await LabScenario.shared.run(on: bluez)
         let errors = (try? read(run, "probe.err")) ?? ""
         #expect(try read(run, "probe-rc").trimmingCharacters(in: .whitespacesAndNewlines) == "0", "\(errors)")
         let report = try JSONDecoder().decode(ProbeReport.self, from: Data(try read(run, "probe.json").utf8))
@@ -121,8 +141,8 @@ struct LabScenarioTests {
         print("probe timings: \(report.timings)")
     }
 
-    @Test func timingsAreRecordedFromQemuStart() async throws {
-        let run = try await LabScenario.shared.run()
+    @Test(arguments: LabScenario.versions) func timingsAreRecordedFromQemuStart(bluez: BlueZInstall) async throws {
+        let run = try await LabScenario.shared.run(on: bluez)
         let untilCommand = try #require(run.untilCommand)
         #expect(untilCommand > .zero && untilCommand < run.total)
         print(

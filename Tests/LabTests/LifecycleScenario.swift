@@ -33,14 +33,14 @@ enum LifecycleScenario {
     /// The restore identifier both `blemu run`s share (the second one reports the saved subscription).
     static let restoreID = "lab-lifecycle"
 
-    private static func boot() async throws -> LabRun {
+    private static func boot(bluez: BlueZInstall) async throws -> LabRun {
         let results = try LabScenario.freshResultsDirectory()
         try centralScript.write(toFile: results + "/central.py", atomically: true, encoding: .utf8)
         try guestScript.write(toFile: results + "/lifecycle.sh", atomically: true, encoding: .utf8)
         // No profiles for the stack to start: the script runs blemu itself on hci0.
         let configuration = LabConfiguration(
             resultsDirectory: results, controllers: 2, timeout: .seconds(240), stepTimeout: .seconds(30),
-            workingDirectory: LabScenario.package)
+            workingDirectory: LabScenario.package, bluez: bluez)
         return try await LabScenario.boot(
             configuration,
             running: [

@@ -11,12 +11,15 @@ import Testing
     .timeLimit(.minutes(10)))
 struct LifecycleScenarioTests {
     /// The run, checked to have finished the script: a failed step names itself in the message.
-    private func finishedRun() async throws -> LabRun {
-        try await LabTests.finishedRun(of: LifecycleScenario.shared, showing: ["blemu-run.log", "events.jsonl"])
+    private func finishedRun(_ bluez: BlueZInstall) async throws -> LabRun {
+        try await LabTests.finishedRun(
+            of: LifecycleScenario.shared, on: bluez, showing: ["blemu-run.log", "events.jsonl"])
     }
 
-    @Test func theCentralFindsAndReadsTheMarkerBeforeAndAfterEachDisruption() async throws {
-        let run = try await finishedRun()
+    @Test(arguments: LabScenario.versions) func theCentralFindsAndReadsTheMarkerBeforeAndAfterEachDisruption(
+        bluez: BlueZInstall
+    ) async throws {
+        let run = try await finishedRun(bluez)
         for name in LifecycleScenario.reads {
             let text = read(run, name)
             #expect(text.contains("found after"), "\(name): \(text)")
@@ -24,8 +27,10 @@ struct LifecycleScenarioTests {
         }
     }
 
-    @Test func blemuNoticesTheRestartOfBluetoothdAndRegistersEverythingAgain() async throws {
-        let run = try await finishedRun()
+    @Test(arguments: LabScenario.versions) func blemuNoticesTheRestartOfBluetoothdAndRegistersEverythingAgain(
+        bluez: BlueZInstall
+    ) async throws {
+        let run = try await finishedRun(bluez)
         let log = read(run, "blemu-run.log")
         #expect(log.contains("left the bus: its registrations are gone"), "\(tails(run, ["blemu-run.log"]))")
         #expect(log.contains("bluetoothd is back as"), "\(tails(run, ["blemu-run.log"]))")
@@ -38,8 +43,10 @@ struct LifecycleScenarioTests {
         #expect(read(run, "bluetoothd-cmdline.txt").contains("-P battery"), "restarted as the stack started it")
     }
 
-    @Test func aPowerCycleIsReportedAndAdvertisingResumes() async throws {
-        let run = try await finishedRun()
+    @Test(arguments: LabScenario.versions) func aPowerCycleIsReportedAndAdvertisingResumes(
+        bluez: BlueZInstall
+    ) async throws {
+        let run = try await finishedRun(bluez)
         let log = read(run, "blemu-run.log")
         #expect(log.contains("adapter hci0 powered off"), "\(tails(run, ["blemu-run.log"]))")
         #expect(log.contains("adapter hci0 powered on"), "\(tails(run, ["blemu-run.log"]))")
@@ -49,8 +56,9 @@ struct LifecycleScenarioTests {
         #expect(read(run, "active-instances-after-power-on.txt").contains("byte 1"))
     }
 
-    @Test func theDisconnectFaultDropsTheCentralsLink() async throws {
-        let run = try await finishedRun()
+    @Test(arguments: LabScenario.versions) func theDisconnectFaultDropsTheCentralsLink(bluez: BlueZInstall) async throws
+    {
+        let run = try await finishedRun(bluez)
         let central = read(run, "central-hang-up.txt")
         #expect(central.contains("hang-up read 01\n"), "\(central)")
         #expect(central.contains("link dropped by the peripheral"), "\(central)\n\(tails(run, ["blemu-run.log"]))")
@@ -58,8 +66,10 @@ struct LifecycleScenarioTests {
         #expect(read(run, "blemu-run.log").contains("fault disconnect: dropped /org/bluez/hci0/dev_"))
     }
 
-    @Test func everyRequestWasAnsweredOnceAndBlemuStopsCleanly() async throws {
-        let run = try await finishedRun()
+    @Test(arguments: LabScenario.versions) func everyRequestWasAnsweredOnceAndBlemuStopsCleanly(
+        bluez: BlueZInstall
+    ) async throws {
+        let run = try await finishedRun(bluez)
         let counters = read(run, "ctl-counters.json")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(counters.utf8)) as? [String: Any])
         let counts = try #require(object["counters"] as? [String: Any], "\(counters)")
@@ -75,8 +85,10 @@ struct LifecycleScenarioTests {
     /// What 5.66 does when blemu dies under a subscribed central (bluetoothd's own GATT client on hci1): the link
     /// stays, the services go and come back (Service Changed) under new handles, and nobody subscribes to the new
     /// run by itself. So the second run reports the saved subscription as history and has no subscriber.
-    @Test func aCentralSubscribedAcrossABlemuCrashStaysConnectedButMustSubscribeAgain() async throws {
-        let run = try await finishedRun()
+    @Test(arguments: LabScenario.versions) func aCentralSubscribedAcrossABlemuCrashStaysConnectedButMustSubscribeAgain(
+        bluez: BlueZInstall
+    ) async throws {
+        let run = try await finishedRun(bluez)
         let hold = read(run, "central-hold.txt")
         #expect(hold.contains("value 11\n"), "the first run notified: \(hold)")
         #expect(read(run, "ctl-centrals-1.json").contains("\"beat\""))
@@ -90,8 +102,8 @@ struct LifecycleScenarioTests {
             log.contains("saved subscription(s) not re-established: beat (*)"), "\(tails(run, ["blemu-run-2.log"]))")
     }
 
-    @Test func timingsAreRecorded() async throws {
-        let run = try await LifecycleScenario.shared.run()
+    @Test(arguments: LabScenario.versions) func timingsAreRecorded(bluez: BlueZInstall) async throws {
+        let run = try await LifecycleScenario.shared.run(on: bluez)
         print(
             "lifecycle lab: qemu start to command \(run.untilCommand.map(LabMachine.seconds) ?? "?"), "
                 + "total \(LabMachine.seconds(run.total))")

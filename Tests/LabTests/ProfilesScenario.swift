@@ -130,7 +130,7 @@ enum ProfilesScenario {
             """
     }
 
-    private static func boot() async throws -> LabRun {
+    private static func boot(bluez: BlueZInstall) async throws -> LabRun {
         let results = try LabScenario.freshResultsDirectory()
         for fixture in ["notify-central.py", "ctl-burst.py"] {
             let text = try String(
@@ -144,7 +144,7 @@ enum ProfilesScenario {
         // bystander for story 3 (see the script).
         let configuration = LabConfiguration(
             resultsDirectory: results, controllers: 4, timeout: .seconds(420), stepTimeout: .seconds(30),
-            workingDirectory: LabScenario.package)
+            workingDirectory: LabScenario.package, bluez: bluez)
         return try await LabScenario.boot(
             configuration,
             running: [
@@ -287,6 +287,12 @@ enum ProfilesScenario {
                 start_central two-hci2 hci2 \(notifyUUID) \(lastTemperature)
                 within 40 "the central on hci2 to subscribe" subscribed two-hci2
                 "$B" ctl "$SOCK" centrals > "$R/two-centrals.json" 2>&1
+                # Core Bluetooth's onSubscribedCentrals: the current value to hci1's central only. bluetoothd 5.76+
+                # gives each device its own notify socket, so only hci1 gets it; 5.66 has one central, "*", for
+                # both, and the targeted notify is refused.
+                hci1_device="/org/bluez/hci0/dev_$(sed -n 's/^hci1 //p' "$R/controllers" | tr : _)"
+                "$B" ctl "$SOCK" notify \(notifyID) --central "$hci1_device" > "$R/two-targeted.json" 2>&1
+                echo $? > "$R/two-targeted-rc"
                 for value in \(sets); do
                     "$B" ctl "$SOCK" set \(notifyID) --field \(notifyField)=$value > /dev/null 2>&1 \\
                         || fail "blemu ctl set \(notifyID) $value failed"

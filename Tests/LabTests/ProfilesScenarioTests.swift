@@ -27,11 +27,24 @@ struct ProfilesScenarioTests {
         var description: String { "\(uuid) \(flags.sorted()) \(descriptors)" }
     }
 
-    /// What bluetoothd 5.66 itself publishes in front of every application (5.66:src/gatt-database.c):
+    /// What bluetoothd itself publishes in front of every application (src/gatt-database.c):
     /// `populate_gatt_service` (0x1801: Service Changed with its CCC, Client Supported Features, Database Hash) and
     /// `populate_devinfo_service` (0x180A with the PnP ID, since the lab leaves `DeviceID` on). Its GAP service
-    /// (0x1800) is there too, but the central's bluetoothd does not export it: the gap plugin is an internal profile,
-    /// and those claim their services (src/device.c `add_gatt_service`); deviceinfo is external, so 0x180A shows.
+    /// (0x1800: Device Name, Appearance) is there too, but a 5.66 central does not export it: the gap plugin is an
+    /// internal profile, and those claim their services (src/device.c `add_gatt_service`). From 5.80 the central
+    /// exports claimed services read-only (main.conf `[GATT] ExportClaimedServices`, commit dbd6591bd), so 0x1800
+    /// shows first.
+    static func bluetoothdServices(_ bluez: BlueZInstall) -> [SeenService] {
+        let gap = SeenService(
+            uuid: "1800",
+            characteristics: [
+                SeenCharacteristic(uuid: "2A00", flags: ["read"], descriptors: []),
+                SeenCharacteristic(uuid: "2A01", flags: ["read"], descriptors: []),
+            ])
+        return (bluez.isAtLeast("5.80") ? [gap] : []) + bluetoothdServices
+    }
+
+    /// The services every version shows; `bluetoothdServices(_:)` adds what depends on the version.
     static let bluetoothdServices = [
         SeenService(
             uuid: "1801",
@@ -49,8 +62,8 @@ struct ProfilesScenarioTests {
     }
 
     /// The run, checked to have told `story` to its end: a failed step names itself in the message.
-    private func finished(_ story: String) async throws -> LabRun {
-        let run = try await ProfilesScenario.shared.run()
+    private func finished(_ story: String, _ bluez: BlueZInstall) async throws -> LabRun {
+        let run = try await ProfilesScenario.shared.run(on: bluez)
         try #require(
             trimmed(run, "\(story).rc") == "0",
             """
@@ -118,9 +131,10 @@ struct ProfilesScenarioTests {
         #expect(Set(bundled) == Set(files), "blemu adv --json failed for some")
     }
 
-    @Test(arguments: profileNames)
-    func theScanSeesTheAdvertisedNameAndExactlyTheAdvertisedUUIDs(_ name: String) async throws {
-        let run = try await finished("profile-" + name)
+    @Test(arguments: LabScenario.versions, profileNames) func theScanSeesTheAdvertisedNameAndExactlyTheAdvertisedUUIDs(
+        bluez: BlueZInstall, _ name: String
+    ) async throws {
+        let run = try await finished("profile-" + name, bluez)
         let profile = try #require(ProfilesScenario.profiles.first { $0.name == name })
         let plan = try #require(
             try JSONSerialization.jsonObject(with: ProfilesScenario.blemu(["adv", "--json", profile.path]))
@@ -130,9 +144,11 @@ struct ProfilesScenarioTests {
         #expect(Set(device.uuids) == Set(plan["advertised"] as? [String] ?? []), "\(device.uuids)")
     }
 
-    @Test(arguments: profileNames)
-    func theCentralSeesExactlyTheDeclaredTreeAfterBluetoothdsOwnServices(_ name: String) async throws {
-        let run = try await finished("profile-" + name)
+    @Test(arguments: LabScenario.versions, profileNames)
+    func theCentralSeesExactlyTheDeclaredTreeAfterBluetoothdsOwnServices(
+        bluez: BlueZInstall, _ name: String
+    ) async throws {
+        let run = try await finished("profile-" + name, bluez)
         let profile = try #require(ProfilesScenario.profiles.first { $0.name == name })
         let seen = try report(run, profile).services.map { service in
             SeenService(
@@ -141,14 +157,15 @@ struct ProfilesScenarioTests {
                     SeenCharacteristic(uuid: $0.uuid, flags: Set($0.flags), descriptors: $0.descriptors.map(\.uuid))
                 })
         }
-        let expected = Self.bluetoothdServices + (try declared(profile))
+        let expected = Self.bluetoothdServices(bluez) + (try declared(profile))
         #expect(seen.count == expected.count, "\(seen)")
         for (got, want) in zip(seen, expected) { #expect(got == want) }
     }
 
-    @Test(arguments: profileNames)
-    func theAdvertisingBytesAreThoseBlemuAdvPredicts(_ name: String) async throws {
-        let run = try await finished("profile-" + name)
+    @Test(arguments: LabScenario.versions, profileNames) func theAdvertisingBytesAreThoseBlemuAdvPredicts(
+        bluez: BlueZInstall, _ name: String
+    ) async throws {
+        let run = try await finished("profile-" + name, bluez)
         let profile = try #require(ProfilesScenario.profiles.first { $0.name == name })
         let plan = try #require(
             try JSONSerialization.jsonObject(with: ProfilesScenario.blemu(["adv", "--json", profile.path]))
@@ -168,9 +185,10 @@ struct ProfilesScenarioTests {
             "\(scanResponse) vs \(plan["scanResponse"] ?? "")")
     }
 
-    @Test(arguments: profileNames)
-    func everyRequestOfTheProbeIsAnsweredOnceAndBlemuStopsCleanly(_ name: String) async throws {
-        let run = try await finished("profile-" + name)
+    @Test(arguments: LabScenario.versions, profileNames) func everyRequestOfTheProbeIsAnsweredOnceAndBlemuStopsCleanly(
+        bluez: BlueZInstall, _ name: String
+    ) async throws {
+        let run = try await finished("profile-" + name, bluez)
         #expect(trimmed(run, "\(name)-run-rc") == "0", "SIGTERM exits 0")
         let summary = try #require(
             read(run, "\(name)-run.log").split(separator: "\n").last { $0.hasPrefix("stopped: ") },
@@ -191,11 +209,29 @@ struct ProfilesScenarioTests {
 
     // MARK: Story 3: two centrals
 
-    @Test(arguments: ["hci1", "hci2"])
-    func eachCentralReceivesEveryValueInOrder(_ adapter: String) async throws {
-        let run = try await finished("two-centrals")
+    /// Whether bluetoothd gives each subscribing device a notify socket that reaches that device only (5.76+,
+    /// commit a08ec1a4e on top of 5.69's 8eb1dee87): then blemu reports each device as a central of its own.
+    static func notifiesPerDevice(_ bluez: BlueZInstall) -> Bool { bluez.isAtLeast("5.76") }
+
+    /// The value the story's targeted notify sent to hci1 only (`blemu ctl notify --central`), as the centrals
+    /// record values; nil when blemu refused it.
+    private func targetedValue(_ run: LabRun) throws -> String? {
+        guard trimmed(run, "two-targeted-rc") == "0" else { return nil }
+        let response = try #require(
+            try JSONSerialization.jsonObject(with: Data(read(run, "two-targeted.json").utf8)) as? [String: Any])
+        return (response["hex"] as? String)?.replacingOccurrences(of: " ", with: "").uppercased()
+    }
+
+    @Test(arguments: LabScenario.versions, ["hci1", "hci2"]) func eachCentralReceivesEveryValueInOrder(
+        bluez: BlueZInstall, _ adapter: String
+    ) async throws {
+        let run = try await finished("two-centrals", bluez)
         let values = read(run, "two-\(adapter).values").split(separator: "\n").map(String.init)
-        let expected = ProfilesScenario.temperatures.map { ThermostatScenario.hex(centidegrees: $0) }
+        var expected = ProfilesScenario.temperatures.map { ThermostatScenario.hex(centidegrees: $0) }
+        // With a socket per device, the value targeted at hci1 reaches hci1 first, and hci2 never sees it.
+        if Self.notifiesPerDevice(bluez), adapter == "hci1" {
+            expected.insert(try #require(try targetedValue(run), "\(read(run, "two-targeted.json"))"), at: 0)
+        }
         #expect(values == expected, "\(tails(run, ["two-\(adapter).log", "two-run.log"]))")
         #expect(trimmed(run, "two-\(adapter)-central-rc") == "0")
     }
@@ -214,27 +250,54 @@ struct ProfilesScenarioTests {
             uniquingKeysWith: { a, _ in a })
     }
 
-    @Test func onBlueZ566BothCentralsAreListedButTheSubscriptionBelongsToTheOneForAll() async throws {
-        // 5.66 calls AcquireNotify once, for the first subscriber; the second only raises bluetoothd's count
-        // (`ccc_write_cb`), and every datagram goes to both (`send_notification_to_devices`). So blemu lists each
-        // connected device as a central, and the one subscription as the central "*" standing for both.
-        let run = try await finished("two-centrals")
+    @Test(arguments: LabScenario.versions) func twoCentralsAreReportedAsBluetoothdCarriesThem(
+        bluez: BlueZInstall
+    ) async throws {
+        let run = try await finished("two-centrals", bluez)
         let hci1 = devicePath(run, "hci1")
         let hci2 = devicePath(run, "hci2")
-        #expect(try centrals(run, "two-centrals.json") == [hci1: [], hci2: [], "*": [ProfilesScenario.notifyID]])
         let events = events(run, "two-events.jsonl")
         func ofType(_ type: String) -> [[String: Any]] { events.filter { $0["type"] as? String == type } }
         #expect(Set(ofType("connected").compactMap { $0["central"] as? String }) == [hci1, hci2])
         #expect(ofType("connected").count == 2)
-        #expect(ofType("subscribed").map { $0["central"] as? String } == ["*"])
-        let notified = ofType("notification")
-        #expect(notified.count == ProfilesScenario.temperatures.count, "\(notified)")
-        #expect(notified.allSatisfy { $0["centrals"] as? Int == 1 })
-        // Both left: the last StopNotify closes the socket, so blemu hears one unsubscription, and each device's
-        // disconnection.
-        #expect(ofType("unsubscribed").map { $0["central"] as? String } == ["*"])
         #expect(Set(ofType("disconnected").compactMap { $0["central"] as? String }) == [hci1, hci2])
-        #expect(try centrals(run, "two-centrals-after.json") == ["*": []])
+        #expect(
+            try centrals(run, "two-centrals-after.json") == ["*": []]
+                || centrals(run, "two-centrals-after.json").isEmpty)
+        let notified = ofType("notification")
+        if Self.notifiesPerDevice(bluez) {
+            // One AcquireNotify per device, each socket reaching its device only (src/gatt-database.c
+            // `client_notify_io_get`, `sock_io_read` -> `send_notification_to_device`): the first subscriber is
+            // reported as "*" until the second AcquireNotify shows the sockets are per device, and then as itself.
+            #expect(
+                try centrals(run, "two-centrals.json") == [
+                    hci1: [ProfilesScenario.notifyID], hci2: [ProfilesScenario.notifyID],
+                ])
+            #expect(
+                ofType("subscribed").compactMap { $0["central"] as? String } == ["*", hci1, hci2],
+                "\(ofType("subscribed"))")
+            #expect(
+                ofType("unsubscribed").compactMap { $0["central"] as? String }.filter { $0 != "*" }.sorted()
+                    == [hci1, hci2].sorted())
+            #expect(trimmed(run, "two-targeted-rc") == "0", "\(read(run, "two-targeted.json"))")
+            // The targeted update went to one central, the others to both.
+            #expect(notified.count == ProfilesScenario.temperatures.count + 1, "\(notified)")
+            #expect(notified.first?["centrals"] as? Int == 1)
+            #expect(notified.dropFirst().allSatisfy { $0["centrals"] as? Int == 2 })
+        } else {
+            // 5.66 calls AcquireNotify once, for the first subscriber; the second only raises bluetoothd's count
+            // (`ccc_write_cb`), and every datagram goes to both (`send_notification_to_devices`). So blemu lists
+            // each connected device as a central, and the one subscription as the central "*" standing for both.
+            #expect(try centrals(run, "two-centrals.json") == [hci1: [], hci2: [], "*": [ProfilesScenario.notifyID]])
+            #expect(ofType("subscribed").map { $0["central"] as? String } == ["*"])
+            // Both left: the last StopNotify closes the socket, so blemu hears one unsubscription.
+            #expect(ofType("unsubscribed").map { $0["central"] as? String } == ["*"])
+            // Nobody but "*" is subscribed, so an update for hci1 alone is refused, naming who is.
+            #expect(trimmed(run, "two-targeted-rc") == "65")
+            #expect(read(run, "two-targeted.json").contains("subscribed: *"), "\(read(run, "two-targeted.json"))")
+            #expect(notified.count == ProfilesScenario.temperatures.count, "\(notified)")
+            #expect(notified.allSatisfy { $0["centrals"] as? Int == 1 })
+        }
     }
 
     // MARK: Story 4: the flood
@@ -245,8 +308,10 @@ struct ProfilesScenarioTests {
         return try #require(response["counters"] as? [String: Any], "\(response)")
     }
 
-    @Test func aFloodWhileBluetoothdIsStoppedArrivesWholeAndInOrderThroughQueueFullAndReady() async throws {
-        let run = try await finished("flood")
+    @Test(arguments: LabScenario.versions)
+    func aFloodWhileBluetoothdIsStoppedArrivesWholeAndInOrderThroughQueueFullAndReady(bluez: BlueZInstall) async throws
+    {
+        let run = try await finished("flood", bluez)
         #expect(trimmed(run, "flood-central-rc") == "0", "\(tails(run, ["flood.log", "flood-run.log"]))")
         let values = read(run, "flood.values").split(separator: "\n").map(String.init)
         let expected = ProfilesScenario.floodValues.map { ThermostatScenario.hex(centidegrees: $0) }
@@ -281,8 +346,10 @@ struct ProfilesScenarioTests {
 
     // MARK: Story 5: the transfer
 
-    @Test func aLongTransferArrivesWholeInChunksNoLongerThanAnAttributeValue() async throws {
-        let run = try await finished("transfer")
+    @Test(arguments: LabScenario.versions) func aLongTransferArrivesWholeInChunksNoLongerThanAnAttributeValue(
+        bluez: BlueZInstall
+    ) async throws {
+        let run = try await finished("transfer", bluez)
         #expect(trimmed(run, "transfer-central-rc") == "0", "\(tails(run, ["transfer.log", "transfer-run.log"]))")
         var chunks = read(run, "transfer.values").split(separator: "\n").map(String.init)
         #expect(chunks.last == ProfilesScenario.endOfMessage)
@@ -307,8 +374,8 @@ struct ProfilesScenarioTests {
         #expect(notified.count == chunks.count + 1)
     }
 
-    @Test func timingsAreRecorded() async throws {
-        let run = try await ProfilesScenario.shared.run()
+    @Test(arguments: LabScenario.versions) func timingsAreRecorded(bluez: BlueZInstall) async throws {
+        let run = try await ProfilesScenario.shared.run(on: bluez)
         print(
             "profiles lab: qemu start to command \(run.untilCommand.map(LabMachine.seconds) ?? "?"), "
                 + "total \(LabMachine.seconds(run.total))")

@@ -37,14 +37,14 @@ enum ThermostatScenario {
         return String(format: "%02X%02X", bits & 0xFF, bits >> 8)
     }
 
-    private static func boot() async throws -> LabRun {
+    private static func boot(bluez: BlueZInstall) async throws -> LabRun {
         let results = try LabScenario.freshResultsDirectory()
         try centralScript.write(toFile: results + "/central.py", atomically: true, encoding: .utf8)
         try guestScript.write(toFile: results + "/thermostat.sh", atomically: true, encoding: .utf8)
         // No profiles for the stack to start: the script runs blemu itself on hci0, twice.
         let configuration = LabConfiguration(
             resultsDirectory: results, controllers: 2, timeout: .seconds(180), stepTimeout: .seconds(30),
-            workingDirectory: LabScenario.package)
+            workingDirectory: LabScenario.package, bluez: bluez)
         return try await LabScenario.boot(
             configuration,
             running: [

@@ -12,13 +12,15 @@ import Testing
     .timeLimit(.minutes(10)))
 struct ThermostatScenarioTests {
     /// The run, checked to have finished the script: a failed step names itself in the message.
-    private func finishedRun() async throws -> LabRun {
+    private func finishedRun(_ bluez: BlueZInstall) async throws -> LabRun {
         try await LabTests.finishedRun(
-            of: ThermostatScenario.shared, showing: ["blemu-run-1.log", "blemu-run-2.log", "probe.err"])
+            of: ThermostatScenario.shared, on: bluez, showing: ["blemu-run-1.log", "blemu-run-2.log", "probe.err"])
     }
 
-    @Test func temperatureNotificationsCarryExactlyTheValuesSetThroughCtlInOrder() async throws {
-        let run = try await finishedRun()
+    @Test(arguments: LabScenario.versions) func temperatureNotificationsCarryExactlyTheValuesSetThroughCtlInOrder(
+        bluez: BlueZInstall
+    ) async throws {
+        let run = try await finishedRun(bluez)
         #expect(
             read(run, "probe-rc").trimmingCharacters(in: .whitespacesAndNewlines) == "0", "\(tails(run, ["probe.err"]))"
         )
@@ -31,8 +33,8 @@ struct ThermostatScenarioTests {
             "\(temperature.notifications)\n\(tails(run, ["events.jsonl", "blemu-run-1.log"]))")
     }
 
-    @Test func everyCtlSetAndCountersAnswerOk() async throws {
-        let run = try await finishedRun()
+    @Test(arguments: LabScenario.versions) func everyCtlSetAndCountersAnswerOk(bluez: BlueZInstall) async throws {
+        let run = try await finishedRun(bluez)
         for (index, value) in ThermostatScenario.temperatures.enumerated() {
             let response = try JSONSerialization.jsonObject(with: Data(read(run, "ctl-set-\(index + 1).json").utf8))
             let object = try #require(response as? [String: Any])
@@ -48,8 +50,10 @@ struct ThermostatScenarioTests {
         #expect(sent >= ThermostatScenario.temperatures.count, "\(counters)")
     }
 
-    @Test func theEventLogHasParseableLinesIncludingTheNotifications() async throws {
-        let run = try await finishedRun()
+    @Test(arguments: LabScenario.versions) func theEventLogHasParseableLinesIncludingTheNotifications(
+        bluez: BlueZInstall
+    ) async throws {
+        let run = try await finishedRun(bluez)
         let lines = read(run, "events.jsonl").split(separator: "\n")
         var events: [[String: Any]] = []
         for line in lines {
@@ -65,8 +69,10 @@ struct ThermostatScenarioTests {
         #expect(events.contains { $0["type"] as? String == "subscribed" }, "\(tails(run, ["events.jsonl"]))")
     }
 
-    @Test func aSetPointWrittenBeforeKill9IsReadBackAfterTheRestart() async throws {
-        let run = try await finishedRun()
+    @Test(arguments: LabScenario.versions) func aSetPointWrittenBeforeKill9IsReadBackAfterTheRestart(
+        bluez: BlueZInstall
+    ) async throws {
+        let run = try await finishedRun(bluez)
         let write = read(run, "central-write.txt")
         #expect(write.contains("read \(ThermostatScenario.initialSetPoint)\n"), "the profile's value first: \(write)")
         #expect(write.contains("wrote \(ThermostatScenario.writtenSetPoint)\n"), "\(write)")
@@ -79,8 +85,9 @@ struct ThermostatScenarioTests {
         #expect(!readBack.contains("read \(ThermostatScenario.initialSetPoint)\n"))
     }
 
-    @Test func theSecondRunLogsThatItRestoredTheState() async throws {
-        let run = try await finishedRun()
+    @Test(arguments: LabScenario.versions) func theSecondRunLogsThatItRestoredTheState(bluez: BlueZInstall) async throws
+    {
+        let run = try await finishedRun(bluez)
         let log = read(run, "blemu-run-2.log")
         #expect(
             log.contains("restoring") && log.contains(ThermostatScenario.restoreID),
@@ -89,8 +96,8 @@ struct ThermostatScenarioTests {
         #expect(read(run, "blemu-run-2-rc").trimmingCharacters(in: .whitespacesAndNewlines) == "0", "SIGTERM exits 0")
     }
 
-    @Test func timingsAreRecorded() async throws {
-        let run = try await ThermostatScenario.shared.run()
+    @Test(arguments: LabScenario.versions) func timingsAreRecorded(bluez: BlueZInstall) async throws {
+        let run = try await ThermostatScenario.shared.run(on: bluez)
         print(
             "thermostat lab: qemu start to command \(run.untilCommand.map(LabMachine.seconds) ?? "?"), "
                 + "total \(LabMachine.seconds(run.total))")

@@ -58,17 +58,10 @@ settle() {
 # handle UUID-PREFIX: the value handle gatttool --characteristics reported for the characteristic.
 handle() { sed -n "s/.*char value handle = \(0x[0-9a-f]*\), uuid = $1-.*/\1/p" "$R/gt-characteristics.out"; }
 
-# LE only, as a BLE peripheral and its central are: with BR/EDR on, Secure Connections pairing also derives a BR/EDR
-# link key, bluetoothd then pages the peer over BR/EDR ("reverse service discovery"), btvirt answers Page Timeout,
-# and closing that L2CAP socket hits a kernel BUG (list_del corruption in hci_chan_del, Debian 6.1) that kills
-# bluetoothd.
-step le-only
-for controller in "$BLEMU_LAB_PERIPHERAL" "$C"; do
-    btmgmt -i "$controller" power off >/dev/null 2>&1
-    btmgmt -i "$controller" bredr off >> "$R/le-only.txt" 2>&1 || fail "btmgmt bredr off on $controller failed"
-    btmgmt -i "$controller" power on >> "$R/le-only.txt" 2>&1 || fail "btmgmt power on on $controller failed"
-done
-
+# The lab's controllers are LE only (btvirt -L), as a BLE peripheral and its central are: with BR/EDR on, Secure
+# Connections pairing also derives a BR/EDR link key, bluetoothd then pages the peer over BR/EDR ("reverse service
+# discovery"), btvirt answers Page Timeout, and closing that L2CAP socket hits a kernel BUG (list_del corruption in
+# hci_chan_del, Debian 6.1) that kills bluetoothd.
 step blemu-run
 "$B" run "$F/lab-att.yaml" --adapter "$BLEMU_LAB_PERIPHERAL" --events "$R/events.jsonl" --acquire-write \
     </dev/null >"$R/blemu-run.log" 2>&1 &
