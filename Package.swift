@@ -1,5 +1,5 @@
 // swift-tools-version: 6.2
-// The module graph is the architecture (DESIGN.md): each arrow below is a dependency the compiler enforces.
+// The module graph is the architecture (docs/architecture.md): each arrow below is a dependency the compiler enforces.
 import PackageDescription
 
 /// Every Swift target builds in Swift 6 language mode with all warnings treated as errors.
@@ -90,7 +90,7 @@ let package = Package(
         .testTarget(
             name: "GATTProfileTests", dependencies: ["GATTProfile", "GATTModel"],
             swiftSettings: strict),
-        // A private dbus-daemon per test, shared by the bus-level suites (level 5 of DESIGN.md).
+        // A private dbus-daemon per test, shared by the bus-level suites (level 5 of docs/architecture.md).
         .target(
             name: "BusTestSupport", dependencies: ["DBus", .product(name: "Logging", package: "swift-log")],
             path: "Tests/BusTestSupport", swiftSettings: strict),

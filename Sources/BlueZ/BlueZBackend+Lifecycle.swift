@@ -3,8 +3,8 @@ import GATTModel
 import Logging
 import Peripheral
 
-// Surviving bluetoothd (BLUEZ-FACTS.md, "Daemon lifecycle"): its restarts drop every registration, adapters come
-// and go through ObjectManager signals, and `Powered` changes arrive as PropertiesChanged.
+// Surviving bluetoothd (docs/bluez.md, "Links, power and restarts"): its restarts drop every registration, adapters
+// come and go through ObjectManager signals, and `Powered` changes arrive as PropertiesChanged.
 extension BlueZBackend {
     /// The adapter's `Powered` from bluetoothd's object tree, or nil when bluetoothd has no such adapter (or
     /// cannot be asked).

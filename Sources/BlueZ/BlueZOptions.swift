@@ -15,7 +15,7 @@ public struct BlueZOptions: Sendable {
     /// bluetoothd streams their writes through a socket instead of one `WriteValue` call each. Off by default:
     /// 5.66 calls it once per characteristic and sends every central's writes down the same socket, so those
     /// writes can no longer be told apart by central (they arrive from `Central.allSubscribersID`), and writes
-    /// that reach bluetoothd while its AcquireWrite call is pending are delivered corrupted (docs/bluez-5.66.md).
+    /// that reach bluetoothd while its AcquireWrite call is pending are delivered corrupted (docs/bluez.md).
     public var useAcquireWrite: Bool
 
     /// Options from their parts; the defaults are Just Works pairing, no alias change, instance 0, AcquireNotify

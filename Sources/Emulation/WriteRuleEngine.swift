@@ -5,9 +5,9 @@ import GATTModel
 ///
 /// A write to a characteristic without a rule is accepted and stored, as a plain writable value would be.
 /// A rule's actions run in order; the first failed `validate` rejects the write and **nothing** of the rule takes
-/// effect, not even actions listed before it (all or nothing, like DESIGN.md's multi-writes).
-/// `set`, `reply` and `echo` push their value the way the target's properties allow: notify, else indicate, else
-/// only store (the same default a schedule's `action` takes).
+/// effect, not even actions listed before it: a rule is one transaction, all or nothing. `set`, `reply` and `echo`
+/// push their value the way the target's properties allow: notify, else indicate, else only store (the same default
+/// a schedule's `action` takes).
 public struct WriteRuleEngine: Sendable {
     /// What to answer a write with.
     public enum Decision: Hashable, Sendable {

@@ -497,7 +497,7 @@ extension ProfileDecoder {
     // MARK: Warnings
 
     /// bluetoothd answers a Write Request at once when the characteristic also has `write-without-response`
-    /// (BLUEZ-FACTS.md, "Read and write requests"), so a profile's write errors would never reach the central.
+    /// (docs/bluez.md, "Writes"), so a profile's write errors would never reach the central.
     mutating func warnAboutUnreachableWriteErrors() {
         for id in declaredOrder {
             guard let entry = declared[id], !entry.writeErrorSources.isEmpty,

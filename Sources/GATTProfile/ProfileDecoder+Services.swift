@@ -56,7 +56,8 @@ extension ProfileDecoder {
         }
         let id = map["id"].flatMap { declareID($0, for: "service") }
         var uuid = map["uuid"].flatMap { self.uuid($0, kind: .service, for: "service") }
-        // bluetoothd registers GAP and GATT itself and fails an application that declares them (BLUEZ-FACTS.md).
+        // bluetoothd registers GAP and GATT itself and fails an application that declares them (docs/bluez.md, "Seen in
+        // the lab").
         if let found = uuid, found == .genericAccess || found == .genericAttribute, let at = map["uuid"] {
             report(at, "service \(describe(found)) belongs to bluetoothd; remove it")
             uuid = nil

@@ -4,7 +4,7 @@
 /// datalink type), then records of a 24-byte header (original length, included length, flags, drops, timestamp)
 /// and the packet. btmon writes datalink 2001, "monitor": a record's flags hold the controller index in the high
 /// 16 bits and the monitor opcode in the low 16 (BlueZ src/shared/btsnoop.h). The lab reads captures itself because
-/// 5.66's `btmon -r` crashes on its own files (LAB.md).
+/// 5.66's `btmon -r` crashes on its own files (docs/lab.md).
 public struct BTSnoop: Sendable, Equatable {
     /// One HCI command the host sent to a controller.
     public struct Command: Sendable, Equatable {

@@ -7,7 +7,7 @@ public struct LabConfiguration: Sendable, Equatable {
     /// How qemu executes the guest.
     public enum Accelerator: String, Sendable, CaseIterable {
         /// KVM when /dev/kvm is usable and qemu gets the guest going with it, else TCG: a failed KVM boot (qemu
-        /// dies, e.g. "failed to set MSR" on a nested layer, LAB.md) is booted again with TCG, which costs
+        /// dies, e.g. "failed to set MSR" on a nested layer, docs/lab.md) is booted again with TCG, which costs
         /// well under a second when KVM fails at once.
         case auto
         /// Software emulation: slower but works everywhere; multi-threaded, 128 MiB translation cache.
@@ -28,7 +28,7 @@ public struct LabConfiguration: Sendable, Equatable {
     public var stepTimeout: Duration
     /// How qemu runs the guest.
     public var accelerator: Accelerator
-    /// Guest memory in MiB; 512 keeps qemu near 400 MiB resident (LAB.md).
+    /// Guest memory in MiB; 512 keeps qemu near 400 MiB resident (docs/lab.md).
     public var memoryMiB: Int
     /// Absolute path of the blemu binary that the VM runs for `profiles`. One the VM cannot see (under /tmp, which
     /// is the VM's own) is copied into the results directory first: see `guestBlemuExecutable`.
@@ -43,7 +43,7 @@ public struct LabConfiguration: Sendable, Equatable {
     /// pages the central over BR/EDR and hits a kernel BUG in `hci_chan_del` (docs/bluez.md, Pairing).
     public var isDualMode: Bool
 
-    /// A configuration with the LAB.md defaults: 2 controllers, KVM only where it works, 512 MiB, 300 s in all,
+    /// A configuration with the docs/lab.md defaults: 2 controllers, KVM only where it works, 512 MiB, 300 s in all,
     /// 60 s per step.
     public init(
         resultsDirectory: String,

@@ -1,6 +1,6 @@
 import Foundation
 
-/// What this machine has of the lab's rig (LAB.md): qemu, a kernel with its modules, static busybox, BlueZ.
+/// What this machine has of the lab's rig (docs/lab.md): qemu, a kernel with its modules, static busybox, BlueZ.
 ///
 /// Checking only reads the file system; it never fails, it reports. `isSatisfied` is false when anything required is
 /// missing, and `missingPackages` says what to `apt-get install`.
@@ -40,7 +40,7 @@ public struct LabPrerequisites: Sendable {
     /// The path of a present item by name; nil when it is missing.
     func path(of name: String) -> String? { items.first { $0.name == name && $0.isPresent }?.path }
 
-    /// The kernel modules the initramfs loads, in dependency order (LAB.md): virtio transport, then 9p.
+    /// The kernel modules the initramfs loads, in dependency order (docs/lab.md): virtio transport, then 9p.
     static let initramfsModules = [
         "kernel/drivers/virtio/virtio_ring", "kernel/drivers/virtio/virtio",
         "kernel/drivers/virtio/virtio_pci_modern_dev", "kernel/drivers/virtio/virtio_pci_legacy_dev",

@@ -1,4 +1,4 @@
-/// The argument vector that boots the lab VM: `timeout` around qemu, with the flags LAB.md found to work.
+/// The argument vector that boots the lab VM: `timeout` around qemu, with the flags docs/lab.md describes.
 ///
 /// Pure: builds strings only. qemu rejects the result at start when a path is unreadable (the kernel, the
 /// initramfs) or the accelerator is unavailable; `LabMachine` reports qemu's own message from the console log.
@@ -25,7 +25,7 @@ struct QEMUCommand {
         ].joined(separator: " ")
     }
 
-    /// The accelerator flags: TCG multi-threaded with a 128 MiB translation cache (LAB.md), or KVM.
+    /// The accelerator flags: TCG multi-threaded with a 128 MiB translation cache (docs/lab.md), or KVM.
     var acceleratorArguments: [String] {
         switch configuration.accelerator {
         // `LabMachine` resolves `.auto` before building a command; TCG is the safe reading of it.

@@ -2,7 +2,7 @@
 /// and no clock. Feed it events (`enqueue`, `sent`, `wouldBlock`, `writable`, `confirmed`, `failed`,
 /// `disconnected`), then perform what `nextAction()` returns until it returns nil.
 ///
-/// bluetoothd's own ATT send queue is unbounded (BLUEZ-FACTS.md, "Notifications and indications"), so Core
+/// bluetoothd's own ATT send queue is unbounded (src/shared/att.c: `bt_att_send` queues without a bound), so Core
 /// Bluetooth's "queue full" and "ready to update subscribers" must come from here. One update is in flight per
 /// central at a time; an indication stays in flight until the central confirms it (Core Spec Vol 3, Part F, 3.4.7.2).
 public struct NotificationQueue: Sendable {

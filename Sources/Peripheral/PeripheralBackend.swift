@@ -6,7 +6,7 @@ import GATTModel
 /// request exactly once through the `reply` closure the request carries, sends updates with `send(_:to:)` from its
 /// own bounded queue, and drives publishing and advertising with the async methods.
 ///
-/// Fitting BlueZ (BLUEZ-FACTS.md):
+/// Fitting BlueZ (docs/bluez.md):
 /// - `ReadValue`/`WriteValue` become `.read`/`.write` events whose `reply` sends the D-Bus reply; a no-reply
 ///   `WriteValue` (write-without-response) gets `reply: nil` and is never answered; `prepare-authorize: true`
 ///   sets `isAuthorizationOnly` (5.66 sends it with no bytes; see `WriteRequests` for what reaches the app of a

@@ -34,7 +34,7 @@ public struct RestoredState: Hashable, Sendable {
     public var values: [String: [UInt8]]
     /// The centrals that were subscribed when the previous run ended, by characteristic id (sorted central ids).
     /// History, not live subscriptions: on BlueZ the stack forgot them when the previous run's application left
-    /// (docs/bluez-5.66.md), so `subscribedCentrals(of:)` starts empty and each returns as `.subscribed` when its
+    /// (docs/bluez.md), so `subscribedCentrals(of:)` starts empty and each returns as `.subscribed` when its
     /// central writes the CCCD again.
     public var subscriptions: [String: [String]]
 

@@ -33,7 +33,7 @@ public actor PeripheralManager {
     /// Whether the advertisement is on the air: started, not stopped, and the stack powered on.
     public private(set) var isAdvertising = false
     /// Whether advertising was started and neither the app nor the stack stopped it. The backend keeps the
-    /// registration across power cycles and re-registers it after a bluetoothd restart (BLUEZ-FACTS.md, Daemon
+    /// registration across power cycles and re-registers it after a bluetoothd restart (docs/bluez.md, Links, power and
     /// lifecycle), so advertising is back on the air whenever the state returns to `.poweredOn`.
     private var wantsAdvertising = false
     /// The published services, in publication order.

@@ -56,7 +56,7 @@ public struct WriteRequests: ~Copyable, Sendable {
     /// The security of the central's link as the stack reports it.
     public let linkSecurity: SecurityLevel
     /// False for a write without response: the answer is still required (and counted) but nothing is sent, so an
-    /// error never reaches the central (BLUEZ-FACTS.md: bluetoothd acknowledges those writes itself).
+    /// error never reaches the central (docs/bluez.md, "Writes": bluetoothd acknowledges those writes itself).
     public let expectsResponse: Bool
     /// True when the stack only asks whether the batch may start (BlueZ's `prepare-authorize`): answer and apply
     /// nothing; the real write follows at Execute Write. BlueZ 5.66 asks only for characteristics with the

@@ -138,7 +138,7 @@ enum FakeATT {
 
     /// `dbus_error_to_att_ecode`: the ATT code a central sees for the app's D-Bus error reply.
     /// `NotPermitted` becomes `permissionError` (0x02 on reads, 0x03 on writes). 5.66 has no case for
-    /// `ImproperlyConfigured`, so it falls to 0x0E, unlike BLUEZ-FACTS.md's table (0xFD).
+    /// `ImproperlyConfigured`, so it falls to 0x0E, unlike an older note of ours (0xFD; 5.76 maps it, docs/bluez.md).
     static func code(forErrorNamed name: String, message: String, on access: Access) -> ATTError {
         switch name {
         case "org.bluez.Error.Failed":

@@ -1,4 +1,4 @@
-// The fake's own error mapping, checked against 5.66 `dbus_error_to_att_ecode`, and where BLUEZ-FACTS.md
+// The fake's own error mapping, checked against 5.66 `dbus_error_to_att_ecode`, and where an older note of ours
 // differs from it.
 import GATTModel
 import Testing
@@ -34,7 +34,7 @@ import Testing
             FakeATT.code(forErrorNamed: "org.bluez.Error.NotPermitted", message: "", on: .write) == .writeNotPermitted)
     }
 
-    /// BLUEZ-FACTS.md lists ImproperlyConfigured -> 0xFD and "Failed, other message -> 0x80"; 5.66 has no
+    /// An older note of ours listed ImproperlyConfigured -> 0xFD and "Failed, other message -> 0x80"; 5.66 has no
     /// ImproperlyConfigured case, and strtol parses an empty message as 0, which is out of range.
     @Test func whereBlueZFactsDiffersFrom566The566AnswerWins() {
         #expect(

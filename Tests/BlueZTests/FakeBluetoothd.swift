@@ -1,4 +1,4 @@
-// A fake bluetoothd for test level 5 (DESIGN.md): it owns org.bluez on a private bus and talks to the app as
+// A fake bluetoothd for test level 5 (docs/architecture.md): it owns org.bluez on a private bus and talks to the app as
 // BlueZ 5.66 does (src/gatt-database.c, src/advertising.c, src/agent.c, src/adapter.c). Where the fake and the
 // lab disagree, the fake is wrong: each behaviour cites the 5.66 function it mirrors.
 import DBus

@@ -54,7 +54,8 @@ import Testing
         // 0x11 = 17 = type + 16 UUID bytes; complete 128-bit list 0x07.
         #expect(plan.rule.advertisingData == [0x02, 0x01, 0x06, 0x11, 0x07] + Self.customLE)
         #expect(plan.advertisingData == [0x11, 0x07] + Self.customLE + [0x02, 0x01, 0x06])
-        #expect(plan.budget.serviceUUIDsUsed == 18)  // 28 - 18 leaves 10, as in BLUEZ-FACTS' worked example
+        // 28 - 18 leaves 10, by Core Bluetooth's rule (docs/profile-format.md).
+        #expect(plan.budget.serviceUUIDsUsed == 18)
         // The rule: length 9, Shortened Local Name 0x08, "Thermome" (8 bytes: 10-byte scan response budget).
         #expect(plan.rule.scanResponse == [0x09, 0x08, 0x54, 0x68, 0x65, 0x72, 0x6D, 0x6F, 0x6D, 0x65])
         // BlueZ gets the pre-cut name and marks it Complete (0x09): it cannot know it was cut.

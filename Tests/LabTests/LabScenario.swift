@@ -150,7 +150,7 @@ actor LabScenario {
 
         """
 
-    /// A central on bluetoothd's D-Bus client API (LAB.md: fastest and deterministic): LE discovery until the
+    /// A central on bluetoothd's D-Bus client API (docs/lab.md: fastest and deterministic): LE discovery until the
     /// peripheral's address shows up, then Connect and wait for ServicesResolved. Prints one line per milestone.
     static let centralScript = """
         import sys, time

@@ -9,7 +9,7 @@ import Foundation
 ///    service UUID `blemu adv` predicts;
 /// 2. meanwhile `btmon -w` records what the kernel programs into hci0, to compare with `blemu adv --json`;
 /// 3. two centrals (hci1, hci2) subscribe to one characteristic of Fixtures/lab-thermostat.yaml and receive the
-///    values set through `blemu ctl` (5.66 sends every datagram to every subscriber: docs/bluez-5.66.md);
+///    values set through `blemu ctl` (5.66 sends every datagram to every subscriber: docs/bluez.md);
 /// 4. with bluetoothd stopped, more values than its socket and blemu's queue hold: full, ready, retry, no loss;
 /// 5. a transfer (profiles/transfer.yaml's shape, with a long text) in chunks of the link's largest update.
 ///

@@ -5,7 +5,7 @@ import Synchronization
 
 /// A stand-in for bluetoothd 5.66 on a private bus: owns `org.bluez`, exports `/org/bluez/hci0` with GattManager1,
 /// LEAdvertisingManager1 and Adapter1, and `/org/bluez` with AgentManager1, and answers registrations the way
-/// bluetoothd does (BLUEZ-FACTS.md): `RegisterApplication` calls `GetManagedObjects` back before it answers, and
+/// bluetoothd does (docs/bluez.md): `RegisterApplication` calls `GetManagedObjects` back before it answers, and
 /// `RegisterAdvertisement` reads the advertisement's properties back. It records when each registration completed,
 /// by its own clock, and where each application's characteristics are, so the workloads can drive them.
 final class FakeBluetoothd: Sendable {

@@ -39,7 +39,8 @@ struct Delivery: Codable, Sendable {
 }
 
 let characteristicInterface = "org.bluez.GattCharacteristic1"
-/// The options bluetoothd 5.66 sends with every request (BLUEZ-FACTS.md; `offset` only when non-zero).
+/// The options bluetoothd 5.66 sends with every request (src/gatt-database.c `append_options`; `offset` only when
+/// non-zero).
 let requestOptions = options(device: FakeBluetoothd.device)
 
 func options(device: ObjectPath) -> DBusValue {
