@@ -21,31 +21,49 @@ public enum MedicalFloat {
         var negativeInfinity: UInt32 { (1 << (mantissaBits - 1)) + 2 }
     }
 
-    /// Encodes a number, choosing the smallest exponent magnitude that is exact, else the most precise one.
+    /// Encodes a number: exactly, with the mantissa of fewest digits, when the format can hold it exactly (36.6 is
+    /// 366 x 10^-1); otherwise rounded to the most precise exponent whose mantissa fits, so the result is within
+    /// half a unit of its last place (36.6123456 as a FLOAT is 3661235 x 10^-5).
     ///
-    /// Returns nil when the magnitude is beyond the format. NaN and infinities map to their reserved codes.
+    /// Returns nil when the magnitude is beyond the format. NaN and infinities map to their reserved codes; a
+    /// magnitude below half the smallest unit (10^-8 for SFLOAT, 10^-128 for FLOAT) becomes zero.
     public static func encode(_ value: Double, as format: Format) -> UInt32? {
-        let mask: UInt32 = (1 << format.mantissaBits) - 1
         if value.isNaN { return format.nan }
         if value.isInfinite { return value > 0 ? format.positiveInfinity : format.negativeInfinity }
+        guard let (exponent, mantissa) = exactFit(value, format) ?? nearestFit(value, format) else { return nil }
+        let mask: UInt32 = (1 << format.mantissaBits) - 1
+        let exponentBits = UInt32(bitPattern: Int32(exponent)) & (format == .sfloat ? 0xF : 0xFF)
+        return exponentBits << format.mantissaBits | UInt32(bitPattern: Int32(mantissa)) & mask
+    }
+
+    /// The exponent nearest 0 (0, -1, -2, ..., then 1, 2, ...) at which `value` is a whole mantissa that fits, if
+    /// any. Exact means the mantissa gives `value` back to within floating-point noise relative to `value` itself:
+    /// a mantissa rounded to 0 never counts as exact for a value that is not 0.
+    private static func exactFit(_ value: Double, _ format: Format) -> (Int, Int)? {
+        if value == 0 { return (0, 0) }
         let limit = Double(format.largestMantissa)
         let exponents =
             Array(stride(from: 0, through: format.exponentRange.lowerBound, by: -1))
             + Array(1...format.exponentRange.upperBound)
-        var chosen: (exponent: Int, mantissa: Int)?
         for exponent in exponents {
-            let scaled = value / pow(10, Double(exponent))
-            guard abs(scaled) <= limit else { continue }
-            if abs(scaled - scaled.rounded()) < 1e-9 * max(1, abs(scaled)) {
-                chosen = (exponent, Int(scaled.rounded()))
-                break
+            let mantissa = (value / pow(10, Double(exponent))).rounded()
+            guard mantissa != 0, abs(mantissa) <= limit else { continue }
+            if abs(mantissa * pow(10, Double(exponent)) - value) <= 1e-12 * abs(value) {
+                return (exponent, Int(mantissa))
             }
-            // Not exact: remember the most precise fit (the most negative exponent that fits).
-            if chosen == nil || exponent < chosen!.exponent { chosen = (exponent, Int(scaled.rounded())) }
         }
-        guard let (exponent, mantissa) = chosen else { return nil }
-        let exponentBits = UInt32(bitPattern: Int32(exponent)) & (format == .sfloat ? 0xF : 0xFF)
-        return exponentBits << format.mantissaBits | UInt32(bitPattern: Int32(mantissa)) & mask
+        return nil
+    }
+
+    /// The most precise encoding: the smallest exponent at which the rounded mantissa fits; nil when even the
+    /// largest exponent cannot hold `value`.
+    private static func nearestFit(_ value: Double, _ format: Format) -> (Int, Int)? {
+        let limit = Double(format.largestMantissa)
+        for exponent in format.exponentRange {
+            let mantissa = (value / pow(10, Double(exponent))).rounded()
+            if abs(mantissa) <= limit { return (exponent, Int(mantissa)) }
+        }
+        return nil
     }
 
     /// Decodes the raw bits into a number; NaN, NRes and the reserved code decode as NaN.

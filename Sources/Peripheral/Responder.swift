@@ -83,11 +83,13 @@ package final class Responder: Sendable {
             return .refused(alreadyAnsweredBy: first)
         case .won(let deadline):
             deadline?.cancel()
-            // Reply outside the lock: the stack's reply may take its own locks.
-            reply?(result)
+            // Counted before it is sent: once the central has its answer, `requests == answered` must already hold
+            // for anyone reading the counters (a test's central asks for them right after its last reply).
             let isError: Bool
             if case .failure = result { isError = true } else { isError = false }
             ledger.recordAnswer(by: source, isError: isError, hasReply: reply != nil)
+            // Reply outside the lock: the stack's reply may take its own locks.
+            reply?(result)
             switch (source, result) {
             case (.handler, .success): logger.trace("answered \(summary)")
             case (.handler, .failure(let error)): logger.debug("answered \(summary) with \(error)")

@@ -3,7 +3,7 @@ import Foundation
 import GATTModel
 import Logging
 
-/// A BLE central built on bluetoothd's D-Bus client API (LAB.md: the fastest, most deterministic central):
+/// A BLE central built on bluetoothd's D-Bus client API (docs/lab.md: the fastest, most deterministic central):
 /// discover, connect, walk the GATT tree, read everything readable, listen to everything that notifies, disconnect.
 ///
 /// Owns its bus connection; `probe` runs once per value and closes nothing, so call `close()` when done.
@@ -316,13 +316,20 @@ public struct Central: Sendable {
         // UUIDs with the resolved services, and the report's device is what the scan saw.
         let current = (now[BlueZClient.Device.interface] ?? [:]).merging(scanned) { _, scan in scan }
         func string(_ key: String) -> String? { try? current[key]?.asString() }
-        let rssi = try? current[BlueZClient.Device.rssi]?.asInt16()
+        let rssi = reportedRSSI(try? current[BlueZClient.Device.rssi]?.asInt16())
         let uuids = ((try? scanned[BlueZClient.Device.uuids]?.asStrings()) ?? []).map { shortUUID(.string($0)) }
         return ProbeDevice(
             path: path.rawValue, address: string(BlueZClient.Device.address) ?? "",
             addressType: string(BlueZClient.Device.addressType),
             name: string(BlueZClient.Device.name) ?? string(BlueZClient.Device.alias),
-            rssi: rssi.map(Int.init), uuids: uuids)
+            rssi: rssi, uuids: uuids)
+    }
+
+    /// The RSSI to report: 127 means "not available" (Core Spec Vol 4, Part E, 7.7.65.2, LE Advertising Report:
+    /// RSSI 127), which btvirt's controllers send and bluetoothd passes on as it is, so it is no RSSI at all.
+    static func reportedRSSI(_ raw: Int16?) -> Int? {
+        guard let raw, raw != 127 else { return nil }
+        return Int(raw)
     }
 
     /// A `UUID` property in its shortest form ("180D"); the raw text when it does not parse.

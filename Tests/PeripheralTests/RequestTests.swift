@@ -184,6 +184,18 @@ import Testing
         #expect(replyCount.value == 1000)
         #expect(counts.responded + counts.rejected + counts.dropped == 1000)
     }
+
+    @Test func theAnswerIsCountedBeforeItLeavesSoACentralNeverSeesMoreRequestsThanAnswers() {
+        let counts = self.ledger
+        let seen = Mutex<RequestCounts?>(nil)
+        let responder = Responder(
+            summary: "counted read", reply: { _ in seen.withLock { $0 = counts.snapshot } }, ledger: counts,
+            logger: Logger.quiet)
+        _ = responder.answer(.success([1]), by: .handler)
+        let atReply = seen.withLock { $0 }
+        #expect(atReply?.requests == 1)
+        #expect(atReply?.answered == 1, "the reply left before the answer was counted")
+    }
 }
 
 /// A counter tasks can share.
@@ -196,4 +208,5 @@ final class Tally: Sendable {
 extension Logger {
     /// A logger that discards everything: tests pass loggers in and never bootstrap the logging system.
     static let quiet = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+
 }

@@ -70,4 +70,11 @@ struct ProbeReportTests {
         #expect(error["attError"] as? Int == 2)
         #expect(try JSONDecoder().decode(ProbeReport.self, from: Data(json.utf8)) == Self.report)
     }
+
+    @Test func rssi127MeansNotAvailableAndIsNotReportedAsDBm() {
+        #expect(Central.reportedRSSI(127) == nil)
+        #expect(Central.reportedRSSI(nil) == nil)
+        #expect(Central.reportedRSSI(-42) == -42)
+        #expect(Central.reportedRSSI(20) == 20)
+    }
 }
