@@ -95,7 +95,7 @@ struct ControlCommands: Sendable {
                     "rejected": requests.rejected, "expired": requests.expired, "dropped": requests.dropped,
                     "notificationsQueued": counters.queued, "notificationsSent": counters.sent,
                     "queueFull": counters.refusedFull, "waiting": counters.waiting,
-                    "notificationsDropped": counters.dropped,
+                    "notificationsDropped": counters.dropped, "eventLinesLost": counters.eventLinesLost,
                 ]
             ]
         default:

@@ -37,8 +37,10 @@ public final class ControlServer: Sendable {
         public var description: String
     }
 
-    /// Binds and listens, removing a stale socket file first (never a file that is not a socket), and accepts
-    /// connections on a thread. Throws `StartError` when the path is too long, not a socket, or cannot be bound.
+    /// Binds and listens, removing a stale socket file first (never a file that is not a socket, and never one a
+    /// live server answers on), and accepts connections on a thread. The socket is 0600 whatever the umask: whoever
+    /// can connect can drive the peripheral. Throws `StartError` when the path is too long, not a socket, served by
+    /// another live process, or cannot be bound.
     public func start() throws(StartError) {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
@@ -55,11 +57,17 @@ public final class ControlServer: Sendable {
             guard status.st_mode & S_IFMT == S_IFSOCK else {
                 throw StartError(description: "\(path): exists and is not a socket; not removing it")
             }
-            // A socket file survives the process that made it: a previous run that crashed left this one.
+            // A socket file survives the process that made it: a previous run that crashed left this one. One that
+            // still answers belongs to a live instance, whose users would lose it.
+            guard !Self.answers(address) else {
+                throw StartError(description: "\(path): another blemu is serving this control socket; stop it first")
+            }
             unlink(path)
         }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw StartError(description: "socket: \(String(cString: strerror(errno)))") }
+        // Linux gives the socket file the socket inode's mode less the umask (`unix_bind`): 0600 at most.
+        _ = fchmod(fd, 0o600)
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
@@ -91,11 +99,30 @@ public final class ControlServer: Sendable {
         for connection in connections { shutdown(connection, Int32(SHUT_RDWR)) }
     }
 
+    /// Whether something accepts connections at `address` now.
+    private static func answers(_ address: sockaddr_un) -> Bool {
+        let probe = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard probe >= 0 else { return false }
+        defer { closeDescriptor(probe) }
+        var address = address
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(probe, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0
+            }
+        }
+    }
+
     private func acceptLoop(_ listener: Int32) {
         while true {
             let connection = accept(listener, nil, nil)
             if connection < 0 {
                 if errno == EINTR || errno == ECONNABORTED { continue }
+                // Out of descriptors or memory (idle clients past RLIMIT_NOFILE): the pending connection waits
+                // in the backlog; try again once some have closed, instead of never accepting again.
+                if [EMFILE, ENFILE, ENOBUFS, ENOMEM].contains(errno) {
+                    usleep(100_000)
+                    if sockets.withLock({ $0.listener == listener }) { continue }
+                }
                 break
             }
             let isOpen = sockets.withLock { sockets in

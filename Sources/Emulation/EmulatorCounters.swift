@@ -14,6 +14,8 @@ public struct EmulatorCounters: Hashable, Sendable {
     public var sent = 0
     /// Updates the manager dropped (central gone or unsubscribed), as reported in its events.
     public var dropped = 0
+    /// Event log lines not written: dropped behind a slow reader or lost to a failed write (`EventLog.lostLines`).
+    public var eventLinesLost = 0
 
     /// No activity yet.
     public init() {}
@@ -24,6 +26,7 @@ extension Emulator {
     public func counters() async -> EmulatorCounters {
         var snapshot = counts
         snapshot.waiting = outbox.count
+        snapshot.eventLinesLost = log?.lostLines ?? 0
         if let manager {
             snapshot.requests = manager.requestCounts
             snapshot.sent = await manager.notificationStatistics.sent

@@ -15,6 +15,11 @@ import Darwin
 /// `--events -` must not stall the bus. Lines go to a serial writer queue, in order; past `maximumPending`
 /// lines not yet written, new lines are dropped and counted, and the count is written as a line of its own once
 /// the writer catches up.
+///
+/// A write that fails (the reader of `-` went away: EPIPE; a full disk: ENOSPC; a read-only file system) never
+/// stops the device: the first failure is said once on standard error with its reason, and from then on the lines
+/// that could not be written are counted (`lostLines`), for `counters` and the run's last words. With SIGPIPE
+/// ignored (`blemu run` ignores it), a closed pipe is such a failure instead of the end of the process.
 public final class EventLog: Sendable {
     /// Why the log cannot be opened.
     public struct OpenError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -29,6 +34,10 @@ public final class EventLog: Sendable {
         var unreported = 0
         /// Lines dropped since the log was opened.
         var dropped = 0
+        /// Lines a failed write lost.
+        var failed = 0
+        /// Why the first write failed, once one has.
+        var failure: String?
     }
 
     /// Lines waiting for the writer before new ones are dropped (about 16 MiB of typical lines).
@@ -66,6 +75,12 @@ public final class EventLog: Sendable {
 
     /// How many lines were dropped since the log was opened, because the writer was `maximumPending` lines behind.
     public var droppedLines: Int { backlog.withLock { $0.dropped } }
+
+    /// Every line the log did not write: dropped behind a slow reader, or lost to a failed write.
+    public var lostLines: Int { backlog.withLock { $0.dropped + $0.failed } }
+
+    /// Why writing failed ("Broken pipe"), or nil while every write has succeeded.
+    public var writeFailure: String? { backlog.withLock { $0.failure } }
 
     /// Records an event at `time` (now by default), without waiting for the write. A failed write is dropped: the
     /// log must never stop the device.
@@ -123,13 +138,35 @@ public final class EventLog: Sendable {
         let bytes = Array(text.utf8)
         let fd = descriptor.load(ordering: .acquiring)
         guard fd >= 0 else { return }
+        // After a broken pipe nobody reads any more: count the lines without trying.
+        guard backlog.withLock({ $0.failure == nil || $0.failure != Self.brokenPipe }) else {
+            backlog.withLock { $0.failed += 1 }
+            return
+        }
         var written = 0
         while written < bytes.count {
             let result = bytes[written...].withUnsafeBytes { writeDescriptor(fd, $0.baseAddress, $0.count) }
             if result < 0 && errno == EINTR { continue }
-            guard result > 0 else { return }
+            guard result > 0 else {
+                failed(reason: result < 0 ? String(cString: strerror(errno)) : "nothing written")
+                return
+            }
             written += result
         }
+    }
+
+    private static let brokenPipe = String(cString: strerror(EPIPE))
+
+    /// Counts a lost line; the first failure is said once on standard error, which the event log never uses.
+    private func failed(reason: String) {
+        let isFirst = backlog.withLock { backlog -> Bool in
+            backlog.failed += 1
+            defer { backlog.failure = backlog.failure ?? reason }
+            return backlog.failure == nil
+        }
+        guard isFirst else { return }
+        let line = "blemu: event log: \(reason); the device keeps running and lost lines are counted\n"
+        _ = Array(line.utf8).withUnsafeBytes { writeDescriptor(STDERR_FILENO, $0.baseAddress, $0.count) }
     }
 }
 

@@ -16,8 +16,9 @@ struct RunCommand: AsyncParsableCommand {
         discussion: """
             Prints the advertising plan, registers the GATT application, the advertisement and a pairing agent \
             with bluetoothd, and logs every request and its answer on one line each (stderr). Prints a line \
-            containing "advertising" once everything is registered. SIGINT or SIGTERM unregisters everything and \
-            exits 0. Exits 65 for a bad profile and 69 when bluetoothd or the adapter is unavailable.
+            containing "advertising" once everything is registered. SIGINT, SIGTERM, SIGHUP or SIGQUIT \
+            unregisters everything, restores the adapter's alias and exits 0; SIGPIPE is ignored (a reader of \
+            --events - that goes away costs event lines, counted and said on stderr, never the device). Exits 65 for a bad profile and 69 when bluetoothd or the adapter is unavailable.
 
             The profile's behaviour runs too: scheduled values, write rules and faults. --control PATH opens a \
             Unix socket for `blemu ctl`; --events FILE|- writes every event as one JSON line; --restore-id NAME \
@@ -58,9 +59,18 @@ struct RunCommand: AsyncParsableCommand {
         help: """
             Stream write-without-response characteristics through AcquireWrite sockets: faster, but writes from \
             different centrals can no longer be told apart, and BlueZ corrupts writes that arrive before its \
-            socket exists (docs/bluez-5.66.md).
+            socket exists (docs/bluez.md).
             """)
     var acquireWrite = false
+
+    @Flag(
+        name: .customLong("acquire-notify"), inversion: .prefixedNo,
+        help: """
+            Send notifications through AcquireNotify sockets (the default). --no-acquire-notify sends each update \
+            once as PropertiesChanged, which reaches every subscriber: for BlueZ 5.69-5.75, whose per-device \
+            sockets each reach every subscriber (docs/bluez.md).
+            """)
+    var acquireNotify = true
 
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
@@ -75,6 +85,9 @@ struct RunCommand: AsyncParsableCommand {
     private var busAddress: BusAddress { BusAddress(argument: bus) }
 
     func run() async throws {
+        // A reader of stdout (`--events - | head`) that goes away must not kill the device with its services and
+        // advertisement registered: with SIGPIPE ignored, the write fails with EPIPE, which the event log counts.
+        signal(SIGPIPE, SIG_IGN)
         let profile = try ProfileInput.load(file)
         let plan = try ProfileInput.plan(profile, file: file)
         say(plan.report)
@@ -83,9 +96,11 @@ struct RunCommand: AsyncParsableCommand {
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
 
         // Signals become an async stream; the default handlers are ignored so the process can unregister first.
+        // SIGHUP (a closed terminal) and SIGQUIT (Ctrl-\) end the run the same way: left to their defaults they
+        // would exit (or dump core) with the application, the advertisement and the alias still registered.
         let (stops, stop) = AsyncStream<Int32>.makeStream()
         let signalQueue = DispatchQueue(label: "blemu.signals")
-        let sources = [SIGINT, SIGTERM].map { number in
+        let sources = [SIGINT, SIGTERM, SIGHUP, SIGQUIT].map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: signalQueue)
             source.setEventHandler { stop.yield(number) }
@@ -99,7 +114,8 @@ struct RunCommand: AsyncParsableCommand {
             backend = try await BlueZBackend(
                 bus: busAddress, adapter: adapter,
                 options: BlueZOptions(
-                    pairing: profile.pairing, deviceName: profile.name, useAcquireWrite: acquireWrite),
+                    pairing: profile.pairing, deviceName: profile.name, useAcquireNotify: acquireNotify,
+                    useAcquireWrite: acquireWrite),
                 logger: logger)
         } catch {
             Console.error(
@@ -167,12 +183,17 @@ struct RunCommand: AsyncParsableCommand {
         eventLog?.close()
         let counts = manager.requestCounts
         say("stopped: \(counts.requests) requests, \(counts.answered) answered")
+        if let eventLog, eventLog.lostLines > 0 {
+            let reason = eventLog.writeFailure.map { "; writing failed: \($0)" } ?? ""
+            Console.error("blemu: event log: \(eventLog.lostLines) lines lost\(reason)")
+        }
     }
 
     /// Writes a line to stdout at once (unbuffered), so a script waiting for "advertising" sees it.
-    /// With `--events -` stdout carries the JSON lines, so the human lines go to stderr.
+    /// With `--events -` stdout carries the JSON lines, so the human lines go to stderr. A write that fails (a
+    /// reader that went away) is ignored: the device keeps running.
     private func say(_ line: String) {
-        let stream = events == "-" ? FileHandle.standardError : FileHandle.standardOutput
-        stream.write(Data((line + "\n").utf8))
+        let descriptor = events == "-" ? STDERR_FILENO : STDOUT_FILENO
+        _ = Array((line + "\n").utf8).withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
     }
 }

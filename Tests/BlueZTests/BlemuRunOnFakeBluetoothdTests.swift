@@ -99,4 +99,57 @@ struct BlemuRunOnFakeBluetoothdTests {
         #expect(of("state").first?["state"] as? String == "poweredOn")
         try? FileManager.default.removeItem(atPath: directory)
     }
+
+    @Test func aReaderOfTheEventsThatGoesAwayCostsLinesNotTheDevice() async throws {
+        // `blemu run --events - | head -3`: head exits, and blemu must keep serving and stop cleanly.
+        let bus = try PrivateBus()
+        let fake = try await FakeBluetoothd(busAddress: bus.address)
+        let directory = "/tmp/blemu-run-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let pipe = directory + "/stdout.txt"
+        #expect(mkfifo(pipe, 0o600) == 0)
+        // Close-on-exec, or blemu would inherit a reader of its own stdout and never meet a broken pipe.
+        let reader = open(pipe, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        try #require(reader >= 0)
+        let run = try ChildProcess(
+            ChildProcess.blemu,
+            ["run", ChildProcess.repositoryRoot + "/profiles/heart-rate.yaml", "--bus", bus.address, "--events", "-"],
+            outputIn: directory)
+        let isAdvertising = await eventually(within: .seconds(30)) { run.stderr.contains("advertising \"") }
+        try #require(isAdvertising, "blemu run did not advertise:\n\(run.stderr)")
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let gotLines = await eventually(within: .seconds(10)) { read(reader, &buffer, buffer.count) > 0 }
+        #expect(gotLines, "no event line on stdout")
+        close(reader)
+
+        let central = try await fake.connect(address: "11:22:33:44:55:02")
+        for _ in 0..<20 { #expect(await fake.read("2a38", by: central) == .success([0x01])) }
+        run.signal(SIGTERM)
+        #expect(await run.exitStatus() == 0, "\(run.stderr)")
+        #expect(run.stderr.contains("stopped: 20 requests, 20 answered"), "\(run.stderr)")
+        #expect(run.stderr.contains("event log: Broken pipe"), "\(run.stderr)")
+        #expect(run.stderr.contains("lines lost; writing failed: Broken pipe"), "\(run.stderr)")
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    @Test(arguments: [SIGHUP, SIGQUIT, SIGINT])
+    func everyStopSignalUnregistersAndExitsCleanly(signal: Int32) async throws {
+        let bus = try PrivateBus()
+        let fake = try await FakeBluetoothd(busAddress: bus.address)
+        let directory = "/tmp/blemu-run-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let run = try ChildProcess(
+            ChildProcess.blemu,
+            ["run", ChildProcess.repositoryRoot + "/profiles/heart-rate.yaml", "--bus", bus.address],
+            outputIn: directory)
+        let isAdvertising = await eventually(within: .seconds(30)) { run.stdout.contains("advertising \"") }
+        try #require(isAdvertising, "blemu run did not advertise:\n\(run.stdout)\n\(run.stderr)")
+        #expect(await fake.advertisements.count == 1)
+        run.signal(signal)
+        #expect(await run.exitStatus() == 0, "\(run.stderr)")
+        #expect(run.stdout.contains("stopped: "), "\(run.stdout)")
+        #expect(await fake.advertisements.isEmpty, "the advertisement is still registered")
+        #expect(await fake.applications.isEmpty, "the application is still registered")
+        try? FileManager.default.removeItem(atPath: directory)
+    }
 }

@@ -285,3 +285,75 @@ extension EventLogTests {
         )
     }
 }
+
+extension EventLogTests {
+    @Test func aReaderThatWentAwayCostsLinesNotTheProcessAndTheLossIsCounted() throws {
+        // What `blemu run --events - | head -3` meets once head exits. blemu run ignores SIGPIPE; so does this.
+        signal(SIGPIPE, SIG_IGN)
+        let path = try temporaryDirectory() + "/events.fifo"
+        #expect(mkfifo(path, 0o600) == 0)
+        let reader = open(path, O_RDONLY | O_NONBLOCK)
+        #expect(reader >= 0)
+        let log = try EventLog(path: path)
+        close(reader)
+        for index in 0..<10 { log.record(.queueFull(characteristicID: "c\(index)")) }
+        log.flush()
+        #expect(log.lostLines == 10)
+        #expect(log.writeFailure == String(cString: strerror(EPIPE)))
+        log.close()
+    }
+
+    @Test func aFullDiskIsSaidAndCountedWhileRecordingGoesOn() throws {
+        try #require(FileManager.default.isWritableFile(atPath: "/dev/full"), "Linux has /dev/full")
+        let log = try EventLog(path: "/dev/full")
+        for index in 0..<5 { log.record(.queueFull(characteristicID: "c\(index)")) }
+        log.flush()
+        #expect(log.lostLines == 5)
+        #expect(log.writeFailure == String(cString: strerror(ENOSPC)))
+        log.close()
+    }
+}
+
+/// The control socket against what a shell and a second copy do to it (issue 18).
+@Suite(.serialized) struct ControlSocketTests {
+    @Test func theSocketIsTheOwnersAloneWhateverTheUmask() async throws {
+        let rig = try await Rig(try bundledProfile("heart-rate"))
+        let server = ControlServer(path: try temporaryDirectory() + "/u.sock", emulator: rig.emulator)
+        let previous = umask(0)
+        defer { umask(previous) }
+        try server.start()
+        defer { server.stop() }
+        var status = stat()
+        #expect(stat(server.path, &status) == 0)
+        #expect(status.st_mode & 0o777 == 0o600)
+    }
+
+    @Test func aSecondServerDoesNotTakeThePathFromALiveOneButReplacesAStaleOne() async throws {
+        let rig = try await Rig(try bundledProfile("heart-rate"))
+        let path = try temporaryDirectory() + "/twice.sock"
+        let first = ControlServer(path: path, emulator: rig.emulator)
+        try first.start()
+        let second = ControlServer(path: path, emulator: rig.emulator)
+        #expect(throws: ControlServer.StartError.self) { try second.start() }
+        // The first still answers: the refused start took nothing from it.
+        let answer = try await offPool { try ControlClient(path: path).send(["command": "counters"]) }
+        #expect(ControlClient.isOK(answer))
+        first.stop()
+        // A socket file nobody serves (a crashed run's) is replaced.
+        let stale = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            for (index, byte) in Array(path.utf8).enumerated() { buffer[index] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(stale, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        #expect(bound == 0)
+        close(stale)
+        try second.start()
+        second.stop()
+    }
+}
