@@ -54,7 +54,8 @@ extension BlueZBackend {
     }
 
     /// The security bluetoothd has already enforced before calling us: its static `encrypt-*` flags
-    /// (BLUEZ-FACTS.md) reject a weaker link with 0x05/0x0F, so any call that reaches us has at least this level.
+    /// (docs/bluez.md, "Security and pairing") reject a weaker link with 0x05/0x0F, so any call that reaches us has at
+    /// least this level.
     func linkSecurity(_ characteristic: Characteristic, _ operation: AttributeOperation) -> SecurityLevel {
         characteristic.effectiveSecurity[operation]
     }

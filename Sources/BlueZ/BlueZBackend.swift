@@ -227,7 +227,7 @@ public final class BlueZBackend: PeripheralBackend {
     // MARK: Registration
 
     /// Replaces the exported tree with `services` and registers it (unregistering the old one first): bluetoothd
-    /// cannot extend a registered application (BLUEZ-FACTS.md, "Registering a GATT application").
+    /// cannot extend a registered application (docs/bluez.md, "Registration").
     func applyTree(_ services: [Service]) async throws(BlueZError) {
         guard !state.withLock({ $0.isShutDown }) else { throw .shutDown }
         let root = ObjectPath(stringLiteral: paths.root)

@@ -2,7 +2,7 @@ import Foundation
 import Logging
 
 /// The lab: boots a qemu VM with the host's root shared read-only, real bluetoothd and btvirt's virtual
-/// controllers, runs one command in it and returns its exit code (LAB.md).
+/// controllers, runs one command in it and returns its exit code (docs/lab.md).
 ///
 /// `run` throws `LabError` when the rig itself fails (missing packages, a bring-up step that hangs, the timeout);
 /// the command's own failure is its exit code. Every wait is bounded, in the VM and on the host.
