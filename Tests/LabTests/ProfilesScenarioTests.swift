@@ -261,9 +261,7 @@ struct ProfilesScenarioTests {
         #expect(Set(ofType("connected").compactMap { $0["central"] as? String }) == [hci1, hci2])
         #expect(ofType("connected").count == 2)
         #expect(Set(ofType("disconnected").compactMap { $0["central"] as? String }) == [hci1, hci2])
-        #expect(
-            try centrals(run, "two-centrals-after.json") == ["*": []]
-                || centrals(run, "two-centrals-after.json").isEmpty)
+        #expect(try centrals(run, "two-centrals-after.json") == ["*": []])
         let notified = ofType("notification")
         if Self.notifiesPerDevice(bluez) {
             // One AcquireNotify per device, each socket reaching its device only (src/gatt-database.c
@@ -272,6 +270,8 @@ struct ProfilesScenarioTests {
             #expect(
                 try centrals(run, "two-centrals.json") == [
                     hci1: [ProfilesScenario.notifyID], hci2: [ProfilesScenario.notifyID],
+                    // The "*" the first subscription was reported as stays listed, with nothing subscribed.
+                    "*": [],
                 ])
             #expect(
                 ofType("subscribed").compactMap { $0["central"] as? String } == ["*", hci1, hci2],

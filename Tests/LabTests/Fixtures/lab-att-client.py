@@ -10,6 +10,7 @@
 #     command:HANDLE:HEX                 Write Command (no answer: prints `sent`)
 #     prepare:HANDLE:OFFSET:HEX          Prepare Write Request (queued until execute)
 #     execute:FLAGS                      Execute Write Request (1 writes the queue, 0 cancels it)
+#     pause:SECONDS                      wait, on the same connection (prints `paused`)
 #
 # Every line: `OPERATION -> ok HEX` or `OPERATION -> error 0xNN handle 0xHHHH`. Exits 1 on a transport failure,
 # with the reason on stderr. Every receive has a time limit.
@@ -18,6 +19,7 @@ import os
 import socket
 import struct
 import sys
+import time
 
 AF_BLUETOOTH, BTPROTO_L2CAP, ATT_CID, BDADDR_LE_PUBLIC = 31, 0, 4, 1
 ERROR_RSP = 0x01
@@ -91,6 +93,9 @@ def main():
             result = transact(sock, pdu, 0x17)
         elif kind == 'execute':
             result = transact(sock, struct.pack('<BB', 0x18, int(parts[1])), 0x19)
+        elif kind == 'pause':
+            time.sleep(float(parts[1]))
+            result = 'paused'
         else:
             fail('unknown operation ' + operation)
         print(operation, '->', result, flush=True)

@@ -126,18 +126,23 @@ raw unreliable "prepare:$(H left):0:55555555" "prepare:$(H limited):0:66" execut
 step stream
 # Write Commands to the AcquireWrite characteristic (gatttool --char-write connects and never sends one). bluetoothd
 # calls AcquireWrite on the first and answers nothing, a Write Command having no answer. It keeps a pointer into its
-# ATT receive buffer for writes that arrive while AcquireWrite is pending (5.66 `pending_write_new`), so the first
-# write goes alone and the stream follows once the socket is there; the 5-byte one is over max-length 4, which only
-# blemu's log can tell. The read at the end is answered only once the writes before it are processed.
-raw stream-first "command:$(H stream):a0a1a2a3"
-sleep 1
-raw stream "command:$(H stream):01020304" "command:$(H stream):0506" "command:$(H stream):0708090a0b" \
-    "read:$(H read-only)"
+# ATT receive buffer for writes that arrive while AcquireWrite is pending (`pending_write_new`, 5.66 and 5.82), so
+# the first write goes alone and the stream follows once the socket is there, on the same connection: 5.69+ acquires
+# once per connection, so a new connection's first burst would meet a pending AcquireWrite again. The 5-byte one is
+# over max-length 4, which only blemu's log can tell. The read at the end is answered only once the writes before
+# it are processed.
+raw stream "command:$(H stream):a0a1a2a3" pause:1 "command:$(H stream):01020304" "command:$(H stream):0506" \
+    "command:$(H stream):0708090a0b" "read:$(H read-only)"
 
 step pairing
 # gatttool at the default security: bluetoothd's bt_att answers Insufficient Encryption by raising the link's security
 # (the kernel pairs, Just Works: both sides have no input and no output) and sending the read again.
 gt read-secret --char-read -a "$(H secret)"
+# The retry races the pairing: it can reach the peripheral while bluetoothd still waits for blemu's agent to allow
+# Just Works (seen with 5.82), and is refused 0x0F again; once paired, the same read succeeds.
+if grep -q "Encryption required" "$R/gt-read-secret.err"; then
+    gt read-secret-again --char-read -a "$(H secret)"
+fi
 # Bonded now; a new unencrypted link is still refused, an encrypted one (the stored key) reads.
 raw secret-after-pairing "read:$(H secret)"
 gt read-secret-medium --sec-level=medium --char-read -a "$(H secret)"
