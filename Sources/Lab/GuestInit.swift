@@ -11,6 +11,8 @@ enum GuestInit {
     /// The 9p tag of the read-only host root and of the read-write work share (see `QEMUCommand`).
     static let rootTag = "/dev/root"
     static let workTag = "blemu-work"
+    /// The 9p tag of a working directory under /tmp, shared read-only (`LabConfiguration.sharedCheckout`).
+    static let checkoutTag = "blemu-checkout"
 
     /// The script text.
     static var script: String {

@@ -61,6 +61,25 @@ struct GuestStack {
         "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 
+    /// Shows a working directory under /tmp (which the VM's own tmpfs hides) read-only at its path, and the work
+    /// share again on top of it when the results directory lies inside it.
+    var checkoutMount: String {
+        guard let checkout = configuration.sharedCheckout else { return "" }
+        let options = "trans=virtio,version=9p2000.L,msize=512000"
+        let work = Self.shellQuote(configuration.resultsDirectory)
+        return """
+            step checkout
+            mkdir -p \(Self.shellQuote(checkout))
+            mount -t 9p -o ro,\(options),cache=loose \(GuestInit.checkoutTag) \(Self.shellQuote(checkout)) \\
+                || die "mounting the working directory \(checkout) failed"
+            case \(work) in
+                \(Self.shellQuote(checkout))/*) mount -t 9p -o \(options) \(GuestInit.workTag) \(work) \\
+                    || die "mounting the results directory again failed" ;;
+            esac
+
+            """
+    }
+
     /// The script text.
     var script: String {
         let work = Self.shellQuote(configuration.resultsDirectory)
@@ -166,6 +185,7 @@ struct GuestStack {
                 bluez_get "$1" LEAdvertisingManager1 ActiveInstances | grep -q 'byte [1-9]'
             }
 
+            \(checkoutMount)
             step kernel-modules
             mkdir -p /dev/pts /dev/shm
             mount -t devpts devpts /dev/pts

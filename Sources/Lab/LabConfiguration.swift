@@ -110,10 +110,19 @@ public struct LabConfiguration: Sendable, Equatable {
     }
 
     /// Where the VM finds `blemuExecutable`: the same path, or `<results>/bin/blemu` when the path is under /tmp
-    /// (the VM mounts a fresh tmpfs there, GuestInit), where `LabMachine` copies it before booting.
+    /// (the VM mounts a fresh tmpfs there, GuestInit) and outside `sharedCheckout`, where `LabMachine` copies it
+    /// before booting.
     public var guestBlemuExecutable: String? {
         guard let blemu = blemuExecutable else { return nil }
+        if let checkout = sharedCheckout, blemu.hasPrefix(checkout + "/") { return blemu }
         return Self.isHiddenFromGuest(blemu) ? resultsDirectory + "/bin/blemu" : blemu
+    }
+
+    /// The working directory when the VM would not see it (a checkout under /tmp): the VM mounts it read-only at
+    /// the same path (`GuestStack`), so the command, its fixtures and a blemu built there run as they would outside
+    /// /tmp. Nil when the VM sees it through its root share anyway.
+    public var sharedCheckout: String? {
+        workingDirectory.hasPrefix("/tmp/") ? workingDirectory : nil
     }
 
     /// Whether the VM cannot see a host path through its read-only root share: it mounts a tmpfs over each of
@@ -157,6 +166,10 @@ public struct LabConfiguration: Sendable, Equatable {
             charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+@")
         if resultsDirectory.unicodeScalars.contains(where: { !allowed.contains($0) }) {
             return "the results directory \(resultsDirectory) may only hold letters, digits and / . _ - + @"
+        }
+        if let checkout = sharedCheckout, checkout.unicodeScalars.contains(where: { !allowed.contains($0) }) {
+            return "the working directory \(checkout) is under /tmp, so the VM mounts it, and a mounted path may only "
+                + "hold letters, digits and / . _ - + @: run from another directory"
         }
         if resultsDirectory == "/" || resultsDirectory.hasPrefix("/proc") || resultsDirectory.hasPrefix("/sys")
             || resultsDirectory.hasPrefix("/dev")

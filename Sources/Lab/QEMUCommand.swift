@@ -51,5 +51,11 @@ struct QEMUCommand {
                 "local,id=work,path=\(configuration.resultsDirectory),security_model=none,multidevs=remap",
                 "-device", "virtio-9p-pci,fsdev=work,mount_tag=\(GuestInit.workTag)",
             ]
+            + (configuration.sharedCheckout.map { checkout in
+                [
+                    "-fsdev", "local,id=checkout,path=\(checkout),readonly=on,security_model=none,multidevs=remap",
+                    "-device", "virtio-9p-pci,fsdev=checkout,mount_tag=\(GuestInit.checkoutTag)",
+                ]
+            } ?? [])
     }
 }

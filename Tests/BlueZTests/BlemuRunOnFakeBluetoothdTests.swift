@@ -23,21 +23,36 @@ struct BlemuRunOnFakeBluetoothdTests {
         return (try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]) ?? [:]
     }
 
-    @Test func controlSocketAndEventLogAccountForEveryRequestNotificationAndFault() async throws {
+    /// A private bus with the fake bluetoothd on it, and a fresh directory for a run's files.
+    private func rig() async throws -> (bus: PrivateBus, fake: FakeBluetoothd, directory: String) {
         let bus = try PrivateBus()
         let fake = try await FakeBluetoothd(busAddress: bus.address)
         let directory = "/tmp/blemu-run-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let control = directory + "/control.sock"
-        let events = directory + "/events.jsonl"
+        return (bus, fake, directory)
+    }
+
+    /// `blemu run` of the heart-rate profile on `bus` with `options`, awaited until it says it advertises (on
+    /// stdout, or stderr when stdout carries the event log).
+    private func heartRate(
+        on bus: PrivateBus, _ options: [String], in directory: String, saysOnStderr: Bool = false
+    ) async throws -> ChildProcess {
         let run = try ChildProcess(
             ChildProcess.blemu,
-            [
-                "run", ChildProcess.repositoryRoot + "/profiles/heart-rate.yaml", "--bus", bus.address,
-                "--control", control, "--events", events,
-            ], outputIn: directory)
-        let isAdvertising = await eventually(within: .seconds(30)) { run.stdout.contains("advertising \"") }
+            ["run", ChildProcess.repositoryRoot + "/profiles/heart-rate.yaml", "--bus", bus.address] + options,
+            outputIn: directory)
+        let isAdvertising = await eventually(within: .seconds(30)) {
+            (saysOnStderr ? run.stderr : run.stdout).contains("advertising \"")
+        }
         try #require(isAdvertising, "blemu run did not advertise:\n\(run.stdout)\n\(run.stderr)")
+        return run
+    }
+
+    @Test func controlSocketAndEventLogAccountForEveryRequestNotificationAndFault() async throws {
+        let (bus, fake, directory) = try await rig()
+        let control = directory + "/control.sock"
+        let events = directory + "/events.jsonl"
+        let run = try await heartRate(on: bus, ["--control", control, "--events", events], in: directory)
 
         // Reads and writes through bluetoothd: a constant, an accepted and a refused control point write.
         let central = try await fake.connect(address: "11:22:33:44:55:01")
@@ -102,21 +117,13 @@ struct BlemuRunOnFakeBluetoothdTests {
 
     @Test func aReaderOfTheEventsThatGoesAwayCostsLinesNotTheDevice() async throws {
         // `blemu run --events - | head -3`: head exits, and blemu must keep serving and stop cleanly.
-        let bus = try PrivateBus()
-        let fake = try await FakeBluetoothd(busAddress: bus.address)
-        let directory = "/tmp/blemu-run-\(UUID().uuidString.prefix(8))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let (bus, fake, directory) = try await rig()
         let pipe = directory + "/stdout.txt"
         #expect(mkfifo(pipe, 0o600) == 0)
         // Close-on-exec, or blemu would inherit a reader of its own stdout and never meet a broken pipe.
         let reader = open(pipe, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         try #require(reader >= 0)
-        let run = try ChildProcess(
-            ChildProcess.blemu,
-            ["run", ChildProcess.repositoryRoot + "/profiles/heart-rate.yaml", "--bus", bus.address, "--events", "-"],
-            outputIn: directory)
-        let isAdvertising = await eventually(within: .seconds(30)) { run.stderr.contains("advertising \"") }
-        try #require(isAdvertising, "blemu run did not advertise:\n\(run.stderr)")
+        let run = try await heartRate(on: bus, ["--events", "-"], in: directory, saysOnStderr: true)
         var buffer = [UInt8](repeating: 0, count: 4096)
         let gotLines = await eventually(within: .seconds(10)) { read(reader, &buffer, buffer.count) > 0 }
         #expect(gotLines, "no event line on stdout")
@@ -134,16 +141,8 @@ struct BlemuRunOnFakeBluetoothdTests {
 
     @Test(arguments: [SIGHUP, SIGQUIT, SIGINT])
     func everyStopSignalUnregistersAndExitsCleanly(signal: Int32) async throws {
-        let bus = try PrivateBus()
-        let fake = try await FakeBluetoothd(busAddress: bus.address)
-        let directory = "/tmp/blemu-run-\(UUID().uuidString.prefix(8))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let run = try ChildProcess(
-            ChildProcess.blemu,
-            ["run", ChildProcess.repositoryRoot + "/profiles/heart-rate.yaml", "--bus", bus.address],
-            outputIn: directory)
-        let isAdvertising = await eventually(within: .seconds(30)) { run.stdout.contains("advertising \"") }
-        try #require(isAdvertising, "blemu run did not advertise:\n\(run.stdout)\n\(run.stderr)")
+        let (bus, fake, directory) = try await rig()
+        let run = try await heartRate(on: bus, [], in: directory)
         #expect(await fake.advertisements.count == 1)
         run.signal(signal)
         #expect(await run.exitStatus() == 0, "\(run.stderr)")

@@ -11,21 +11,15 @@ struct MedicalFloatTests {
         return Int(field >> Int32(32 - width))
     }
 
-    /// A fixed-seed generator (SplitMix64), so a failure names a value that fails again.
+    /// Values spread evenly over `decades` powers of ten, either sign: a Weyl sequence (the fractional parts of
+    /// n times the golden ratio), which covers the range without clumping and repeats exactly, so a failure names
+    /// a value that fails again.
     private struct Numbers {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        /// A value whose magnitude is spread evenly over `decades` powers of ten, with either sign.
+        var position = 0.0
         mutating func value(decades: ClosedRange<Double>) -> Double {
-            let unit = Double(next() >> 11) / Double(1 << 53)
-            let magnitude = pow(10, decades.lowerBound + unit * (decades.upperBound - decades.lowerBound))
-            return next() & 1 == 0 ? magnitude : -magnitude
+            position = (position + 0.618_033_988_749_894_9).truncatingRemainder(dividingBy: 1)
+            let magnitude = pow(10, decades.lowerBound + position * (decades.upperBound - decades.lowerBound))
+            return Int(position * 1e9) % 2 == 0 ? magnitude : -magnitude
         }
     }
 
@@ -35,7 +29,7 @@ struct MedicalFloatTests {
     func everyValueInRangeComesBackWithinHalfAUnitOfItsLastPlace(
         format: MedicalFloat.Format, decades: ClosedRange<Double>
     ) throws {
-        var numbers = Numbers(state: 0x11073)
+        var numbers = Numbers()
         for _ in 0..<20_000 {
             let value = numbers.value(decades: decades)
             let raw = try #require(MedicalFloat.encode(value, as: format), "\(value) did not encode")

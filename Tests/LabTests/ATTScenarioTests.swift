@@ -203,9 +203,12 @@ struct ATTScenarioTests {
         bluez: BlueZInstall
     ) async throws {
         let run = try await finishedRun(bluez)
-        let (requests, answers) = BtmonTrace(read(run, "btmon.txt")).requestsAndAnswers(on: "hci0")
+        let (requests, answers, cutOff) = BtmonTrace(read(run, "btmon.txt")).requestsAndAnswers(on: "hci0")
         #expect(requests.values.reduce(0, +) > 100, "\(requests)")
-        #expect(requests == answers)
+        // A request whose link went down first cannot be answered: seen once with 5.82 on a bonded reconnect,
+        // where bluetoothd held a read while raising the link's security and the link dropped (docs/bluez.md).
+        #expect(requests == answers.merging(cutOff, uniquingKeysWith: +), "cut off: \(cutOff)")
+        #expect(cutOff.values.reduce(0, +) <= 1, "\(cutOff)")
         // Every ReadValue/WriteValue blemu received has one answer in its log and one event with a result.
         // Write Commands are answered by bluetoothd, so blemu logs them as expecting no reply instead.
         let logged = read(run, "blemu-run.log").split(separator: "\n").filter {
@@ -256,7 +259,9 @@ struct ATTScenarioTests {
         // Bonded: the peripheral asks for security on each new link, so even the raw client reads it.
         #expect(raw(run, "secret-after-pairing") == ["ok " + Self.hex(secret)])
         #expect(btmon.contains("SMP: Security Request"))
-        #expect(gatttoolValue(run, "read-secret-medium") == secret)
+        #expect(
+            (gatttoolValue(run, "read-secret-medium") ?? gatttoolValue(run, "read-secret-medium-again")) == secret,
+            "\(read(run, "gt-read-secret-medium.err")) \(read(run, "gt-read-secret-medium-again.err"))")
         // Just Works keys are unauthenticated: the authenticated read stays refused (0x05 on the air), and
         // gatttool's attempt to pair with MITM protection fails and drops the link.
         #expect(gatttoolValue(run, "read-guarded") == nil)

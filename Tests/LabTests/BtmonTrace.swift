@@ -25,14 +25,22 @@ struct BtmonTrace {
 
     /// Every ATT PDU, in btmon's order.
     let pdus: [PDU]
+    /// For each PDU index, how many Disconnect Complete events each controller logged before it (and, at
+    /// `pdus.count`, in all): lets `requestsAndAnswers` tell a request whose link went down from one left unanswered.
+    private let disconnectsBefore: [[String: Int]]
 
     /// Parses btmon's text; lines it does not know are skipped.
     init(_ text: String) {
         var pdus: [PDU] = []
+        var disconnects: [String: Int] = [:]
+        var disconnectsBefore: [[String: Int]] = []
         var link: (controller: String, isReceived: Bool)?
         var current: PDU?
         func finish() {
-            if let pdu = current { pdus.append(pdu) }
+            if let pdu = current {
+                pdus.append(pdu)
+                disconnectsBefore.append(disconnects)
+            }
             current = nil
         }
         for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
@@ -42,6 +50,8 @@ struct BtmonTrace {
                 link = nil
                 if line.contains("ACL Data"), let controller = Self.controller(in: line) {
                     link = (controller, line.hasPrefix(">"))
+                } else if line.contains("Disconnect Complete"), let controller = Self.controller(in: line) {
+                    disconnects[controller, default: 0] += 1
                 }
             } else if trimmed.hasPrefix("ATT: "), let link, let opcode = Self.lastHexCode(in: trimmed, before: " len") {
                 finish()
@@ -61,25 +71,45 @@ struct BtmonTrace {
             }
         }
         finish()
+        disconnectsBefore.append(disconnects)
         self.pdus = pdus
+        self.disconnectsBefore = disconnectsBefore
     }
 
     /// Requests `controller` received, and answers it sent: for a server, equal when every request was answered.
-    func requestsAndAnswers(on controller: String) -> (requests: [UInt8: Int], answers: [UInt8: Int]) {
+    /// Also the requests whose link went down before any answer (`cutOff`): ATT is one request at a time on a
+    /// bearer (Core Spec Vol 3, Part F, 3.3.2), so a request still open at `controller`'s next Disconnect Complete
+    /// can never be answered.
+    func requestsAndAnswers(
+        on controller: String
+    ) -> (requests: [UInt8: Int], answers: [UInt8: Int], cutOff: [UInt8: Int]) {
         var requests: [UInt8: Int] = [:]
         var answers: [UInt8: Int] = [:]
-        for pdu in pdus where pdu.controller == controller {
+        var cutOff: [UInt8: Int] = [:]
+        var open: (opcode: UInt8, disconnects: Int)?
+        for (index, pdu) in pdus.enumerated() where pdu.controller == controller {
+            let disconnects = disconnectsBefore[index][controller] ?? 0
+            if let request = open, disconnects > request.disconnects {
+                cutOff[request.opcode, default: 0] += 1
+                open = nil
+            }
             if pdu.isReceived, Self.requestOpcodes.contains(pdu.opcode) {
                 requests[pdu.opcode, default: 0] += 1
+                open = (pdu.opcode, disconnects)
             } else if !pdu.isReceived, pdu.opcode == Self.errorResponse, let refused = pdu.refusedOpcode,
                 Self.requestOpcodes.contains(refused)
             {
                 answers[refused, default: 0] += 1
+                open = nil
             } else if !pdu.isReceived, Self.requestOpcodes.contains(pdu.opcode &- 1) {
                 answers[pdu.opcode &- 1, default: 0] += 1
+                open = nil
             }
         }
-        return (requests, answers)
+        if let request = open, (disconnectsBefore.last?[controller] ?? 0) > request.disconnects {
+            cutOff[request.opcode, default: 0] += 1
+        }
+        return (requests, answers, cutOff)
     }
 
     /// Error Responses `controller` sent, as (refused request opcode, handle, code).

@@ -59,11 +59,16 @@ struct LabGenerationTests {
         version: "5.82", bluetoothd: "/cache/bluez/5.82/bin/bluetoothd", toolDirectory: "/cache/bluez/5.82/bin")
     private static let copies = ["/work/results/r1/profiles/hci0-a.yaml", "/work/results/r1/profiles/hci1-b.yaml"]
 
+    /// The guest script for `configuration` booting `bluez` (the system's by default), with the two profile copies.
+    private func guestScript(_ configuration: LabConfiguration, _ bluez: BlueZInstall = Self.system) -> String {
+        GuestStack(
+            configuration: configuration, command: ["true"], bluez: bluez, busybox: "/bin/busybox",
+            profileCopies: Self.copies
+        ).script
+    }
+
     @Test func theStackRunsEachProfileOnItsOwnControllerAndTheCentralOnTheNext() {
-        let stack = GuestStack(
-            configuration: configuration, command: ["true"], bluez: Self.system, busybox: "/bin/busybox",
-            profileCopies: Self.copies)
-        let script = stack.script
+        let script = guestScript(configuration, Self.system)
         #expect(
             script.contains(
                 "'/opt/blemu/bin/blemu' run --adapter hci0 --bus system --control /run/blemu/hci0.sock \\\n"
@@ -87,25 +92,19 @@ struct LabGenerationTests {
     }
 
     @Test func controllersAreLEOnlyUnlessDualModeIsAskedFor() {
-        let leOnly = GuestStack(
-            configuration: configuration, command: ["true"], bluez: Self.system, busybox: "/bin/busybox",
-            profileCopies: Self.copies)
-        #expect(leOnly.script.contains("btvirt -L -l3 "))
+        let leOnly = guestScript(configuration, Self.system)
+        #expect(leOnly.contains("btvirt -L -l3 "))
         var dual = configuration
         dual.isDualMode = true
-        let dualStack = GuestStack(
-            configuration: dual, command: ["true"], bluez: Self.system, busybox: "/bin/busybox",
-            profileCopies: Self.copies)
-        #expect(dualStack.script.contains("btvirt -l3 "))
+        let dualStack = guestScript(dual, Self.system)
+        #expect(dualStack.contains("btvirt -l3 "))
     }
 
     @Test func aBuiltBlueZStartsItsOwnBluetoothdAndPutsItsToolsFirstOnPath() {
-        let stack = GuestStack(
-            configuration: configuration, command: ["true"], bluez: Self.built, busybox: "/bin/busybox",
-            profileCopies: Self.copies)
-        #expect(stack.script.contains("'/cache/bluez/5.82/bin/bluetoothd' -n -d -P battery"))
-        #expect(stack.script.contains("export PATH='/cache/bluez/5.82/bin:/usr/local/sbin:"))
-        #expect(stack.script.contains("export BLEMU_LAB_BLUEZ_VERSION='5.82'\n"))
+        let stack = guestScript(configuration, Self.built)
+        #expect(stack.contains("'/cache/bluez/5.82/bin/bluetoothd' -n -d -P battery"))
+        #expect(stack.contains("export PATH='/cache/bluez/5.82/bin:/usr/local/sbin:"))
+        #expect(stack.contains("export BLEMU_LAB_BLUEZ_VERSION='5.82'\n"))
     }
 
     @Test func aBlemuTheVMCannotSeeRunsFromTheResultsDirectory() {
@@ -114,14 +113,36 @@ struct LabGenerationTests {
         #expect(hidden.validationProblem() == nil)
         #expect(hidden.guestBlemuExecutable == "/work/results/r1/bin/blemu")
         #expect(configuration.guestBlemuExecutable == "/opt/blemu/bin/blemu")
-        let stack = GuestStack(
-            configuration: hidden, command: ["true"], bluez: Self.system, busybox: "/bin/busybox",
-            profileCopies: Self.copies)
-        #expect(stack.script.contains("'/work/results/r1/bin/blemu' run --adapter hci0"))
-        #expect(stack.script.contains("export PATH='/work/results/r1/bin:/usr/local/sbin:"))
+        let stack = guestScript(hidden, Self.system)
+        #expect(stack.contains("'/work/results/r1/bin/blemu' run --adapter hci0"))
+        #expect(stack.contains("export PATH='/work/results/r1/bin:/usr/local/sbin:"))
         var hiddenBlueZ = configuration
         hiddenBlueZ.bluez = BlueZInstall(version: "5.82", bluetoothd: "/tmp/b/bluetoothd", toolDirectory: "/tmp/b")
         #expect(hiddenBlueZ.validationProblem()?.contains("must be outside") == true)
+    }
+
+    @Test func aCheckoutUnderTmpIsMountedReadOnlyAtItsPathWithTheResultsOnTop() {
+        var clone = configuration
+        clone.workingDirectory = "/tmp/clone"
+        clone.resultsDirectory = "/tmp/clone/.build/lab-results/r1"
+        clone.blemuExecutable = "/tmp/clone/.build/debug/blemu"
+        #expect(clone.validationProblem() == nil)
+        #expect(clone.sharedCheckout == "/tmp/clone")
+        // Inside the shared checkout, blemu runs where it is; no copy.
+        #expect(clone.guestBlemuExecutable == "/tmp/clone/.build/debug/blemu")
+        let arguments = QEMUCommand(
+            configuration: clone, timeout: "/usr/bin/timeout", qemu: "/usr/bin/qemu-system-x86_64",
+            kernel: "/boot/vmlinuz-x", initramfs: "/cache/i.cpio", script: "/tmp/clone/r1/guest-stack.sh"
+        ).arguments
+        #expect(arguments.contains("local,id=checkout,path=/tmp/clone,readonly=on,security_model=none,multidevs=remap"))
+        #expect(arguments.contains("virtio-9p-pci,fsdev=checkout,mount_tag=blemu-checkout"))
+        let script = guestScript(clone, Self.system)
+        #expect(script.contains("blemu-checkout '/tmp/clone'"))
+        #expect(script.contains("blemu-work '/tmp/clone/.build/lab-results/r1'"))
+        #expect(configuration.sharedCheckout == nil)
+        var spaced = clone
+        spaced.workingDirectory = "/tmp/my clone"
+        #expect(spaced.validationProblem()?.contains("run from another directory") == true)
     }
 
     @Test func bluezNamesAVersionInTheCacheOrRefusesWithTheBuildCommand() throws {

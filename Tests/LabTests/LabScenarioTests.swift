@@ -127,7 +127,8 @@ struct LabScenarioTests {
         #expect(report.device.address == "00:AA:01:00:00:00")
         #expect(report.device.name == LabScenario.localName)
         #expect(report.device.uuids.contains("180D"), "the scan saw the advertised service")
-        #expect(report.device.rssi != nil, "a device found by this scan has an RSSI")
+        // btvirt's controllers report RSSI 127, "not available" (Core Spec Vol 4, Part E, 7.7.65.2): no figure.
+        #expect(report.device.rssi == nil, "RSSI \(report.device.rssi.map(String.init) ?? "")")
         // Without an app, bluetoothd on hci0 serves GAP, GATT and Device Information; its client on hci1 keeps GAP
         // to itself (a claimed service is not exported), so the probe walks GATT (0x1801) and 0x180A.
         let services = report.services.map(\.uuid)
