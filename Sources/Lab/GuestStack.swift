@@ -61,21 +61,23 @@ struct GuestStack {
         "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 
-    /// Shows a working directory under /tmp (which the VM's own tmpfs hides) read-only at its path, and the work
-    /// share again on top of it when the results directory lies inside it.
+    /// Shows a working directory under /tmp (which the VM's own tmpfs hides) read-only at its path. When the
+    /// results directory lies inside it, the work share is kept aside by a bind mount and bound back on top: a 9p
+    /// device mounts only once ("no channels available").
     var checkoutMount: String {
         guard let checkout = configuration.sharedCheckout else { return "" }
-        let options = "trans=virtio,version=9p2000.L,msize=512000"
         let work = Self.shellQuote(configuration.resultsDirectory)
+        let quoted = Self.shellQuote(checkout)
         return """
             step checkout
-            mkdir -p \(Self.shellQuote(checkout))
-            mount -t 9p -o ro,\(options),cache=loose \(GuestInit.checkoutTag) \(Self.shellQuote(checkout)) \\
+            case \(work) in \(quoted)/*) inside=1 ;; *) inside= ;; esac
+            if [ -n "$inside" ]; then mkdir -p /run/blemu-lab/work && mount --bind \(work) /run/blemu-lab/work; fi
+            mkdir -p \(quoted)
+            mount -t 9p -o ro,trans=virtio,version=9p2000.L,msize=512000,cache=loose \(GuestInit.checkoutTag) \(quoted) \\
                 || die "mounting the working directory \(checkout) failed"
-            case \(work) in
-                \(Self.shellQuote(checkout))/*) mount -t 9p -o \(options) \(GuestInit.workTag) \(work) \\
-                    || die "mounting the results directory again failed" ;;
-            esac
+            if [ -n "$inside" ]; then
+                mount --bind /run/blemu-lab/work \(work) || die "binding the results directory back failed"
+            fi
 
             """
     }

@@ -138,7 +138,7 @@ struct LabGenerationTests {
         #expect(arguments.contains("virtio-9p-pci,fsdev=checkout,mount_tag=blemu-checkout"))
         let script = guestScript(clone, Self.system)
         #expect(script.contains("blemu-checkout '/tmp/clone'"))
-        #expect(script.contains("blemu-work '/tmp/clone/.build/lab-results/r1'"))
+        #expect(script.contains("mount --bind /run/blemu-lab/work '/tmp/clone/.build/lab-results/r1'"))
         #expect(configuration.sharedCheckout == nil)
         var spaced = clone
         spaced.workingDirectory = "/tmp/my clone"
