@@ -141,19 +141,25 @@ public final class ControlServer: Sendable {
         closeDescriptor(listener)
     }
 
+    /// The longest request line: a `set` of a 512-byte value in hex is about 1 KiB, so this leaves room for any
+    /// real request while a runaway client cannot make the server buffer without bound.
+    public static let maximumLineLength = 1 << 20
+
     private func serve(_ connection: Int32) {
-        var pending: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
+        var framer = LineFramer(maximumLength: Self.maximumLineLength)
+        var buffer = [UInt8](repeating: 0, count: 65_536)
         reading: while true {
             let count = buffer.withUnsafeMutableBytes { read(connection, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else { break }
-            pending += buffer[..<count]
-            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                let line = String(decoding: pending[..<newline], as: UTF8.self)
-                pending.removeSubrange(...newline)
-                guard !line.allSatisfy(\.isWhitespace) else { continue }
-                let response = answer(line)
+            for line in framer.append(buffer[..<count]) {
+                let response: String
+                switch line {
+                case .line(let text): response = answer(text)
+                case .tooLong:
+                    response =
+                        #"{"error":"request line longer than \#(Self.maximumLineLength) bytes, ignored","ok":false}"#
+                }
                 guard reply(response + "\n", to: connection) else { break reading }
             }
         }
