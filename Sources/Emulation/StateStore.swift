@@ -41,6 +41,21 @@ public final class StateStore: Sendable {
         var subscriptions: [String: [String]]
     }
 
+    /// Removes `<file>.tmp-<pid>` files whose process is gone: `kill -9` during a save leaves one each time (the
+    /// rename never came), and nothing else would ever remove them. A live process's file is its save in progress.
+    func removeStaleTemporaries() {
+        let directory = (path as NSString).deletingLastPathComponent
+        let prefix = (path as NSString).lastPathComponent + ".tmp-"
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        for name in names where name.hasPrefix(prefix) {
+            guard let pid = pid_t(name.dropFirst(prefix.count)), pid > 0 else { continue }
+            if kill(pid, 0) != 0 && errno == ESRCH {
+                try? FileManager.default.removeItem(atPath: directory + "/" + name)
+                logger.info("removed \(name), left by a run that ended during a save")
+            }
+        }
+    }
+
     /// Where state files go by default: `$XDG_STATE_HOME/blemu`, else `~/.local/state/blemu`.
     public static var defaultDirectory: String {
         let environment = ProcessInfo.processInfo.environment
@@ -63,8 +78,10 @@ public final class StateStore: Sendable {
     }
 
     /// Loads the previous run's state for `PeripheralManager(restoring:)` and the `ValueStore`; nil when there is
-    /// none. A corrupt or foreign file is logged, renamed aside, and gives nil: the run starts fresh.
+    /// none. A corrupt or foreign file is logged, renamed aside, and gives nil: the run starts fresh. Temporary
+    /// files a killed run left mid-save are removed first.
     public func restore() -> RestoredState? {
+        removeStaleTemporaries()
         guard let data = FileManager.default.contents(atPath: path) else { return nil }
         let problem: String
         do {

@@ -22,8 +22,10 @@ struct RunCommand: AsyncParsableCommand {
 
             The profile's behaviour runs too: scheduled values, write rules and faults. --control PATH opens a \
             Unix socket for `blemu ctl`; --events FILE|- writes every event as one JSON line; --restore-id NAME \
-            keeps written values across restarts (saved subscriptions are reported, not re-established: \
-            bluetoothd forgets them when blemu exits, and each central subscribes again).
+            keeps written values across restarts in NAME.json under --state-dir (default \
+            $XDG_STATE_HOME/blemu, else ~/.local/state/blemu), written atomically on every change; saved \
+            subscriptions are reported, not re-established: bluetoothd forgets them when blemu exits, and each \
+            central subscribes again.
 
             Example:
               blemu run profiles/heart-rate.yaml --adapter hci0
@@ -54,6 +56,9 @@ struct RunCommand: AsyncParsableCommand {
 
     @Option(help: "Keep written values under this name, restored on the next run (subscriptions are only reported).")
     var restoreId: String?
+
+    @Option(help: "Where --restore-id keeps its state file (default $XDG_STATE_HOME/blemu, else ~/.local/state/blemu).")
+    var stateDir: String?
 
     @Flag(
         help: """
@@ -124,7 +129,9 @@ struct RunCommand: AsyncParsableCommand {
             throw ExitCode.unavailable
         }
 
-        let stateStore = restoreId.map { StateStore(restoreID: $0, profile: profile, logger: logger) }
+        let stateStore = restoreId.map {
+            StateStore(restoreID: $0, directory: stateDir, profile: profile, logger: logger)
+        }
         let restored = stateStore?.restore()
         if let restored, let restoreId {
             let history = "\(restored.subscriptions.count) subscriptions, as history"

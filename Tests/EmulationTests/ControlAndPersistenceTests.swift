@@ -22,6 +22,18 @@ func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async thro
     }
 }
 
+/// Calls `body` (bind or connect) with `path` as a Unix socket address; returns its result.
+func withUnixAddress(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+        for (index, byte) in Array(path.utf8).enumerated() { buffer[index] = byte }
+    }
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+    }
+}
+
 func object(_ line: String) -> [String: Any] {
     (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]) ?? [:]
 }
@@ -201,6 +213,23 @@ extension EventLogTests {
 }
 
 @Suite struct StateRestorationTests {
+    @Test func temporaryFilesOfKilledSavesAreRemovedAndALiveSaveIsKept() throws {
+        let directory = try temporaryDirectory()
+        let profile = try bundledProfile("thermostat")
+        // A pid no process has (above Linux's pid_max default), as a `kill -9` during a save leaves behind.
+        let stale = directory + "/living-room.json.tmp-4194400"
+        let live = directory + "/living-room.json.tmp-\(getpid())"
+        let other = directory + "/kitchen.json.tmp-4194400"
+        for file in [stale, live, other] {
+            #expect(FileManager.default.createFile(atPath: file, contents: Data("{".utf8)))
+        }
+        let store = StateStore(restoreID: "living-room", directory: directory, profile: profile)
+        #expect(store.restore() == nil)
+        #expect(!FileManager.default.fileExists(atPath: stale))
+        #expect(FileManager.default.fileExists(atPath: live), "a save in progress is not touched")
+        #expect(FileManager.default.fileExists(atPath: other), "another restore id's files are not touched")
+    }
+
     @Test func writtenValuesComeBackAfterACrashAsWillRestoreStateFirst() async throws {
         let directory = try temporaryDirectory()
         let profile = try bundledProfile("thermostat")
@@ -341,17 +370,7 @@ extension EventLogTests {
         first.stop()
         // A socket file nobody serves (a crashed run's) is replaced.
         let stale = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            for (index, byte) in Array(path.utf8).enumerated() { buffer[index] = byte }
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(stale, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        #expect(bound == 0)
+        #expect(withUnixAddress(path) { bind(stale, $0, $1) } == 0)
         close(stale)
         try second.start()
         second.stop()

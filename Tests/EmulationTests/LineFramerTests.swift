@@ -30,16 +30,7 @@ struct LineFramerTests {
     private func exchange(_ path: String, _ bytes: [UInt8], answers count: Int) throws -> [String] {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            for (index, byte) in Array(path.utf8).enumerated() { buffer[index] = byte }
-        }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
+        let connected = withUnixAddress(path) { connect(fd, $0, $1) }
         try #require(connected == 0)
         // A server that fails to answer a line must fail the test, not hang it.
         var limit = timeval(tv_sec: 10, tv_usec: 0)
