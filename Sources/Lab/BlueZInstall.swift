@@ -87,6 +87,26 @@ public struct BlueZInstall: Sendable, Equatable, CustomStringConvertible {
         return found
     }
 
+    /// The file beside a build's `bin/` naming the patches scripts/build-bluez applied to its btvirt.
+    static let radioPatchesFile = "btvirt-patches"
+
+    /// The lab's radio: a btvirt built with scripts/btvirt-ll-timing.patch, which completes the LL feature exchange
+    /// one connection interval after the link comes up, as a radio does, instead of at once. Without it bluetoothd
+    /// sees a central's ATT socket connect before MGMT Device Connected and never signals `Connected` (the patch
+    /// says why), and bleak drops the link. `bluez`'s own btvirt when its build is patched, else the newest
+    /// patched build's in the cache: the controller emulator is the lab's, not the BlueZ under test, so one serves
+    /// every bluetoothd. Nil when no build has one (the system's btvirt is unpatched).
+    public static func labRadio(for bluez: BlueZInstall?, cacheRoot: String = cacheRoot()) -> String? {
+        let files = FileManager.default
+        let builds = ((try? files.contentsOfDirectory(atPath: cacheRoot)) ?? [])
+            .sorted { $0.compare($1, options: .numeric) == .orderedDescending }
+            .map { "\(cacheRoot)/\($0)/bin" }
+        return ([bluez?.toolDirectory].compactMap { $0 } + builds).first { bin in
+            files.isExecutableFile(atPath: bin + "/btvirt")
+                && files.fileExists(atPath: bin + "/../" + radioPatchesFile)
+        }.map { $0 + "/btvirt" }
+    }
+
     /// What `--bluez` names: "system", a version ("5.66", "5.82": the system's when it is that version, else the
     /// build in the cache), or a directory holding bluetoothd and its tools (a path with a slash).
     public static func resolve(_ name: String, cacheRoot: String = cacheRoot()) throws(ResolveError) -> BlueZInstall {

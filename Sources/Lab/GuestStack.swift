@@ -17,6 +17,9 @@ struct GuestStack {
     var command: [String]
     /// The BlueZ to boot: its bluetoothd, and its tools ahead of the system's on PATH.
     var bluez: BlueZInstall
+    /// The btvirt that makes the controllers: the lab's radio (`BlueZInstall.labRadio`), else the build's or the
+    /// system's.
+    var radio: String
     /// Static busybox on the host's root, for `poweroff -f` (the host's own poweroff talks to systemd).
     var busybox: String
     /// The profile copies in the work share, one per peripheral controller, in order.
@@ -120,6 +123,8 @@ struct GuestStack {
             W=\(work)
             export PATH=\(Self.shellQuote(path.joined(separator: ":")))
             export HOME=/tmp LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1
+            # bleak's default adapter is the central's controller (BleakDefaultAdapter.swift).
+            export PYTHONPATH="$W/\(BleakDefaultAdapter.directory)${PYTHONPATH:+:$PYTHONPATH}"
             STEP=start
             peripheral_pids=
             echo blemu-lab > /proc/sys/kernel/hostname
@@ -210,7 +215,7 @@ struct GuestStack {
 
             step controllers
             # -L: LE-only controllers (docs/bluez.md, Pairing: BR/EDR paging during pairing crashes the kernel).
-            btvirt \(configuration.isDualMode ? "" : "-L ")-l\(count) >"$W/\(File.btvirt)" 2>&1 &
+            \(Self.shellQuote(radio)) \(configuration.isDualMode ? "" : "-L ")-l\(count) >"$W/\(File.btvirt)" 2>&1 &
             wait_for "\(count) controllers in /sys/class/bluetooth" all_controllers_present
 
             step bluetoothd

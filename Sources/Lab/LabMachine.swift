@@ -34,20 +34,35 @@ public struct LabMachine: Sendable {
         guard prerequisites.isSatisfied, let kernelVersion = prerequisites.kernelVersion,
             let kernel = prerequisites.path(of: "kernel"), let busybox = prerequisites.path(of: "busybox (static)"),
             let qemu = prerequisites.path(of: "qemu-system-x86_64"), let timeout = prerequisites.path(of: "timeout"),
-            let bluez = configuration.bluez ?? BlueZInstall.system()
+            let bluez = configuration.bluez ?? BlueZInstall.system(),
+            let btvirt = prerequisites.path(of: "btvirt")
         else { throw LabError.prerequisitesMissing(prerequisites.report) }
+        let radio = prerequisites.path(of: "btvirt with the lab's link timing") ?? btvirt
 
         let results = configuration.resultsDirectory
         let transcript = try Transcript(path: results + "/" + Self.transcriptFile, logger: logger)
         transcript.log("\(bluez)")
+        transcript.log(
+            radio == btvirt && !radio.hasPrefix(BlueZInstall.cacheRoot())
+                ? "radio: \(radio), unpatched: bluetoothd will miss Connected for centrals (run scripts/build-bluez 5.82)"
+                : "radio: \(radio) (answers the LL feature exchange after a connection interval)")
         try write(bluez.version + "\n", to: results + "/" + GuestStack.File.bluezVersion)
         let profileCopies = try copyProfiles()
         try copyBlemuWhereTheGuestSeesIt()
         let stack = GuestStack(
-            configuration: configuration, command: command, bluez: bluez, busybox: busybox,
+            configuration: configuration, command: command, bluez: bluez, radio: radio, busybox: busybox,
             profileCopies: profileCopies)
         let script = results + "/" + GuestStack.File.script
         try write(GuestStack.mainConf, to: results + "/" + GuestStack.File.mainConf)
+        do {
+            try FileManager.default.createDirectory(
+                atPath: results + "/" + BleakDefaultAdapter.directory, withIntermediateDirectories: true)
+        } catch {
+            throw LabError.io("cannot create \(results)/\(BleakDefaultAdapter.directory): \(error)")
+        }
+        try write(
+            BleakDefaultAdapter.source,
+            to: results + "/" + BleakDefaultAdapter.directory + "/" + BleakDefaultAdapter.file)
         try write(stack.script, to: script)
 
         let initramfs: String

@@ -11,7 +11,7 @@ public struct LabPrerequisites: Sendable {
         public let name: String
         /// Where it was found; nil when missing.
         public let path: String?
-        /// The Debian package that provides it.
+        /// The Debian package that provides it; empty for what a script of this project builds.
         public let package: String
         /// False for things only some scenarios need (python3-dbus for the tests' central).
         public let isRequired: Bool
@@ -34,7 +34,7 @@ public struct LabPrerequisites: Sendable {
     /// Debian packages to install for the missing items, required and optional, without duplicates, in order.
     public var missingPackages: [String] {
         var seen: Set<String> = []
-        return items.filter { !$0.isPresent }.map(\.package).filter { seen.insert($0).inserted }
+        return items.filter { !$0.isPresent && !$0.package.isEmpty }.map(\.package).filter { seen.insert($0).inserted }
     }
 
     /// The path of a present item by name; nil when it is missing.
@@ -113,6 +113,15 @@ public struct LabPrerequisites: Sendable {
         items.append(executable("btmon", build.map { $0 + "btmon" } + ["/usr/bin/btmon"], package: "bluez"))
         items.append(
             executable("btvirt", build.map { $0 + "btvirt" } + ["/usr/bin/btvirt"], package: "bluez-test-tools"))
+        // The radio the lab runs: a btvirt whose feature exchange takes a connection interval (BlueZInstall.labRadio).
+        // Without it centrals that wait for `Connected` (bleak) are dropped, so the lab tests need it.
+        let radio = root.isEmpty ? BlueZInstall.labRadio(for: bluez) : nil
+        items.append(
+            Item(
+                name: "btvirt with the lab's link timing", path: radio, package: "",
+                isRequired: false,
+                problem: radio == nil
+                    ? "no build in \(BlueZInstall.cacheRoot()) has a patched btvirt (run scripts/build-bluez 5.82)" : nil))
         items.append(executable("python3", ["/usr/bin/python3"], package: "python3", required: false))
         let pythonDBus = root + "/usr/lib/python3/dist-packages/dbus"
         items.append(

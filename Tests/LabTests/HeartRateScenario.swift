@@ -27,6 +27,11 @@ enum HeartRateScenario {
     }()
     /// The README's worked example: a user's central-side unittest suite for this profile.
     static let centralTests = LabScenario.package + "/examples/central-tests/heart_rate_test.py"
+    /// The same suite written with bleak, run unmodified by the venv scripts/setup --lab makes.
+    static let bleakTests = LabScenario.package + "/examples/central-tests/heart_rate_bleak_test.py"
+    /// The venv's interpreter: `<cache>/venv/bin/python` next to the BlueZ builds (scripts/setup).
+    static let bleakPython =
+        URL(fileURLWithPath: BlueZInstall.cacheRoot()).deletingLastPathComponent().path + "/venv/bin/python"
     /// How long the probe listens: the profile notifies Heart Rate Measurement once a second.
     static let listenSeconds = 3
 
@@ -51,7 +56,7 @@ enum HeartRateScenario {
         // Name and service as well as the address: the device only matches once the scan response (name) and the
         // advertising data (UUIDs) have both been seen, so the report's scan fields are complete.
         // Then the README's worked example, the central-side suite a user would run against the same strap once
-        // the probe has disconnected; the command's exit code stays the probe's.
+        // the probe has disconnected, and its bleak twin; the command's exit code stays the probe's.
         let probe = """
             \(GuestStack.shellQuote(LabScenario.blemuExecutable)) probe --adapter "$BLEMU_LAB_CENTRAL" \
             --name \(GuestStack.shellQuote(advertisedName)) --service 180D --listen \(listenSeconds) --timeout 20 \
@@ -59,11 +64,14 @@ enum HeartRateScenario {
             rc=$?
             /usr/bin/python3 \(GuestStack.shellQuote(centralTests)) > "$BLEMU_LAB_RESULTS/central-tests.txt" 2>&1
             echo $? > "$BLEMU_LAB_RESULTS/central-tests-rc"
+            \(GuestStack.shellQuote(bleakPython)) \(GuestStack.shellQuote(bleakTests)) \
+                > "$BLEMU_LAB_RESULTS/bleak-tests.txt" 2>&1
+            echo $? > "$BLEMU_LAB_RESULTS/bleak-tests-rc"
             exit $rc
             """
         let configuration = LabConfiguration(
             resultsDirectory: results, controllers: 2, profiles: [LabScenario.package + "/" + profile],
-            timeout: .seconds(120), stepTimeout: .seconds(30), blemuExecutable: LabScenario.blemuExecutable,
+            timeout: .seconds(180), stepTimeout: .seconds(30), blemuExecutable: LabScenario.blemuExecutable,
             workingDirectory: LabScenario.package, bluez: bluez)
         return try await LabScenario.boot(configuration, running: ["/bin/sh", "-c", probe])
     }

@@ -56,6 +56,22 @@ struct HeartRateScenarioTests {
         #expect(output.contains("Ran 5 tests") && output.hasSuffix("OK\n"), "\(output)")
     }
 
+    /// Issue 11: bleak connects unmodified. Before the lab's radio took a connection interval over the feature
+    /// exchange, bluetoothd never signalled `Connected` and bleak failed every test with "failed to discover
+    /// services, device disconnected"; before the lab chose bleak's default adapter, half the runs scanned from
+    /// the strap's own controller and found nothing.
+    @Test(arguments: LabScenario.versions) func anUnmodifiedBleakSuiteConnectsReadsWritesAndGetsNotifications(
+        bluez: BlueZInstall
+    ) async throws {
+        let run = try await HeartRateScenario.shared.run(on: bluez)
+        let output = (try? String(contentsOfFile: run.file("bleak-tests.txt"), encoding: .utf8)) ?? ""
+        let status = (try? String(contentsOfFile: run.file("bleak-tests-rc"), encoding: .utf8)) ?? ""
+        #expect(status.trimmingCharacters(in: .whitespacesAndNewlines) == "0", "\(output)")
+        #expect(output.contains("Ran 6 tests") && output.hasSuffix("OK\n"), "\(output)")
+        let log = try String(contentsOfFile: run.file("bluetoothd.log"), encoding: .utf8)
+        #expect(!log.contains("is already connected"), "bluetoothd saw an ATT connection before its link")
+    }
+
     @Test(arguments: LabScenario.versions) func heartRateMeasurementNotifiesWhileTheProbeListens(
         bluez: BlueZInstall
     ) async throws {

@@ -62,7 +62,8 @@ struct LabGenerationTests {
     /// The guest script for `configuration` booting `bluez` (the system's by default), with the two profile copies.
     private func guestScript(_ configuration: LabConfiguration, _ bluez: BlueZInstall = Self.system) -> String {
         GuestStack(
-            configuration: configuration, command: ["true"], bluez: bluez, busybox: "/bin/busybox",
+            configuration: configuration, command: ["true"], bluez: bluez, radio: "/cache/bluez/5.82/bin/btvirt",
+            busybox: "/bin/busybox",
             profileCopies: Self.copies
         ).script
     }
@@ -93,11 +94,11 @@ struct LabGenerationTests {
 
     @Test func controllersAreLEOnlyUnlessDualModeIsAskedFor() {
         let leOnly = guestScript(configuration, Self.system)
-        #expect(leOnly.contains("btvirt -L -l3 "))
+        #expect(leOnly.contains("'/cache/bluez/5.82/bin/btvirt' -L -l3 "))
         var dual = configuration
         dual.isDualMode = true
         let dualStack = guestScript(dual, Self.system)
-        #expect(dualStack.contains("btvirt -l3 "))
+        #expect(dualStack.contains("'/cache/bluez/5.82/bin/btvirt' -l3 "))
     }
 
     @Test func aBuiltBlueZStartsItsOwnBluetoothdAndPutsItsToolsFirstOnPath() {
@@ -166,6 +167,12 @@ struct LabGenerationTests {
         let install = try BlueZInstall.resolve("9.99", cacheRoot: cache)
         #expect(install.version == "9.99" && install.toolDirectory == bin)
         #expect(try BlueZInstall.resolve(bin).bluetoothd == bin + "/bluetoothd")
+        // The lab's radio is a patched btvirt only: this build's has no btvirt-patches yet.
+        #expect(BlueZInstall.labRadio(for: install, cacheRoot: cache) == nil)
+        _ = FileManager.default.createFile(atPath: cache + "/9.99/btvirt-patches", contents: Data("x\n".utf8))
+        #expect(BlueZInstall.labRadio(for: install, cacheRoot: cache) == bin + "/btvirt")
+        #expect(BlueZInstall.labRadio(for: nil, cacheRoot: cache) == bin + "/btvirt")
+        #expect(BlueZInstall.labRadio(for: nil, cacheRoot: cache + "/none") == nil)
     }
 
     @Test func shellQuotingSurvivesSpacesQuotesAndDollars() throws {
