@@ -13,9 +13,11 @@ import Peripheral
 /// | `{"command":"fault","operation":"read","id":"x","nth":2,"error":"unlikely-error"}` (or `"delayMs":500`) | |
 /// | `{"command":"fault","operation":"read","nth":1,"effect":"disconnect"}` (or `stop-advertising`), after answering | |
 /// | `{"command":"advertising","action":"start"}` (or `stop`) | |
+/// | `{"command":"schedules"}`, or `"action":"pause"` / `"resume"` with an optional `"id"` | `schedules`: `[{id, intervalMs, paused, running}]` |
 /// | `{"command":"counters"}` | `counters` |
 ///
-/// `set` with `fields` changes only the named fields of the current value. Anything wrong gets
+/// `set` with `fields` changes only the named fields of the current value. A running schedule of that characteristic
+/// writes its generated fields again at its next tick; `schedules` `pause` holds it so a set value stays. Anything wrong gets
 /// `{"ok":false,"error":"..."}`.
 struct ControlCommands: Sendable {
     let emulator: Emulator
@@ -86,6 +88,24 @@ struct ControlCommands: Sendable {
             default: throw .badRequest("`advertising` needs `action`: start or stop")
             }
             return [:]
+        case "schedules":
+            let id = try request["id"].map { value throws(ControlError) -> String in
+                guard let id = value as? String else { throw .badValue("`id` must be a string") }
+                return id
+            }
+            switch request["action"] as? String {
+            case nil: break
+            case "pause": try await emulator.pauseSchedules(id)
+            case "resume": try await emulator.resumeSchedules(id)
+            default: throw .badRequest("`schedules` takes `action`: pause or resume (or none, to list them)")
+            }
+            let schedules = await emulator.schedules().map {
+                [
+                    "id": $0.characteristicID, "intervalMs": Int($0.interval / .milliseconds(1)),
+                    "paused": $0.isPaused, "running": $0.isRunning,
+                ] as [String: Any]
+            }
+            return ["schedules": schedules]
         case "counters":
             let counters = await emulator.counters()
             let requests = counters.requests

@@ -66,6 +66,35 @@ extension Emulator {
         arm()
     }
 
+    /// The profile's schedules: which characteristic each writes, its interval, paused or not, running or not.
+    public func schedules() -> [ScheduleEngine.Status] {
+        engines.withLock { $0.schedules.statuses }
+    }
+
+    /// Holds the schedules of characteristic `id` (all when nil), so a value a test sets stays until `resume`.
+    /// Throws `.unknownCharacteristic`, or `.badValue` when `id` has no schedule.
+    public func pauseSchedules(_ id: String?) throws(ControlError) {
+        try checkScheduled(id)
+        _ = engines.withLock { $0.schedules.pause(id) }
+        arm()
+    }
+
+    /// Lets held schedules run again from now (the first tick one interval later). Throws as `pauseSchedules`.
+    public func resumeSchedules(_ id: String?) throws(ControlError) {
+        try checkScheduled(id)
+        let now = clock.now()
+        _ = engines.withLock { $0.schedules.resume(id, at: now) }
+        arm()
+    }
+
+    private func checkScheduled(_ id: String?) throws(ControlError) {
+        guard let id else { return }
+        guard characteristics[id] != nil else { throw .unknownCharacteristic(id) }
+        guard schedules().contains(where: { $0.characteristicID == id }) else {
+            throw .badValue("\(id) has no schedule")
+        }
+    }
+
     /// Starts advertising the profile's advertisement, or stops. Throws `.failed` with the manager's reason.
     public func setAdvertising(_ isOn: Bool) async throws(ControlError) {
         guard let manager else { throw .failed("the emulator is not running") }

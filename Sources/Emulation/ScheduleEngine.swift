@@ -13,6 +13,8 @@ import GATTModel
 ///   So a counter advances one step per fired tick, never per missed one.
 /// - Generators see the time since `start(at:)`, so a sine or a replay follows the clock even across pauses.
 /// - Schedules that fire at the same instant act in declaration order.
+/// - `pause` holds a characteristic's schedules whatever their start rule, so a test can set a value and keep it;
+///   `resume` lets them run again from that moment (first tick one interval later), when their rule says they run.
 public struct ScheduleEngine: Sendable {
     private struct Run: Sendable {
         var schedule: Schedule
@@ -20,6 +22,20 @@ public struct ScheduleEngine: Sendable {
         /// The grid origin and the next tick while running; nil while paused or not started.
         var anchor: Duration?
         var nextTick: Duration?
+        /// Held by the control socket (`schedules pause`): it does not run until resumed.
+        var isHeld = false
+    }
+
+    /// One schedule as the control socket lists it.
+    public struct Status: Sendable, Equatable {
+        /// The characteristic the schedule writes.
+        public let characteristicID: String
+        /// Its interval.
+        public let interval: Duration
+        /// True while `pause` holds it.
+        public let isPaused: Bool
+        /// True while it ticks (started, not held, and subscribed when it starts on the first subscription).
+        public let isRunning: Bool
     }
 
     private var runs: [Run]
@@ -48,10 +64,45 @@ public struct ScheduleEngine: Sendable {
         startTime = now
         for index in runs.indices {
             let run = runs[index]
-            if run.schedule.start == .launch || subscribers[run.schedule.characteristicID, default: 0] > 0 {
-                resume(index, at: now)
-            }
+            if shouldRun(run) { resume(index, at: now) }
         }
+    }
+
+    /// Holds the schedules of `characteristicID` (every schedule when nil) until `resume`; returns how many
+    /// schedules that names, so a caller can refuse an ID that has none.
+    public mutating func pause(_ characteristicID: String?) -> Int {
+        let indices = runs.indices.filter { characteristicID == nil || runs[$0].schedule.characteristicID == characteristicID }
+        for index in indices {
+            runs[index].isHeld = true
+            runs[index].nextTick = nil
+        }
+        return indices.count
+    }
+
+    /// Releases what `pause` held; each runs again from `now` when its start rule says it runs. Returns how many
+    /// schedules `characteristicID` names (every schedule when nil).
+    public mutating func resume(_ characteristicID: String?, at now: Duration) -> Int {
+        let indices = runs.indices.filter { characteristicID == nil || runs[$0].schedule.characteristicID == characteristicID }
+        for index in indices where runs[index].isHeld {
+            runs[index].isHeld = false
+            if startTime != nil && shouldRun(runs[index]) { resume(index, at: now) }
+        }
+        return indices.count
+    }
+
+    /// Every schedule, in declaration order.
+    public var statuses: [Status] {
+        runs.map {
+            Status(
+                characteristicID: $0.schedule.characteristicID, interval: $0.schedule.interval, isPaused: $0.isHeld,
+                isRunning: $0.nextTick != nil)
+        }
+    }
+
+    /// Whether a schedule's start rule says it runs now: `launch` always, `first-subscription` while subscribed;
+    /// never while held.
+    private func shouldRun(_ run: Run) -> Bool {
+        !run.isHeld && (run.schedule.start == .launch || subscribers[run.schedule.characteristicID, default: 0] > 0)
     }
 
     /// Records how many centrals subscribe to a characteristic: from none to some resumes its
@@ -64,7 +115,7 @@ public struct ScheduleEngine: Sendable {
         where runs[index].schedule.characteristicID == characteristicID
             && runs[index].schedule.start == .firstSubscription
         {
-            if previous == 0 && count > 0 { resume(index, at: now) }
+            if previous == 0 && count > 0 && !runs[index].isHeld { resume(index, at: now) }
             if previous > 0 && count <= 0 { runs[index].nextTick = nil }
         }
     }

@@ -15,7 +15,10 @@ struct CtlCommand: ParsableCommand {
               centrals                        connected centrals and their subscriptions
               fault read|write [ID] --nth N (--error NAME|0xNN | --delay-ms MS | --effect disconnect|stop-advertising)
               advertising start|stop
+              schedules [pause|resume] [ID]    list the schedules; hold or release one (or all)
               counters
+            `set` stores a value now; a running schedule of that characteristic writes its generated fields \
+            again at its next tick, so to hold a value, `schedules pause ID` first.
             Exits 0 on an ok response, 65 on an error response, 69 when the socket is unreachable.
 
             Example:
@@ -90,6 +93,11 @@ struct CtlCommand: ParsableCommand {
             return ["command": command]
         case "advertising":
             return ["command": command, "action": try argument(0, "start or stop")]
+        case "schedules":
+            var request: [String: any Sendable] = ["command": command]
+            if let action = arguments.first { request["action"] = action }
+            if arguments.count > 1 { request["id"] = arguments[1] }
+            return request
         case "fault":
             var request: [String: any Sendable] = [
                 "command": "fault", "operation": try argument(0, "read or write"), "nth": nth,

@@ -35,8 +35,8 @@ extension LabCommand {
                   blemu lab run --profile profiles/heart-rate.yaml -- \\
                       sh -c 'btmgmt -i $BLEMU_LAB_CENTRAL find -l'
 
-                Exit codes: COMMAND's own; 64 usage; 66 unreadable profile; 69 lab unavailable or a bring-up \
-                step failed; 73 no results directory; 124 --timeout passed; 130 interrupted.
+                Exit codes: COMMAND's own; 64 usage; 65 invalid profile (checked before the VM boots); 66 \
+                unreadable profile; 69 lab unavailable or a bring-up step failed; 73 no results directory; 124 --timeout passed; 130 interrupted.
                 """)
 
         @Option(name: .customLong("profile"), help: "A profile to run with `blemu run` (repeat for hci1, hci2...).")
@@ -75,11 +75,9 @@ extension LabCommand {
 
         func run() async throws {
             let logger = Logger(label: "blemu.lab", factory: { StreamLogHandler.standardError(label: $0) })
-            // 66 for an unreadable input file, as the other blemu commands do.
-            for profile in profiles where !FileManager.default.isReadableFile(atPath: profile) {
-                FileHandle.standardError.write(Data("lab: cannot read the profile \(profile)\n".utf8))
-                throw ExitCode(66)
-            }
+            // Each profile gets blemu run's whole check here, before the VM boots: 66 unreadable, 65 invalid, with
+            // diagnostics naming the user's path, not the copy the VM runs.
+            for profile in profiles { try ProfileInput.check(profile) }
             let install: BlueZInstall
             do { install = try BlueZInstall.resolve(bluez) } catch {
                 FileHandle.standardError.write(Data("lab: \(error.description)\n".utf8))

@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
+import Emulation
 import GATTModel
 import GATTProfile
+import Peripheral
 
 /// Loads a profile for a command: prints its diagnostics to stderr and turns failures into sysexits codes.
 enum ProfileInput {
@@ -25,6 +27,25 @@ extension ProfileInput {
             return try AdvertisingPlanner.plan(profile.advertisement)
         } catch {
             Console.error("\(file): error: \(error)")
+            throw ExitCode.badProfile
+        }
+    }
+}
+
+extension ProfileInput {
+    /// Everything `blemu run` checks before it talks to bluetoothd: the profile, its advertising plan and its
+    /// behaviour (schedules, write rules, replay files next to it). Diagnostics name `path` as given; exits 66 if
+    /// unreadable, 65 on the first error.
+    static func check(_ path: String) throws {
+        let profile = try load(path)
+        _ = try plan(profile, file: path)
+        do {
+            _ = try Emulator(
+                profile: profile, server: ProfileServer(),
+                baseDirectory: URL(fileURLWithPath: path).deletingLastPathComponent().path, eventLog: nil,
+                stateStore: nil)
+        } catch {
+            Console.error("\(path): error: \(error)")
             throw ExitCode.badProfile
         }
     }

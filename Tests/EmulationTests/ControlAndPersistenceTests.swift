@@ -112,6 +112,47 @@ func object(_ line: String) -> [String: Any] {
         }
     }
 
+    /// Issue 20: `set` used to be overwritten by the profile's schedule within a second; a paused schedule
+    /// leaves the set value alone until `resume`.
+    @Test func aPausedScheduleKeepsTheValueATestSetUntilItResumes() async throws {
+        let rig = try await Rig(try bundledProfile("heart-rate"))
+        await rig.start()
+        let server = ControlServer(path: try temporaryDirectory() + "/s.sock", emulator: rig.emulator)
+        try server.start()
+        defer { server.stop() }
+        let central = VirtualCentral(connectingTo: rig.backend)
+        try await rig.subscribe(central, to: "heart-rate-measurement")
+        var updates = central.notifications.makeAsyncIterator()
+        let client = ControlClient(path: server.path)
+        func send(_ request: [String: any Sendable]) async throws -> [String: Any] {
+            object(try await offPool { try client.send(request) })
+        }
+
+        let paused = try await send(["command": "schedules", "action": "pause", "id": "heart-rate-measurement"])
+        let listed = paused["schedules"] as? [[String: Any]] ?? []
+        #expect(listed.first { $0["id"] as? String == "heart-rate-measurement" }?["paused"] as? Bool == true)
+        #expect(listed.first { $0["id"] as? String == "battery-level" }?["paused"] as? Bool == false)
+        _ = try await send(["command": "set", "id": "heart-rate-measurement", "fields": ["bpm": 150]])
+        #expect(await updates.next()?.bytes.last == 150)
+        rig.clock.advance(by: .seconds(5))
+        _ = try await send(["command": "notify", "id": "heart-rate-measurement"])
+        // Had the schedule ticked, its random walk (55...110) would have come first.
+        #expect(await updates.next()?.bytes.last == 150)
+
+        let resumed = try await send(["command": "schedules", "action": "resume", "id": "heart-rate-measurement"])
+        let running = (resumed["schedules"] as? [[String: Any]] ?? []).first {
+            $0["id"] as? String == "heart-rate-measurement"
+        }
+        #expect(running?["paused"] as? Bool == false && running?["running"] as? Bool == true)
+        rig.clock.advance(by: .seconds(1))
+        #expect((55...110).contains(await updates.next()?.bytes.last ?? 0))
+
+        let unknown = try await send(["command": "schedules", "action": "pause", "id": "body-sensor-location"])
+        #expect(unknown["ok"] as? Bool == false && (unknown["error"] as? String)?.contains("no schedule") == true)
+        let badAction = try await send(["command": "schedules", "action": "stop"])
+        #expect(badAction["ok"] as? Bool == false)
+    }
+
     @Test func badJSONKeepsTheConnectionOpen() async throws {
         let rig = try await Rig(try bundledProfile("heart-rate"))
         await rig.start()

@@ -70,6 +70,35 @@ import Testing
         #expect(engine.nextDeadline == .seconds(11))
     }
 
+    /// Issue 20: a test that sets a value must be able to keep it; a held schedule neither ticks nor restarts
+    /// on a subscription, and resumes one interval after `resume`.
+    @Test func aPausedScheduleHoldsUntilResumedWhateverItsStartRule() throws {
+        var engine = try ScheduleEngine(profile: Fixtures.heartRate())
+        engine.start(at: .zero)
+        #expect(engine.pause("battery-level") == 1)
+        #expect(engine.nextDeadline == nil)
+        #expect(engine.tick(at: .seconds(600)).isEmpty)
+        #expect(engine.pause("heart-rate-measurement") == 1)
+        engine.subscribersChanged("heart-rate-measurement", count: 1, at: .seconds(601))
+        #expect(engine.nextDeadline == nil)
+        #expect(engine.statuses.map(\.isPaused) == [true, true] && engine.statuses.allSatisfy { !$0.isRunning })
+        #expect(engine.resume("heart-rate-measurement", at: .seconds(700)) == 1)
+        #expect(engine.nextDeadline == .seconds(701))
+        #expect(engine.resume(nil, at: .seconds(800)) == 2)
+        #expect(engine.statuses.map(\.isRunning) == [true, true])
+        #expect(engine.tick(at: .seconds(1400)).contains(.update(characteristicID: "battery-level", value: [87])))
+        #expect(engine.pause("no-schedule") == 0)
+    }
+
+    @Test func aResumedFirstSubscriptionScheduleStaysPausedWithoutSubscribers() throws {
+        var engine = try ScheduleEngine(profile: Fixtures.heartRate())
+        engine.start(at: .zero)
+        #expect(engine.pause(nil) == 2)
+        #expect(engine.resume(nil, at: .seconds(5)) == 2)
+        #expect(engine.nextDeadline == .seconds(605))
+        #expect(engine.statuses.first { $0.characteristicID == "heart-rate-measurement" }?.isRunning == false)
+    }
+
     @Test func subscriptionBeforeStartRunsTheScheduleFromStart() throws {
         var engine = try ScheduleEngine(profile: Fixtures.heartRate())
         engine.subscribersChanged("heart-rate-measurement", count: 1, at: .zero)

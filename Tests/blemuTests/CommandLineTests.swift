@@ -19,6 +19,17 @@ import Testing
         #expect(outcome.stderr.contains("advertised-service-not-published.yaml:4:19: error: advertised service 180D"))
     }
 
+    /// Issue 20: an invalid profile was found only after the VM booted, as 69 and naming the copy.
+    @Test func labRunChecksEveryProfileOnTheHostBeforeBooting() throws {
+        let outcome = try BlemuProcess.run(
+            "lab", "run", "--results", "/nonexistent/never-created", "--profile", "profiles/heart-rate.yaml",
+            "--profile", "fixtures/invalid/advertised-service-not-published.yaml", "--", "true")
+        #expect(outcome.status == 65)
+        #expect(outcome.stderr.contains("fixtures/invalid/advertised-service-not-published.yaml:4:19: error:"))
+        #expect(!outcome.stderr.contains("booting"))
+        #expect(try BlemuProcess.run("lab", "run", "--profile", "profiles/nope.yaml", "--", "true").status == 66)
+    }
+
     @Test func anUnreadableFileExitsWithNoInput() throws {
         let outcome = try BlemuProcess.run("show", "profiles/does-not-exist.yaml")
         #expect(outcome.status == 66)
