@@ -12,10 +12,17 @@ public struct LabMachine: Sendable {
     /// Where progress and timings go (also copied to `lab.log` in the results directory).
     public let logger: Logger
 
-    /// A machine for `configuration`; nothing happens until `run`.
-    public init(configuration: LabConfiguration, logger: Logger) {
+    /// Receives COMMAND's output (stdout and stderr, as `command.log` gets it) while it runs, within 0.1 s of the
+    /// VM writing it; nil to only keep `command.log`.
+    public let commandOutput: (@Sendable (Data) -> Void)?
+
+    /// A machine for `configuration`; nothing happens until `run`. `commandOutput` streams COMMAND's output.
+    public init(
+        configuration: LabConfiguration, logger: Logger, commandOutput: (@Sendable (Data) -> Void)? = nil
+    ) {
         self.configuration = configuration
         self.logger = logger
+        self.commandOutput = commandOutput
     }
 
     /// The host's transcript of the run, next to the VM's logs.
@@ -228,6 +235,12 @@ public struct LabMachine: Sendable {
         let hardLimit = configuration.timeout + .seconds(30)
         var steps: [LabRun.Step] = []
         var seenBytes = 0
+        var output = FileFollower(path: results + "/" + GuestStack.File.command)
+        func forwardOutput() {
+            guard let commandOutput else { return }
+            let data = output.next()
+            if !data.isEmpty { commandOutput(data) }
+        }
         while process.isRunning {
             let stalled = stallLimit.map { steps.isEmpty && clock.now - start > $0 } ?? false
             if Task.isCancelled || clock.now - start > hardLimit || stalled {
@@ -245,6 +258,7 @@ public struct LabMachine: Sendable {
                 break
             }
             try? await Task.sleep(for: .milliseconds(100))
+            forwardOutput()
             for step in newSteps(after: &seenBytes, elapsed: clock.now - start) {
                 steps.append(step)
                 transcript.log(
@@ -253,6 +267,7 @@ public struct LabMachine: Sendable {
             }
         }
         process.waitUntilExit()
+        forwardOutput()
         let total = clock.now - start
         steps += newSteps(after: &seenBytes, elapsed: total)
         return (process.terminationStatus, steps, total)

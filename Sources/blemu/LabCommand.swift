@@ -20,7 +20,8 @@ extension LabCommand {
                 The VM sees this machine's root read-only and the results directory read-write at the same path.
                 COMMAND runs as root in the current directory with BLEMU_LAB_PERIPHERAL, \
                 BLEMU_LAB_PERIPHERAL_ADDRESS, BLEMU_LAB_CENTRAL, BLEMU_LAB_CENTRAL_ADDRESS, BLEMU_LAB_RESULTS and \
-                BLEMU_LAB_BLUEZ_VERSION set. Its output is in command.log, printed when it ends. Without COMMAND it \
+                BLEMU_LAB_BLUEZ_VERSION set. Its output (stdout and stderr together) is printed as it comes and kept \
+                in command.log. Without COMMAND it \
                 runs `blemu probe` on the central against the first peripheral: what a phone would see. Each \
                 --profile runs as `blemu run` on hci0, hci1, ... before COMMAND starts, with a control socket \
                 (BLEMU_LAB_CONTROL: `blemu ctl "$BLEMU_LAB_CONTROL" counters`) and an event log (BLEMU_LAB_EVENTS); \
@@ -75,6 +76,7 @@ extension LabCommand {
 
         func run() async throws {
             let logger = Logger(label: "blemu.lab", factory: { StreamLogHandler.standardError(label: $0) })
+            signal(SIGPIPE, SIG_IGN)
             // Each profile gets blemu run's whole check here, before the VM boots: 66 unreadable, 65 invalid, with
             // diagnostics naming the user's path, not the copy the VM runs.
             for profile in profiles { try ProfileInput.check(profile) }
@@ -110,12 +112,12 @@ extension LabCommand {
                 accelerator: LabConfiguration.Accelerator(rawValue: accel) ?? .auto,
                 blemuExecutable: Self.executablePath(), bluez: install, isDualMode: dualMode)
             do {
-                let machine = LabMachine(configuration: configuration, logger: logger)
+                // COMMAND's output as it comes: a hung test shows where it hangs, long before --timeout.
+                let machine = LabMachine(
+                    configuration: configuration, logger: logger,
+                    commandOutput: Self.writeToStandardOutput)
                 let command = argv
                 let run = try await Self.stoppingOnInterrupt { try await machine.run(command) }
-                if let output = FileManager.default.contents(atPath: run.file("command.log")) {
-                    FileHandle.standardOutput.write(output)
-                }
                 let untilCommand = run.untilCommand.map { "\($0.components.seconds) s" } ?? "?"
                 logger.notice(
                     "exit \(run.exitCode); qemu start to command \(untilCommand), total \(run.total.components.seconds) s; logs in \(run.resultsDirectory)"
@@ -131,6 +133,20 @@ extension LabCommand {
             } catch is CancellationError {
                 FileHandle.standardError.write(Data("lab: interrupted; the VM was stopped\n".utf8))
                 throw ExitCode(130)
+            }
+        }
+
+        /// Writes all of `data` to stdout; a reader that went away (`| head`) costs the output, never the run:
+        /// SIGPIPE is ignored (`run()`), and EPIPE ends the write.
+        @Sendable static func writeToStandardOutput(_ data: Data) {
+            data.withUnsafeBytes { buffer in
+                var done = 0
+                while done < buffer.count {
+                    let wrote = write(STDOUT_FILENO, buffer.baseAddress! + done, buffer.count - done)
+                    if wrote < 0 && errno == EINTR { continue }
+                    guard wrote > 0 else { return }
+                    done += wrote
+                }
             }
         }
 
