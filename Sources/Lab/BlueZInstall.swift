@@ -91,7 +91,7 @@ public struct BlueZInstall: Sendable, Equatable, CustomStringConvertible {
     static let radioPatchesFile = "btvirt-patches"
 
     /// The lab's radio: a btvirt built with scripts/btvirt-ll-timing.patch, which completes the LL feature exchange
-    /// one connection interval after the link comes up, as a radio does, instead of at once. Without it bluetoothd
+    /// 200 ms after the link comes up, as a link's connection events take time, instead of at once. Without it bluetoothd
     /// sees a central's ATT socket connect before MGMT Device Connected and never signals `Connected` (the patch
     /// says why), and bleak drops the link. `bluez`'s own btvirt when its build is patched, else the newest
     /// patched build's in the cache: the controller emulator is the lab's, not the BlueZ under test, so one serves

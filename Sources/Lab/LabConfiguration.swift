@@ -109,6 +109,20 @@ public struct LabConfiguration: Sendable, Equatable {
         throw CocoaError(.fileWriteFileExists, userInfo: [NSFilePathErrorKey: name])
     }
 
+    /// Removes all but the newest `keep` timestamped results directories under `<base>/lab-results` (names as
+    /// `defaultResultsDirectory` makes them, which sort by time), so runs do not pile up in the cache. Other
+    /// entries are never touched; a directory that cannot be removed is left. Returns the paths removed.
+    @discardableResult
+    public static func pruneResults(under base: String, keep: Int) -> [String] {
+        let directory = base + "/lab-results"
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
+            .filter { name in name.count >= 15 && name.prefix(8).allSatisfy(\.isNumber) && name.dropFirst(8).first == "T" }
+            .sorted()
+        return names.dropLast(max(keep, 0)).map { directory + "/" + $0 }.filter {
+            (try? FileManager.default.removeItem(atPath: $0)) != nil
+        }
+    }
+
     /// Where the VM finds `blemuExecutable`: the same path, or `<results>/bin/blemu` when the path is under /tmp
     /// (the VM mounts a fresh tmpfs there, GuestInit) and outside `sharedCheckout`, where `LabMachine` copies it
     /// before booting.

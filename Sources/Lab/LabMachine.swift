@@ -52,7 +52,7 @@ public struct LabMachine: Sendable {
         transcript.log(
             radio == btvirt && !radio.hasPrefix(BlueZInstall.cacheRoot())
                 ? "radio: \(radio), unpatched: bluetoothd will miss Connected for centrals (run scripts/build-bluez 5.82)"
-                : "radio: \(radio) (answers the LL feature exchange after a connection interval)")
+                : "radio: \(radio) (answers the LL feature exchange after 200 ms, as a link does)")
         try write(bluez.version + "\n", to: results + "/" + GuestStack.File.bluezVersion)
         let profileCopies = try copyProfiles()
         try copyBlemuWhereTheGuestSeesIt()
@@ -116,6 +116,11 @@ public struct LabMachine: Sendable {
 
             switch outcome(status: status, steps: steps, total: total) {
             case .success(let run):
+                let summary = LabSummary(run: run, profiles: configuration.profiles)
+                do { try summary.write(to: results) } catch {
+                    transcript.log("cannot write \(LabSummary.file): \(error)")
+                }
+                transcript.log("summary: \(summary.line)")
                 let untilCommand = run.untilCommand.map(Self.seconds) ?? "?"
                 transcript.log(
                     "command exited with \(run.exitCode); qemu start to command \(untilCommand), "

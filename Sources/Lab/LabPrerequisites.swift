@@ -113,7 +113,7 @@ public struct LabPrerequisites: Sendable {
         items.append(executable("btmon", build.map { $0 + "btmon" } + ["/usr/bin/btmon"], package: "bluez"))
         items.append(
             executable("btvirt", build.map { $0 + "btvirt" } + ["/usr/bin/btvirt"], package: "bluez-test-tools"))
-        // The radio the lab runs: a btvirt whose feature exchange takes a connection interval (BlueZInstall.labRadio).
+        // The radio the lab runs: a btvirt whose feature exchange takes link time (BlueZInstall.labRadio).
         // Without it centrals that wait for `Connected` (bleak) are dropped, so the lab tests need it.
         let radio = root.isEmpty ? BlueZInstall.labRadio(for: bluez) : nil
         items.append(

@@ -46,7 +46,7 @@ extension LabCommand {
         @Option(help: "Number of virtual controllers (at least profiles + 1).")
         var controllers: Int = 2
 
-        @Option(help: "Results directory (default ./lab-results/<timestamp>).")
+        @Option(help: "Results directory (default: a new one in ~/.cache/blemu/lab/lab-results, the last 10 kept).")
         var results: String?
 
         @Option(help: "Seconds the whole run may take, boot included.")
@@ -97,11 +97,14 @@ extension LabCommand {
             if let results {
                 resultsDirectory = absolute(results, in: here)
             } else {
-                do { resultsDirectory = try LabConfiguration.makeFreshResultsDirectory(under: here) } catch {
+                // Out of the user's repository: the per-user cache, keeping the newest few runs.
+                let cache = LabConfiguration.defaultCacheDirectory()
+                do { resultsDirectory = try LabConfiguration.makeFreshResultsDirectory(under: cache) } catch {
                     FileHandle.standardError.write(
-                        Data("lab: cannot create a results directory in \(here): \(error)\n".utf8))
+                        Data("lab: cannot create a results directory in \(cache): \(error)\n".utf8))
                     throw ExitCode.cannotCreate
                 }
+                LabConfiguration.pruneResults(under: cache, keep: Self.keptResults)
             }
             let configuration = LabConfiguration(
                 resultsDirectory: resultsDirectory,
@@ -118,10 +121,10 @@ extension LabCommand {
                     commandOutput: Self.writeToStandardOutput)
                 let command = argv
                 let run = try await Self.stoppingOnInterrupt { try await machine.run(command) }
-                let untilCommand = run.untilCommand.map { "\($0.components.seconds) s" } ?? "?"
-                logger.notice(
-                    "exit \(run.exitCode); qemu start to command \(untilCommand), total \(run.total.components.seconds) s; logs in \(run.resultsDirectory)"
-                )
+                // One line a CI log shows at the end; summary.json holds the same, for machines.
+                let summary = LabSummary(run: run, profiles: configuration.profiles)
+                FileHandle.standardError.write(
+                    Data("lab: \(summary.line)\nlab: results in \(run.resultsDirectory)\n".utf8))
                 throw ExitCode(run.exitCode)
             } catch let error as LabError {
                 FileHandle.standardError.write(Data((error.description + "\n").utf8))
@@ -135,6 +138,9 @@ extension LabCommand {
                 throw ExitCode(130)
             }
         }
+
+        /// How many runs' default results directories the cache keeps.
+        static let keptResults = 10
 
         /// Writes all of `data` to stdout; a reader that went away (`| head`) costs the output, never the run:
         /// SIGPIPE is ignored (`run()`), and EPIPE ends the write.

@@ -1,4 +1,5 @@
 import Foundation
+import Lab
 import ProbeCentral
 import Testing
 
@@ -70,6 +71,21 @@ struct HeartRateScenarioTests {
         #expect(output.contains("Ran 6 tests") && output.hasSuffix("OK\n"), "\(output)")
         let log = try String(contentsOfFile: run.file("bluetoothd.log"), encoding: .utf8)
         #expect(!log.contains("is already connected"), "bluetoothd saw an ATT connection before its link")
+    }
+
+    /// Issue 20: summary.json says what the peripheral itself counted after three centrals came and went.
+    @Test(arguments: LabScenario.versions) func theSummaryHasThePeripheralsOwnCountsWithEveryRequestAnswered(
+        bluez: BlueZInstall
+    ) async throws {
+        let run = try await HeartRateScenario.shared.run(on: bluez)
+        let data = try Data(contentsOf: URL(fileURLWithPath: run.file(LabSummary.file)))
+        let summary = try JSONDecoder().decode(LabSummary.self, from: data)
+        #expect(summary.bluezVersion == bluez.version && summary.exitCode == run.exitCode)
+        let strap = try #require(summary.peripherals.first)
+        #expect(strap.controller == "hci0" && strap.profile.hasSuffix(HeartRateScenario.profile))
+        #expect((strap.requests ?? 0) >= 10, "the probe, python-dbus and bleak suites read and write")
+        #expect(strap.unanswered == 0)
+        #expect((strap.notificationsSent ?? 0) >= 6)
     }
 
     @Test(arguments: LabScenario.versions) func heartRateMeasurementNotifiesWhileTheProbeListens(

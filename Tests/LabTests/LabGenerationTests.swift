@@ -213,6 +213,21 @@ struct LabGenerationTests {
         #expect(FileManager.default.fileExists(atPath: second, isDirectory: &isDirectory) && isDirectory.boolValue)
     }
 
+    /// Issue 20: results used to pile up in the user's repository; the cache keeps the newest runs only.
+    @Test func pruningKeepsTheNewestRunsAndNothingElseIsTouched() throws {
+        let base = NSTemporaryDirectory() + "blemu-prune-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        var made: [String] = []
+        for second in 0..<5 {
+            made.append(try LabConfiguration.makeFreshResultsDirectory(under: base, now: Date(timeIntervalSince1970: Double(second) * 60)))
+        }
+        try FileManager.default.createDirectory(atPath: base + "/lab-results/mine", withIntermediateDirectories: true)
+        let removed = LabConfiguration.pruneResults(under: base, keep: 2)
+        #expect(removed == Array(made.prefix(3)))
+        let left = try FileManager.default.contentsOfDirectory(atPath: base + "/lab-results").sorted()
+        #expect(left == (made.suffix(2).map { URL(fileURLWithPath: $0).lastPathComponent } + ["mine"]).sorted())
+    }
+
     @Test func aStaticBusyboxIsToldApartFromADynamicShell() {
         guard FileManager.default.fileExists(atPath: "/bin/busybox") else { return }
         #expect(LabPrerequisites.isStaticELF("/bin/busybox"))

@@ -1,0 +1,106 @@
+import Foundation
+
+/// What a CI system reads after a lab run: `summary.json` in the results directory, and one line for people.
+///
+/// Each peripheral's counters are what its own `blemu run` answered to `ctl counters` after COMMAND ended, read in
+/// the VM before power-off (`counters-hciN.json`), so "requests = answered" is the peripheral's word, not a guess.
+public struct LabSummary: Codable, Sendable, Equatable {
+    /// One peripheral's final counters; nil fields when its control socket did not answer.
+    public struct Peripheral: Codable, Sendable, Equatable {
+        /// Its controller: "hci0".
+        public let controller: String
+        /// The profile it served (the absolute path of the user's file).
+        public let profile: String
+        /// ATT requests that reached blemu.
+        public let requests: Int?
+        /// Requests blemu answered (with a value or an ATT error).
+        public let answered: Int?
+        /// Requests never answered: `requests - answered` (bluetoothd answered them itself after its timeout).
+        public let unanswered: Int?
+        /// Notifications and indications the emulator queued.
+        public let notificationsQueued: Int?
+        /// Those bluetoothd accepted for the central.
+        public let notificationsSent: Int?
+        /// Those dropped (no subscriber left, or the queue overflowed).
+        public let notificationsDropped: Int?
+    }
+
+    /// `bluetoothd --version` of the BlueZ that booted.
+    public let bluezVersion: String
+    /// Seconds from qemu start until COMMAND began.
+    public let bootSeconds: Double?
+    /// COMMAND's exit code.
+    public let exitCode: Int32
+    /// Seconds COMMAND ran, by the VM's clock.
+    public let commandSeconds: Double?
+    /// Seconds from qemu start to its exit.
+    public let totalSeconds: Double
+    /// Every peripheral, hci0 first.
+    public let peripherals: [Peripheral]
+
+    /// The file name in the results directory.
+    public static let file = "summary.json"
+
+    /// The summary of `run`, whose peripherals served `profiles` in order.
+    public init(run: LabRun, profiles: [String]) {
+        bluezVersion = run.bluezVersion
+        bootSeconds = run.untilCommand.map(Self.seconds)
+        exitCode = run.exitCode
+        let uptime = { (name: String) in run.steps.first { $0.name == name }?.guestUptime }
+        commandSeconds = uptime("command").flatMap { start in
+            uptime("power-off").map { (($0 - start) * 10).rounded() / 10 }
+        }
+        totalSeconds = Self.seconds(run.total)
+        peripherals = zip(run.peripherals, profiles).map { controller, profile in
+            let counters = Self.counters(in: run.file("counters-\(controller).json"))
+            let requests = counters["requests"]
+            let answered = counters["answered"]
+            return Peripheral(
+                controller: controller, profile: profile, requests: requests, answered: answered,
+                unanswered: requests.flatMap { requests in answered.map { requests - $0 } },
+                notificationsQueued: counters["notificationsQueued"], notificationsSent: counters["notificationsSent"],
+                notificationsDropped: counters["notificationsDropped"])
+        }
+    }
+
+    /// "exit 0 on BlueZ 5.66: boot 17.2 s, command 24.6 s; hci0 12 requests, 12 answered, 30 notifications sent".
+    public var line: String {
+        var parts = ["exit \(exitCode) on BlueZ \(bluezVersion): boot \(Self.format(bootSeconds))"]
+        parts[0] += ", command \(Self.format(commandSeconds))"
+        for peripheral in peripherals {
+            guard let requests = peripheral.requests, let answered = peripheral.answered else {
+                parts.append("\(peripheral.controller) counters unavailable")
+                continue
+            }
+            var text = "\(peripheral.controller) \(requests) requests, \(answered) answered"
+            if let sent = peripheral.notificationsSent { text += ", \(sent) notifications sent" }
+            if let unanswered = peripheral.unanswered, unanswered != 0 { text += " (\(unanswered) UNANSWERED)" }
+            parts.append(text)
+        }
+        return parts.joined(separator: "; ")
+    }
+
+    /// Writes `summary.json` into `directory`.
+    public func write(to directory: String) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        try encoder.encode(self).write(to: URL(fileURLWithPath: directory + "/" + Self.file))
+    }
+
+    /// The integer counters of a `ctl counters` response file; empty when missing or not that shape.
+    static func counters(in path: String) -> [String: Int] {
+        guard let data = FileManager.default.contents(atPath: path),
+            let response = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let counters = response["counters"] as? [String: Any]
+        else { return [:] }
+        return counters.compactMapValues { ($0 as? NSNumber)?.intValue }
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        ((Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18) * 10).rounded() / 10
+    }
+
+    private static func format(_ seconds: Double?) -> String {
+        seconds.map { String(format: "%.1f s", $0) } ?? "?"
+    }
+}
