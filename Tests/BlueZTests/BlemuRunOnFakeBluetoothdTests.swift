@@ -115,6 +115,30 @@ struct BlemuRunOnFakeBluetoothdTests {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
+    /// Issue 20: the Python package (python/) against the real `blemu run`: its own unittest suite, none skipped.
+    @Test func thePythonPackagesTestsPassAgainstARunningBlemu() async throws {
+        let (bus, fake, directory) = try await rig()
+        let control = directory + "/control.sock"
+        let events = directory + "/events.jsonl"
+        let run = try await heartRate(on: bus, ["--control", control, "--events", events], in: directory)
+        defer { withExtendedLifetime(fake) {} }  // bluetoothd stays on the bus until blemu has stopped
+        try FileManager.default.createDirectory(atPath: directory + "/python", withIntermediateDirectories: true)
+        let python = try ChildProcess(
+            "/usr/bin/env",
+            [
+                "PYTHONPATH=\(ChildProcess.repositoryRoot)/python/src", "BLEMU_TEST_CONTROL=\(control)",
+                "BLEMU_TEST_EVENTS=\(events)", "PYTHONDONTWRITEBYTECODE=1", "/usr/bin/python3", "-m", "unittest",
+                "discover", "-v", "-s", ChildProcess.repositoryRoot + "/python/tests",
+            ], outputIn: directory + "/python")
+        let status = await python.exitStatus()
+        #expect(status == 0, "\(python.stderr)")
+        #expect(python.stderr.contains("Ran 7 tests") && python.stderr.contains("\nOK\n"), "\(python.stderr)")
+        #expect(!python.stderr.contains("skipped"), "\(python.stderr)")
+        run.signal(SIGTERM)
+        #expect(await run.exitStatus() == 0)
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
     @Test func aReaderOfTheEventsThatGoesAwayCostsLinesNotTheDevice() async throws {
         // `blemu run --events - | head -3`: head exits, and blemu must keep serving and stop cleanly.
         let (bus, fake, directory) = try await rig()

@@ -30,6 +30,17 @@ import Testing
         #expect(try BlemuProcess.run("lab", "run", "--profile", "profiles/nope.yaml", "--", "true").status == 66)
     }
 
+    /// The Python package is versioned with the CLI (issue 20).
+    @Test func thePythonPackageHasTheCLIsVersion() throws {
+        let version = try BlemuProcess.run("--version").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(version.split(separator: ".").count == 3)
+        let root = BlemuProcess.repositoryRoot.path
+        let project = try String(contentsOfFile: root + "/python/pyproject.toml", encoding: .utf8)
+        let module = try String(contentsOfFile: root + "/python/src/blemu/__init__.py", encoding: .utf8)
+        #expect(project.contains("\nversion = \"\(version)\"\n"))
+        #expect(module.contains("\n__version__ = \"\(version)\"\n"))
+    }
+
     @Test func anUnreadableFileExitsWithNoInput() throws {
         let outcome = try BlemuProcess.run("show", "profiles/does-not-exist.yaml")
         #expect(outcome.status == 66)
