@@ -9,7 +9,7 @@ import Testing
 @Suite(
     .enabled(if: LabScenario.isAvailable, "needs the lab rig (blemu lab check) and BLEMU_LAB_TESTS unset or 1"),
     .enabled(if: HeartRateScenario.blemuCanRun, "needs `blemu run` (blemu run --help must succeed)"),
-    .timeLimit(.minutes(10)))
+    .timeLimit(.minutes(30)))
 struct ATTScenarioTests {
     /// gatttool's text for each code (5.66 attrib/att.c `att_ecode2str`; 0x80 is its ATT_ECODE_IO).
     static let gatttoolText: [UInt8: String] = [

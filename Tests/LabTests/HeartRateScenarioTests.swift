@@ -10,7 +10,7 @@ import Testing
 @Suite(
     .enabled(if: LabScenario.isAvailable, "needs the lab rig (blemu lab check) and BLEMU_LAB_TESTS unset or 1"),
     .enabled(if: HeartRateScenario.blemuCanRun, "needs `blemu run` (blemu run --help must succeed)"),
-    .timeLimit(.minutes(10)))
+    .timeLimit(.minutes(30)))
 struct HeartRateScenarioTests {
     private func report(_ bluez: BlueZInstall) async throws -> ProbeReport {
         let run = try await HeartRateScenario.shared.run(on: bluez)

@@ -8,7 +8,7 @@ import Testing
 /// peripheral on hci0, then `blemu probe` and a python central on hci1.
 @Suite(
     .enabled(if: LabScenario.isAvailable, "needs the lab rig (blemu lab check) and BLEMU_LAB_TESTS unset or 1"),
-    .timeLimit(.minutes(10)))
+    .timeLimit(.minutes(30)))
 struct LabScenarioTests {
     private func read(_ run: LabRun, _ name: String) throws -> String {
         try String(contentsOfFile: run.file(name), encoding: .utf8)

@@ -10,7 +10,7 @@ import Testing
 @Suite(
     .enabled(if: LabScenario.isAvailable, "needs the lab rig (blemu lab check) and BLEMU_LAB_TESTS unset or 1"),
     .enabled(if: HeartRateScenario.blemuCanRun, "needs `blemu run` (blemu run --help must succeed)"),
-    .timeLimit(.minutes(10)))
+    .timeLimit(.minutes(30)))
 struct ProfilesScenarioTests {
     /// A service as a central sees it: UUID, then each characteristic's UUID, flags and descriptor UUIDs.
     struct SeenService: Equatable, CustomStringConvertible {

@@ -9,7 +9,7 @@ import Testing
 @Suite(
     .enabled(if: LabScenario.isAvailable, "needs the lab rig (blemu lab check) and BLEMU_LAB_TESTS unset or 1"),
     .enabled(if: HeartRateScenario.blemuCanRun, "needs `blemu run` (blemu run --help must succeed)"),
-    .timeLimit(.minutes(10)))
+    .timeLimit(.minutes(30)))
 struct ThermostatScenarioTests {
     /// The run, checked to have finished the script: a failed step names itself in the message.
     private func finishedRun(_ bluez: BlueZInstall) async throws -> LabRun {
