@@ -116,7 +116,9 @@ public struct LabConfiguration: Sendable, Equatable {
     public static func pruneResults(under base: String, keep: Int) -> [String] {
         let directory = base + "/lab-results"
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
-            .filter { name in name.count >= 15 && name.prefix(8).allSatisfy(\.isNumber) && name.dropFirst(8).first == "T" }
+            .filter { name in
+                name.count >= 15 && name.prefix(8).allSatisfy(\.isNumber) && name.dropFirst(8).first == "T"
+            }
             .sorted()
         return names.dropLast(max(keep, 0)).map { directory + "/" + $0 }.filter {
             (try? FileManager.default.removeItem(atPath: $0)) != nil

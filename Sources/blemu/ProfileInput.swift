@@ -1,6 +1,6 @@
 import ArgumentParser
-import Foundation
 import Emulation
+import Foundation
 import GATTModel
 import GATTProfile
 import Peripheral

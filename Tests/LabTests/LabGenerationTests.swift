@@ -219,7 +219,9 @@ struct LabGenerationTests {
         defer { try? FileManager.default.removeItem(atPath: base) }
         var made: [String] = []
         for second in 0..<5 {
-            made.append(try LabConfiguration.makeFreshResultsDirectory(under: base, now: Date(timeIntervalSince1970: Double(second) * 60)))
+            made.append(
+                try LabConfiguration.makeFreshResultsDirectory(
+                    under: base, now: Date(timeIntervalSince1970: Double(second) * 60)))
         }
         try FileManager.default.createDirectory(atPath: base + "/lab-results/mine", withIntermediateDirectories: true)
         let removed = LabConfiguration.pruneResults(under: base, keep: 2)

@@ -9,7 +9,8 @@ struct LabSummaryTests {
         let results = NSTemporaryDirectory() + "blemu-summary-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: results, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: results) }
-        try #"{"counters":{"requests":12,"answered":11,"notificationsQueued":40,"notificationsSent":38,"notificationsDropped":2},"ok":true}"#
+        try
+            #"{"counters":{"requests":12,"answered":11,"notificationsQueued":40,"notificationsSent":38,"notificationsDropped":2},"ok":true}"#
             .write(toFile: results + "/counters-hci0.json", atomically: true, encoding: .utf8)
         let run = LabRun(
             exitCode: 1, resultsDirectory: results, controllers: [], peripherals: ["hci0", "hci1"], central: "hci2",
