@@ -23,6 +23,21 @@ public struct AdvertisingPlan: Hashable, Sendable {
     public var registration: AdvertisementRegistration
     /// Where the on-air bytes differ from the rule and why; empty when they agree structure for structure.
     public var deviations: [String]
+    /// How each service UUID was placed, in the profile's priority order (first fit: a UUID that does not fit
+    /// overflows, and a later, shorter one may still take the room left).
+    public var uuidPlacements: [UUIDPlacementStep] = []
+
+    /// One service UUID's placement: what it needed, what was left when its turn came, and whether it fit.
+    public struct UUIDPlacementStep: Hashable, Sendable {
+        /// The UUID.
+        public var uuid: BluetoothUUID
+        /// Bytes it needed: its width, plus 2 when it opens its width's list.
+        public var needed: Int
+        /// Bytes of the service-UUID budget left when its turn came.
+        public var left: Int
+        /// Whether it is advertised (else it overflowed).
+        public var fits: Bool { needed <= left }
+    }
 
     /// The predicted bytes of the advertising PDU's AdvData (at most 31).
     public var advertisingData: [UInt8] { onAir.advertisingData }
@@ -209,7 +224,19 @@ extension AdvertisingPlan {
         }
         var lines = section("ADV", budget.advertisingUsed, AdvertisingBudget.legacyLimit, advertisingStructures)
         lines += section("SCAN_RSP", budget.scanResponseUsed, budget.scanResponseLimit, scanResponseStructures)
-        lines.append("service UUIDs: \(budget.serviceUUIDsUsed)/\(budget.serviceUUIDsLimit) bytes")
+        lines.append(
+            "service UUIDs: \(budget.serviceUUIDsUsed)/\(budget.serviceUUIDsLimit) bytes, placed in priority order, "
+                + "first fit")
+        var overflowed = false
+        for (index, step) in uuidPlacements.enumerated() {
+            let name = step.uuid.assignedName.map { "\(step.uuid) (\($0))" } ?? step.uuid.description
+            let verdict =
+                step.fits
+                ? (overflowed ? "advertised: fits in what an overflowed UUID left" : "advertised")
+                : "overflow: does not fit"
+            overflowed = overflowed || !step.fits
+            lines.append("  \(index + 1). \(name): \(verdict) (needs \(step.needed), \(step.left) left)")
+        }
         if !overflowUUIDs.isEmpty {
             lines.append("overflow: " + overflowUUIDs.map(\.description).joined(separator: ", "))
         }

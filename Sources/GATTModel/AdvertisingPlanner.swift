@@ -54,7 +54,7 @@ public enum AdvertisingPlanner {
     /// Plans an advertisement; throws when it cannot be a legacy advertisement or is ambiguous.
     ///
     /// Service UUIDs are placed first-fit in priority order: a UUID that does not fit overflows, and a later,
-    /// smaller one may still fit. The name never makes planning fail: it is shortened at a character boundary.
+    /// smaller one may still fit (docs/profile-format.md; `uuidPlacements` says how each was placed). The name never makes planning fail: it is shortened at a character boundary.
     public static func plan(
         _ advertisement: Advertisement, adapter: AdapterConditions = AdapterConditions()
     ) throws(AdvertisingPlanError) -> AdvertisingPlan {
@@ -121,7 +121,7 @@ public enum AdvertisingPlanner {
             advertisingUsed: onAir.advertisingData.count, serviceUUIDsUsed: placement.cost,
             serviceUUIDsLimit: uuidLimit, scanResponseUsed: onAir.scanResponse.count, scanResponseLimit: scanLimit)
 
-        return AdvertisingPlan(
+        var plan = AdvertisingPlan(
             rule: rule, onAir: onAir, budget: budget, advertisedUUIDs: placement.accepted,
             overflowUUIDs: placement.overflow, localName: name?.advertised,
             isLocalNameShortened: name?.isShortened ?? false,
@@ -129,6 +129,8 @@ public enum AdvertisingPlanner {
             deviations: deviations(
                 placement: placement, name: name, flags: onAirFlags, discoverable: advertisement.isDiscoverable,
                 hasTxPower: txPower != nil, hasOthers: !bluezUUIDs.isEmpty || !others.isEmpty))
+        plan.uuidPlacements = placement.steps
+        return plan
     }
 
     // MARK: - Validation
@@ -182,6 +184,7 @@ public enum AdvertisingPlanner {
         var accepted: [BluetoothUUID] = []
         var overflow: [BluetoothUUID] = []
         var cost = 0
+        var steps: [AdvertisingPlan.UUIDPlacementStep] = []
 
         /// The widths with at least one overflowed UUID: their lists are incomplete (Supplement A 1.1).
         var overflowedWidths: Set<BluetoothUUID.Width> { Set(overflow.map(\.width)) }
@@ -206,6 +209,7 @@ public enum AdvertisingPlanner {
         for uuid in uuids {
             // The first UUID of a width opens its structure: 2 header bytes (length, type).
             let cost = uuid.width.byteCount + (openWidths.contains(uuid.width) ? 0 : 2)
+            placement.steps.append(.init(uuid: uuid, needed: cost, left: limit - placement.cost))
             if placement.cost + cost <= limit {
                 placement.accepted.append(uuid)
                 placement.cost += cost

@@ -105,8 +105,10 @@ public struct FieldSpec: Hashable, Sendable {
 
 /// Why a field value cannot be encoded.
 public enum FieldError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// The value is outside what the type can hold.
-    case outOfRange(field: String, value: String, type: String)
+    /// The value is outside what the type can hold; `range` says what it can ("0 to 255"), when it is a range.
+    case outOfRange(field: String, value: String, type: String, range: String? = nil)
+    /// A fractional number for an integer type.
+    case notWhole(field: String, value: String, type: String, range: String)
     /// The value's kind does not fit the type (text for an integer, say).
     case kindMismatch(field: String, type: String)
     /// A flag name the field does not define.
@@ -117,10 +119,19 @@ public enum FieldError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A one-line explanation.
     public var description: String {
         switch self {
-        case .outOfRange(let field, let value, let type): "`\(field)`: \(value) does not fit in \(type)"
-        case .kindMismatch(let field, let type): "`\(field)`: value is not a \(type)"
+        case .outOfRange(let field, let value, let type, let range):
+            "`\(field)`: \(value) does not fit in \(Self.article(type)) \(type)" + (range.map { " (\($0))" } ?? "")
+        case .notWhole(let field, let value, let type, let range):
+            "`\(field)`: \(value) is not \(Self.article(type)) \(type): an integer from \(range)"
+        case .kindMismatch(let field, let type): "`\(field)`: value is not \(Self.article(type)) \(type)"
         case .unknownFlag(let field, let flag): "`\(field)`: unknown flag `\(flag)`"
         case .countMismatch(let expected, let got): "expected \(expected) field values, got \(got)"
         }
+    }
+
+    /// "a" or "an" as the type's name is read aloud: "an s16", "an f32", "a u8", "a flags8".
+    static func article(_ type: String) -> String {
+        guard let first = type.lowercased().first else { return "a" }
+        return "aefhilmnorsx".contains(first) && !type.lowercased().hasPrefix("uint") ? "an" : "a"
     }
 }

@@ -44,15 +44,17 @@ public struct ValueLayout: Hashable, Sendable {
         let type = spec.type
         switch type {
         case .unsigned(let count), .signed(let count):
-            guard let number = value.number, number == number.rounded() else {
-                throw .kindMismatch(field: spec.name, type: type.name)
-            }
+            guard let number = value.number else { throw .kindMismatch(field: spec.name, type: type.name) }
             let bits = count * 8
             let isSigned = if case .signed = type { true } else { false }
             let range: ClosedRange<Double> =
                 isSigned ? -pow2(bits - 1)...(pow2(bits - 1) - 1) : 0...(pow2(bits) - 1)
+            let span = "\(format(range.lowerBound)) to \(format(range.upperBound))"
+            guard number == number.rounded() else {
+                throw .notWhole(field: spec.name, value: format(number), type: type.name, range: span)
+            }
             guard range.contains(number) else {
-                throw .outOfRange(field: spec.name, value: format(number), type: type.name)
+                throw .outOfRange(field: spec.name, value: format(number), type: type.name, range: span)
             }
             return littleEndian(UInt64(bitPattern: Int64(number)), count: count)
         case .float32:

@@ -38,13 +38,15 @@ extension ProfileDecoder {
         guard let map = fields(node, in: "advertisement", allowed: keys) else { return nil }
         var advertisement = Advertisement()
         advertisement.localName = map["local-name"].flatMap { string($0, for: "`local-name`") }
+        var uuidNodes: [BluetoothUUID: YAMLNode] = [:]
         if let list = map["service-uuids"].flatMap({ sequence($0, in: "`service-uuids`") }) {
             for item in list {
-                guard let uuid = self.uuid(item, kind: .service, for: "advertised service") else { continue }
+                guard let uuid = advertisedServiceUUID(item) else { continue }
                 if !primaryServiceUUIDs.contains(uuid) {
                     report(item, "advertised service \(describe(uuid)) is not published by any primary service")
                 }
                 advertisement.serviceUUIDs.append(uuid)
+                uuidNodes[uuid] = uuidNodes[uuid] ?? item
             }
         }
         if let value = map["appearance"] {
@@ -86,8 +88,63 @@ extension ProfileDecoder {
         {
             advertisement.scanResponse = policy
         }
+        warnAboutWhatDoesNotFit(advertisement, uuidNodes: uuidNodes, nameNode: map["local-name"])
         return advertisement
     }
+
+    /// An entry of `service-uuids`: a service `id` of this profile, a SIG service name, or hex. An id that is also
+    /// a SIG name or hex for another UUID is refused as ambiguous.
+    private mutating func advertisedServiceUUID(_ node: YAMLNode) -> BluetoothUUID? {
+        if let text = node.scalar, let byID = serviceUUIDsByID[text] {
+            let other = AssignedNumber.named(text, kind: .service)?.uuid ?? BluetoothUUID(text)
+            if let other, other != byID {
+                report(
+                    node,
+                    "`\(text)` is ambiguous: service id `\(text)` is \(describe(byID)), the SIG name or hex is \(describe(other))",
+                    hint: "rename the service id")
+                return nil
+            }
+            return byID
+        }
+        return uuid(node, kind: .service, for: "advertised service")
+    }
+
+    /// Warns at its `service-uuids` entry about each service UUID the legacy advertisement cannot carry (a central
+    /// filtering its scan on it never finds the device: bleak's `service_uuids`, Android's `ScanFilter`, iOS's
+    /// `scanForPeripherals(withServices:)`), and at `local-name` when the name is advertised shortened.
+    private mutating func warnAboutWhatDoesNotFit(
+        _ advertisement: Advertisement, uuidNodes: [BluetoothUUID: YAMLNode], nameNode: YAMLNode?
+    ) {
+        guard let plan = try? AdvertisingPlanner.plan(advertisement) else { return }
+        for (index, step) in plan.uuidPlacements.enumerated() where !step.fits {
+            guard let node = uuidNodes[step.uuid] else { continue }
+            let before = plan.uuidPlacements[..<index].filter(\.fits).map { describe($0.uuid) }
+            let takenBy =
+                before.isEmpty
+                ? "the other advertising data" : before.joined(separator: ", ")
+            warn(
+                node.mark,
+                "advertised service \(describe(step.uuid)) does not fit: it needs \(bytes(step.needed)) and "
+                    + "\(step.left) of the \(plan.budget.serviceUUIDsLimit) for service UUIDs are left after \(takenBy); "
+                    + "a central filtering its scan on it will not find the device",
+                hint:
+                    "list it earlier in `service-uuids`, or advertise fewer or shorter UUIDs (`blemu adv` shows the bytes)"
+            )
+        }
+        if plan.isLocalNameShortened, let nameNode, let full = advertisement.localName, let short = plan.localName {
+            let fix =
+                advertisement.scanResponse == .coreBluetooth
+                ? "`scan-response: full` would send it whole (up to 29 bytes)" : "a shorter `local-name` fits whole"
+            warn(
+                nameNode.mark,
+                "local name \"\(full)\" is advertised shortened to \"\(short)\" (\(Array(short.utf8).count) of "
+                    + "\(bytes(Array(full.utf8).count)))",
+                hint: fix)
+        }
+    }
+
+    /// "1 byte", "18 bytes".
+    func bytes(_ count: Int) -> String { count == 1 ? "1 byte" : "\(count) bytes" }
 
     /// `interval: {min-ms: 100, max-ms: 150}`: Core Spec Vol 4, Part E, 7.8.5 allows 20 ms to 10.24 s.
     private mutating func decodeInterval(_ node: YAMLNode) -> ClosedRange<Double>? {

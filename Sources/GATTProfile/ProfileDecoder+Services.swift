@@ -66,6 +66,7 @@ extension ProfileDecoder {
         if let value = map["primary"], let flag = boolean(value, for: "`primary`") { isPrimary = flag }
         // Remembered even if the service fails, so the advertisement does not report it as unpublished too.
         if let uuid, isPrimary { primaryServiceUUIDs.insert(uuid) }
+        if let id, let uuid { serviceUUIDsByID[id] = uuid }
         var includes: [YAMLNode] = []
         if let value = map["includes"], let list = sequence(value, in: "`includes`") { includes = list }
         var characteristics: [Characteristic] = []

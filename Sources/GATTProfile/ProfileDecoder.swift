@@ -29,6 +29,8 @@ struct ProfileDecoder {
     var serviceIDs: Set<String> = []
     /// The UUIDs of the primary services declared (even those that failed), which advertised UUIDs must name.
     var primaryServiceUUIDs: Set<BluetoothUUID> = []
+    /// Each service id's UUID, so `service-uuids` may name a service by its id.
+    var serviceUUIDsByID: [String: BluetoothUUID] = [:]
 
     /// A decoder whose diagnostics name `file`.
     init(file: String) { self.file = file }

@@ -9,7 +9,9 @@ struct AdvCommand: ParsableCommand {
         discussion: """
             Lays out the legacy advertisement under Core Bluetooth's rule (28 bytes for the name and service \
             UUIDs, 10 more of scan response for the name) and predicts the exact bytes bluetoothd 5.66 programs. \
-            Each AD structure is explained; UUIDs that do not fit are listed as overflow.
+            Each AD structure is explained. Service UUIDs are placed in priority order, first fit: one that does \
+            not fit overflows, and a later, shorter one may still take the room; each UUID's line says what it \
+            needed and what was left.
 
             Example:
               blemu adv profiles/heart-rate.yaml
@@ -30,6 +32,15 @@ struct AdvCommand: ParsableCommand {
         let overflow: [String]
         let localName: String?
         let localNameShortened: Bool
+        let placements: [Placement]
+
+        /// One service UUID in priority order: bytes needed, bytes left at its turn, advertised or not.
+        struct Placement: Encodable {
+            let uuid: String
+            let needed: Int
+            let left: Int
+            let advertised: Bool
+        }
     }
 
     func run() throws {
@@ -42,7 +53,10 @@ struct AdvCommand: ParsableCommand {
                     scanResponse: Hex.string(plan.scanResponse, separator: ""),
                     advertised: plan.advertisedUUIDs.map(\.description),
                     overflow: plan.overflowUUIDs.map(\.description), localName: plan.localName,
-                    localNameShortened: plan.isLocalNameShortened))
+                    localNameShortened: plan.isLocalNameShortened,
+                    placements: plan.uuidPlacements.map {
+                        .init(uuid: $0.uuid.description, needed: $0.needed, left: $0.left, advertised: $0.fits)
+                    }))
         } else {
             print(plan.report)
         }

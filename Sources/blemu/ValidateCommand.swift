@@ -34,7 +34,8 @@ struct ValidateCommand: ParsableCommand {
             if !result.diagnostics.isEmpty { Console.error(result.renderedDiagnostics) }
             let errors = result.diagnostics.filter { $0.severity == .error }.count
             let warnings = result.diagnostics.count - errors
-            print("\(file): \(errors == 0 ? "ok" : "invalid") (\(errors) errors, \(warnings) warnings)")
+            let counts = "\(errors) error\(errors == 1 ? "" : "s"), \(warnings) warning\(warnings == 1 ? "" : "s")"
+            print("\(file): \(errors == 0 ? "ok" : "invalid") (\(counts))")
             if errors > 0 { worst = .badProfile }
         }
         if worst != .success { throw worst }

@@ -26,9 +26,15 @@ import Testing
     }
 
     @Test func integersOutsideTheirTypeAreRefused() {
-        #expect(throws: FieldError.outOfRange(field: "bpm", value: "256", type: "u8")) {
+        #expect(throws: FieldError.outOfRange(field: "bpm", value: "256", type: "u8", range: "0 to 255")) {
             try heartRate.encode([.flags([]), .integer(256)])
         }
+        // Issue 20: "20.5 is not an s16" says that the field is an integer, and its range.
+        let error = #expect(throws: FieldError.self) {
+            try ValueLayout.encode(.real(20.5), as: FieldSpec(name: "t", type: .signed(bytes: 2)))
+        }
+        #expect(error?.description == "`t`: 20.5 is not an s16: an integer from -32768 to 32767")
+        #expect(FieldError.kindMismatch(field: "x", type: "u8").description == "`x`: value is not a u8")
         #expect(throws: FieldError.unknownFlag(field: "flags", flag: "bogus")) {
             try heartRate.encode([.flags(["bogus"]), .integer(1)])
         }
