@@ -21,6 +21,7 @@ struct GATTTreeText {
                 lines += Self.lines(for: characteristic).map { "    " + $0 }
             }
         }
+        lines += BehaviourText(behaviour: profile.behaviour).lines
         return lines.joined(separator: "\n")
     }
 
@@ -42,7 +43,7 @@ struct GATTTreeText {
         let value = characteristic.value
         let kind = value.isCached ? "cached" : "initial"
         lines.append(
-            "  value (\(kind), \(value.bytes.count) bytes, max \(characteristic.maximumLength)): "
+            "  value (\(kind), \(value.bytes.count) byte\(value.bytes.count == 1 ? "" : "s"), max \(characteristic.maximumLength)): "
                 + (value.bytes.isEmpty ? "empty" : hex(value.bytes)))
         if let layout = characteristic.layout, let fields = layout.decode(value.bytes) {
             for (spec, field) in zip(layout.fields, fields) {

@@ -7,7 +7,8 @@ struct ShowCommand: ParsableCommand {
         abstract: "Print the GATT tree of a profile with SIG names and decoded values.",
         discussion: """
             Services, characteristics (properties, permissions, security, the BlueZ flags they map to), \
-            descriptors, and values decoded by their typed fields.
+            descriptors, values decoded by their typed fields, and the behaviour: schedules, write rules and \
+            faults in words.
 
             Example:
               blemu show profiles/heart-rate.yaml

@@ -56,6 +56,19 @@ import Testing
         #expect(try BlemuProcess.run("show", "--bogus", "profiles/battery.yaml").status == 64)
     }
 
+    /// Issue 20: `show` lists the behaviour as well as the tree.
+    @Test func showSaysWhatTheDeviceDoesOnItsOwnAndWhenWritten() throws {
+        let outcome = try BlemuProcess.run("show", "profiles/heart-rate.yaml")
+        #expect(outcome.stdout.contains("  behaviour:\n"))
+        #expect(outcome.stdout.contains("    schedule heart-rate-measurement: notify every 1s, while subscribed\n"))
+        #expect(outcome.stdout.contains("      bpm: random walk from 72, steps of at most 2, within 55...110 (seed 10)"))
+        #expect(
+            outcome.stdout.contains(
+                "    on write to heart-rate-control-point: refuse with 0x80 Application Error unless it is one of 01, "
+                    + "then store"))
+        #expect(outcome.stdout.contains("value (cached, 1 byte, max 512): 01"))
+    }
+
     @Test func showDecodesTheHeartRateMeasurementByItsFields() throws {
         let outcome = try BlemuProcess.run("show", "profiles/heart-rate.yaml")
         #expect(outcome.status == 0)
