@@ -61,7 +61,8 @@ import Testing
         let outcome = try BlemuProcess.run("show", "profiles/heart-rate.yaml")
         #expect(outcome.stdout.contains("  behaviour:\n"))
         #expect(outcome.stdout.contains("    schedule heart-rate-measurement: notify every 1s, while subscribed\n"))
-        #expect(outcome.stdout.contains("      bpm: random walk from 72, steps of at most 2, within 55...110 (seed 10)"))
+        #expect(
+            outcome.stdout.contains("      bpm: random walk from 72, steps of at most 2, within 55...110 (seed 10)"))
         #expect(
             outcome.stdout.contains(
                 "    on write to heart-rate-control-point: refuse with 0x80 Application Error unless it is one of 01, "
