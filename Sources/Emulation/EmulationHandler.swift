@@ -6,7 +6,8 @@ import Peripheral
 /// first and its write rules second. Each request still gets exactly one answer:
 /// - a rejecting fault answers with its error instead of the normal answer;
 /// - a delaying fault holds the one answer, kept under the manager's request deadline (logged when it had to be
-///   shortened, since past the deadline the engine would answer for us and our answer would be refused);
+///   shortened, since past the deadline the engine would answer for us and our answer would be refused), and cut
+///   short at shutdown (`HoldRelease`), so blemu answers it before unregistering;
 /// - a write rule's `reject` answers its error and changes nothing; `accept` stores through the server before
 ///   answering (so a read right after sees the value), then hands the rule's actions to the `Emulator`.
 ///
@@ -22,6 +23,8 @@ public struct EmulationHandler: RequestHandler {
     /// Accepted writes' actions and faults' link actions, for the emulator to perform in order.
     let followUp: AsyncStream<[EmulationAction]>.Continuation
     let logger: Logger
+    /// Ends the fault delays early at shutdown (`Emulator.releaseHeldRequests`), so every request is answered.
+    let release = HoldRelease()
 
     /// Answers a read: fault, then the server's checks, then the stored value.
     public func handleRead(_ request: consuming ReadRequest) async {
@@ -160,6 +163,14 @@ public struct EmulationHandler: RequestHandler {
         // clock) cannot push the answer further out.
         let deadline = clock.now() + delay
         log?.record(.fault("delay \(delay)", characteristicID: id))
-        try? await clock.sleepUntil(deadline)
+        // Whichever comes first: the delay's end, or shutdown releasing every hold.
+        let clock = clock
+        let release = release
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await clock.sleepUntil(deadline) }
+            group.addTask { await release.wait() }
+            await group.next()
+            group.cancelAll()
+        }
     }
 }

@@ -66,6 +66,12 @@ extension Emulator {
         arm()
     }
 
+    /// Ends every fault delay now and makes later ones end at once: the held requests are answered as they would
+    /// have been when their delay ended. For shutdown, before unregistering (`blemu run` then waits for the answers).
+    public nonisolated func releaseHeldRequests() {
+        handler.release.release()
+    }
+
     /// The profile's schedules: which characteristic each writes, its interval, paused or not, running or not.
     public func schedules() -> [ScheduleEngine.Status] {
         engines.withLock { $0.schedules.statuses }

@@ -163,6 +163,31 @@ struct BlemuRunOnFakeBluetoothdTests {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
+    /// Issue 18: SIGTERM while a delay fault holds a read used to abandon it to bluetoothd's timeout.
+    @Test func aReadHeldByADelayFaultIsAnsweredBeforeTheRunStops() async throws {
+        let (bus, fake, directory) = try await rig()
+        let control = directory + "/control.sock"
+        let events = directory + "/events.jsonl"
+        let run = try await heartRate(on: bus, ["--control", control, "--events", events], in: directory)
+        let fault = try await send(
+            ControlClient(path: control),
+            ["command": "fault", "operation": "read", "id": "battery-level", "delayMs": 8000])
+        #expect(fault["ok"] as? Bool == true)
+        let central = try await fake.connect(address: "11:22:33:44:55:07")
+        let started = ContinuousClock.now
+        async let held = fake.read("2a19", by: central)
+        let isHeld = await eventually(within: .seconds(10)) {
+            ((try? String(contentsOfFile: events, encoding: .utf8)) ?? "").contains(#""fault":"delay"#)
+        }
+        #expect(isHeld)
+        run.signal(SIGTERM)
+        #expect(await held == .success([87]))
+        #expect(ContinuousClock.now - started < .seconds(7), "the read waited for its delay")
+        #expect(await run.exitStatus() == 0)
+        #expect(run.stdout.contains("stopped: 1 requests, 1 answered"), "\(run.stdout)")
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
     @Test(arguments: [SIGHUP, SIGQUIT, SIGINT])
     func everyStopSignalUnregistersAndExitsCleanly(signal: Int32) async throws {
         let (bus, fake, directory) = try await rig()

@@ -106,6 +106,27 @@ import Testing
         #expect(counts.requests == 1 && counts.answered == 1 && counts.responded == 1 && counts.refusedLate == 0)
     }
 
+    /// Issue 18: at shutdown a request a delay fault holds is answered at once, with what it would have got,
+    /// and so is one that arrives after the release; the clock never moves.
+    @Test func releasingHeldRequestsAnswersThemNowAndLaterOnesAtOnce() async throws {
+        var profile = try bundledProfile("heart-rate")
+        profile.behaviour.faults = [
+            Fault(trigger: .request(.read, characteristicID: "battery-level", nth: 1), effect: .delay(.seconds(5))),
+            Fault(trigger: .request(.read, characteristicID: "battery-level", nth: 2), effect: .delay(.seconds(5))),
+        ]
+        let rig = try await Rig(profile)
+        await rig.start()
+        let central = VirtualCentral(connectingTo: rig.backend)
+        async let held = central.read("battery-level")
+        _ = await rig.recorder.next { if case .fault = $0 { true } else { false } }
+        #expect(rig.manager.requestCounts.answered == 0)
+        rig.emulator.releaseHeldRequests()
+        #expect(try await held == [87])
+        #expect(try await central.read("battery-level") == [87])
+        let counts = rig.manager.requestCounts
+        #expect(counts.requests == 2 && counts.answered == 2 && counts.refusedLate == 0)
+    }
+
     @Test func transferTextArrivesChunkedEndingInEOMWithNothingLostWhenTheQueueFills() async throws {
         let rig = try await Rig(
             try bundledProfile("transfer"), configuration: .init(queueCapacity: 1), linkCapacity: 1)
