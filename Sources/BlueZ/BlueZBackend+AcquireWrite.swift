@@ -35,7 +35,7 @@ extension BlueZBackend {
                 self?.deliver(
                     IncomingWrites(
                         central: central, writes: [IncomingWrites.Write(characteristicID: id, value: value)],
-                        linkSecurity: security, reply: nil))
+                        linkSecurity: security, errorDelivery: .throughBlueZ, reply: nil))
             },
             onClosed: { [weak self] in self?.writeStreamClosed(id) })
         let previous = state.withLock { state -> AcquiredSocket? in

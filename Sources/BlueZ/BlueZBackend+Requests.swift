@@ -75,6 +75,7 @@ extension BlueZBackend {
             IncomingRead(
                 central: Central(id: options.device, attMTU: options.mtu), characteristicID: id,
                 offset: options.offset, linkSecurity: linkSecurity(characteristic, .read),
+                errorDelivery: .throughBlueZ,
                 reply: { result in
                     switch result {
                     case .success(let bytes):
@@ -124,7 +125,7 @@ extension BlueZBackend {
                 central: Central(id: options.device, attMTU: options.mtu),
                 writes: [IncomingWrites.Write(characteristicID: id, offset: options.offset, value: value)],
                 linkSecurity: linkSecurity(characteristic, .write), isAuthorizationOnly: options.isPrepareAuthorize,
-                reply: reply))
+                errorDelivery: .throughBlueZ, reply: reply))
     }
 
     /// To the manager's router at once when one is attached (answered on this loop thread when the handler can),

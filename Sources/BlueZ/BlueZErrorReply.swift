@@ -16,6 +16,14 @@ public struct BlueZErrorReply: Hashable, Sendable {
 
     /// The reply that comes closest to `error` for a request of `operation` (read or write).
     public init(for error: ATTError, operation: AttributeOperation) {
+        // Which codes get through is GATTModel's fact (`deliveredThroughBlueZ`), which the validator warns from;
+        // this spells each one.
+        guard error.deliveredThroughBlueZ(on: operation) == error else {
+            // Any name bluetoothd does not know maps to 0x0E; ours says why in bluetoothd's log. (`Failed` would
+            // not do: a non-numeric message makes it 0x80.)
+            self.init(Self.undeliverable, "\(error) cannot be sent through bluetoothd", .unlikelyError)
+            return
+        }
         switch error {
         case _ where error.isApplicationError:
             let hex = String(error.rawValue, radix: 16)
@@ -30,13 +38,9 @@ public struct BlueZErrorReply: Hashable, Sendable {
             self.init(BlueZName.Error.invalidOffset, "Invalid Offset", error)
         case .procedureAlreadyInProgress:
             self.init(BlueZName.Error.inProgress, "Procedure Already In Progress", error)
-        case .readNotPermitted where operation == .read, .writeNotPermitted where operation != .read:
-            // NotPermitted becomes Read Not Permitted on a read and Write Not Permitted on a write.
-            self.init(BlueZName.Error.notPermitted, error.name, error)
         default:
-            // Any name bluetoothd does not know maps to 0x0E; ours says why in bluetoothd's log. (`Failed` would
-            // not do: a non-numeric message makes it 0x80.)
-            self.init(Self.undeliverable, "\(error) cannot be sent through bluetoothd", .unlikelyError)
+            // Read or Write Not Permitted on its own operation: NotPermitted becomes the one that fits.
+            self.init(BlueZName.Error.notPermitted, error.name, error)
         }
     }
 

@@ -7,8 +7,9 @@ public enum EmulationEvent: Hashable, Sendable {
     public enum Answer: Hashable, Sendable {
         /// Answered with success.
         case success
-        /// Answered with an ATT error.
-        case error(ATTError)
+        /// Answered with an ATT error: `error` is what the central received, `asked` what the profile asked for
+        /// when the stack could not carry it (bluetoothd sends 0x0E for codes it has no spelling for).
+        case error(ATTError, asked: ATTError? = nil)
     }
 
     /// The peripheral's state changed (`poweredOn`, `resetting`...).

@@ -43,16 +43,18 @@ public struct EmulationHandler: RequestHandler {
             if request.offset > value.count { answer = .error(.invalidOffset) }
         }
         let offset = request.offset
-        // Logged just before the answer, so whoever sees the answer finds its line already in the log.
+        // Logged just before the answer, so whoever sees the answer finds its line already in the log; with the
+        // code the central receives, which the stack may have to change.
         log?.record(
             .request(
                 operation: .read, central: request.central.id, characteristicID: characteristic.id,
-                value: offset <= value.count ? Array(value[offset...]) : [], answer: answer,
+                value: offset <= value.count ? Array(value[offset...]) : [],
+                answer: Self.asReceived(answer, on: .read, through: request.errorDelivery),
                 latency: ContinuousClock.now - started))
         // One answer, computed above and sent once here.
         switch answer {
         case .success: request.respond(with: value)
-        case .error(let error): request.reject(error)
+        case .error(let error, _): request.reject(error)
         }
         if !faults.actions.isEmpty { followUp.yield(faults.actions) }
     }
@@ -115,7 +117,8 @@ public struct EmulationHandler: RequestHandler {
             store(actions, writtenIDs: Set(staged.keys), characteristics: writes.map(\.characteristic))
         }
         let central = requests.central.id
-        let answer: EmulationEvent.Answer = failure.map { .error($0) } ?? .success
+        let answer = Self.asReceived(
+            failure.map { .error($0) } ?? .success, on: .write, through: requests.errorDelivery)
         let latency = ContinuousClock.now - started
         for write in writes {
             log?.record(
@@ -145,6 +148,16 @@ public struct EmulationHandler: RequestHandler {
             for (id, value) in stored { engines.valueChanged(id, to: value) }
         }
         if let stateStore, !stored.isEmpty { stateStore.recordWrites(stored) }
+    }
+
+    /// `answer` as the central receives it through `delivery`: an error the stack cannot carry becomes the one it
+    /// sends, with the asked one kept beside it.
+    static func asReceived(
+        _ answer: EmulationEvent.Answer, on operation: AttributeOperation, through delivery: ErrorDelivery
+    ) -> EmulationEvent.Answer {
+        guard case .error(let asked, _) = answer else { return answer }
+        let received = delivery.delivered(asked, on: operation)
+        return received == asked ? answer : .error(received, asked: asked)
     }
 
     /// Waits out a fault's delay, shortened to stay under the request deadline, and logs the faults that fired.

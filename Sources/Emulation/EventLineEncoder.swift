@@ -24,11 +24,14 @@ public enum EventLineEncoder {
             ]
             switch answer {
             case .success: fields.append(("result", .string("success")))
-            case .error(let error):
+            case .error(let error, let asked):
                 fields += [
                     ("result", .string("error")), ("code", .number(Double(error.rawValue))),
                     ("error", .string(error.description)),
                 ]
+                if let asked {
+                    fields += [("askedCode", .number(Double(asked.rawValue))), ("asked", .string(asked.description))]
+                }
             }
             fields.append(("latencyMs", .number((latency.seconds * 1_000_000).rounded() / 1000)))
         case .subscribed(let central, let id):

@@ -322,7 +322,7 @@ extension ProfileDecoder {
                     body, in: "`validate`", allowed: ["length", "allowed", "range", "error"],
                     required: ["error"])
             else { return nil }
-            let error = map["error"].flatMap { attError($0) }
+            let error = map["error"].flatMap { attError($0, on: .write) }
             let checks = ["length", "allowed", "range"].filter { map[$0] != nil }
             guard checks.count == 1, let check = checks.first, let checkNode = map[check] else {
                 report(body, "`validate` takes exactly one of `length`, `allowed` or `range`")
@@ -406,8 +406,9 @@ extension ProfileDecoder {
         return (low, high)
     }
 
-    /// An ATT error by key (`value-not-allowed`) or code (`0x80`).
-    private mutating func attError(_ node: YAMLNode) -> ATTError? {
+    /// An ATT error by key (`value-not-allowed`) or code (`0x80`), answering `operation` (nil: either). Warns when
+    /// bluetoothd cannot carry it: the central would receive another code (`ATTError.deliveredThroughBlueZ`).
+    private mutating func attError(_ node: YAMLNode, on operation: AttributeOperation?) -> ATTError? {
         guard let text = string(node, for: "`error`") else { return nil }
         guard let error = ATTError(name: text) else {
             report(
@@ -415,6 +416,16 @@ extension ProfileDecoder {
                 hint: EditDistance.hint(for: text, in: ATTError.named.map(\.key))
                     ?? "use a name such as `value-not-allowed` or a code such as `0x80`")
             return nil
+        }
+        let operations: [AttributeOperation] = operation.map { [$0] } ?? [.read, .write]
+        if let delivered = operations.map({ error.deliveredThroughBlueZ(on: $0) }).first(where: { $0 != error }) {
+            warn(
+                node.mark,
+                "bluetoothd cannot send \(error) to a central: it arrives as \(delivered) (BlueZ 5.66-5.82, "
+                    + "src/gatt-database.c dbus_error_to_att_ecode)",
+                hint:
+                    "use an application error (0x80-0x9F), or one bluetoothd carries (docs/bluez.md: Errors an application can send)"
+            )
         }
         return error
     }
@@ -426,7 +437,9 @@ extension ProfileDecoder {
             let whenNode = map["when"], let thenNode = map["then"]
         else { return nil }
         let trigger = decodeTrigger(whenNode)
-        let effect = decodeEffect(thenNode)
+        var operation: AttributeOperation?
+        if case .request(let requested, _, _) = trigger { operation = requested }
+        let effect = decodeEffect(thenNode, operation: operation)
         guard let trigger, let effect else { return nil }
         if case .request(.write, let id, _) = trigger, case .reject = effect {
             for target in id.map({ [$0] }) ?? declaredOrder {
@@ -475,7 +488,8 @@ extension ProfileDecoder {
         return .request(operation, characteristicID: id, nth: Int(nth))
     }
 
-    private mutating func decodeEffect(_ node: YAMLNode) -> Fault.Effect? {
+    /// A fault's effect; `operation` is the request it answers (nil when time-triggered or unknown).
+    private mutating func decodeEffect(_ node: YAMLNode, operation: AttributeOperation?) -> Fault.Effect? {
         if node.scalar != nil {
             guard
                 let name = choice(
@@ -490,7 +504,7 @@ extension ProfileDecoder {
             }
         }
         guard let (name, body) = tagged(node, in: "fault `then`", allowed: ["reject", "delay"]) else { return nil }
-        if name == "reject" { return attError(body).map { .reject($0) } }
+        if name == "reject" { return attError(body, on: operation).map { .reject($0) } }
         return duration(body, for: "`delay`").map { .delay($0) }
     }
 

@@ -38,16 +38,19 @@ public struct IncomingRead: Sendable {
     public var linkSecurity: SecurityLevel
     /// Sends the answer: the bytes from `offset` on, or an ATT error. Called exactly once by the manager.
     public var reply: @Sendable (Result<[UInt8], ATTError>) -> Void
+    /// Which ATT errors reach the central as themselves through this stack.
+    public var errorDelivery: ErrorDelivery
 
     /// A read from its parts.
     public init(
         central: Central, characteristicID: String, offset: Int = 0, linkSecurity: SecurityLevel = .none,
-        reply: @escaping @Sendable (Result<[UInt8], ATTError>) -> Void
+        errorDelivery: ErrorDelivery = .exact, reply: @escaping @Sendable (Result<[UInt8], ATTError>) -> Void
     ) {
         self.central = central
         self.characteristicID = characteristicID
         self.offset = offset
         self.linkSecurity = linkSecurity
+        self.errorDelivery = errorDelivery
         self.reply = reply
     }
 }
@@ -82,16 +85,19 @@ public struct IncomingWrites: Sendable {
     /// Sends success (`.success([])`) or an ATT error, exactly once; nil when the stack expects no reply
     /// (a no-reply D-Bus `WriteValue` for write-without-response): then nothing is ever called.
     public var reply: (@Sendable (Result<[UInt8], ATTError>) -> Void)?
+    /// Which ATT errors reach the central as themselves through this stack.
+    public var errorDelivery: ErrorDelivery
 
     /// Writes from their parts.
     public init(
         central: Central, writes: [Write], linkSecurity: SecurityLevel = .none, isAuthorizationOnly: Bool = false,
-        reply: (@Sendable (Result<[UInt8], ATTError>) -> Void)?
+        errorDelivery: ErrorDelivery = .exact, reply: (@Sendable (Result<[UInt8], ATTError>) -> Void)?
     ) {
         self.central = central
         self.writes = writes
         self.linkSecurity = linkSecurity
         self.isAuthorizationOnly = isAuthorizationOnly
+        self.errorDelivery = errorDelivery
         self.reply = reply
     }
 }

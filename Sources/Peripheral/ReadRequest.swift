@@ -14,17 +14,20 @@ public struct ReadRequest: ~Copyable, Sendable {
     public let offset: Int
     /// The security of the central's link as the stack reports it.
     public let linkSecurity: SecurityLevel
+    /// Which ATT errors reach the central as themselves: `reject(_:)`'s error may arrive as another.
+    public let errorDelivery: ErrorDelivery
     private let responder: Responder
 
     /// A request answered through `responder`.
     package init(
         central: Central, characteristic: Characteristic, offset: Int, linkSecurity: SecurityLevel,
-        responder: Responder
+        errorDelivery: ErrorDelivery = .exact, responder: Responder
     ) {
         self.central = central
         self.characteristic = characteristic
         self.offset = offset
         self.linkSecurity = linkSecurity
+        self.errorDelivery = errorDelivery
         self.responder = responder
     }
 

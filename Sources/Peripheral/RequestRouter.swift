@@ -58,7 +58,7 @@ package final class RequestRouter: Sendable {
             await handler.handleRead(
                 ReadRequest(
                     central: incoming.central, characteristic: characteristic, offset: incoming.offset,
-                    linkSecurity: incoming.linkSecurity, responder: responder))
+                    linkSecurity: incoming.linkSecurity, errorDelivery: incoming.errorDelivery, responder: responder))
         }
     }
 
@@ -87,7 +87,7 @@ package final class RequestRouter: Sendable {
                 WriteRequests(
                     central: incoming.central, requests: writes, linkSecurity: incoming.linkSecurity,
                     expectsResponse: incoming.reply != nil, isAuthorizationOnly: incoming.isAuthorizationOnly,
-                    responder: responder))
+                    errorDelivery: incoming.errorDelivery, responder: responder))
         }
     }
 

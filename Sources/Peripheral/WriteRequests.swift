@@ -64,18 +64,21 @@ public struct WriteRequests: ~Copyable, Sendable {
     /// bytes: `value` is empty and only `offset` is the part's, so there is nothing to validate but the offset
     /// (`authorizationError`).
     public let isAuthorizationOnly: Bool
+    /// Which ATT errors reach the central as themselves: `reject(_:)`'s error may arrive as another.
+    public let errorDelivery: ErrorDelivery
     private let responder: Responder
 
     /// A batch answered through `responder`.
     package init(
         central: Central, requests: [WriteRequest], linkSecurity: SecurityLevel, expectsResponse: Bool,
-        isAuthorizationOnly: Bool, responder: Responder
+        isAuthorizationOnly: Bool, errorDelivery: ErrorDelivery = .exact, responder: Responder
     ) {
         self.central = central
         self.requests = requests
         self.linkSecurity = linkSecurity
         self.expectsResponse = expectsResponse
         self.isAuthorizationOnly = isAuthorizationOnly
+        self.errorDelivery = errorDelivery
         self.responder = responder
     }
 

@@ -34,6 +34,30 @@ import Testing
         #expect(json["latencyMs"] as? Double == 1.234)
     }
 
+    /// Issue 12: the log says what the central received (0x0E through bluetoothd) and what the profile asked for.
+    @Test func anErrorTheStackCannotCarryIsLoggedAsReceivedWithTheAskedOneBeside() throws {
+        let asked = EmulationEvent.Answer.error(ATTError(rawValue: 0xFF))
+        let received = EmulationHandler.asReceived(asked, on: .write, through: .throughBlueZ)
+        #expect(received == .error(.unlikelyError, asked: ATTError(rawValue: 0xFF)))
+        #expect(EmulationHandler.asReceived(asked, on: .write, through: .exact) == asked)
+        let application = EmulationEvent.Answer.error(ATTError(rawValue: 0x80))
+        #expect(EmulationHandler.asReceived(application, on: .read, through: .throughBlueZ) == application)
+        let notPermitted = EmulationEvent.Answer.error(.writeNotPermitted)
+        #expect(EmulationHandler.asReceived(notPermitted, on: .write, through: .throughBlueZ) == notPermitted)
+        #expect(
+            EmulationHandler.asReceived(notPermitted, on: .read, through: .throughBlueZ)
+                == .error(.unlikelyError, asked: .writeNotPermitted))
+        let json = try object(
+            EventLineEncoder.encode(
+                EventRecord(
+                    time: time,
+                    event: .request(
+                        operation: .write, central: "c", characteristicID: "set-point", value: [0x10],
+                        answer: received, latency: .zero))))
+        #expect(json["code"] as? Int == 0x0E && json["askedCode"] as? Int == 0xFF)
+        #expect(json["asked"] as? String == "0xFF Out Of Range")
+    }
+
     @Test func bytesAreSpelledAsEverywhereInBlemu() throws {
         let value: [UInt8] = [0xBE, 0xEF, 0x0A]
         let line = EventLineEncoder.encode(

@@ -32,7 +32,7 @@ import Testing
         #expect(await answer([empty], isAuthorizationOnly: true, on: emulator) == .success([]))
         #expect(server.store.value(of: setPoint) == setPoint.value.bytes)
         // The same empty value written for real fails the set point's range rule.
-        #expect(await answer([empty], isAuthorizationOnly: false, on: emulator) == .failure(.outOfRange))
+        #expect(await answer([empty], isAuthorizationOnly: false, on: emulator) == .failure(ATTError(rawValue: 0x80)))
         let pastTheEnd = WriteRequest(characteristic: setPoint, offset: setPoint.maximumLength + 1, value: [])
         #expect(await answer([pastTheEnd], isAuthorizationOnly: true, on: emulator) == .failure(.invalidOffset))
     }
