@@ -38,16 +38,29 @@ extension ProfileInput {
     /// unreadable, 65 on the first error.
     static func check(_ path: String) throws {
         let profile = try load(path)
-        _ = try plan(profile, file: path)
+        if let problem = runProblem(profile, file: path) {
+            Console.error(problem)
+            throw ExitCode.badProfile
+        }
+    }
+
+    /// The first problem `blemu run` would meet with a loaded profile before talking to bluetoothd (an advertising
+    /// plan the planner refuses, a behaviour that cannot be built), as a `file: error:` line; nil when none.
+    static func runProblem(_ profile: PeripheralProfile, file: String) -> String? {
+        do {
+            _ = try AdvertisingPlanner.plan(profile.advertisement)
+        } catch {
+            return "\(file): error: \(error)"
+        }
         do {
             _ = try Emulator(
                 profile: profile, server: ProfileServer(),
-                baseDirectory: URL(fileURLWithPath: path).deletingLastPathComponent().path, eventLog: nil,
+                baseDirectory: URL(fileURLWithPath: file).deletingLastPathComponent().path, eventLog: nil,
                 stateStore: nil)
         } catch {
-            Console.error("\(path): error: \(error)")
-            throw ExitCode.badProfile
+            return "\(file): error: \(error)"
         }
+        return nil
     }
 }
 

@@ -95,6 +95,11 @@ struct RunCommand: AsyncParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         let profile = try ProfileInput.load(file)
         let plan = try ProfileInput.plan(profile, file: file)
+        // The behaviour too (replay files), before bluetoothd is touched: a bad profile is 65 whatever the bus.
+        if let problem = ProfileInput.runProblem(profile, file: file) {
+            Console.error(problem)
+            throw ExitCode.badProfile
+        }
         say(plan.report)
 
         var logger = Logger(label: "blemu") { StreamLogHandler.standardError(label: $0) }

@@ -8,8 +8,9 @@ struct ValidateCommand: ParsableCommand {
         commandName: "validate",
         abstract: "Check profiles and report every problem as file:line:col.",
         discussion: """
-            Prints every error and warning of each file, with hints. Exits 0 when no file has errors, 65 when \
-            any has, 66 when a file cannot be read.
+            Prints every error and warning of each file, with hints, then makes the checks `blemu run` makes \
+            (the advertising plan, replay files): a file that validates starts. Exits 0 when no file has errors, \
+            65 when any has, 66 when a file cannot be read.
 
             Example:
               blemu validate profiles/*.yaml
@@ -32,8 +33,14 @@ struct ValidateCommand: ParsableCommand {
             }
             let result = ProfileLoader.load(path: file)
             if !result.diagnostics.isEmpty { Console.error(result.renderedDiagnostics) }
-            let errors = result.diagnostics.filter { $0.severity == .error }.count
+            var errors = result.diagnostics.filter { $0.severity == .error }.count
             let warnings = result.diagnostics.count - errors
+            // What `blemu run` and `blemu adv` check beyond the file itself: the advertising plan and the
+            // behaviour (replay files next to the profile), so `validate` passing means `run` will start.
+            if errors == 0, let profile = result.profile, let problem = ProfileInput.runProblem(profile, file: file) {
+                Console.error(problem)
+                errors += 1
+            }
             let counts = "\(errors) error\(errors == 1 ? "" : "s"), \(warnings) warning\(warnings == 1 ? "" : "s")"
             print("\(file): \(errors == 0 ? "ok" : "invalid") (\(counts))")
             if errors > 0 { worst = .badProfile }

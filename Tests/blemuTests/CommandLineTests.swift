@@ -22,6 +22,38 @@ import Testing
         #expect(outcome.stderr.contains("advertised-service-not-published.yaml:4:19: error: advertised service 180D"))
     }
 
+    /// Issue 18: `validate` passed a profile `run` then refused (a replay file that is not there).
+    @Test func validateMakesTheChecksRunMakesAndRunRefusesTheSame() throws {
+        let directory = NSTemporaryDirectory() + "blemu-validate-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let profile = directory + "/replaying.yaml"
+        try """
+        name: Replaying
+        services:
+          - id: s
+            uuid: battery
+            characteristics:
+              - id: level
+                uuid: battery-level
+                properties: [read, notify]
+                fields: [{ name: percent, type: u8, value: 50 }]
+        behaviour:
+          schedules:
+            - characteristic: level
+              interval: 1s
+              fields: { percent: { replay: { file: levels.csv } } }
+        """.write(toFile: profile, atomically: true, encoding: .utf8)
+        let validated = try BlemuProcess.run("validate", profile)
+        #expect(validated.status == 65, "\(validated.stdout)\(validated.stderr)")
+        #expect(validated.stderr.contains("\(profile): error: ") && validated.stderr.contains("levels.csv"))
+        #expect(validated.stdout.contains("invalid (1 error, 0 warnings)"))
+        let ran = try BlemuProcess.run("run", profile, "--bus", "unix:path=/nonexistent")
+        #expect(ran.status == 65)
+        try "time,value\n0,50\n".write(toFile: directory + "/levels.csv", atomically: true, encoding: .utf8)
+        #expect(try BlemuProcess.run("validate", profile).status == 0)
+    }
+
     /// Issue 20: an invalid profile was found only after the VM booted, as 69 and naming the copy.
     @Test func labRunChecksEveryProfileOnTheHostBeforeBooting() throws {
         let outcome = try BlemuProcess.run(
