@@ -23,11 +23,27 @@ public final class ControlServer: Sendable {
     private let logger: Logger
     /// The listening socket (-1 when stopped) and the open connections, so `stop()` can end them all.
     private let sockets = Mutex<(listener: Int32, connections: Set<Int32>)>((-1, []))
+    /// How many connections are served at once; one more is answered with an error line and closed.
+    public let maximumConnections: Int
+    /// How long a connection may stay silent between requests before it is closed.
+    public let idleTimeout: Duration
+
+    /// Connections served at once by default: far more than scripts and tests open, few enough that idle clients
+    /// cannot use up the process's descriptors (1,024 by default) or threads.
+    public static let defaultMaximumConnections = 64
+    /// A silent connection is closed after this long by default: a test harness that keeps one open between steps
+    /// sends a request well within it, and one that died never holds a slot for long.
+    public static let defaultIdleTimeout: Duration = .seconds(300)
 
     /// A server for `emulator` at `path`; nothing happens until `start()`.
-    public init(path: String, emulator: Emulator, logger: Logger = Logger(label: "blemu.control")) {
+    public init(
+        path: String, emulator: Emulator, maximumConnections: Int = ControlServer.defaultMaximumConnections,
+        idleTimeout: Duration = ControlServer.defaultIdleTimeout, logger: Logger = Logger(label: "blemu.control")
+    ) {
         self.path = path
         commands = ControlCommands(emulator: emulator)
+        self.maximumConnections = max(1, maximumConnections)
+        self.idleTimeout = idleTimeout
         self.logger = logger
     }
 
@@ -125,21 +141,40 @@ public final class ControlServer: Sendable {
                 }
                 break
             }
-            let isOpen = sockets.withLock { sockets in
-                guard sockets.listener == listener else { return false }
+            let admission = sockets.withLock { sockets -> Admission in
+                guard sockets.listener == listener else { return .stopped }
+                guard sockets.connections.count < maximumConnections else { return .full }
                 sockets.connections.insert(connection)
-                return true
+                return .admitted
             }
-            guard isOpen else {
+            switch admission {
+            case .stopped:
                 closeDescriptor(connection)
+                closeDescriptor(listener)
+                return
+            case .full:
+                // Said, not silently dropped: the client learns why and can retry once others have closed.
+                _ = reply(
+                    #"{"error":"too many control connections (\#(maximumConnections) open); try again later","ok":false}"#
+                        + "\n", to: connection)
+                closeDescriptor(connection)
+                continue
+            case .admitted:
                 break
             }
+            // A silent client is closed after `idleTimeout`: read() then fails with EAGAIN.
+            var timeout = timeval(
+                tv_sec: Int(idleTimeout.components.seconds),
+                tv_usec: Int(idleTimeout.components.attoseconds / 1_000_000_000_000))
+            setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             let thread = Thread { [self] in serve(connection) }
             thread.name = "blemu control connection"
             thread.start()
         }
         closeDescriptor(listener)
     }
+
+    private enum Admission { case admitted, full, stopped }
 
     /// The longest request line: a `set` of a 512-byte value in hex is about 1 KiB, so this leaves room for any
     /// real request while a runaway client cannot make the server buffer without bound.

@@ -398,6 +398,48 @@ extension EventLogTests {
         #expect(status.st_mode & 0o777 == 0o600)
     }
 
+    /// Issue 18: idle clients used to hold descriptors and threads without bound. Past the cap a client is told
+    /// why and closed; a silent one is closed after the idle timeout, and its slot serves the next.
+    @Test func connectionsPastTheCapAreToldWhyAndSilentOnesAreClosed() async throws {
+        let rig = try await Rig(try bundledProfile("heart-rate"))
+        let server = ControlServer(
+            path: try temporaryDirectory() + "/cap.sock", emulator: rig.emulator, maximumConnections: 2,
+            idleTimeout: .milliseconds(500))
+        try server.start()
+        defer { server.stop() }
+        func connected() -> Int32 {
+            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            _ = withUnixAddress(server.path) { connect(fd, $0, $1) }
+            return fd
+        }
+        /// Everything the server sends until it closes (or 5 s pass).
+        @Sendable func untilClosed(_ fd: Int32) -> String {
+            var timeout = timeval(tv_sec: 5, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var received: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = read(fd, &buffer, buffer.count)
+                guard count > 0 else { break }
+                received += buffer[..<count]
+            }
+            return String(decoding: received, as: UTF8.self)
+        }
+        let idle = [connected(), connected()]
+        defer { idle.forEach { close($0) } }
+        try await Task.sleep(for: .milliseconds(100))
+        let third = connected()
+        let refusal = try await offPool { untilClosed(third) }
+        close(third)
+        #expect(refusal.contains("too many control connections (2 open)") && refusal.contains(#""ok":false"#))
+        // The two silent ones are closed by the server after 0.5 s (read returns end of file, not a timeout).
+        let started = ContinuousClock.now
+        #expect(try await offPool { untilClosed(idle[0]) }.isEmpty)
+        #expect(ContinuousClock.now - started < .seconds(4))
+        let answer = try await offPool { try ControlClient(path: server.path).send(["command": "counters"]) }
+        #expect(ControlClient.isOK(answer))
+    }
+
     @Test func aSecondServerDoesNotTakeThePathFromALiveOneButReplacesAStaleOne() async throws {
         let rig = try await Rig(try bundledProfile("heart-rate"))
         let path = try temporaryDirectory() + "/twice.sock"
