@@ -47,7 +47,8 @@ public struct ScheduleEngine: Sendable {
     /// characteristic or field, or a replay file cannot be loaded (relative to `baseDirectory`).
     public init(profile: PeripheralProfile, baseDirectory: String? = nil) throws(BehaviourError) {
         var runs: [Run] = []
-        for schedule in profile.behaviour.schedules {
+        // A transfer is not ticked: the emulator streams it to each subscriber (TransferDefinition).
+        for schedule in profile.behaviour.schedules where schedule.action != .transfer {
             guard let characteristic = profile.characteristic(id: schedule.characteristicID) else {
                 throw .unknownCharacteristic(schedule.characteristicID)
             }

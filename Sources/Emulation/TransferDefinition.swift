@@ -2,11 +2,11 @@ import GATTModel
 
 /// A text a profile streams to each subscriber as Apple's BTLE Transfer sample does (profiles/transfer.yaml).
 ///
-/// The profile format has no transfer key: a transfer is declared as a `notify` schedule with
-/// `start: first-subscription` whose whole-value `sequence` does not repeat and ends with the value `EOM`. Run as a
-/// plain schedule, its 20-byte pieces would suit only the default MTU and only the first subscriber; run as a
-/// transfer, the pieces before `EOM` are joined back into the text and re-chunked by `TransferChunker` for each
-/// subscribing central's `maximumUpdateValueLength`, then `EOM`, through the emulator's retry outbox.
+/// Declared as a schedule with `action: transfer` (docs/profile-format.md): a whole-value `sequence` that does not
+/// repeat and ends with the value `EOM` (the decoder checks the shape). The pieces before `EOM` are joined back into
+/// the text and re-chunked by `TransferChunker` for each subscribing central's `maximumUpdateValueLength`, then
+/// `EOM`, through the emulator's retry outbox, as fast as the queue takes them. A `notify` schedule of the same
+/// shape is an ordinary schedule: one piece per interval, to every subscriber.
 struct TransferDefinition: Hashable, Sendable {
     /// The text's bytes, without `EOM`.
     var bytes: [UInt8]
@@ -15,7 +15,7 @@ struct TransferDefinition: Hashable, Sendable {
     static func find(in profile: PeripheralProfile) -> [String: TransferDefinition] {
         var found: [String: TransferDefinition] = [:]
         for schedule in profile.behaviour.schedules
-        where schedule.action == .notify && schedule.start == .firstSubscription {
+        where schedule.action == .transfer {
             guard schedule.generators.count == 1, schedule.generators[0].field == nil,
                 case .sequence(let values, repeats: false) = schedule.generators[0].generator,
                 case let pieces = values.compactMap(bytes(of:)), pieces.count == values.count,

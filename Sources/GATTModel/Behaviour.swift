@@ -28,6 +28,11 @@ public struct Schedule: Hashable, Sendable {
         case indicate
         /// Store it only; centrals see it when they read.
         case update
+        /// Stream the value's text to each subscriber as Apple's BTLE Transfer sample does: the pieces of a
+        /// non-repeating `sequence` ending in `EOM` are joined, cut to each central's maximum update length and
+        /// sent as fast as the queue takes them (retrying on "ready to update subscribers"), then `EOM`. No
+        /// interval: the pace is the link's.
+        case transfer
     }
 
     /// When the schedule starts ticking.
@@ -42,7 +47,7 @@ public struct Schedule: Hashable, Sendable {
     public var characteristicID: String
     /// What a tick does.
     public var action: Action
-    /// The time between ticks.
+    /// The time between ticks; zero for a `transfer`, which goes at the link's pace.
     public var interval: Duration
     /// When ticking starts.
     public var start: Start

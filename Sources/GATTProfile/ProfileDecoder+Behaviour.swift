@@ -38,15 +38,46 @@ extension ProfileDecoder {
 
     // MARK: Schedules
 
+    /// Whether a transfer's generators are one whole-value, non-repeating sequence of text or bytes ending in EOM.
+    static func isTransferText(_ generators: [FieldGenerator]) -> Bool {
+        guard generators.count == 1, generators[0].field == nil,
+            case .sequence(let values, repeats: false) = generators[0].generator, let last = values.last
+        else { return false }
+        let isPiece: (FieldValue) -> Bool = {
+            switch $0 {
+            case .text, .bytes: true
+            default: false
+            }
+        }
+        let isEOM: Bool
+        switch last {
+        case .text(let text): isEOM = text == "EOM"
+        case .bytes(let bytes): isEOM = bytes == Array("EOM".utf8)
+        default: isEOM = false
+        }
+        return values.allSatisfy(isPiece) && isEOM
+    }
+
     private mutating func decodeSchedule(_ node: YAMLNode) -> Schedule? {
         let keys = ["characteristic", "interval", "action", "start", "fields", "value"]
-        guard let map = fields(node, in: "schedule", allowed: keys, required: ["characteristic", "interval"]) else {
+        guard let map = fields(node, in: "schedule", allowed: keys, required: ["characteristic"]) else {
             return nil
         }
+        let isTransfer = map["action"]?.scalar == Schedule.Action.transfer.rawValue
         let target = map["characteristic"].flatMap { lookUpCharacteristic($0, for: "schedule `characteristic`") }
-        let interval = map["interval"].flatMap { duration($0, for: "`interval`") }
+        var interval = map["interval"].flatMap { duration($0, for: "`interval`") }
         if let interval, interval <= .zero, let at = map["interval"] {
             report(at, "a schedule's `interval` must be above zero")
+        }
+        // A transfer goes at the link's pace (as fast as the queue takes it), so an interval would be a promise
+        // it does not keep; every other schedule needs one.
+        if isTransfer, let at = map["interval"] {
+            report(at, "a `transfer` has no `interval`: it sends as fast as the queue takes each chunk")
+            interval = nil
+        } else if isTransfer {
+            interval = .zero
+        } else if map["interval"] == nil {
+            report(node, "missing key `interval` in schedule")
         }
         var start = Schedule.Start.launch
         if let value = map["start"],
@@ -66,13 +97,17 @@ extension ProfileDecoder {
         }
         guard let target, let action else { return nil }
         let characteristic = target.characteristic
-        var isValid = interval.map { $0 > .zero } ?? false
+        var isValid = interval.map { $0 > .zero || isTransfer } ?? false
         if let at = map["characteristic"] {
             if characteristic.value.isCached {
                 report(at, "characteristic `\(characteristic.id)` has a constant (cached) value, which cannot change")
                 isValid = false
             }
-            if action == .notify && !characteristic.properties.contains(.notify) {
+            if action == .transfer && start != .firstSubscription {
+                report(map["start"] ?? at, "a `transfer` starts for each subscriber: `start: first-subscription`")
+                isValid = false
+            }
+            if (action == .notify || action == .transfer) && !characteristic.properties.contains(.notify) {
                 report(
                     map["action"] ?? at, "characteristic `\(characteristic.id)` cannot notify (no `notify` property)")
                 isValid = false
@@ -131,6 +166,12 @@ extension ProfileDecoder {
             } else {
                 isValid = false
             }
+        }
+        if isValid && action == .transfer && !Self.isTransferText(generators) {
+            report(
+                map["value"] ?? node,
+                "a `transfer` streams a `value` `sequence` of text or bytes that does not repeat and ends with `EOM`")
+            isValid = false
         }
         guard isValid, let interval else { return nil }
         return Schedule(

@@ -10,7 +10,12 @@ struct BehaviourText {
     var lines: [String] {
         guard !behaviour.isEmpty else { return [] }
         var lines = ["  behaviour:"]
-        for schedule in behaviour.schedules {
+        for schedule in behaviour.schedules where schedule.action == .transfer {
+            lines.append(
+                "    transfer \(schedule.characteristicID): to each subscriber, cut to its maximum update length, "
+                    + "as fast as the queue takes it, then EOM")
+        }
+        for schedule in behaviour.schedules where schedule.action != .transfer {
             let start = schedule.start == .launch ? "from launch" : "while subscribed"
             lines.append(
                 "    schedule \(schedule.characteristicID): \(schedule.action.rawValue) every "

@@ -150,6 +150,24 @@ import Testing
         #expect(counters.refusedFull > 0 && counters.dropped == 0 && counters.waiting == 0)
     }
 
+    /// Issue 12: a `notify` schedule shaped like a transfer used to be turned into one and sent at once, whatever
+    /// its interval; now only `action: transfer` streams, and a notify schedule sends one piece per interval.
+    @Test(.timeLimit(.minutes(1))) func aNotifyScheduleEndingInEOMKeepsItsInterval() async throws {
+        var profile = try bundledProfile("transfer")
+        profile.behaviour.schedules[0].action = .notify
+        profile.behaviour.schedules[0].interval = .milliseconds(50)
+        let rig = try await Rig(profile)
+        await rig.start()
+        let central = VirtualCentral(connectingTo: rig.backend, attMTU: 53)
+        try await rig.subscribe(central, to: "transfer-text")
+        var updates = central.notifications.makeAsyncIterator()
+        rig.clock.advance(by: .milliseconds(50))
+        #expect(await updates.next()?.bytes == Array("Hello from blemu! Th".utf8))
+        rig.clock.advance(by: .milliseconds(50))
+        #expect(await updates.next()?.bytes == Array("is text travels in 2".utf8))
+        #expect(await rig.emulator.counters().queued == 2)
+    }
+
     @Test func transferChunksFollowTheCentralsMTU() async throws {
         let rig = try await Rig(try bundledProfile("transfer"))
         await rig.start()
