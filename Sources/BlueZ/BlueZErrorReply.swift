@@ -25,6 +25,9 @@ public struct BlueZErrorReply: Hashable, Sendable {
             return
         }
         switch error {
+        case .unlikelyError:
+            // Asked for: bluetoothd's answer to a name it does not know.
+            self.init(Self.undeliverable, "Unlikely Error", error)
         case _ where error.isApplicationError:
             let hex = String(error.rawValue, radix: 16)
             self.init(BlueZName.Error.failed, "0x\(hex)", error)
@@ -38,9 +41,12 @@ public struct BlueZErrorReply: Hashable, Sendable {
             self.init(BlueZName.Error.invalidOffset, "Invalid Offset", error)
         case .procedureAlreadyInProgress:
             self.init(BlueZName.Error.inProgress, "Procedure Already In Progress", error)
-        default:
-            // Read or Write Not Permitted on its own operation: NotPermitted becomes the one that fits.
+        case .readNotPermitted, .writeNotPermitted:
+            // On its own operation (checked above): NotPermitted becomes the one that fits.
             self.init(BlueZName.Error.notPermitted, error.name, error)
+        default:
+            // `deliveredThroughBlueZ` has a code this switch does not spell: the central gets 0x0E, said so.
+            self.init(Self.undeliverable, "\(error) cannot be sent through bluetoothd", .unlikelyError)
         }
     }
 

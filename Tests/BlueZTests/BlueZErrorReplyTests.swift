@@ -41,6 +41,28 @@ import Testing
         }
     }
 
+    /// A fault asking for 0x0E itself must not be spelled NotPermitted (it reached bleak as 0x02 once).
+    @Test func unlikelyErrorAskedForTravelsUnderANameBluetoothdDoesNotKnow() {
+        for operation in [AttributeOperation.read, .write] {
+            let reply = BlueZErrorReply(for: .unlikelyError, operation: operation)
+            #expect(reply.deliveredError == .unlikelyError)
+            #expect(!reply.name.hasPrefix("org.bluez.Error."), "\(reply.name)")
+        }
+    }
+
+    /// The spelling agrees with GATTModel's rule for every code and operation: what is said to arrive does.
+    @Test func everyCodeIsSpelledAsTheRuleSaysItArrives() {
+        for code in 0...255 {
+            for operation in [AttributeOperation.read, .write] {
+                let error = ATTError(rawValue: UInt8(code))
+                let reply = BlueZErrorReply(for: error, operation: operation)
+                #expect(reply.deliveredError == error.deliveredThroughBlueZ(on: operation))
+                let named = reply.name.hasPrefix("org.bluez.Error.")
+                #expect(named == (reply.deliveredError == error && error != .unlikelyError), "\(error) \(operation)")
+            }
+        }
+    }
+
     @Test func objectPathsFollowDeclarationOrder() {
         let paths = ObjectPaths(instance: 2)
         #expect(paths.descriptor(0, characteristic: 1, service: 3) == "/org/blemu/app2/service3/char1/desc0")
