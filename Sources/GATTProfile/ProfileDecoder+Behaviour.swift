@@ -453,7 +453,7 @@ extension ProfileDecoder {
         guard let text = string(node, for: "`error`") else { return nil }
         guard let error = ATTError(name: text) else {
             report(
-                node, "unknown ATT error `\(text)`",
+                node, "unknown ATT error `\(EditDistance.echo(text))`",
                 hint: EditDistance.hint(for: text, in: ATTError.named.map(\.key))
                     ?? "use a name such as `value-not-allowed` or a code such as `0x80`")
             return nil

@@ -100,7 +100,7 @@ extension ProfileDecoder {
             if let other, other != byID {
                 report(
                     node,
-                    "`\(text)` is ambiguous: service id `\(text)` is \(describe(byID)), the SIG name or hex is \(describe(other))",
+                    "`\(EditDistance.echo(text))` is ambiguous: service id `\(EditDistance.echo(text))` is \(describe(byID)), the SIG name or hex is \(describe(other))",
                     hint: "rename the service id")
                 return nil
             }
@@ -193,7 +193,7 @@ extension ProfileDecoder {
         if let entry = AssignedNumber.named(text, kind: kind) { return entry.uuid }
         if let uuid = BluetoothUUID(text) { return uuid }
         report(
-            node, "bad UUID `\(text)` for \(what): expected 16-, 32- or 128-bit hex or a SIG \(kind.rawValue) name",
+            node, "bad UUID `\(EditDistance.echo(text))` for \(what): expected 16-, 32- or 128-bit hex or a SIG \(kind.rawValue) name",
             hint: EditDistance.hint(for: text, in: AssignedNumber.keys(of: kind)))
         return nil
     }

@@ -168,7 +168,7 @@ struct ProfileDecoder {
             let hint =
                 EditDistance.hint(for: text, in: names)
                 ?? "expected one of " + names.map { "`\($0)`" }.joined(separator: ", ")
-            report(node, "unknown \(what) `\(text)`", hint: hint)
+            report(node, "unknown \(what) `\(EditDistance.echo(text))`", hint: hint)
             return nil
         }
         return text
@@ -179,7 +179,7 @@ struct ProfileDecoder {
         guard let text = plain(node, expecting: "a number", for: what) else { return nil }
         if let integer = Self.integer(text) { return Double(integer) }
         guard let value = Double(text.replacingOccurrences(of: "_", with: "")) else {
-            report(node, "expected a number for \(what), found `\(text)`")
+            report(node, "expected a number for \(what), found `\(EditDistance.echo(text))`")
             return nil
         }
         return value
@@ -189,7 +189,7 @@ struct ProfileDecoder {
     mutating func integer(_ node: YAMLNode, for what: String, in range: ClosedRange<Int64>) -> Int64? {
         guard let text = plain(node, expecting: "an integer", for: what) else { return nil }
         guard let value = Self.integer(text) else {
-            report(node, "expected an integer for \(what), found `\(text)`")
+            report(node, "expected an integer for \(what), found `\(EditDistance.echo(text))`")
             return nil
         }
         guard range.contains(value) else {
@@ -206,7 +206,7 @@ struct ProfileDecoder {
         case "true", "True", "TRUE": return true
         case "false", "False", "FALSE": return false
         default:
-            report(node, "expected `true` or `false` for \(what), found `\(text)`")
+            report(node, "expected `true` or `false` for \(what), found `\(EditDistance.echo(text))`")
             return nil
         }
     }
@@ -223,7 +223,7 @@ struct ProfileDecoder {
             }
             break
         }
-        report(node, "expected a duration for \(what) such as `1s`, `250ms` or `2min`, found `\(text)`")
+        report(node, "expected a duration for \(what) such as `1s`, `250ms` or `2min`, found `\(EditDistance.echo(text))`")
         return nil
     }
 

@@ -46,6 +46,18 @@ struct SplitMix64: RandomNumberGenerator {
         }
     }
 
+    /// Issue 12: a 1 MB token where a UUID belongs was echoed whole and searched for a suggestion (13 s).
+    @Test func aHugeTokenIsEchoedCutAndGetsNoSuggestion() {
+        let token = String(repeating: "x", count: 1_000_000)
+        let text = "name: Big\nservices:\n  - id: s\n    uuid: \(token)\n    characteristics: []\n"
+        let result = ProfileLoader.decode(text: text, fileName: "big.yaml")
+        let messages = result.diagnostics.map(\.positionedMessage)
+        #expect(messages.count == 1)
+        #expect(messages.first?.contains("xxxxxxxxxx... (1000000 characters)") == true)
+        #expect(messages.allSatisfy { $0.count < 300 }, "\(messages.map(\.count))")
+        #expect(result.diagnostics.first?.hint == nil)
+    }
+
     @Test(arguments: ["heart-rate.yaml", "thermostat.yaml", "transfer.yaml", "cycling-speed-cadence.yaml"])
     func mutatedProfilesNeverCrashTheDecoder(name: String) throws {
         let original = try String(
