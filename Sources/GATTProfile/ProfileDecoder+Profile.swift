@@ -193,7 +193,8 @@ extension ProfileDecoder {
         if let entry = AssignedNumber.named(text, kind: kind) { return entry.uuid }
         if let uuid = BluetoothUUID(text) { return uuid }
         report(
-            node, "bad UUID `\(EditDistance.echo(text))` for \(what): expected 16-, 32- or 128-bit hex or a SIG \(kind.rawValue) name",
+            node,
+            "bad UUID `\(EditDistance.echo(text))` for \(what): expected 16-, 32- or 128-bit hex or a SIG \(kind.rawValue) name",
             hint: EditDistance.hint(for: text, in: AssignedNumber.keys(of: kind)))
         return nil
     }

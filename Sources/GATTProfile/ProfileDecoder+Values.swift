@@ -21,7 +21,8 @@ extension ProfileDecoder {
         }
         if form == "text" { return Array(text.utf8) }
         guard let bytes = Self.hexBytes(text) else {
-            report(value, "bad hex `\(EditDistance.echo(text))`: expected pairs of hex digits such as `06 48` or `0x0648`")
+            report(
+                value, "bad hex `\(EditDistance.echo(text))`: expected pairs of hex digits such as `06 48` or `0x0648`")
             return nil
         }
         return bytes
@@ -178,7 +179,10 @@ extension ProfileDecoder {
                 if let bytes = Self.hexBytes(text) {
                     value = .bytes(bytes)
                 } else {
-                    report(node, "bad hex `\(EditDistance.echo(text))` for \(what): expected pairs of hex digits such as `06 48`")
+                    report(
+                        node,
+                        "bad hex `\(EditDistance.echo(text))` for \(what): expected pairs of hex digits such as `06 48`"
+                    )
                 }
             }
         }

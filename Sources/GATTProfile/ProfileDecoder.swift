@@ -223,7 +223,8 @@ struct ProfileDecoder {
             }
             break
         }
-        report(node, "expected a duration for \(what) such as `1s`, `250ms` or `2min`, found `\(EditDistance.echo(text))`")
+        report(
+            node, "expected a duration for \(what) such as `1s`, `250ms` or `2min`, found `\(EditDistance.echo(text))`")
         return nil
     }
 
