@@ -182,6 +182,13 @@ struct RunCommand: AsyncParsableCommand {
             await backend.shutdown()
             throw ExitCode.unavailable
         }
+        // bluetoothd adds a Device Information service of its own unless main.conf says `DeviceID = false`
+        // (src/gatt-database.c populate_devinfo_service): a central would see two 0x180A.
+        if profile.services.contains(where: { $0.uuid == BluetoothUUID(0x180A) }) {
+            logger.notice(
+                "the profile declares Device Information (180A): unless bluetoothd's main.conf has [General] DeviceID = false, centrals also see bluetoothd's own 180A (PnP ID)"
+            )
+        }
         let name = plan.localName ?? profile.name
         say("advertising \"\(name)\" on \(adapter): \(profile.services.count) services published; Ctrl-C to stop")
 

@@ -90,6 +90,9 @@ struct LabGenerationTests {
         #expect(script.contains("export PATH='/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'\n"))
         #expect(script.contains("btmon -w \"$W/btmon.snoop\""))
         #expect(GuestStack.mainConf.contains("[GATT]\nChannels = 1\n"))
+        #expect(
+            GuestStack.mainConf.contains("[General]\n# No Device Information")
+                && GuestStack.mainConf.contains("DeviceID = false\n"))
     }
 
     @Test func controllersAreLEOnlyUnlessDualModeIsAskedFor() {
