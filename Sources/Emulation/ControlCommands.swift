@@ -116,6 +116,7 @@ struct ControlCommands: Sendable {
                     "notificationsQueued": counters.queued, "notificationsSent": counters.sent,
                     "queueFull": counters.refusedFull, "waiting": counters.waiting,
                     "notificationsDropped": counters.dropped, "eventLinesLost": counters.eventLinesLost,
+                    "notificationsToNobody": counters.withoutSubscribers,
                 ]
             ]
         default:

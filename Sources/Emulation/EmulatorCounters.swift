@@ -12,6 +12,9 @@ public struct EmulatorCounters: Hashable, Sendable {
     public var waiting = 0
     /// Notifications and indications the manager handed to the stack.
     public var sent = 0
+    /// Updates that reached no central: none subscribed then (a value set in the moment between a central's CCCD
+    /// write and bluetoothd's AcquireNotify lands here too).
+    public var withoutSubscribers = 0
     /// Updates the manager dropped (central gone or unsubscribed), as reported in its events.
     public var dropped = 0
     /// Event log lines not written: dropped behind a slow reader or lost to a failed write (`EventLog.lostLines`).
@@ -30,6 +33,7 @@ extension Emulator {
         if let manager {
             snapshot.requests = manager.requestCounts
             snapshot.sent = await manager.notificationStatistics.sent
+            snapshot.withoutSubscribers = await manager.updatesWithoutSubscribers
         }
         return snapshot
     }

@@ -187,6 +187,10 @@ public actor PeripheralManager {
     ///
     /// Returns false, sending to nobody, when a target's queue is full: `.readyToUpdateSubscribers` follows when
     /// it has room, then call again. Returns true when queued, also when nobody is subscribed (nothing to do);
+    /// Updates that reached no central because none was subscribed at that moment (accepted, as Core Bluetooth
+    /// accepts them, and counted apart from the ones sent).
+    public private(set) var updatesWithoutSubscribers = 0
+
     /// an unpublished characteristic is logged as misuse and returns true (no retry would help).
     public func updateValue(
         _ value: [UInt8], for characteristic: Characteristic, onSubscribedCentrals centrals: [Central]? = nil
@@ -200,7 +204,12 @@ public actor PeripheralManager {
             .filter { wanted?.contains($0.central.id) ?? true }
             .sorted { $0.central.id < $1.central.id }
             .map { (central: self.centrals[$0.central.id] ?? $0.central, isIndication: $0.kind == .indication) }
-        guard !targets.isEmpty else { return true }
+        guard !targets.isEmpty else {
+            // Reaches no central: nobody subscribed, or a central whose CCCD write bluetoothd has acknowledged but
+            // not yet turned into an AcquireNotify (docs/bluez.md, Notifications). Counted, never "sent".
+            updatesWithoutSubscribers += 1
+            return true
+        }
         switch queue.enqueue(value, characteristicID: characteristic.id, to: targets) {
         case .full(let full):
             logger.debug("updateValue for \(characteristic.id): queue full for \(full.map(\.id))")

@@ -168,6 +168,23 @@ import Testing
         #expect(await rig.emulator.counters().queued == 2)
     }
 
+    /// Issue 12: an update nobody is subscribed to (as in the moment between a CCCD write and AcquireNotify)
+    /// reaches no central and is counted as such, never as sent.
+    @Test func anUpdateWithNoSubscriberIsCountedApartFromTheSentOnes() async throws {
+        let rig = try await Rig(try bundledProfile("heart-rate"))
+        await rig.start()
+        try await rig.emulator.set([50], for: "battery-level")
+        var counters = await rig.emulator.counters()
+        #expect(counters.withoutSubscribers == 1 && counters.sent == 0)
+        let central = VirtualCentral(connectingTo: rig.backend)
+        try await rig.subscribe(central, to: "battery-level")
+        try await rig.emulator.set([49], for: "battery-level")
+        var updates = central.notifications.makeAsyncIterator()
+        #expect(await updates.next()?.bytes == [49])
+        counters = await rig.emulator.counters()
+        #expect(counters.withoutSubscribers == 1 && counters.sent == 1)
+    }
+
     @Test func transferChunksFollowTheCentralsMTU() async throws {
         let rig = try await Rig(try bundledProfile("transfer"))
         await rig.start()
