@@ -25,6 +25,7 @@ public final class StateStore: Sendable {
     public let path: String
     private let profileName: String
     private let fingerprint: String
+    private let profile: PeripheralProfile
     private let logger: Logger
     private let state: Mutex<Snapshot>
 
@@ -73,6 +74,7 @@ public final class StateStore: Sendable {
         path = (directory ?? Self.defaultDirectory) + "/" + name + ".json"
         profileName = profile.name
         fingerprint = Self.fingerprint(of: profile)
+        self.profile = profile
         self.logger = logger
         state = Mutex(Snapshot())
     }
@@ -90,7 +92,8 @@ public final class StateStore: Sendable {
                 problem = "version \(file.version), expected \(Self.version)"
             } else if file.profile != profileName || file.fingerprint != fingerprint {
                 problem = "saved for profile \"\(file.profile)\" (\(file.fingerprint)), not this one"
-            } else if let values = Self.decode(file.values) {
+            } else if let decoded = Self.decode(file.values) {
+                let values = accepted(decoded)
                 state.withLock { $0 = Snapshot(values: values, subscriptions: file.subscriptions) }
                 return RestoredState(values: values, subscriptions: file.subscriptions)
             } else {
@@ -104,6 +107,43 @@ public final class StateStore: Sendable {
         logger.warning(
             "state file \(path) ignored (\(problem)); \(moved ? "moved to \(aside)" : "could not move it aside")")
         return nil
+    }
+
+    /// The saved values that pass the checks a central's write of the whole value passes now: a writable,
+    /// non-constant characteristic of this profile, within its maximum length, decodable by its fields, accepted
+    /// by its write rules. A file edited by hand, or written before the profile's rules changed, must not serve what
+    /// no central could have written; each value skipped is said in one warning naming it and the file.
+    func accepted(_ values: [String: [UInt8]]) -> [String: [UInt8]] {
+        var kept: [String: [UInt8]] = [:]
+        let rules = try? WriteRuleEngine(profile: profile)
+        for (id, value) in values.sorted(by: { $0.key < $1.key }) {
+            let problem: String?
+            if let characteristic = profile.characteristic(id: id) {
+                var engine = rules
+                let properties = characteristic.properties
+                if characteristic.value.isCached {
+                    problem = "its value is a constant"
+                } else if !properties.contains(.write) && !properties.contains(.writeWithoutResponse) {
+                    problem = "it is not writable"
+                } else if value.count > characteristic.maximumLength {
+                    problem = "\(value.count) bytes, over its maximum of \(characteristic.maximumLength)"
+                } else if let layout = characteristic.layout, layout.decode(value) == nil {
+                    problem = "\(value.count) bytes do not fit its fields"
+                } else if case .reject(let error)? = engine?.write(value, to: id, at: .zero) {
+                    problem = "its write rules refuse it with \(error)"
+                } else {
+                    problem = nil
+                }
+            } else {
+                problem = "the profile has no such characteristic"
+            }
+            if let problem {
+                logger.warning("state file \(path): saved value of `\(id)` not restored: \(problem)")
+            } else {
+                kept[id] = value
+            }
+        }
+        return kept
     }
 
     /// Persists values written by centrals (merged over earlier ones). A failed write is logged, never fatal.

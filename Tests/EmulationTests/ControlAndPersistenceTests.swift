@@ -318,6 +318,28 @@ extension EventLogTests {
         #expect(store.current.subscriptions == ["battery-level": ["phone"]])
     }
 
+    /// Issue 18: a state file holding what no central could have written (600 bytes where 2 fit, a value the
+    /// write rules refuse, a read-only characteristic) was restored and served as it was.
+    @Test func restoredValuesPassTheChecksAWritePassesAndTheRestAreSkipped() throws {
+        let directory = try temporaryDirectory()
+        let profile = try bundledProfile("thermostat")
+        // A file as blemu writes it (version, profile, fingerprint), then edited as a user or a bug might.
+        StateStore(restoreID: "edited", directory: directory, profile: profile).recordWrites([
+            "mode": [0x02], "set-point": [0x34, 0x08], "temperature": [0x00, 0x00],
+            "humidity": [UInt8](repeating: 0, count: 600),
+        ])
+        let path = directory + "/edited.json"
+        var file = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
+        var values = try #require(file["values"] as? [String: String])
+        values["set-point"] = "FFFF"  // -0.01 °C: under the rule's 5.00 °C
+        values["ghost"] = "01"
+        file["values"] = values
+        try JSONSerialization.data(withJSONObject: file).write(to: URL(fileURLWithPath: path))
+        let restored = try #require(StateStore(restoreID: "edited", directory: directory, profile: profile).restore())
+        #expect(restored.values == ["mode": [0x02]])
+    }
+
     @Test func corruptStateFileIsRenamedAsideNotFatal() throws {
         let directory = try temporaryDirectory()
         let profile = try bundledProfile("thermostat")
@@ -334,15 +356,16 @@ extension EventLogTests {
     @Test func stateFileSpellsHexAsBlemuDoesAndStillReadsLowercase() throws {
         let directory = try temporaryDirectory()
         let profile = try bundledProfile("thermostat")
-        StateStore(restoreID: "h", directory: directory, profile: profile).recordWrites(["mode": [0xAB, 0x0C]])
+        // 25.00 °C, a set point the write rules accept (restored values pass them).
+        StateStore(restoreID: "h", directory: directory, profile: profile).recordWrites(["set-point": [0xC4, 0x09]])
         let text = try String(contentsOfFile: directory + "/h.json", encoding: .utf8)
-        #expect(text.contains("\"AB0C\"") && !text.contains("ab0c"))
+        #expect(text.contains("\"C409\"") && !text.contains("c409"))
         // A file from before the spelling was unified.
-        try text.replacingOccurrences(of: "AB0C", with: "ab0c").write(
+        try text.replacingOccurrences(of: "C409", with: "c409").write(
             toFile: directory + "/h.json", atomically: true, encoding: .utf8)
         #expect(
-            StateStore(restoreID: "h", directory: directory, profile: profile).restore()?.values["mode"] == [
-                0xAB, 0x0C,
+            StateStore(restoreID: "h", directory: directory, profile: profile).restore()?.values["set-point"] == [
+                0xC4, 0x09,
             ])
     }
 
