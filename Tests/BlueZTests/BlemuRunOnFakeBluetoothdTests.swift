@@ -139,6 +139,45 @@ struct BlemuRunOnFakeBluetoothdTests {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
+    /// Issue 20: outside the lab the pytest fixture starts `blemu run` itself for the session and stops it cleanly
+    /// (everything unregistered). Needs pytest: the venv scripts/setup --lab makes.
+    @Test(
+        .enabled(if: FileManager.default.isExecutableFile(atPath: Self.venvPython), "needs scripts/setup --lab's venv"))
+    func thePytestFixtureStartsBlemuRunForTheSessionAndStopsItCleanly() async throws {
+        let (bus, fake, directory) = try await rig()
+        defer { withExtendedLifetime(fake) {} }
+        let tests = directory + "/test_strap.py"
+        try """
+        def test_the_fixture_serves_the_profile(blemu_peripheral):
+            assert blemu_peripheral.get("battery-level").fields == {"percent": 87}
+            blemu_peripheral.pause_schedules("battery-level")
+            assert blemu_peripheral.counters().unanswered == 0
+        """.write(toFile: tests, atomically: true, encoding: .utf8)
+        let pytest = try ChildProcess(
+            "/usr/bin/env",
+            [
+                "PYTHONPATH=\(ChildProcess.repositoryRoot)/python/src", "PYTHONDONTWRITEBYTECODE=1", Self.venvPython,
+                "-m", "pytest", "-p", "no:cacheprovider", "--blemu-profile",
+                ChildProcess.repositoryRoot + "/profiles/heart-rate.yaml", "--blemu", ChildProcess.blemu,
+                "--blemu-bus", bus.address, tests,
+            ], outputIn: directory)
+        let status = await pytest.exitStatus()
+        #expect(status == 0, "\(pytest.stdout)\(pytest.stderr)")
+        #expect(pytest.stdout.contains("1 passed"), "\(pytest.stdout)")
+        #expect(await eventually(within: .seconds(10)) { await fake.applications.isEmpty }, "still registered")
+        #expect(await fake.advertisements.isEmpty, "the advertisement is still registered")
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// The venv `scripts/setup --lab` makes (`<cache>/venv`), with pytest and bleak.
+    static let venvPython: String = {
+        let environment = ProcessInfo.processInfo.environment
+        let cache =
+            environment["BLEMU_CACHE"]
+            ?? (environment["XDG_CACHE_HOME"].map { $0 + "/blemu" } ?? NSHomeDirectory() + "/.cache/blemu")
+        return cache + "/venv/bin/python"
+    }()
+
     @Test func aReaderOfTheEventsThatGoesAwayCostsLinesNotTheDevice() async throws {
         // `blemu run --events - | head -3`: head exits, and blemu must keep serving and stop cleanly.
         let (bus, fake, directory) = try await rig()

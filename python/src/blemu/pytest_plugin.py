@@ -27,6 +27,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--blemu-profile", default=None, help="profile for blemu run when not inside blemu lab run")
     group.addoption("--blemu-adapter", default=None, help="adapter for blemu run (default: blemu's, hci0)")
     group.addoption("--blemu", default=None, help="the blemu executable (default: blemu on PATH)")
+    group.addoption("--blemu-bus", default=None, help="D-Bus address for blemu run (default: the system bus)")
     parser.addini("blemu_profile", "profile for blemu run when not inside blemu lab run", default="")
 
 
@@ -53,6 +54,9 @@ def blemu_peripherals(request: pytest.FixtureRequest) -> Iterator[List[Periphera
     adapter = request.config.getoption("blemu_adapter")
     if adapter:
         arguments += ["--adapter", adapter]
+    bus = request.config.getoption("blemu_bus")
+    if bus:
+        arguments += ["--bus", bus]
     with open(os.path.join(directory, "blemu.log"), "wb") as log:
         process = subprocess.Popen(arguments, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     peripheral = Peripheral(control, events=events)
