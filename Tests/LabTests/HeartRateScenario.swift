@@ -32,6 +32,8 @@ enum HeartRateScenario {
     /// The venv's interpreter: `<cache>/venv/bin/python` next to the BlueZ builds (scripts/setup).
     static let bleakPython =
         URL(fileURLWithPath: BlueZInstall.cacheRoot()).deletingLastPathComponent().path + "/venv/bin/python"
+    /// A file the command writes by relative path in its working directory (issue 20: the cwd was read-only).
+    static let writableCheck = "lab-writable-check.txt"
     /// How long the probe listens: the profile notifies Heart Rate Measurement once a second.
     static let listenSeconds = 3
 
@@ -62,6 +64,9 @@ enum HeartRateScenario {
             --name \(GuestStack.shellQuote(advertisedName)) --service 180D --listen \(listenSeconds) --timeout 20 \
             --json "$BLEMU_LAB_PERIPHERAL_ADDRESS" > "$BLEMU_LAB_RESULTS/probe.json"
             rc=$?
+            # The working directory (this checkout) is writable through the lab's overlay: the file lands in
+            # results/workdir, never in the checkout.
+            echo "written in the lab" > \(GuestStack.shellQuote(writableCheck)) || echo "read-only" > "$BLEMU_LAB_RESULTS/workdir-failed"
             /usr/bin/python3 \(GuestStack.shellQuote(centralTests)) > "$BLEMU_LAB_RESULTS/central-tests.txt" 2>&1
             echo $? > "$BLEMU_LAB_RESULTS/central-tests-rc"
             \(GuestStack.shellQuote(bleakPython)) \(GuestStack.shellQuote(bleakTests)) \

@@ -73,6 +73,19 @@ struct HeartRateScenarioTests {
         #expect(!log.contains("is already connected"), "bluetoothd saw an ATT connection before its link")
     }
 
+    /// Issue 20: the command writes beside its sources; the write is kept in the results and the checkout is
+    /// untouched.
+    @Test(arguments: LabScenario.versions) func theWorkingDirectoryIsWritableAndTheCheckoutUnchanged(
+        bluez: BlueZInstall
+    ) async throws {
+        let run = try await HeartRateScenario.shared.run(on: bluez)
+        #expect(!FileManager.default.fileExists(atPath: run.file("workdir-failed")))
+        let copied = try String(
+            contentsOfFile: run.file("workdir/" + HeartRateScenario.writableCheck), encoding: .utf8)
+        #expect(copied == "written in the lab\n")
+        #expect(!FileManager.default.fileExists(atPath: LabScenario.package + "/" + HeartRateScenario.writableCheck))
+    }
+
     /// Issue 20: summary.json says what the peripheral itself counted after three centrals came and went.
     @Test(arguments: LabScenario.versions) func theSummaryHasThePeripheralsOwnCountsWithEveryRequestAnswered(
         bluez: BlueZInstall
