@@ -117,8 +117,7 @@ enum ProfilesScenario {
             behaviour:
               schedules:
                 - characteristic: transfer-text
-                  interval: 50ms
-                  action: notify
+                  action: transfer
                   start: first-subscription
                   value:
                     sequence:
