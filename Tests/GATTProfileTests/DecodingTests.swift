@@ -140,6 +140,7 @@ func diagnostics(_ text: String) -> [String] {
         let profile = try #require(
             ProfileLoader.load(path: Repository.root.appendingPathComponent("profiles/transfer.yaml").path).profile)
         let schedule = try #require(profile.behaviour.schedules.first)
+        #expect(schedule.action == .transfer && schedule.interval == .zero)
         guard case .sequence(let values, let repeats) = schedule.generators.first?.generator else {
             Issue.record("expected a sequence generator")
             return
