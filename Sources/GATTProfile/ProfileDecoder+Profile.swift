@@ -179,7 +179,19 @@ extension ProfileDecoder {
         }
         // A passkey is six decimal digits (Core Spec Vol 3, Part H, 2.3.5.3).
         if let value = map["passkey"], let passkey = integer(value, for: "`passkey`", in: 0...999_999) {
-            pairing.passkey = UInt32(passkey)
+            // The peripheral's agent is asked for a passkey (Agent1.RequestPasskey) only when this side types it:
+            // when it displays, the kernel picks a random one and bluetoothd only shows it (DisplayPasskey), so a
+            // fixed passkey on a display-only device failed with SMP Confirm Value Failed.
+            if [.keyboardOnly, .keyboardDisplay].contains(pairing.ioCapability) {
+                pairing.passkey = UInt32(passkey)
+            } else {
+                report(
+                    value,
+                    "a fixed `passkey` needs `io-capability: keyboard-only` or `keyboard-display`: with "
+                        + "\(pairing.ioCapability.rawValue) the kernel chooses a random passkey and bluetoothd only "
+                        + "shows it (Agent1.DisplayPasskey)",
+                    hint: "use keyboard-only (the central must type the same passkey), or drop `passkey`")
+            }
         }
         if let value = map["bondable"], let flag = boolean(value, for: "`bondable`") { pairing.isBondable = flag }
         return pairing

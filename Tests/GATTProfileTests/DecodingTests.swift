@@ -111,7 +111,7 @@ func diagnostics(_ text: String) -> [String] {
             ProfileLoader.load(path: Repository.root.appendingPathComponent("profiles/secure.yaml").path).profile)
         let email = try #require(profile.characteristic(id: "email-address"))
         #expect(email.bluezFlags == [.read, .notify, .encryptRead, .encryptNotify])
-        #expect(profile.pairing == PairingSettings(ioCapability: .displayOnly, passkey: 246810, isBondable: true))
+        #expect(profile.pairing == PairingSettings(ioCapability: .keyboardOnly, passkey: 246810, isBondable: true))
     }
 
     @Test func heartRateBehaviourIsARandomWalkNotifiedEverySecond() throws {
