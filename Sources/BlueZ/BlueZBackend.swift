@@ -103,7 +103,11 @@ public final class BlueZBackend: PeripheralBackend {
             try connection.addObjectManager(at: ObjectPath(stringLiteral: paths.root))
             try connection.export(
                 ObjectPath(stringLiteral: paths.agent),
-                [PairingAgent.interface(options.pairing, owner: owner, logger: logger)])
+                [
+                    PairingAgent.interface(
+                        options.pairing, owner: owner, logger: logger,
+                        report: { [continuation] in continuation.yield(.pairing($0)) })
+                ])
         } catch {
             connection.close()
             throw .export("\(error)")

@@ -14,6 +14,7 @@ import Peripheral
 /// | `{"command":"fault","operation":"read","nth":1,"effect":"disconnect"}` (or `stop-advertising`), after answering | |
 /// | `{"command":"advertising","action":"start"}` (or `stop`) | |
 /// | `{"command":"schedules"}`, or `"action":"pause"` / `"resume"` with an optional `"id"` | `schedules`: `[{id, intervalMs, paused, running}]` |
+/// | `{"command":"pairing"}` | `pairings`: `[{central, method, passkey?, accepted}]`, the latest 16, oldest first |
 /// | `{"command":"counters"}` | `counters` |
 ///
 /// `set` with `fields` changes only the named fields of the current value. A running schedule of that characteristic
@@ -106,6 +107,15 @@ struct ControlCommands: Sendable {
                 ] as [String: Any]
             }
             return ["schedules": schedules]
+        case "pairing":
+            let pairings = await emulator.pairings.map { pairing in
+                var entry: [String: Any] = [
+                    "central": pairing.central, "method": pairing.method.rawValue, "accepted": pairing.accepted,
+                ]
+                if let passkey = pairing.passkey { entry["passkey"] = PairingEvent.spelled(passkey) }
+                return entry
+            }
+            return ["pairings": pairings]
         case "counters":
             let counters = await emulator.counters()
             let requests = counters.requests

@@ -1,5 +1,6 @@
 import Foundation
 import GATTModel
+import Peripheral
 
 /// Something that happened while a profile ran, as the event log records it (one JSON line each).
 public enum EmulationEvent: Hashable, Sendable {
@@ -36,6 +37,8 @@ public enum EmulationEvent: Hashable, Sendable {
     case fault(String, characteristicID: String?)
     /// The engine re-registered after bluetoothd restarted or the adapter came back.
     case restarted(reason: String)
+    /// A pairing step the stack asked the peripheral's side (a passkey shown or typed, Just Works authorized).
+    case pairing(PairingEvent)
     /// The event log itself fell `EventLog.maximumPending` lines behind its reader and dropped this many.
     case linesDropped(Int)
 }

@@ -53,6 +53,8 @@ public actor Emulator {
     var counts = EmulatorCounters()
     /// The manager's last state, to tell a return from `.resetting` (bluetoothd restarted) in the event log.
     private var lastState: PeripheralManagerState?
+    /// The latest pairing steps, oldest first (`ctl pairing`).
+    private(set) var pairings: [PairingEvent] = []
 
     /// An emulator for `profile`, serving values from `server`'s store. `clock` drives the schedules and fault
     /// delays (tests pass a manual one); `requestDeadline` must be the manager's, so delays stay under it.
@@ -312,8 +314,15 @@ public actor Emulator {
             logger.warning("\(count) update(s) for \(central) dropped: \(reason)")
         case .advertisingStopped(let reason):
             logger.warning("advertising stopped by the stack: \(reason)")
+        case .pairing(let pairing):
+            // Kept for `ctl pairing`: a test reads a displayed passkey there and types it on its central.
+            pairings = Array((pairings + [pairing]).suffix(Self.keptPairings))
+            log?.record(.pairing(pairing))
         }
     }
+
+    /// How many pairing steps `pairings` keeps, newest last.
+    static let keptPairings = 16
 
     private func subscribersChanged(_ characteristic: Characteristic) async {
         guard let manager else { return }

@@ -1,5 +1,6 @@
 import Foundation
 import GATTModel
+import Peripheral
 
 /// Encodes event records as JSON lines: one object per line, `time` (ISO 8601, UTC, milliseconds) and `type` first,
 /// so `jq`, `grep` and a CI log viewer read them. Pure: it returns text; writing the log is the caller's.
@@ -54,6 +55,13 @@ public enum EventLineEncoder {
             if let id { fields.append(("characteristic", .string(id))) }
         case .restarted(let reason):
             fields += [("type", .string("restart")), ("reason", .string(reason))]
+        case .pairing(let pairing):
+            fields += [
+                ("type", .string("pairing")), ("central", .string(pairing.central)),
+                ("method", .string(pairing.method.rawValue)),
+            ]
+            if let passkey = pairing.passkey { fields.append(("passkey", .string(PairingEvent.spelled(passkey)))) }
+            fields.append(("result", .string(pairing.accepted ? "accepted" : "rejected")))
         case .linesDropped(let count):
             fields += [("type", .string("lines-dropped")), ("count", .number(Double(count)))]
         }

@@ -24,6 +24,8 @@ public enum BackendEvent: Sendable {
     /// The stack stopped advertising on its own and will not resume it (BlueZ: the advertisement could not be
     /// registered again after a power cycle; a `Release()` while the adapter goes away is not this).
     case advertisingStopped(reason: String)
+    /// The stack asked the peripheral's side of a pairing something (BlueZ: an `Agent1` call), and its answer.
+    case pairing(PairingEvent)
 }
 
 /// A read as the stack received it: the manager turns it into a `ReadRequest`.

@@ -23,6 +23,8 @@ public enum PeripheralEvent: Hashable, Sendable {
     case updatesDropped(Central, count: Int, reason: NotificationQueue.DropReason)
     /// The stack stopped advertising on its own and will not resume it, with its reason.
     case advertisingStopped(reason: String)
+    /// A pairing step: a passkey displayed or typed, a comparison confirmed, Just Works authorized.
+    case pairing(PairingEvent)
 }
 
 /// What a previous run saved for state restoration (Core Bluetooth's `willRestoreState` dictionary): the values

@@ -274,6 +274,8 @@ public actor PeripheralManager {
             isAdvertising = false
             logger.warning("the stack stopped advertising: \(reason)")
             continuation.yield(.advertisingStopped(reason: reason))
+        case .pairing(let pairing):
+            continuation.yield(.pairing(pairing))
         }
     }
 

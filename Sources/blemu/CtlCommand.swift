@@ -16,6 +16,7 @@ struct CtlCommand: ParsableCommand {
               fault read|write [ID] --nth N (--error NAME|0xNN | --delay-ms MS | --effect disconnect|stop-advertising)
               advertising start|stop
               schedules [pause|resume] [ID]    list the schedules; hold or release one (or all)
+              pairing                         the latest pairing steps: a displayed passkey to type
               counters
             `set` stores a value now; a running schedule of that characteristic writes its generated fields \
             again at its next tick, so to hold a value, `schedules pause ID` first.
@@ -89,7 +90,7 @@ struct CtlCommand: ParsableCommand {
                 values[String(field[..<equals])] = Self.value(String(field[field.index(after: equals)...]))
             }
             return ["command": "set", "id": id, "fields": values]
-        case "centrals", "counters":
+        case "centrals", "counters", "pairing":
             return ["command": command]
         case "advertising":
             return ["command": command, "action": try argument(0, "start or stop")]

@@ -1,4 +1,5 @@
 import BusTestSupport
+import DBus
 import Emulation
 import Foundation
 import GATTModel
@@ -199,6 +200,37 @@ struct BlemuRunOnFakeBluetoothdTests {
         #expect(run.stderr.contains("stopped: 20 requests, 20 answered"), "\(run.stderr)")
         #expect(run.stderr.contains("event log: Broken pipe"), "\(run.stderr)")
         #expect(run.stderr.contains("lines lost; writing failed: Broken pipe"), "\(run.stderr)")
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Issue 12: a passkey the stack displays is what a test must type on its central: it is in the event log and
+    /// in `ctl pairing`; a passkey asked of a profile that has none is refused and said.
+    @Test func pairingStepsAreLoggedAndReadableOverTheControlSocket() async throws {
+        let (bus, fake, directory) = try await rig()
+        let control = directory + "/control.sock"
+        let events = directory + "/events.jsonl"
+        let run = try await heartRate(on: bus, ["--control", control, "--events", events], in: directory)
+        let agent = try #require(await fake.agent, "blemu registered no agent")
+        let device = DBusValue.objectPath(ObjectPath(stringLiteral: "/org/bluez/hci0/dev_11_22_33_44_55_08"))
+        _ = try await fake.callApp(
+            agent.owner, agent.path, "org.bluez.Agent1", "DisplayPasskey", [device, .uint32(4213), .uint16(0)])
+        _ = try await fake.callApp(
+            agent.owner, agent.path, "org.bluez.Agent1", "DisplayPasskey", [device, .uint32(4213), .uint16(1)])
+        await #expect(throws: DBusError.self) {
+            _ = try await fake.callApp(agent.owner, agent.path, "org.bluez.Agent1", "RequestPasskey", [device])
+        }
+        let answer = try await send(ControlClient(path: control), ["command": "pairing"])
+        let pairings = answer["pairings"] as? [[String: Any]] ?? []
+        #expect(pairings.count == 2, "\(answer)")  // a keypress update is not a new step
+        #expect(pairings.first?["method"] as? String == "display-passkey")
+        #expect(pairings.first?["passkey"] as? String == "004213")
+        #expect(pairings.first?["central"] as? String == "/org/bluez/hci0/dev_11_22_33_44_55_08")
+        #expect(
+            pairings.last?["method"] as? String == "request-passkey" && pairings.last?["accepted"] as? Bool == false)
+        let log = try String(contentsOfFile: events, encoding: .utf8)
+        #expect(log.contains(#""type":"pairing""#) && log.contains(#""passkey":"004213""#), "\(log)")
+        run.signal(SIGTERM)
+        #expect(await run.exitStatus() == 0)
         try? FileManager.default.removeItem(atPath: directory)
     }
 

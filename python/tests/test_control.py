@@ -52,6 +52,7 @@ class PeripheralAgainstBlemuRun(unittest.TestCase):
         self.assertEqual(counters.unanswered, 0)
         self.assertIn("eventLinesLost", counters.raw)
         self.assertIsInstance(self.strap.centrals(), list)
+        self.assertIsInstance(self.strap.pairing(), list)
 
     def test_the_event_log_is_read_from_the_start_and_followed(self):
         log = EventLog(os.environ["BLEMU_TEST_EVENTS"])

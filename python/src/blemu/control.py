@@ -189,6 +189,11 @@ class Peripheral:
         """The connected centrals and their subscriptions."""
         return list(self.request({"command": "centrals"})["centrals"])
 
+    def pairing(self) -> List[Dict[str, Any]]:
+        """The latest pairing steps, oldest first: `central`, `method` ("display-passkey": type `passkey` on the
+        central), `passkey` (six digits), `accepted`."""
+        return list(self.request({"command": "pairing"})["pairings"])
+
     def counters(self) -> Counters:
         """Requests, answers and notifications as the peripheral counted them."""
         raw = {key: int(value) for key, value in self.request({"command": "counters"})["counters"].items()}
