@@ -44,13 +44,14 @@ public struct LabMachine: Sendable {
             let bluez = configuration.bluez ?? BlueZInstall.system(),
             let btvirt = prerequisites.path(of: "btvirt")
         else { throw LabError.prerequisitesMissing(prerequisites.report) }
-        let radio = prerequisites.path(of: "btvirt with the lab's link timing") ?? btvirt
+        let patchedRadio = prerequisites.path(of: "btvirt with the lab's link timing")
+        let radio = patchedRadio ?? btvirt
 
         let results = configuration.resultsDirectory
         let transcript = try Transcript(path: results + "/" + Self.transcriptFile, logger: logger)
         transcript.log("\(bluez)")
         transcript.log(
-            radio == btvirt && !radio.hasPrefix(BlueZInstall.cacheRoot())
+            patchedRadio == nil
                 ? "radio: \(radio), unpatched: bluetoothd will miss Connected for centrals (run scripts/build-bluez 5.82)"
                 : "radio: \(radio) (answers the LL feature exchange after 200 ms, as a link does)")
         try write(bluez.version + "\n", to: results + "/" + GuestStack.File.bluezVersion)
