@@ -95,11 +95,6 @@ struct RunCommand: AsyncParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         let profile = try ProfileInput.load(file)
         let plan = try ProfileInput.plan(profile, file: file)
-        // The behaviour too (replay files), before bluetoothd is touched: a bad profile is 65 whatever the bus.
-        if let problem = ProfileInput.runProblem(profile, file: file) {
-            Console.error(problem)
-            throw ExitCode.badProfile
-        }
         say(plan.report)
 
         var logger = Logger(label: "blemu") { StreamLogHandler.standardError(label: $0) }
@@ -119,6 +114,34 @@ struct RunCommand: AsyncParsableCommand {
         }
         defer { for source in sources { source.cancel() } }
 
+        // The behaviour (schedules, rules, replay files) is built before bluetoothd is touched: a bad profile is 65
+        // whatever the bus, and nothing is registered to undo.
+        let stateStore = restoreId.map {
+            StateStore(restoreID: $0, directory: stateDir, profile: profile, logger: logger)
+        }
+        let restored = stateStore?.restore()
+        if let restored, let restoreId {
+            let history = "\(restored.subscriptions.count) subscriptions, as history"
+            logger.notice("restoring \(restored.values.count) values saved as \(restoreId) (and \(history))")
+        }
+        let server = ProfileServer(store: ValueStore(restored?.values ?? [:]), logger: logger)
+        let configuration = PeripheralManager.Configuration(
+            requestDeadline: .milliseconds(Int(requestDeadline * 1000)))
+        let eventLog: EventLog?
+        let emulator: Emulator
+        do { eventLog = try events.map { try EventLog(path: $0) } } catch {
+            Console.error("blemu: \(error)")
+            throw ExitCode.badProfile
+        }
+        do {
+            emulator = try Emulator(
+                profile: profile, server: server, requestDeadline: configuration.requestDeadline,
+                baseDirectory: URL(fileURLWithPath: file).deletingLastPathComponent().path, eventLog: eventLog,
+                stateStore: stateStore, logger: logger)
+        } catch {
+            Console.error("\(file): error: \(error)")
+            throw ExitCode.badProfile
+        }
         let backend: BlueZBackend
         do {
             backend = try await BlueZBackend(
@@ -134,30 +157,6 @@ struct RunCommand: AsyncParsableCommand {
             throw ExitCode.unavailable
         }
 
-        let stateStore = restoreId.map {
-            StateStore(restoreID: $0, directory: stateDir, profile: profile, logger: logger)
-        }
-        let restored = stateStore?.restore()
-        if let restored, let restoreId {
-            let history = "\(restored.subscriptions.count) subscriptions, as history"
-            logger.notice("restoring \(restored.values.count) values saved as \(restoreId) (and \(history))")
-        }
-        let server = ProfileServer(store: ValueStore(restored?.values ?? [:]), logger: logger)
-        let configuration = PeripheralManager.Configuration(
-            requestDeadline: .milliseconds(Int(requestDeadline * 1000)))
-        let eventLog: EventLog?
-        let emulator: Emulator
-        do {
-            eventLog = try events.map { try EventLog(path: $0) }
-            emulator = try Emulator(
-                profile: profile, server: server, requestDeadline: configuration.requestDeadline,
-                baseDirectory: URL(fileURLWithPath: file).deletingLastPathComponent().path, eventLog: eventLog,
-                stateStore: stateStore, logger: logger)
-        } catch {
-            Console.error("blemu: \(error)")
-            await backend.shutdown()
-            throw ExitCode.badProfile
-        }
         let manager = PeripheralManager(
             backend: backend, handler: emulator.handler, configuration: configuration, restoring: restored,
             logger: logger)
