@@ -1,3 +1,5 @@
+import GATTModel
+
 /// Splits a text into notifications the way Apple's BTLE Transfer sample sends it: chunks of at most the central's
 /// maximum update length, then a separate `EOM` (end of message) notification.
 ///
@@ -6,7 +8,7 @@
 /// lost or sent twice. Chunks split bytes, not characters, as the sample does; the central joins them back.
 public struct TransferChunker: Hashable, Sendable {
     /// The marker that ends a transfer.
-    public static let endOfMessage: [UInt8] = Array("EOM".utf8)
+    public static let endOfMessage: [UInt8] = Schedule.endOfMessage
 
     private let bytes: [UInt8]
     private let maximumUpdateLength: Int

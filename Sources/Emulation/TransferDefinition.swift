@@ -14,24 +14,10 @@ struct TransferDefinition: Hashable, Sendable {
     /// The transfers of a profile, by characteristic id.
     static func find(in profile: PeripheralProfile) -> [String: TransferDefinition] {
         var found: [String: TransferDefinition] = [:]
-        for schedule in profile.behaviour.schedules
-        where schedule.action == .transfer {
-            guard schedule.generators.count == 1, schedule.generators[0].field == nil,
-                case .sequence(let values, repeats: false) = schedule.generators[0].generator,
-                case let pieces = values.compactMap(bytes(of:)), pieces.count == values.count,
-                pieces.last == TransferChunker.endOfMessage
-            else { continue }
-            found[schedule.characteristicID] = TransferDefinition(
-                bytes: pieces.dropLast().flatMap { $0 })
+        for schedule in profile.behaviour.schedules where schedule.action == .transfer {
+            guard let text = Schedule.transferText(of: schedule.generators) else { continue }
+            found[schedule.characteristicID] = TransferDefinition(bytes: text)
         }
         return found
-    }
-
-    private static func bytes(of value: FieldValue) -> [UInt8]? {
-        switch value {
-        case .text(let text): Array(text.utf8)
-        case .bytes(let bytes): bytes
-        default: nil
-        }
     }
 }

@@ -18,6 +18,29 @@ public struct Behaviour: Hashable, Sendable {
     public var isEmpty: Bool { schedules.isEmpty && writeRules.isEmpty && faults.isEmpty }
 }
 
+extension Schedule {
+    /// The end marker a transfer sends last, as Apple's BTLE Transfer sample does.
+    public static let endOfMessage: [UInt8] = Array("EOM".utf8)
+
+    /// The text a `transfer` streams: the pieces of `generators` joined, when they are one whole-value sequence of
+    /// text or bytes that does not repeat and ends with `EOM` (which is not part of the text); nil otherwise. The
+    /// decoder refuses a transfer of another shape, and the emulator streams this.
+    public static func transferText(of generators: [FieldGenerator]) -> [UInt8]? {
+        guard generators.count == 1, generators[0].field == nil,
+            case .sequence(let values, repeats: false) = generators[0].generator
+        else { return nil }
+        let pieces = values.compactMap { value -> [UInt8]? in
+            switch value {
+            case .text(let text): Array(text.utf8)
+            case .bytes(let bytes): bytes
+            default: nil
+            }
+        }
+        guard pieces.count == values.count, pieces.last == endOfMessage else { return nil }
+        return pieces.dropLast().flatMap { $0 }
+    }
+}
+
 /// A periodic change of one characteristic's value.
 public struct Schedule: Hashable, Sendable {
     /// What each tick does with the new value.

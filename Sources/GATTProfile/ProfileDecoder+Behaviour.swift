@@ -38,26 +38,6 @@ extension ProfileDecoder {
 
     // MARK: Schedules
 
-    /// Whether a transfer's generators are one whole-value, non-repeating sequence of text or bytes ending in EOM.
-    static func isTransferText(_ generators: [FieldGenerator]) -> Bool {
-        guard generators.count == 1, generators[0].field == nil,
-            case .sequence(let values, repeats: false) = generators[0].generator, let last = values.last
-        else { return false }
-        let isPiece: (FieldValue) -> Bool = {
-            switch $0 {
-            case .text, .bytes: true
-            default: false
-            }
-        }
-        let isEOM: Bool
-        switch last {
-        case .text(let text): isEOM = text == "EOM"
-        case .bytes(let bytes): isEOM = bytes == Array("EOM".utf8)
-        default: isEOM = false
-        }
-        return values.allSatisfy(isPiece) && isEOM
-    }
-
     private mutating func decodeSchedule(_ node: YAMLNode) -> Schedule? {
         let keys = ["characteristic", "interval", "action", "start", "fields", "value"]
         guard let map = fields(node, in: "schedule", allowed: keys, required: ["characteristic"]) else {
@@ -167,7 +147,7 @@ extension ProfileDecoder {
                 isValid = false
             }
         }
-        if isValid && action == .transfer && !Self.isTransferText(generators) {
+        if isValid && action == .transfer && Schedule.transferText(of: generators) == nil {
             report(
                 map["value"] ?? node,
                 "a `transfer` streams a `value` `sequence` of text or bytes that does not repeat and ends with `EOM`")
