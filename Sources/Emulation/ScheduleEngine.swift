@@ -72,9 +72,7 @@ public struct ScheduleEngine: Sendable {
     /// Holds the schedules of `characteristicID` (every schedule when nil) until `resume`; returns how many
     /// schedules that names, so a caller can refuse an ID that has none.
     public mutating func pause(_ characteristicID: String?) -> Int {
-        let indices = runs.indices.filter {
-            characteristicID == nil || runs[$0].schedule.characteristicID == characteristicID
-        }
+        let indices = indices(of: characteristicID)
         for index in indices {
             runs[index].isHeld = true
             runs[index].nextTick = nil
@@ -85,14 +83,17 @@ public struct ScheduleEngine: Sendable {
     /// Releases what `pause` held; each runs again from `now` when its start rule says it runs. Returns how many
     /// schedules `characteristicID` names (every schedule when nil).
     public mutating func resume(_ characteristicID: String?, at now: Duration) -> Int {
-        let indices = runs.indices.filter {
-            characteristicID == nil || runs[$0].schedule.characteristicID == characteristicID
-        }
+        let indices = indices(of: characteristicID)
         for index in indices where runs[index].isHeld {
             runs[index].isHeld = false
             if startTime != nil && shouldRun(runs[index]) { resume(index, at: now) }
         }
         return indices.count
+    }
+
+    /// The schedules of `characteristicID`, every one when nil.
+    private func indices(of characteristicID: String?) -> [Int] {
+        runs.indices.filter { characteristicID == nil || runs[$0].schedule.characteristicID == characteristicID }
     }
 
     /// Every schedule, in declaration order.

@@ -109,9 +109,9 @@ public final class StateStore: Sendable {
         return nil
     }
 
-    /// The saved values that pass the checks a central's write of the whole value passes now: a writable,
-    /// non-constant characteristic of this profile, within its maximum length, decodable by its fields, accepted
-    /// by its write rules. A file edited by hand, or written before the profile's rules changed, must not serve what
+    /// The saved values that pass the checks a central's write of the whole value passes now (a writable,
+    /// non-constant characteristic of this profile, within its maximum length, accepted by its write rules) and
+    /// decode by its fields. A file edited by hand, or written before the profile's rules changed, must not serve what
     /// no central could have written; each value skipped is said in one warning naming it and the file.
     func accepted(_ values: [String: [UInt8]]) -> [String: [UInt8]] {
         var kept: [String: [UInt8]] = [:]
@@ -120,13 +120,13 @@ public final class StateStore: Sendable {
             let problem: String?
             if let characteristic = profile.characteristic(id: id) {
                 var engine = rules
-                let properties = characteristic.properties
-                if characteristic.value.isCached {
-                    problem = "its value is a constant"
-                } else if !properties.contains(.write) && !properties.contains(.writeWithoutResponse) {
-                    problem = "it is not writable"
-                } else if value.count > characteristic.maximumLength {
-                    problem = "\(value.count) bytes, over its maximum of \(characteristic.maximumLength)"
+                // The write path's own checks: permissions and constants (ProfileServer), then the length
+                // (WriteRequest.applied), on a link secure enough for any requirement.
+                let refusal =
+                    ProfileServer.error(for: .write, on: characteristic, linkSecurity: .secure)
+                    ?? WriteRequest(characteristic: characteristic, offset: 0, value: value).applied(to: []).failure
+                if let refusal {
+                    problem = "a central's write of it would be refused with \(refusal)"
                 } else if let layout = characteristic.layout, layout.decode(value) == nil {
                     problem = "\(value.count) bytes do not fit its fields"
                 } else if case .reject(let error)? = engine?.write(value, to: id, at: .zero) {
@@ -257,5 +257,12 @@ public final class StateStore: Sendable {
             decoded[id] = bytes
         }
         return decoded
+    }
+}
+
+extension Result {
+    /// The error of a failure, nil for a success.
+    fileprivate var failure: Failure? {
+        if case .failure(let error) = self { error } else { nil }
     }
 }
