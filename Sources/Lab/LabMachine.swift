@@ -116,12 +116,13 @@ public struct LabMachine: Sendable {
             }
 
             switch outcome(status: status, steps: steps, total: total) {
-            case .success(let run):
+            case .success(var run):
                 let summary = LabSummary(run: run, profiles: configuration.profiles)
+                run.summary = summary
                 do { try summary.write(to: results) } catch {
                     transcript.log("cannot write \(LabSummary.file): \(error)")
                 }
-                transcript.log("summary: \(summary.line)")
+                transcript.log("summary: \(summary.line)", toLogger: false)
                 let untilCommand = run.untilCommand.map(Self.seconds) ?? "?"
                 transcript.log(
                     "command exited with \(run.exitCode); qemu start to command \(untilCommand), "

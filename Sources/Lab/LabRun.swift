@@ -35,6 +35,8 @@ public struct LabRun: Sendable {
     public let total: Duration
     /// The BlueZ that booted, as `bluetoothd --version` prints it: "5.66", "5.82".
     public let bluezVersion: String
+    /// What `summary.json` holds, read once when the run ended; nil until `LabMachine` has read it.
+    public internal(set) var summary: LabSummary? = nil
 
     /// From qemu start until the command began; nil when the step was not seen.
     public var untilCommand: Duration? { steps.first { $0.name == "command" }?.sinceStart }

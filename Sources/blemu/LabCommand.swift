@@ -122,9 +122,8 @@ extension LabCommand {
                 let command = argv
                 let run = try await Self.stoppingOnInterrupt { try await machine.run(command) }
                 // One line a CI log shows at the end; summary.json holds the same, for machines.
-                let summary = LabSummary(run: run, profiles: configuration.profiles)
-                FileHandle.standardError.write(
-                    Data("lab: \(summary.line)\nlab: results in \(run.resultsDirectory)\n".utf8))
+                let line = run.summary?.line ?? "exit \(run.exitCode)"
+                FileHandle.standardError.write(Data("lab: \(line)\nlab: results in \(run.resultsDirectory)\n".utf8))
                 throw ExitCode(run.exitCode)
             } catch let error as LabError {
                 FileHandle.standardError.write(Data((error.description + "\n").utf8))
