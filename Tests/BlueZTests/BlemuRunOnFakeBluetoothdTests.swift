@@ -49,11 +49,19 @@ struct BlemuRunOnFakeBluetoothdTests {
         return run
     }
 
-    @Test func controlSocketAndEventLogAccountForEveryRequestNotificationAndFault() async throws {
-        let (bus, fake, directory) = try await rig()
+    /// `heartRate` with a control socket and an event log in `directory`, as most stories here steer it.
+    private func steerableHeartRate(
+        on bus: PrivateBus, in directory: String
+    ) async throws -> (run: ChildProcess, control: String, events: String) {
         let control = directory + "/control.sock"
         let events = directory + "/events.jsonl"
         let run = try await heartRate(on: bus, ["--control", control, "--events", events], in: directory)
+        return (run, control, events)
+    }
+
+    @Test func controlSocketAndEventLogAccountForEveryRequestNotificationAndFault() async throws {
+        let (bus, fake, directory) = try await rig()
+        let (run, control, events) = try await steerableHeartRate(on: bus, in: directory)
 
         // Reads and writes through bluetoothd: a constant, an accepted and a refused control point write.
         let central = try await fake.connect(address: "11:22:33:44:55:01")
@@ -119,9 +127,7 @@ struct BlemuRunOnFakeBluetoothdTests {
     /// Issue 20: the Python package (python/) against the real `blemu run`: its own unittest suite, none skipped.
     @Test func thePythonPackagesTestsPassAgainstARunningBlemu() async throws {
         let (bus, fake, directory) = try await rig()
-        let control = directory + "/control.sock"
-        let events = directory + "/events.jsonl"
-        let run = try await heartRate(on: bus, ["--control", control, "--events", events], in: directory)
+        let (run, control, events) = try await steerableHeartRate(on: bus, in: directory)
         defer { withExtendedLifetime(fake) {} }  // bluetoothd stays on the bus until blemu has stopped
         try FileManager.default.createDirectory(atPath: directory + "/python", withIntermediateDirectories: true)
         let python = try ChildProcess(
@@ -207,9 +213,7 @@ struct BlemuRunOnFakeBluetoothdTests {
     /// in `ctl pairing`; a passkey asked of a profile that has none is refused and said.
     @Test func pairingStepsAreLoggedAndReadableOverTheControlSocket() async throws {
         let (bus, fake, directory) = try await rig()
-        let control = directory + "/control.sock"
-        let events = directory + "/events.jsonl"
-        let run = try await heartRate(on: bus, ["--control", control, "--events", events], in: directory)
+        let (run, control, events) = try await steerableHeartRate(on: bus, in: directory)
         let agent = try #require(await fake.agent, "blemu registered no agent")
         let device = DBusValue.objectPath(ObjectPath(stringLiteral: "/org/bluez/hci0/dev_11_22_33_44_55_08"))
         _ = try await fake.callApp(
@@ -237,9 +241,7 @@ struct BlemuRunOnFakeBluetoothdTests {
     /// Issue 18: SIGTERM while a delay fault holds a read used to abandon it to bluetoothd's timeout.
     @Test func aReadHeldByADelayFaultIsAnsweredBeforeTheRunStops() async throws {
         let (bus, fake, directory) = try await rig()
-        let control = directory + "/control.sock"
-        let events = directory + "/events.jsonl"
-        let run = try await heartRate(on: bus, ["--control", control, "--events", events], in: directory)
+        let (run, control, events) = try await steerableHeartRate(on: bus, in: directory)
         let fault = try await send(
             ControlClient(path: control),
             ["command": "fault", "operation": "read", "id": "battery-level", "delayMs": 8000])

@@ -47,14 +47,24 @@ struct HeartRateScenarioTests {
         #expect(location.read?.value?.decoded == "Chest")
     }
 
+    /// A unittest suite the scenario ran in the VM (`<name>.txt`, `<name>-rc`) exited 0 after `tests` tests, OK.
+    private func expectPassed(
+        _ run: LabRun, _ name: String, tests: Int, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        let output = (try? String(contentsOfFile: run.file(name + ".txt"), encoding: .utf8)) ?? ""
+        let status = (try? String(contentsOfFile: run.file(name + "-rc"), encoding: .utf8)) ?? ""
+        #expect(
+            status.trimmingCharacters(in: .whitespacesAndNewlines) == "0", "\(output)", sourceLocation: sourceLocation)
+        #expect(
+            output.contains("Ran \(tests) tests") && output.hasSuffix("OK\n"), "\(output)",
+            sourceLocation: sourceLocation)
+    }
+
     @Test(arguments: LabScenario.versions) func theReadmesCentralSideTestSuitePassesAgainstTheProfile(
         bluez: BlueZInstall
     ) async throws {
         let run = try await HeartRateScenario.shared.run(on: bluez)
-        let output = (try? String(contentsOfFile: run.file("central-tests.txt"), encoding: .utf8)) ?? ""
-        let status = (try? String(contentsOfFile: run.file("central-tests-rc"), encoding: .utf8)) ?? ""
-        #expect(status.trimmingCharacters(in: .whitespacesAndNewlines) == "0", "\(output)")
-        #expect(output.contains("Ran 5 tests") && output.hasSuffix("OK\n"), "\(output)")
+        expectPassed(run, "central-tests", tests: 5)
     }
 
     /// Issue 11: bleak connects unmodified. Before the lab's radio took a connection interval over the feature
@@ -65,10 +75,7 @@ struct HeartRateScenarioTests {
         bluez: BlueZInstall
     ) async throws {
         let run = try await HeartRateScenario.shared.run(on: bluez)
-        let output = (try? String(contentsOfFile: run.file("bleak-tests.txt"), encoding: .utf8)) ?? ""
-        let status = (try? String(contentsOfFile: run.file("bleak-tests-rc"), encoding: .utf8)) ?? ""
-        #expect(status.trimmingCharacters(in: .whitespacesAndNewlines) == "0", "\(output)")
-        #expect(output.contains("Ran 6 tests") && output.hasSuffix("OK\n"), "\(output)")
+        expectPassed(run, "bleak-tests", tests: 6)
         let log = try String(contentsOfFile: run.file("bluetoothd.log"), encoding: .utf8)
         #expect(!log.contains("is already connected"), "bluetoothd saw an ATT connection before its link")
     }
