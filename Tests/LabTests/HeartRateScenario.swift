@@ -10,8 +10,8 @@ enum HeartRateScenario {
 
     /// The profile under test, relative to the checkout.
     static let profile = "profiles/heart-rate.yaml"
-    /// The name the scan must see: what `blemu adv` predicts (the Core Bluetooth rule shortens "Polar H10 A1B2"
-    /// to the 8 bytes the scan response leaves), so the lab checks the planner's prediction, not a copy of it.
+    /// The name the scan must see: what `blemu adv` predicts ("Polar H10 A1B2" whole, `scan-response: full`), so
+    /// the lab checks the planner's prediction, not a copy of it.
     static let advertisedName: String = {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: LabScenario.blemuExecutable)

@@ -34,13 +34,14 @@ enum ProfilesScenario {
     }
 
     /// Every profiles/*.yaml, sorted, then Fixtures/lab-advertising.yaml (what no bundled profile advertises: the
-    /// kernel's TX power, service data, an overflowing UUID, a name bluetoothd cuts itself), each with the name and
+    /// kernel's TX power, service data, an overflowing UUID, a name bluetoothd cuts itself) and
+    /// Fixtures/lab-core-bluetooth-name.yaml (a name cut by Core Bluetooth's 8-byte rule), each with the name and
     /// UUID `blemu adv --json` predicts; empty when blemu is missing (the suite is then disabled anyway).
     static let profiles: [Profile] = {
         let directory = LabScenario.package + "/profiles"
         let bundled = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
             .filter { $0.hasSuffix(".yaml") }.sorted().map { directory + "/" + $0 }
-        let fixtures = [LabScenario.fixtures + "/lab-advertising.yaml"]
+        let fixtures = ["lab-advertising.yaml", "lab-core-bluetooth-name.yaml"].map { LabScenario.fixtures + "/" + $0 }
         return (bundled + fixtures).compactMap { path in
             guard let plan = try? JSONSerialization.jsonObject(with: blemu(["adv", "--json", path])) as? [String: Any],
                 let name = plan["localName"] as? String, let uuid = (plan["advertised"] as? [String])?.first

@@ -196,14 +196,15 @@ struct ProfilesScenarioTests {
         #expect(numbers.count == 2 && numbers.first == numbers.last, "\(summary)")
     }
 
-    @Test func theStoriesIncludeAShortenedNameAndHeartRate() {
-        // Story 2 must cover heart-rate and a name the planner shortens into the scan response.
+    @Test func theStoriesIncludeBothNameCutsAndHeartRate() {
+        // Story 2 must cover heart-rate, a name Core Bluetooth's rule cuts to 8 bytes, and one bluetoothd cuts at 29.
         #expect(Self.profileNames.contains("heart-rate"))
-        let shortened = ProfilesScenario.profiles.filter { profile in
+        let cuts = ProfilesScenario.profiles.compactMap { profile -> Int? in
             let plan = try? JSONSerialization.jsonObject(with: ProfilesScenario.blemu(["adv", "--json", profile.path]))
-            return (plan as? [String: Any])?["localNameShortened"] as? Bool == true
+            guard (plan as? [String: Any])?["localNameShortened"] as? Bool == true else { return nil }
+            return profile.localName.utf8.count
         }
-        #expect(!shortened.isEmpty)
+        #expect(Set(cuts).isSuperset(of: [8, 29]), "shortened names' lengths: \(cuts)")
     }
 
     // MARK: Story 3: two centrals

@@ -9,10 +9,9 @@ import Testing
         for profile in profiles {
             let outcome = try BlemuProcess.run("validate", profile)
             #expect(outcome.status == 0, "\(profile): \(outcome.stderr)")
-            #expect(outcome.stdout.contains("ok (0 errors, "))
-            // A name shortened as Core Bluetooth does is the one warning a bundled profile may have.
-            #expect(
-                outcome.stderr.isEmpty || outcome.stderr.contains("is advertised shortened to"), "\(outcome.stderr)")
+            // Issue 12: no warning either.
+            #expect(outcome.stdout.contains("ok (0 errors, 0 warnings)"), "\(profile): \(outcome.stdout)")
+            #expect(outcome.stderr.isEmpty, "\(profile): \(outcome.stderr)")
         }
     }
 
