@@ -181,15 +181,20 @@ extension ProfileDecoder {
         if let value = map["passkey"], let passkey = integer(value, for: "`passkey`", in: 0...999_999) {
             // The peripheral's agent is asked for a passkey (Agent1.RequestPasskey) only when this side types it:
             // when it displays, the kernel picks a random one and bluetoothd only shows it (DisplayPasskey), so a
-            // fixed passkey on a display-only device failed with SMP Confirm Value Failed.
-            if [.keyboardOnly, .keyboardDisplay].contains(pairing.ioCapability) {
+            // fixed passkey on a display-only device failed with SMP Confirm Value Failed. A keyboard-display
+            // responder types only when the initiator displays (Core Spec Vol 3, Part H, 2.3.5.1, Table 2.8), which
+            // then chooses at random too; only keyboard-only against a keyboard-only central has both sides type.
+            if pairing.ioCapability == .keyboardOnly {
                 pairing.passkey = UInt32(passkey)
             } else {
+                let why =
+                    pairing.ioCapability == .keyboardDisplay
+                    ? "with keyboard-display this side types only when the central displays, and the central's "
+                        + "stack then chooses a random passkey (Core Spec Vol 3, Part H, 2.3.5.1)"
+                    : "with \(pairing.ioCapability.rawValue) the kernel chooses a random passkey and bluetoothd "
+                        + "only shows it (Agent1.DisplayPasskey)"
                 report(
-                    value,
-                    "a fixed `passkey` needs `io-capability: keyboard-only` or `keyboard-display`: with "
-                        + "\(pairing.ioCapability.rawValue) the kernel chooses a random passkey and bluetoothd only "
-                        + "shows it (Agent1.DisplayPasskey)",
+                    value, "a fixed `passkey` needs `io-capability: keyboard-only`: " + why,
                     hint: "use keyboard-only (the central must type the same passkey), or drop `passkey`")
             }
         }
