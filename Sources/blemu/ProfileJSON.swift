@@ -1,4 +1,5 @@
 import GATTModel
+import Peripheral
 
 /// The machine-readable form of `blemu show --json`: the same facts as the text, with stable keys.
 struct ProfileJSON: Encodable {
@@ -39,11 +40,22 @@ struct ProfileJSON: Encodable {
         let bluezFlags: [String]
     }
 
+    struct PairingJSON: Encodable {
+        let ioCapability: String
+        /// Six digits, as the central's user types them; nil without a fixed passkey.
+        let passkey: String?
+        let bondable: Bool
+    }
+
     let name: String
+    let pairing: PairingJSON
     let services: [ServiceJSON]
 
     init(_ profile: PeripheralProfile) {
         name = profile.name
+        pairing = PairingJSON(
+            ioCapability: profile.pairing.ioCapability.rawValue,
+            passkey: profile.pairing.passkey.map(PairingEvent.spelled), bondable: profile.pairing.isBondable)
         services = profile.services.map { service in
             ServiceJSON(
                 id: service.id, uuid: service.uuid.description, name: service.uuid.assignedName,
