@@ -12,7 +12,7 @@ struct Blemu: AsyncParsableCommand {
         discussion: """
             Exit codes: 0 ok, 64 usage, 65 bad profile, 66 unreadable file, 69 BlueZ or adapter unavailable.
             """,
-        version: version,
+        version: BuildRevision.versionLine(version),
         subcommands: [
             ValidateCommand.self, ShowCommand.self, AdvCommand.self, RunCommand.self, LabCommand.self,
             ProbeCommand.self, CtlCommand.self,

@@ -1,0 +1,11 @@
+/// The git revision a release was built from. scripts/package writes the commit into its copy of the sources
+/// before building; a build from a checkout has none, and `blemu --version` then prints the version alone.
+enum BuildRevision {
+    /// The commit, abbreviated, or nil for a build from a checkout.
+    static let commit: String? = nil
+
+    /// What `blemu --version` prints: "0.4.0", or "0.4.0 (git 1a2b3c4)" for a packaged build.
+    static func versionLine(_ version: String) -> String {
+        commit.map { "\(version) (git \($0))" } ?? version
+    }
+}
