@@ -1,0 +1,455 @@
+#!/usr/bin/python3
+"""The soak's driver (Benchmarks/run-soak, issue 18), run inside the lab VM by `blemu lab run`.
+
+    soak_central.py BLEMU PROFILE SECONDS EVERY
+
+Runs `blemu run PROFILE --restore-id soak` on the peripheral controller and, from the central controller through
+bluetoothd's own client API, reads `sample`, writes a rising sequence number to `written` (Write Requests) and
+stays subscribed to `stream`, as fast as one central can, for SECONDS. Meanwhile, every EVERY seconds, a second
+thread disturbs the world in turn: bluetoothd is killed and started again with its own command line, the
+peripheral's adapter is powered off and on (btmgmt), and blemu is killed with SIGKILL and started again with the
+same --restore-id. After each disturbance the central finds its way back (discovers, connects, resubscribes) and
+checks that `written` still holds at least the last sequence number it saw acknowledged.
+
+Writes $BLEMU_LAB_RESULTS/soak.json: the central's requests and how each ended, acknowledged writes and how many
+were lost, notifications received and lost inside each subscription (a gap in the counter), and each blemu
+instance's own request and answer counts (from `blemu ctl counters` before a kill, from its final log line after
+SIGTERM). Exits 1 only when the soak could not run (blemu never advertised, the central never connected).
+"""
+import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+import dbus
+import dbus.mainloop.glib
+from gi.repository import GLib
+
+DEVICE = 'org.bluez.Device1'
+CHARACTERISTIC = 'org.bluez.GattCharacteristic1'
+PROPERTIES = 'org.freedesktop.DBus.Properties'
+UUIDS = {name: '5a0a000%d-6b1e-4c2f-9a57-3e2c1d0b4f61' % n for n, name in ((1, 'sample'), (2, 'written'),
+                                                                           (3, 'stream'))}
+DISTURBANCES = ['restart-bluetoothd', 'power-cycle', 'kill-blemu']
+# An error from the central's own stack while the link or bluetoothd is down: no request reached blemu.
+LINK_DOWN = {'org.bluez.Error.NotConnected', 'org.bluez.Error.Failed', 'org.bluez.Error.InProgress',
+             'org.freedesktop.DBus.Error.UnknownObject', 'org.freedesktop.DBus.Error.UnknownMethod',
+             'org.freedesktop.DBus.Error.ServiceUnknown', 'org.freedesktop.DBus.Error.NameHasNoOwner',
+             'org.freedesktop.DBus.Error.Disconnected', 'org.freedesktop.DBus.Error.Spawn.ChildExited'}
+
+blemu, profile, seconds, every = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+results_dir = os.environ['BLEMU_LAB_RESULTS']
+peripheral = os.environ['BLEMU_LAB_PERIPHERAL'].split(',')[0]
+central_path = '/org/bluez/' + os.environ['BLEMU_LAB_CENTRAL']
+target = os.environ['BLEMU_LAB_PERIPHERAL_ADDRESS'].split(',')[0].upper()
+control = '/run/blemu-soak.sock'
+lock = threading.Lock()
+
+
+def log(*parts):
+    print('soak: %7.1f' % (time.monotonic() - started), *parts, flush=True)
+
+
+class Blemu:
+    """The running `blemu run`, its instances numbered from 1, each with its own log and event log."""
+
+    def __init__(self):
+        self.instances = []
+        self.process = None
+
+    def start(self):
+        number = len(self.instances) + 1
+        name = os.path.join(results_dir, 'blemu-%d' % number)
+        output = open(name + '.log', 'wb')
+        # The state lives on the VM's tmpfs, as on a real machine's disk: the results share is 9p, where every
+        # save's fsync costs tens of milliseconds under TCG.
+        self.process = subprocess.Popen(
+            [blemu, 'run', profile, '--adapter', peripheral, '--control', control, '--events', name + '.jsonl',
+             '--restore-id', 'soak', '--state-dir', '/run/blemu-soak-state'], stdin=subprocess.DEVNULL,
+            stdout=output, stderr=subprocess.STDOUT)
+        output.close()
+        self.instances.append({'instance': number, 'log': name + '.log'})
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise SystemExit('blemu run exited %d before advertising: see %s.log' % (self.process.returncode,
+                                                                                          name))
+            with open(name + '.log', errors='replace') as text:
+                if any(line.startswith('advertising "') for line in text):
+                    return
+            time.sleep(0.1)
+        raise SystemExit('blemu run did not advertise in 30 s: see %s.log' % name)
+
+    def counters(self):
+        answer = subprocess.run([blemu, 'ctl', control, 'counters'], capture_output=True, text=True, timeout=20)
+        return json.loads(answer.stdout)['counters'] if answer.returncode == 0 else None
+
+    def end(self, how):
+        """Ends the running instance by SIGKILL or SIGTERM and records what it counted."""
+        instance = self.instances[-1]
+        instance['ended'] = how
+        if how == 'SIGKILL':
+            # Its own count just before: a request may be in flight between the two, and dies with it.
+            instance['countersBeforeKill'] = self.counters()
+            self.process.kill()
+        else:
+            self.process.send_signal(signal.SIGTERM)
+        instance['exitCode'] = self.process.wait(30)
+        if how == 'SIGTERM':
+            # `stopped: N requests, M answered, ...`: its count after answering everything outstanding.
+            with open(instance['log'], errors='replace') as text:
+                final = [line.strip() for line in text if line.startswith('stopped: ')]
+            instance['final'] = final[-1] if final else None
+
+
+def bluetoothd_pid():
+    for entry in os.listdir('/proc'):
+        if entry.isdigit():
+            try:
+                with open('/proc/%s/comm' % entry) as comm:
+                    if comm.read().strip() == 'bluetoothd':
+                        return int(entry)
+            except OSError:
+                pass
+    return None
+
+
+def snapshot(reason):
+    """What every process of the VM is doing, for a stall nobody expected: state, kernel wait channel and stack."""
+    snapshot.count = getattr(snapshot, 'count', 0) + 1
+    if snapshot.count > 3:
+        return
+    lines = ['%.1f s: %s' % (time.monotonic() - started, reason)]
+    for entry in sorted(os.listdir('/proc'), key=lambda e: int(e) if e.isdigit() else 0):
+        if not entry.isdigit():
+            continue
+        facts = []
+        for name in ('comm', 'wchan', 'syscall', 'stack'):
+            try:
+                with open('/proc/%s/%s' % (entry, name)) as text:
+                    facts.append(text.read().strip().replace('\n', ' | '))
+            except OSError as error:
+                facts.append('(%s)' % error.strerror)
+        try:
+            with open('/proc/%s/status' % entry) as text:
+                state = [line.split(':', 1)[1].strip() for line in text if line.startswith('State:')]
+        except OSError:
+            state = ['?']
+        lines.append('%s %s [%s] wchan=%s syscall=%s stack=%s' % (entry, facts[0], state[0] if state else '?',
+                                                                   facts[1], facts[2], facts[3]))
+    with open(os.path.join(results_dir, 'stall-%d.txt' % snapshot.count), 'w') as out:
+        out.write('\n'.join(lines) + '\n')
+
+
+def wait_until(predicate, limit):
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+class Bluetoothd:
+    """bluetoothd as the lab started it: its command line, read once from /proc, to start it again; each start's
+    output goes to bluetoothd-N.log. A bluetoothd that died on its own is recorded (with the kernel's last words)
+    and started again, so the soak goes on and says so."""
+
+    def __init__(self):
+        pid = bluetoothd_pid()
+        with open('/proc/%d/cmdline' % pid, 'rb') as text:
+            self.command = [part.decode() for part in text.read().split(b'\0') if part]
+        self.starts = 0
+        self.deaths = []
+
+    def start(self):
+        self.starts += 1
+        output = open(os.path.join(results_dir, 'bluetoothd-%d.log' % self.starts), 'wb')
+        subprocess.Popen(self.command, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+                         start_new_session=True)
+        output.close()
+
+    def restart(self):
+        pid = bluetoothd_pid()
+        if pid is not None:
+            os.kill(pid, signal.SIGTERM)
+            if not wait_until(lambda: not os.path.exists('/proc/%d' % pid), 10):
+                os.kill(pid, signal.SIGKILL)
+        self.start()
+
+    def revive_if_dead(self, after):
+        """True when bluetoothd had died on its own (and was started again)."""
+        if bluetoothd_pid() is not None:
+            return False
+        log = 'bluetoothd.log' if self.starts == 0 else 'bluetoothd-%d.log' % self.starts
+        try:
+            with open(os.path.join(results_dir, log), errors='replace') as text:
+                last = text.read().splitlines()[-3:]
+        except OSError:
+            last = []
+        kernel = subprocess.run(['dmesg'], capture_output=True, text=True).stdout.splitlines()
+        self.deaths.append({'at': round(time.monotonic() - started, 1), 'after': after, 'log': log,
+                            'lastLines': last, 'kernel': [k for k in kernel if 'bluetoothd' in k][-3:]})
+        self.start()
+        return True
+
+
+def power_cycle():
+    index = peripheral[3:]
+    for state in ('off', 'on'):
+        subprocess.run(['btmgmt', '--index', index, 'power', state], capture_output=True, timeout=20)
+
+
+class Disturber(threading.Thread):
+    """Every `every` seconds, the next disturbance; the main thread learns of each through `happened`."""
+
+    def __init__(self, peripheral_process, daemon):
+        super().__init__(daemon=True)
+        self.blemu = peripheral_process
+        self.bluetoothd = daemon
+        self.last = None
+        self.failure = None
+        self.count = {name: 0 for name in DISTURBANCES}
+        self.happened = threading.Event()
+        self.stop = threading.Event()
+
+    def run(self):
+        turn = 0
+        while not self.stop.wait(every):
+            kind = DISTURBANCES[turn % len(DISTURBANCES)]
+            turn += 1
+            log('disturbance:', kind)
+            with lock:
+                self.last = kind
+                if kind == 'restart-bluetoothd':
+                    self.bluetoothd.restart()
+                elif kind == 'power-cycle':
+                    power_cycle()
+                else:
+                    self.blemu.end('SIGKILL')
+                    # bluetoothd 5.66 was seen to die as it removed the killed app's services (proxy_removed_cb):
+                    # the next blemu needs a live one.
+                    time.sleep(1)
+                    if self.bluetoothd.revive_if_dead(after=kind):
+                        log('bluetoothd died on its own after', kind, '- started again:', self.bluetoothd.deaths[-1])
+                    try:
+                        self.blemu.start()
+                    except SystemExit as error:
+                        self.failure = str(error)
+                        log('the soak stops:', error)
+                        self.stop.set()
+                self.count[kind] += 1
+                self.happened.set()
+
+
+class Central:
+    """One central on bluetoothd's client API, counting every request's end and every notification."""
+
+    def __init__(self):
+        dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
+        self.bus = dbus.SystemBus()
+        self.context = GLib.MainContext.default()
+        self.requests = {'sent': 0, 'answered': 0, 'attErrors': {}, 'linkDown': {}, 'unanswered': {}}
+        self.writes = {'acknowledged': 0, 'checks': 0, 'lost': 0, 'lostDetail': []}
+        self.notifications = {'sessions': 0, 'received': 0, 'lost': 0, 'outOfOrder': 0}
+        self.reconnects = []
+        self.sequence = 0
+        self.last_acknowledged = 0
+        self.previous = None
+        self.match = None
+        self.characteristics = None
+
+    def pump(self):
+        while self.context.iteration(False):
+            pass
+
+    def objects(self):
+        manager = dbus.Interface(self.bus.get_object('org.bluez', '/'), 'org.freedesktop.DBus.ObjectManager')
+        return manager.GetManagedObjects()
+
+    def device_path(self):
+        for path, interfaces in self.objects().items():
+            device = interfaces.get(DEVICE)
+            if device and device.get('Adapter') == central_path and str(device.get('Address')).upper() == target:
+                return path
+        return None
+
+    def establish(self, limit=90):
+        """Connected, resolved and subscribed, from whatever state the world left: True, or False after `limit`."""
+        begun = time.monotonic()
+        while time.monotonic() - begun < limit:
+            try:
+                if self.try_establish():
+                    self.reconnects.append(round(time.monotonic() - begun, 2))
+                    return True
+            except dbus.DBusException as error:
+                log('establishing:', error.get_dbus_name(), error.get_dbus_message())
+                if error.get_dbus_name() == 'org.freedesktop.DBus.Error.NoReply':
+                    snapshot('establishing: ' + error.get_dbus_message())
+            time.sleep(0.5)
+        self.reconnects.append(None)
+        return False
+
+    def try_establish(self):
+        if self.match is not None:
+            self.match.remove()
+            self.match = None
+        self.characteristics = None
+        path = self.device_path()
+        connected = False
+        if path is not None:
+            properties = dbus.Interface(self.bus.get_object('org.bluez', path), PROPERTIES)
+            connected = bool(properties.Get(DEVICE, 'Connected'))
+        if not connected:
+            adapter = dbus.Interface(self.bus.get_object('org.bluez', central_path), 'org.bluez.Adapter1')
+            if path is not None:
+                # A cached object may outlive the peripheral's advertising: find it afresh.
+                adapter.RemoveDevice(path)
+            adapter.SetDiscoveryFilter({'Transport': 'le'})
+            adapter.StartDiscovery()
+            try:
+                if not wait_until(lambda: self.device_path() is not None, 30):
+                    return False
+            finally:
+                adapter.StopDiscovery()
+            path = self.device_path()
+            dbus.Interface(self.bus.get_object('org.bluez', path), DEVICE).Connect(timeout=30)
+        properties = dbus.Interface(self.bus.get_object('org.bluez', path), PROPERTIES)
+        if not wait_until(lambda: properties.Get(DEVICE, 'ServicesResolved'), 30):
+            return False
+        found = {}
+        for object_path, interfaces in self.objects().items():
+            chrc = interfaces.get(CHARACTERISTIC)
+            if object_path.startswith(path + '/') and chrc:
+                for name, uuid in UUIDS.items():
+                    if str(chrc['UUID']).lower() == uuid:
+                        found[name] = dbus.Interface(self.bus.get_object('org.bluez', object_path), CHARACTERISTIC)
+        if len(found) < len(UUIDS):
+            return False
+        self.characteristics = found
+        self.check_written()
+        self.previous = None
+        self.match = self.bus.add_signal_receiver(
+            self.changed, signal_name='PropertiesChanged', dbus_interface=PROPERTIES,
+            path=found['stream'].object_path, arg0=CHARACTERISTIC)
+        found['stream'].StartNotify()
+        self.notifications['sessions'] += 1
+        return True
+
+    def check_written(self):
+        """`written` must hold at least the last acknowledged sequence number (one sent but not acknowledged may
+        have been stored too)."""
+        value = struct.unpack('<I', bytes(self.characteristics['written'].ReadValue({})))[0]
+        self.writes['checks'] += 1
+        if value < self.last_acknowledged:
+            self.writes['lost'] += 1
+            self.writes['lostDetail'].append({'acknowledged': self.last_acknowledged, 'read': value})
+            log('acknowledged write lost: read', value, 'after', self.last_acknowledged, 'was acknowledged')
+        self.sequence = max(self.sequence, value)
+
+    def changed(self, interface, changed_properties, invalidated):
+        if 'Value' not in changed_properties:
+            return
+        value = struct.unpack('<I', bytes(changed_properties['Value'])[:4])[0]
+        self.notifications['received'] += 1
+        if self.previous is not None:
+            if value > self.previous + 1:
+                self.notifications['lost'] += value - self.previous - 1
+                self.notifications.setdefault('gaps', []).append(
+                    {'at': round(time.monotonic() - started, 1), 'after': self.previous, 'next': value})
+            elif value <= self.previous:
+                self.notifications['outOfOrder'] += 1
+        self.previous = value
+
+    def request(self, call):
+        """One request: 'ok' (answered with success), 'refused' (answered with an ATT error) or 'down' (the link or
+        bluetoothd was gone, or no answer came)."""
+        self.requests['sent'] += 1
+        try:
+            call()
+            self.requests['answered'] += 1
+            return 'ok'
+        except dbus.DBusException as error:
+            name = error.get_dbus_name()
+            message = error.get_dbus_message() or ''
+            if name == 'org.freedesktop.DBus.Error.NoReply' and 'disconnected' not in message.lower():
+                kind = 'unanswered'
+                snapshot('unanswered: ' + message)
+            elif 'ATT error' in message or name not in LINK_DOWN | {'org.freedesktop.DBus.Error.NoReply'}:
+                # An ATT error the peripheral's side answered: bluetoothd's name for it (org.bluez.Error.NotPermitted)
+                # or org.bluez.Error.Failed "Operation failed with ATT error: 0x0e".
+                kind = 'attErrors'
+            else:
+                kind = 'linkDown'
+            key = name + (': ' + message if message else '')
+            self.requests[kind][key] = self.requests[kind].get(key, 0) + 1
+            if kind == 'attErrors':
+                self.requests['answered'] += 1
+                return 'refused'
+            return 'down'
+
+    def work(self):
+        """One read and one write; False when the link went away. Only a write answered with success counts as
+        acknowledged: one refused with an ATT error promised nothing."""
+        chrcs = self.characteristics
+        if self.request(lambda: chrcs['sample'].ReadValue({}, timeout=35)) == 'down':
+            return False
+        self.sequence += 1
+        value = dbus.Array(struct.pack('<I', self.sequence), signature='y')
+        outcome = self.request(lambda: chrcs['written'].WriteValue(value, {'type': 'request'}, timeout=35))
+        if outcome == 'ok':
+            self.writes['acknowledged'] += 1
+            self.last_acknowledged = self.sequence
+        elif outcome == 'refused':
+            self.writes['refused'] = self.writes.get('refused', 0) + 1
+        return outcome != 'down'
+
+
+started = time.monotonic()
+peripheral_process = Blemu()
+peripheral_process.start()
+central = Central()
+if not central.establish():
+    peripheral_process.end('SIGTERM')
+    raise SystemExit('the central never connected to the peripheral')
+daemon = Bluetoothd()
+disturber = Disturber(peripheral_process, daemon)
+disturber.start()
+log('connected; soaking for %d s, a disturbance every %d s' % (seconds, every))
+while time.monotonic() - started < seconds and disturber.failure is None:
+    central.pump()
+    healthy = central.work()
+    central.pump()
+    if disturber.happened.is_set() or not healthy:
+        # Whatever happened, wait for the disturbance to finish, then find the way back and check `written`.
+        with lock:
+            disturber.happened.clear()
+            if daemon.revive_if_dead(after=disturber.last):
+                log('bluetoothd died on its own after', disturber.last, '- started again:', daemon.deaths[-1])
+        if not central.establish():
+            log('could not find the peripheral again within 90 s')
+            with lock:
+                if daemon.revive_if_dead(after=disturber.last):
+                    log('bluetoothd had died on its own after', disturber.last, '- started again:',
+                        daemon.deaths[-1])
+disturber.stop.set()
+disturber.join(60)
+# The last check of `written`, on the way back from the last disturbance if there was one.
+if not central.establish():
+    log('could not find the peripheral again within 90 s for the last check')
+peripheral_process.end('SIGTERM')
+
+report = {
+    'bluez': subprocess.run(['bluetoothd', '--version'], capture_output=True, text=True).stdout.strip(),
+    'seconds': seconds, 'every': every, 'disturbances': disturber.count,
+    'requests': central.requests, 'writes': central.writes, 'notifications': central.notifications,
+    'reconnectSeconds': central.reconnects, 'blemu': peripheral_process.instances,
+    'bluetoothdDeaths': daemon.deaths, 'failure': disturber.failure,
+}
+with open(os.path.join(results_dir, 'soak.json'), 'w') as out:
+    json.dump(report, out, indent=2)
+log('done:', json.dumps({k: report[k] for k in ('disturbances', 'requests', 'writes', 'notifications')}))
