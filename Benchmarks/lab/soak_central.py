@@ -237,7 +237,16 @@ class Disturber(threading.Thread):
                     if self.bluetoothd.revive_if_dead(after=kind):
                         log('bluetoothd died on its own after', kind, '- started again:', self.bluetoothd.deaths[-1])
                     try:
-                        self.blemu.start()
+                        try:
+                            self.blemu.start()
+                        except SystemExit:
+                            # A bluetoothd that died a moment later than the check above: blemu exits 69 without
+                            # one; start it again on a live one.
+                            if not self.bluetoothd.revive_if_dead(after=kind):
+                                raise
+                            log('bluetoothd died on its own after', kind, '- started again:',
+                                self.bluetoothd.deaths[-1])
+                            self.blemu.start()
                     except SystemExit as error:
                         self.failure = str(error)
                         log('the soak stops:', error)
