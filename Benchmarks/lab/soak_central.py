@@ -76,6 +76,7 @@ class Blemu:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
+                self.instances[-1].update(ended='exited before advertising', exitCode=self.process.returncode)
                 raise SystemExit('blemu run exited %d before advertising: see %s.log' % (self.process.returncode,
                                                                                           name))
             with open(name + '.log', errors='replace') as text:

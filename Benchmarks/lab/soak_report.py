@@ -46,6 +46,8 @@ for instance in soak['blemu']:
         counters = instance.get('countersBeforeKill') or {}
         print('  blemu %d: killed (SIGKILL); just before: %s requests, %s answered' % (
             instance['instance'], counters.get('requests', '?'), counters.get('answered', '?')))
+    elif instance.get('ended') != 'SIGTERM':
+        print('  blemu %d: %s, exit %s' % (instance['instance'], instance.get('ended'), instance.get('exitCode')))
     else:
         final = instance.get('final') or ''
         print('  blemu %d: %s, exit %s; %s' % (instance['instance'], instance.get('ended'),
