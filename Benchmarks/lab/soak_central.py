@@ -166,6 +166,7 @@ class Bluetoothd:
             self.command = [part.decode() for part in text.read().split(b'\0') if part]
         self.starts = 0
         self.deaths = []
+        self.hangs = []
 
     def start(self):
         self.starts += 1
@@ -181,6 +182,19 @@ class Bluetoothd:
             if not wait_until(lambda: not os.path.exists('/proc/%d' % pid), 10):
                 os.kill(pid, signal.SIGKILL)
         self.start()
+
+    def kill_hung(self, after):
+        """A bluetoothd on the bus that answers nothing (seen once on 5.66 after a blemu kill): recorded with what
+        every process was doing (stall-N.txt), killed and started again."""
+        pid = bluetoothd_pid()
+        if pid is None:
+            return self.revive_if_dead(after)
+        snapshot('bluetoothd %d answers nothing' % pid)
+        self.hangs.append({'at': round(time.monotonic() - started, 1), 'after': after})
+        os.kill(pid, signal.SIGKILL)
+        wait_until(lambda: not os.path.exists('/proc/%d' % pid), 10)
+        self.start()
+        return True
 
     def revive_if_dead(self, after):
         """True when bluetoothd had died on its own (and was started again)."""
@@ -299,7 +313,10 @@ class Central:
             except dbus.DBusException as error:
                 log('establishing:', error.get_dbus_name(), error.get_dbus_message())
                 if error.get_dbus_name() == 'org.freedesktop.DBus.Error.NoReply':
-                    snapshot('establishing: ' + error.get_dbus_message())
+                    # Our own bluetoothd did not answer in 25 s: it hangs (an app's silence would have been
+                    # answered by bluetoothd with an ATT error).
+                    with lock:
+                        daemon.kill_hung(after=disturber.last)
             time.sleep(0.5)
         self.reconnects.append(None)
         return False
@@ -458,7 +475,7 @@ report = {
     'seconds': seconds, 'every': every, 'disturbances': disturber.count,
     'requests': central.requests, 'writes': central.writes, 'notifications': central.notifications,
     'reconnectSeconds': central.reconnects, 'blemu': peripheral_process.instances,
-    'bluetoothdDeaths': daemon.deaths, 'failure': disturber.failure,
+    'bluetoothdDeaths': daemon.deaths, 'bluetoothdHangs': daemon.hangs, 'failure': disturber.failure,
 }
 with open(os.path.join(results_dir, 'soak.json'), 'w') as out:
     json.dump(report, out, indent=2)
