@@ -284,7 +284,12 @@ class Central:
         self.sequence = 0
         self.last_acknowledged = 0
         self.previous = None
-        self.match = None
+        self.stream_path = None
+        # One receiver for the central's whole life, filtered by the stream's current path. With a match removed
+        # and added again on each re-subscription, the first 10-minute runs counted values as lost that btmon showed
+        # reaching the central's controller while it re-subscribed.
+        self.bus.add_signal_receiver(self.changed, signal_name='PropertiesChanged', dbus_interface=PROPERTIES,
+                                     arg0=CHARACTERISTIC, path_keyword='path')
         self.characteristics = None
 
     def pump(self):
@@ -322,9 +327,6 @@ class Central:
         return False
 
     def try_establish(self):
-        if self.match is not None:
-            self.match.remove()
-            self.match = None
         self.characteristics = None
         path = self.device_path()
         connected = False
@@ -360,9 +362,7 @@ class Central:
         self.characteristics = found
         self.check_written()
         self.previous = None
-        self.match = self.bus.add_signal_receiver(
-            self.changed, signal_name='PropertiesChanged', dbus_interface=PROPERTIES,
-            path=found['stream'].object_path, arg0=CHARACTERISTIC)
+        self.stream_path = found['stream'].object_path
         found['stream'].StartNotify()
         self.notifications['sessions'] += 1
         return True
@@ -378,8 +378,8 @@ class Central:
             log('acknowledged write lost: read', value, 'after', self.last_acknowledged, 'was acknowledged')
         self.sequence = max(self.sequence, value)
 
-    def changed(self, interface, changed_properties, invalidated):
-        if 'Value' not in changed_properties:
+    def changed(self, interface, changed_properties, invalidated, path=None):
+        if 'Value' not in changed_properties or path != self.stream_path:
             return
         value = struct.unpack('<I', bytes(changed_properties['Value'])[:4])[0]
         self.notifications['received'] += 1
