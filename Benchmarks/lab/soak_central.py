@@ -14,7 +14,9 @@ checks that `written` still holds at least the last sequence number it saw ackno
 Writes $BLEMU_LAB_RESULTS/soak.json: the central's requests and how each ended, acknowledged writes and how many
 were lost, notifications received and lost inside each subscription (a gap in the counter), and each blemu
 instance's own request and answer counts (from `blemu ctl counters` before a kill, from its final log line after
-SIGTERM). Exits 1 only when the soak could not run (blemu never advertised, the central never connected).
+SIGTERM). A bluetoothd that dies or stops answering on its own is recorded (its last log lines and the kernel's
+line; a /proc snapshot of every process in stall-N.txt) and started again, so the soak goes on and says so. Exits 1
+only when the soak could not run (blemu never advertised, the central never connected); soak_report.py judges.
 """
 import json
 import os
@@ -108,13 +110,17 @@ class Blemu:
 
 
 def bluetoothd_pid():
+    """The live bluetoothd's pid, or None. A dead one the soak started stays a zombie until Python reaps it, so the
+    state counts, not the name alone."""
     for entry in os.listdir('/proc'):
         if entry.isdigit():
             try:
-                with open('/proc/%s/comm' % entry) as comm:
-                    if comm.read().strip() == 'bluetoothd':
-                        return int(entry)
-            except OSError:
+                with open('/proc/%s/stat' % entry) as stat:
+                    # pid (comm) state ...: comm may hold spaces, so split after its closing parenthesis.
+                    text = stat.read()
+                if text[text.index('(') + 1:text.rindex(')')] == 'bluetoothd' and text[text.rindex(')') + 2] != 'Z':
+                    return int(entry)
+            except (OSError, ValueError, IndexError):
                 pass
     return None
 
