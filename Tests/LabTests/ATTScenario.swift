@@ -20,11 +20,8 @@ enum ATTScenario {
 
     private static func boot(bluez: BlueZInstall) async throws -> LabRun {
         let results = try LabScenario.freshResultsDirectory()
-        let configuration = LabConfiguration(
-            resultsDirectory: results, controllers: 2, timeout: .seconds(420), stepTimeout: .seconds(30),
-            workingDirectory: LabScenario.package, bluez: bluez)
-        return try await LabScenario.boot(
-            configuration,
+        return try await LabScenario.bootScripted(
+            in: results, timeout: .seconds(420), on: bluez,
             running: [
                 "/bin/sh", LabScenario.fixtures + "/lab-att.sh", LabScenario.blemuExecutable, LabScenario.fixtures,
             ])

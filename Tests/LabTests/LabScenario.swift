@@ -69,6 +69,17 @@ actor LabScenario {
         return try await LabMachine(configuration: configuration, logger: logger).run(command)
     }
 
+    /// Boots a scenario whose guest script runs blemu itself: `controllers` controllers, no profiles for the stack to
+    /// start, the checkout as working directory, 30 s per bring-up step; `results` already holds the script's files.
+    static func bootScripted(
+        in results: String, controllers: Int = 2, timeout: Duration, on bluez: BlueZInstall, running command: [String]
+    ) async throws -> LabRun {
+        let configuration = LabConfiguration(
+            resultsDirectory: results, controllers: controllers, timeout: timeout, stepTimeout: .seconds(30),
+            workingDirectory: package, bluez: bluez)
+        return try await boot(configuration, running: command)
+    }
+
     /// Tests/LabTests/Fixtures: profiles, guest scripts and helpers the scenarios run in the VM.
     static let fixtures = package + "/Tests/LabTests/Fixtures"
 

@@ -38,11 +38,8 @@ enum LifecycleScenario {
         try centralScript.write(toFile: results + "/central.py", atomically: true, encoding: .utf8)
         try guestScript.write(toFile: results + "/lifecycle.sh", atomically: true, encoding: .utf8)
         // No profiles for the stack to start: the script runs blemu itself on hci0.
-        let configuration = LabConfiguration(
-            resultsDirectory: results, controllers: 2, timeout: .seconds(240), stepTimeout: .seconds(30),
-            workingDirectory: LabScenario.package, bluez: bluez)
-        return try await LabScenario.boot(
-            configuration,
+        return try await LabScenario.bootScripted(
+            in: results, timeout: .seconds(240), on: bluez,
             running: [
                 "/bin/sh", results + "/lifecycle.sh",
             ])
@@ -124,6 +121,7 @@ enum LifecycleScenario {
         return """
             #!/bin/sh
             R="$BLEMU_LAB_RESULTS"
+            SCENARIO=lifecycle
             . \(GuestStack.shellQuote(LabScenario.fixtures + "/guest-lib.sh"))
             B=\(blemu)
             PROFILE=\(GuestStack.shellQuote(profile))
@@ -133,12 +131,6 @@ enum LifecycleScenario {
             SOCK=/run/blemu-lab-lifecycle.sock
             blemu_pid=
 
-            fail() {
-                echo "$*" > "$R/scenario-failure"
-                echo "lifecycle scenario failed: $*"
-                [ -n "$blemu_pid" ] && kill -9 "$blemu_pid" 2>/dev/null
-                exit 1
-            }
             bluez_owned() {
                 dbus-send --system --print-reply --dest=org.freedesktop.DBus / org.freedesktop.DBus.NameHasOwner \\
                     string:org.bluez | grep -q 'boolean true'

@@ -37,11 +37,8 @@ enum PairingScenario {
     private static func boot(bluez: BlueZInstall) async throws -> LabRun {
         let results = try LabScenario.freshResultsDirectory()
         // No profiles for the stack to start: the script runs blemu itself on hci0, once per profile.
-        let configuration = LabConfiguration(
-            resultsDirectory: results, controllers: 2, timeout: .seconds(240), stepTimeout: .seconds(30),
-            workingDirectory: LabScenario.package, bluez: bluez)
-        return try await LabScenario.boot(
-            configuration,
+        return try await LabScenario.bootScripted(
+            in: results, timeout: .seconds(240), on: bluez,
             running: [
                 "/bin/sh", LabScenario.fixtures + "/lab-pairing.sh", LabScenario.blemuExecutable, secureProfile,
                 passkey, wrongPasskey, displayProfile,

@@ -19,12 +19,17 @@ struct PairingScenarioTests {
         try await LabTests.finishedRun(of: PairingScenario.shared, on: bluez, showing: Self.logs)
     }
 
-    /// A result file of pairing_central.py as an object.
-    private func central(_ run: LabRun, _ name: String) throws -> [String: Any] {
-        let text = read(run, name + ".json")
+    /// A results file holding one JSON object; a failure shows the file and the tails of `logs`.
+    private func object(_ run: LabRun, _ file: String, showing logs: [String] = []) throws -> [String: Any] {
+        let text = read(run, file)
         return try #require(
             try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
-            "\(name).json: \(text)\n\(tails(run, [name + ".err"]))")
+            "\(file): \(text)\n\(tails(run, logs))")
+    }
+
+    /// A result file of pairing_central.py, with its stderr when it does not parse.
+    private func central(_ run: LabRun, _ name: String) throws -> [String: Any] {
+        try object(run, name + ".json", showing: [name + ".err"])
     }
 
     /// The peripheral's `pairing` event lines.
@@ -59,13 +64,11 @@ struct PairingScenarioTests {
         #expect(result["read"] as? String == PairingScenario.hex(PairingScenario.email), "\(result)")
         // `status` needs an authenticated link to write: both sides typed, so the key is authenticated.
         #expect(result["write"] as? String == "ok", "\(result)")
-        let status = try JSONSerialization.jsonObject(with: Data(read(run, "status-after-write.json").utf8))
-        let hex = ((status as? [String: Any])?["hex"] as? String)?.replacingOccurrences(of: " ", with: "")
-        #expect(
-            hex?.uppercased() == PairingScenario.hex(PairingScenario.writtenStatus), "\(String(describing: status))")
+        let status = try object(run, "status-after-write.json")
+        let hex = (status["hex"] as? String)?.replacingOccurrences(of: " ", with: "")
+        #expect(hex?.uppercased() == PairingScenario.hex(PairingScenario.writtenStatus), "\(status)")
         // The control socket lists both pairings' steps, oldest first.
-        let listed = try JSONSerialization.jsonObject(with: Data(read(run, "right-passkey-ctl.json").utf8))
-        let steps = ((listed as? [String: Any])?["pairings"] as? [[String: Any]]) ?? []
+        let steps = try object(run, "right-passkey-ctl.json")["pairings"] as? [[String: Any]] ?? []
         #expect(steps.map { $0["method"] as? String } == ["request-passkey", "request-passkey"], "\(steps)")
         #expect(steps.allSatisfy { $0["passkey"] as? String == PairingScenario.passkey })
     }

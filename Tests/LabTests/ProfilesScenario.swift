@@ -142,11 +142,8 @@ enum ProfilesScenario {
         try guestScript.write(toFile: results + "/profiles.sh", atomically: true, encoding: .utf8)
         // No profiles for the stack to start: the script runs blemu itself on hci0, once per story. hci3 is only a
         // bystander for story 3 (see the script).
-        let configuration = LabConfiguration(
-            resultsDirectory: results, controllers: 4, timeout: .seconds(420), stepTimeout: .seconds(30),
-            workingDirectory: LabScenario.package, bluez: bluez)
-        return try await LabScenario.boot(
-            configuration,
+        return try await LabScenario.bootScripted(
+            in: results, controllers: 4, timeout: .seconds(420), on: bluez,
             running: [
                 "/bin/sh", results + "/profiles.sh",
             ])

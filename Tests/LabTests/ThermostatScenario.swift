@@ -42,11 +42,8 @@ enum ThermostatScenario {
         try centralScript.write(toFile: results + "/central.py", atomically: true, encoding: .utf8)
         try guestScript.write(toFile: results + "/thermostat.sh", atomically: true, encoding: .utf8)
         // No profiles for the stack to start: the script runs blemu itself on hci0, twice.
-        let configuration = LabConfiguration(
-            resultsDirectory: results, controllers: 2, timeout: .seconds(180), stepTimeout: .seconds(30),
-            workingDirectory: LabScenario.package, bluez: bluez)
-        return try await LabScenario.boot(
-            configuration,
+        return try await LabScenario.bootScripted(
+            in: results, timeout: .seconds(180), on: bluez,
             running: [
                 "/bin/sh", results + "/thermostat.sh",
             ])
@@ -84,6 +81,7 @@ enum ThermostatScenario {
         return """
             #!/bin/sh
             R="$BLEMU_LAB_RESULTS"
+            SCENARIO=thermostat
             . \(GuestStack.shellQuote(LabScenario.fixtures + "/guest-lib.sh"))
             B=\(blemu)
             PROFILE=\(GuestStack.shellQuote(profile))
@@ -94,12 +92,6 @@ enum ThermostatScenario {
             STATE="$XDG_STATE_HOME/blemu/\(restoreID).json"
             blemu_pid=
 
-            fail() {
-                echo "$*" > "$R/scenario-failure"
-                echo "thermostat scenario failed: $*"
-                [ -n "$blemu_pid" ] && kill -9 "$blemu_pid" 2>/dev/null
-                exit 1
-            }
             start_blemu() { # LOG EVENTS
                 "$B" run "$PROFILE" --adapter "$BLEMU_LAB_PERIPHERAL" --control "$SOCK" --events "$2" \\
                     --restore-id \(restoreID) </dev/null >"$1" 2>&1 &

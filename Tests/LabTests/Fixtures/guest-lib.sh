@@ -1,5 +1,14 @@
-# The lab scenarios' shared guest helpers, sourced by each scenario's script inside the VM. A script defines its own
-# `fail REASON` (what to stop, where to say why) and sets R to the results directory before sourcing this.
+# The lab scenarios' shared guest helpers, sourced by each scenario's script inside the VM. A script sets R to the
+# results directory before sourcing this, and SCENARIO to its name for `fail`.
+
+# fail REASON: the scenario's failure, in scenario-failure (its tests read it) and on stdout; kills the blemu run the
+# script started (blemu_pid, when set) and exits 1. A script with more to stop defines its own after sourcing this.
+fail() {
+    echo "$*" > "$R/scenario-failure"
+    echo "${SCENARIO:-lab} scenario failed: $*"
+    [ -n "${blemu_pid:-}" ] && kill -9 "$blemu_pid" 2>/dev/null
+    exit 1
+}
 
 # step NAME: progress, as `<uptime> NAME` lines in scenario-steps.
 step() { echo "$(cut -d' ' -f1 /proc/uptime) $*" >> "$R/scenario-steps"; }

@@ -9,17 +9,12 @@
 R="$BLEMU_LAB_RESULTS"
 B=$1
 F=$2
+SCENARIO=ATT
 . "$F/guest-lib.sh"
 C="$BLEMU_LAB_CENTRAL"
 A="$BLEMU_LAB_PERIPHERAL_ADDRESS"
 blemu_pid=
 
-fail() {
-    echo "$*" > "$R/scenario-failure"
-    echo "ATT scenario failed: $*"
-    [ -n "$blemu_pid" ] && kill -9 "$blemu_pid" 2>/dev/null
-    exit 1
-}
 advertising() {
     exited "$blemu_pid" && fail "blemu run exited before advertising (see blemu-run.log)"
     grep -q '^advertising "' "$R/blemu-run.log"

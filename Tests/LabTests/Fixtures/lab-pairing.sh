@@ -8,6 +8,7 @@
 # writes `scenario-failure` and exits 1.
 R="$BLEMU_LAB_RESULTS"
 here=$(dirname "$0")
+SCENARIO=pairing
 . "$here/guest-lib.sh"
 B=$1 SECURE=$2 PASSKEY=$3 WRONG=$4 DISPLAY=$5
 # The control socket lives on the VM's tmpfs: the results share is 9p.
@@ -17,12 +18,6 @@ STATUS=5a1c0b7e-3d2f-4e61-9c8b-7a6d5e4f3a2b
 CODE=8d3a2002-6b1e-4c2f-9a57-3e2c1d0b4f61
 blemu_pid=
 
-fail() {
-    echo "$*" > "$R/scenario-failure"
-    echo "pairing scenario failed: $*"
-    [ -n "$blemu_pid" ] && kill -9 "$blemu_pid" 2>/dev/null
-    exit 1
-}
 advertising() { grep -q '^advertising "' "$R/$1-run.log"; }
 serve() { # NAME PROFILE
     "$B" run "$2" --adapter "$BLEMU_LAB_PERIPHERAL" --control "$SOCK" --events "$R/$1-events.jsonl" \
