@@ -128,22 +128,18 @@ extension BlueZBackend {
                 errorDelivery: .throughBlueZ, reply: reply))
     }
 
-    /// To the manager's router at once when one is attached (answered on this loop thread when the handler can),
-    /// else as an event.
+    /// To the manager's router, on this loop thread (answered here when the handler can). The manager attaches
+    /// before it can publish, so bluetoothd cannot call before then; if something did, the engine answers it.
     private func deliver(_ incoming: IncomingRead) {
-        if let router = router.withLock({ $0 }) {
-            router.read(incoming)
-        } else {
-            continuation.yield(.read(incoming))
-        }
+        if let router = router.withLock({ $0 }) { return router.read(incoming) }
+        logger.error("a read arrived before a manager attached: answered Unlikely Error")
+        incoming.reply(.failure(.unlikelyError))
     }
 
     func deliver(_ incoming: IncomingWrites) {
-        if let router = router.withLock({ $0 }) {
-            router.write(incoming)
-        } else {
-            continuation.yield(.write(incoming))
-        }
+        if let router = router.withLock({ $0 }) { return router.write(incoming) }
+        logger.error("a write arrived before a manager attached: answered Unlikely Error")
+        incoming.reply?(.failure(.unlikelyError))
     }
 
     /// The kind a subscription gets. bluetoothd does not tell the app whether the CCCD asked for notifications or
@@ -330,13 +326,6 @@ extension BlueZBackend {
     static func hex(_ bytes: [UInt8]) -> String {
         let shown = Hex.string(bytes.prefix(32), separator: "")
         return bytes.count > 32 ? shown + "…" : shown
-    }
-}
-
-extension BlueZBackend: RequestRouting {
-    /// Requests skip the event stream from now on: `read`/`write` hand them to `router` on the D-Bus loop thread.
-    package func route(requestsTo router: RequestRouter) {
-        self.router.withLock { $0 = router }
     }
 }
 

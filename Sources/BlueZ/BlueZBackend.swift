@@ -57,7 +57,7 @@ public final class BlueZBackend: PeripheralBackend {
     let continuation: AsyncStream<BackendEvent>.Continuation
     /// Serialises registrations (publish, advertise, re-registration after a restart, shutdown).
     let gate = SerialGate()
-    /// The manager's router once it attached (`RequestRouting`); until then requests go out as events.
+    /// The manager's router once it attached (`attach(_:)`): every read and write goes to it.
     let router = Mutex<RequestRouter?>(nil)
 
     /// Connects to `bus`, checks that bluetoothd and `adapter` are there, exports the agent and sets the alias.
@@ -123,6 +123,11 @@ public final class BlueZBackend: PeripheralBackend {
     deinit { connection.close() }
 
     // MARK: PeripheralBackend
+
+    /// Keeps the manager's router: `ReadValue`, `WriteValue` and `AcquireWrite` datagrams go to it on the loop thread.
+    public func attach(_ router: RequestRouter) {
+        self.router.withLock { $0 = router }
+    }
 
     /// Exports the tree with `service` added and registers the application again; throws `BlueZError`.
     public func publish(_ service: Service) async throws {

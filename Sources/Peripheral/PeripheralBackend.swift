@@ -2,25 +2,34 @@ import GATTModel
 
 /// What `PeripheralManager` needs from a Bluetooth stack (BlueZ over D-Bus, or `InMemoryBackend` in tests).
 ///
-/// The stack reports everything through `events`, which exactly one manager consumes. The manager answers each
-/// request exactly once through the `reply` closure the request carries, sends updates with `send(_:to:)` from its
-/// own bounded queue, and drives publishing and advertising with the async methods.
+/// The manager attaches its `RequestRouter` first (`attach(_:)`); the stack hands every read and write to it, on
+/// the thread the request arrived on, and the router answers each exactly once through the `reply` closure the
+/// request carries. Everything else the stack reports through `events`, which exactly one manager consumes. The
+/// manager sends updates with `send(_:to:)` from its own bounded queue, and drives publishing and advertising with
+/// the async methods.
 ///
 /// Fitting BlueZ (docs/bluez.md):
-/// - `ReadValue`/`WriteValue` become `.read`/`.write` events whose `reply` sends the D-Bus reply; a no-reply
-///   `WriteValue` (write-without-response) gets `reply: nil` and is never answered; `prepare-authorize: true`
-///   sets `isAuthorizationOnly` (5.66 sends it with no bytes; see `WriteRequests` for what reaches the app of a
+/// - `ReadValue`/`WriteValue` become `IncomingRead`/`IncomingWrites` handed to the router, whose `reply` sends the
+///   D-Bus reply; a no-reply `WriteValue` (write-without-response) gets `reply: nil` and is never answered;
+///   `prepare-authorize: true` sets `isAuthorizationOnly` (5.66 sends it with no bytes; see `WriteRequests` for what reaches the app of a
 ///   long or reliable write).
 /// - Map answers with `dbus_error_to_att_ecode()` in mind: 0x02/0x03 -> `NotPermitted`, 0x06 -> `NotSupported`,
 ///   0x07 -> `InvalidOffset`, 0x08 -> `NotAuthorized`, 0x0D -> `InvalidValueLength`, 0xFD/0xFE -> their names,
 ///   0x80-0x9F -> `Failed` with message `"0x80"`..; other codes cannot be expressed and arrive as 0x0E or 0x80.
 ///   0x05/0x0F come from the static `encrypt-*` flags, before bluetoothd ever calls the app.
-/// - `AcquireNotify` names the device: yield `.subscribed(central, …)` with the device path as `Central.id` and
-///   MTU - 3 (or bluer's MTU - 5) as its limit; socket writability after `EAGAIN` is `.writable`; byte 0x01 on it
-///   is `.confirmed`; its closing is `.unsubscribed`. `StartNotify` (no device) subscribes `Central.allSubscribersID`,
-///   served with `PropertiesChanged`, and `Confirm()` confirms for it.
+/// - A subscription names the central its updates reach: one device only when the stack delivers to that device
+///   alone. BlueZ's `AcquireNotify` carries a `device` option, but 5.66-5.68 acquire one socket per characteristic
+///   whose datagrams reach every subscriber, so the BlueZ backend reports `Central(id: Central.allSubscribersID)`
+///   until bluetoothd shows per-device sockets (5.69+), then each device (BlueZ's `NotifyTable`). Socket
+///   writability after `EAGAIN` is `.writable`; byte 0x01 on it is `.confirmed`; its closing is `.unsubscribed`.
+///   `StartNotify` (no device) also subscribes `Central.allSubscribersID`, served with `PropertiesChanged`, and
+///   `Confirm()` confirms for it.
 public protocol PeripheralBackend: Sendable {
-    /// Everything the stack reports, in order: state, connections, requests, subscriptions, confirmations,
+    /// Called once by the manager, in its `init`, before it consumes `events`: from then on hand every read and
+    /// write to `router.read(_:)`/`router.write(_:)` on the thread it arrived on.
+    func attach(_ router: RequestRouter)
+
+    /// Everything the stack reports, in order: state, connections, subscriptions, confirmations,
     /// writability. Yield `.stateChanged` first. Finish the stream when the backend shuts down: the manager stops.
     var events: AsyncStream<BackendEvent> { get }
 

@@ -4,7 +4,8 @@ import Logging
 /// A Bluetooth LE peripheral: Core Bluetooth's `CBPeripheralManager`, over any `PeripheralBackend`.
 ///
 /// Publish services, advertise, and push values with `updateValue(_:for:onSubscribedCentrals:)`; requests go to
-/// the `RequestHandler` (by default a `ProfileServer`), everything else comes out of `events`.
+/// the `RequestHandler` (by default a `ProfileServer`) through the `RequestRouter` the backend is attached to,
+/// everything else comes out of `events`.
 public actor PeripheralManager {
     /// Limits and timings.
     public struct Configuration: Sendable {
@@ -81,8 +82,8 @@ public actor PeripheralManager {
         // Yielded before the event loop exists, so no state change can overtake it.
         if let restoredState { continuation.yield(.willRestoreState(restoredState)) }
         let incoming = backend.events
-        // Requests from such a backend skip the event stream and this actor: they need nothing the actor guards.
-        if let routing = backend as? any RequestRouting { routing.route(requestsTo: router) }
+        // Requests skip the event stream and this actor: they need nothing the actor guards.
+        backend.attach(router)
         // The loop holds the manager strongly: it runs as long as the stack reports events, so that a request
         // never waits for a manager nobody holds any more. It ends when the backend finishes its stream.
         Task {
@@ -245,10 +246,6 @@ public actor PeripheralManager {
             queue.disconnected(known)
             drain()
             continuation.yield(.centralDisconnected(known))
-        case .read(let incoming):
-            dispatch(incoming)
-        case .write(let incoming):
-            dispatch(incoming)
         case .subscribed(let central, let id, let kind):
             guard let characteristic = characteristics[id] else {
                 logger.warning("\(central) subscribed to unknown characteristic \(id): ignored")
@@ -315,12 +312,6 @@ public actor PeripheralManager {
         stateWaiters.removeAll()
         for waiter in waiters { waiter.resume(returning: state) }
     }
-
-    // MARK: Requests
-
-    private func dispatch(_ incoming: IncomingRead) { router.read(incoming) }
-
-    private func dispatch(_ incoming: IncomingWrites) { router.write(incoming) }
 
     // MARK: Performing the queue's actions
 

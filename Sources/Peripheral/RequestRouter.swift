@@ -2,15 +2,42 @@ import GATTModel
 import Logging
 import Synchronization
 
-/// Turns the stack's reads and writes into requests for the handler, each answered exactly once. The manager
-/// routes the `.read`/`.write` events of any backend through it; a backend that adopts `RequestRouting` calls it
-/// directly, on the thread the request arrived on, and saves the two task switches an event costs.
+/// Turns the stack's reads and writes into requests for the handler, each answered exactly once. Every backend
+/// is handed the manager's router by `PeripheralBackend.attach(_:)` and calls `read`/`write` on the thread the
+/// request arrived on: there is no other way in, for BlueZ or for `InMemoryBackend`.
 ///
 /// The handler starts at once on the caller's thread (`Task.immediate`) and runs there until it first suspends.
 /// A handler that decides without waiting (`ProfileServer`, `EmulationHandler` without a delay fault) has answered
 /// before `read`/`write` return: on the D-Bus loop thread the reply goes straight to libdbus, and no deadline timer
 /// is ever armed. Only a request still unanswered when its handler suspends gets the deadline.
-package final class RequestRouter: Sendable {
+///
+/// ## The life of a read (BlueZ)
+/// 1. libdbus hands the `ReadValue` call to the loop thread: `ConnectionCore.handleMethodCall` (DBus) finds the object and
+///    its `Method(immediate:)` in `GATTApplication.characteristicInterface` (BlueZ), which wraps it as a
+///    `MethodCall`, a non-copyable value whose `deinit` answers `Failed` if nobody else does.
+/// 2. `BlueZBackend.read(_:_:)` (BlueZBackend+Requests.swift) admits only bluetoothd's unique name
+///    (`OwnerCheck.admit`), reads the options, boxes the call in a `PendingCall` (taken once) and builds an
+///    `IncomingRead` whose `reply` sends the bytes or the `BlueZErrorReply` for the ATT error.
+/// 3. `RequestRouter.read(_:)` (here) wraps `reply` in a `Responder`, which counts the request in the ledger, finds
+///    the characteristic (unknown: Invalid Handle, answered by the engine) and starts the handler.
+/// 4. The handler (`ProfileServer.handleRead`, `EmulationHandler.handleRead`) consumes the `ReadRequest` with
+///    `respond(with:)` or `reject(_:)`; dropping it answers Unlikely Error; `DeadlineQueue` answers a handler that
+///    suspends for longer than the deadline.
+/// 5. `Responder.answer(_:by:)` lets the first answer through, counts it, and calls `reply`: `PendingCall.reply`,
+///    then `MethodCall.reply`, then libdbus.
+///
+/// ## The life of a write
+/// The same hops with `WriteValue`, `BlueZBackend.write(_:_:)`, `IncomingWrites`, `RequestRouter.write(_:)` and a
+/// `WriteRequests` batch answered once for all. A write without response (no-reply flag) consumes its
+/// `MethodCall` at once, so D-Bus counts it answered, and reaches the handler with `reply: nil`: the `Responder`
+/// counts its answer and sends nothing. `AcquireWrite` datagrams (BlueZBackend+AcquireWrite.swift) enter at step 3.
+///
+/// ## Who owns "exactly once"
+/// One owner per layer, each for its own unit: `MethodCall` for a D-Bus call (its `deinit`, counted in
+/// `CallStatistics`), `PendingCall` for the escaping closure that holds one, `Responder` for an ATT request
+/// (counted in `RequestCounts`: `requests == answered`). The two counts differ on purpose: D-Bus calls include
+/// `StartNotify`, descriptor and agent calls, ATT requests include `AcquireWrite` datagrams.
+public final class RequestRouter: Sendable {
     private let handler: any RequestHandler
     private let ledger: RequestLedger
     /// One timer for the deadlines of every request whose handler suspended.
@@ -45,7 +72,7 @@ package final class RequestRouter: Sendable {
     }
 
     /// Hands a read to the handler; an unknown characteristic is answered Invalid Handle by the engine.
-    package func read(_ incoming: IncomingRead) {
+    public func read(_ incoming: IncomingRead) {
         let responder = Responder(
             summary: "read of \(incoming.characteristicID) by \(incoming.central) at offset \(incoming.offset)",
             reply: incoming.reply, ledger: ledger, logger: logger)
@@ -63,7 +90,7 @@ package final class RequestRouter: Sendable {
     }
 
     /// Hands a batch of writes to the handler; one unknown characteristic answers the batch Invalid Handle.
-    package func write(_ incoming: IncomingWrites) {
+    public func write(_ incoming: IncomingWrites) {
         let responder = Responder(
             summary:
                 "write of \(incoming.writes.map(\.characteristicID).joined(separator: ", ")) by \(incoming.central)",
@@ -102,12 +129,4 @@ package final class RequestRouter: Sendable {
         guard !responder.isAnswered else { return }
         deadlines.arm(responder)
     }
-}
-
-/// A backend that hands reads and writes to the manager's `RequestRouter` directly, on the thread they arrive on,
-/// instead of yielding `.read`/`.write` events (each of which costs a hop through the event stream and the actor).
-/// Requests that arrive before the manager attaches still go out as events.
-package protocol RequestRouting: PeripheralBackend {
-    /// From now on, hands every read and write to `router` instead of yielding it as an event.
-    func route(requestsTo router: RequestRouter)
 }

@@ -7,8 +7,9 @@ import Synchronization
 ///
 /// It behaves as bluetoothd does where the manager can tell: subscriptions check the characteristic's properties
 /// and CCCD security (bluetoothd's static flags), links have a bounded send buffer that says "would block" and
-/// becomes writable as the central consumes notifications (an `AcquireNotify` socket). Reads and writes are passed
-/// through unchecked, so the handler's own checks are what tests see.
+/// becomes writable as the central consumes notifications (an `AcquireNotify` socket). Reads and writes take the
+/// production path, straight to the manager's `RequestRouter` on the central's task, unchecked, so the handler's
+/// own checks are what tests see.
 public final class InMemoryBackend: PeripheralBackend {
     /// What the manager and the centrals report to each other.
     public let events: AsyncStream<BackendEvent>
@@ -32,6 +33,8 @@ public final class InMemoryBackend: PeripheralBackend {
     }
 
     private let state = Mutex(State())
+    /// The manager's router, once attached.
+    private let router = Mutex<RequestRouter?>(nil)
     private let continuation: AsyncStream<BackendEvent>.Continuation
 
     /// A backend whose adapter starts in `state`; links buffer `linkCapacity` notifications (at least 1).
@@ -56,6 +59,11 @@ public final class InMemoryBackend: PeripheralBackend {
     public var advertisement: Advertisement? { state.withLock { $0.advertisement } }
 
     // MARK: PeripheralBackend
+
+    /// Keeps the manager's router: virtual centrals' reads and writes go to it.
+    public func attach(_ router: RequestRouter) {
+        self.router.withLock { $0 = router }
+    }
 
     /// Records the service; never fails.
     public func publish(_ service: Service) async throws {
@@ -139,6 +147,21 @@ public final class InMemoryBackend: PeripheralBackend {
     }
 
     func emit(_ event: BackendEvent) { continuation.yield(event) }
+
+    /// A central's read, to the manager's router as BlueZ hands it; answered Unlikely Error with no manager.
+    func request(_ incoming: IncomingRead) {
+        guard let router = router.withLock({ $0 }) else { return incoming.reply(.failure(.unlikelyError)) }
+        router.read(incoming)
+    }
+
+    /// A central's writes, to the manager's router as BlueZ hands them; answered Unlikely Error with no manager.
+    func request(_ incoming: IncomingWrites) {
+        guard let router = router.withLock({ $0 }) else {
+            incoming.reply?(.failure(.unlikelyError))
+            return
+        }
+        router.write(incoming)
+    }
 
     /// The central's application took a notification off the link: room in the buffer, and the confirmation of an
     /// indication when the central confirms automatically.

@@ -48,11 +48,10 @@ public final class VirtualCentral: Sendable {
         let central = central
         let security = security
         let result = await withCheckedContinuation { (waiter: CheckedContinuation<Result<[UInt8], ATTError>, Never>) in
-            backend.emit(
-                .read(
-                    IncomingRead(
-                        central: central, characteristicID: characteristicID, offset: offset, linkSecurity: security,
-                        reply: { waiter.resume(returning: $0) })))
+            backend.request(
+                IncomingRead(
+                    central: central, characteristicID: characteristicID, offset: offset, linkSecurity: security,
+                    reply: { waiter.resume(returning: $0) }))
         }
         // A Read (Blob) Response carries at most ATT_MTU - 1 bytes (Core Spec Vol 3, Part F, 3.4.4.4).
         return try result.map { Array($0.prefix(attMTU - 1)) }.get()
@@ -75,12 +74,10 @@ public final class VirtualCentral: Sendable {
         _ value: [UInt8], to characteristicID: String, offset: Int = 0, withResponse: Bool = true
     ) async throws(ATTError) {
         guard withResponse else {
-            backend.emit(
-                .write(
-                    IncomingWrites(
-                        central: central,
-                        writes: [.init(characteristicID: characteristicID, offset: offset, value: value)],
-                        linkSecurity: security, reply: nil)))
+            backend.request(
+                IncomingWrites(
+                    central: central, writes: [.init(characteristicID: characteristicID, offset: offset, value: value)],
+                    linkSecurity: security, reply: nil))
             return
         }
         var writes: [IncomingWrites.Write] = []
@@ -124,11 +121,9 @@ public final class VirtualCentral: Sendable {
         let central = central
         let security = security
         let result = await withCheckedContinuation { (waiter: CheckedContinuation<Result<[UInt8], ATTError>, Never>) in
-            backend.emit(
-                .write(
-                    IncomingWrites(
-                        central: central, writes: writes, linkSecurity: security,
-                        reply: { waiter.resume(returning: $0) })))
+            backend.request(
+                IncomingWrites(
+                    central: central, writes: writes, linkSecurity: security, reply: { waiter.resume(returning: $0) }))
         }
         _ = try result.get()
     }
