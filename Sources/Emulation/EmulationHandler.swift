@@ -16,7 +16,7 @@ public struct EmulationHandler: RequestHandler {
     /// The server whose store and checks this handler uses.
     public let server: ProfileServer
     let engines: SharedEngines
-    let clock: EmulationClock
+    let clock: ElapsedClock
     let requestDeadline: Duration
     let log: EventLog?
     let stateStore: StateStore?

@@ -33,7 +33,7 @@ public actor Emulator {
 
     let server: ProfileServer
     let engines: SharedEngines
-    let clock: EmulationClock
+    let clock: ElapsedClock
     let log: EventLog?
     let stateStore: StateStore?
     let logger: Logger
@@ -73,7 +73,7 @@ public actor Emulator {
             BehaviourEngines(
                 schedules: try ScheduleEngine(profile: scheduled, baseDirectory: baseDirectory),
                 rules: try WriteRuleEngine(profile: profile), faults: FaultEngine(faults: profile.behaviour.faults)))
-        let clock = EmulationClock(clock)
+        let clock = ElapsedClock(clock)
         (followUps, followUpContinuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
         handler = EmulationHandler(
             server: server, engines: engines, clock: clock, requestDeadline: requestDeadline, log: eventLog,

@@ -62,11 +62,13 @@ public actor PeripheralManager {
 
     /// A manager that starts consuming the backend's events at once and hands requests to `handler`; it lives until
     /// the backend finishes its event stream, even when the caller lets go of it. With `restoring`, the first event
-    /// is `.willRestoreState` carrying it, before any state change (as Core Bluetooth orders them).
+    /// is `.willRestoreState` carrying it, before any state change (as Core Bluetooth orders them). Request
+    /// deadlines run on `clock` (tests pass a manual one and advance it).
     public init(
         backend: any PeripheralBackend, handler: any RequestHandler = ProfileServer(),
         configuration: Configuration = Configuration(),
         restoring restoredState: RestoredState? = nil,
+        clock: some Clock<Duration> = ContinuousClock(),
         logger: Logger = Logger(label: "blemu.peripheral")
     ) {
         self.backend = backend
@@ -76,7 +78,7 @@ public actor PeripheralManager {
         self.ledger = ledger
         router = RequestRouter(
             handler: handler, ledger: ledger, deadline: configuration.requestDeadline,
-            deadlineError: configuration.deadlineError, logger: logger)
+            deadlineError: configuration.deadlineError, clock: ElapsedClock(clock), logger: logger)
         self.queue = NotificationQueue(capacity: configuration.queueCapacity)
         (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
         // Yielded before the event loop exists, so no state change can overtake it.

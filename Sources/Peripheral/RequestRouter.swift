@@ -46,14 +46,15 @@ public final class RequestRouter: Sendable {
     /// The published characteristics by id, as the manager last set them.
     private let characteristics = Mutex<[String: Characteristic]>([:])
 
-    /// A router handing requests to `handler`, counting them in `ledger`, answering `deadlineError` after `deadline`.
+    /// A router handing requests to `handler`, counting them in `ledger`, answering `deadlineError` after `deadline`
+    /// by `clock`.
     package init(
         handler: any RequestHandler, ledger: RequestLedger, deadline: Duration, deadlineError: ATTError,
-        logger: Logger
+        clock: ElapsedClock, logger: Logger
     ) {
         self.handler = handler
         self.ledger = ledger
-        deadlines = DeadlineQueue(duration: deadline, error: deadlineError)
+        deadlines = DeadlineQueue(duration: deadline, error: deadlineError, clock: clock)
         self.logger = logger
     }
 

@@ -5,13 +5,8 @@ import Synchronization
 /// The one-shot box every request carries: whoever answers first (handler, `deinit`, deadline, engine) wins,
 /// and exactly one answer reaches the stack. A `Mutex`, not an actor, because `deinit` cannot await.
 package final class Responder: Sendable {
-    private enum Claim {
-        case won(deadline: Task<Void, Never>?)
-        case lost(to: AnswerSource)
-    }
-
     private enum State {
-        case pending(deadline: Task<Void, Never>?)
+        case pending
         case answered(by: AnswerSource)
     }
 
@@ -19,7 +14,7 @@ package final class Responder: Sendable {
     package var summary: String { describe() }
     /// Builds `summary` only when a log line needs it: formatting it for every request costs more than answering.
     private let describe: @Sendable () -> String
-    private let state = Mutex(State.pending(deadline: nil))
+    private let state = Mutex(State.pending)
     private let reply: (@Sendable (Result<[UInt8], ATTError>) -> Void)?
     private let ledger: RequestLedger
     private let logger: Logger
@@ -37,21 +32,6 @@ package final class Responder: Sendable {
         ledger.recordRequest()
     }
 
-    /// Answers with `error` after `duration` unless answered before.
-    package func arm(deadline duration: Duration, error: ATTError) {
-        let task = Task { [weak self] in
-            try? await Task.sleep(for: duration)
-            guard !Task.isCancelled else { return }
-            self?.answer(.failure(error), by: .deadline)
-        }
-        let armed = state.withLock { state -> Bool in
-            guard case .pending(nil) = state else { return false }
-            state = .pending(deadline: task)
-            return true
-        }
-        if !armed { task.cancel() }
-    }
-
     /// The deadline's answer: `error`, unless the request was answered already (then nothing happens).
     package func expire(with error: ATTError) {
         answer(.failure(error), by: .deadline)
@@ -65,38 +45,33 @@ package final class Responder: Sendable {
     /// Answers unless answered already; the first caller's result is the one the stack gets.
     @discardableResult
     package func answer(_ result: Result<[UInt8], ATTError>, by source: AnswerSource) -> AnswerDelivery {
-        let outcome = state.withLock { state -> Claim in
-            switch state {
-            case .answered(let first): return .lost(to: first)
-            case .pending(let deadline):
-                state = .answered(by: source)
-                return .won(deadline: deadline)
-            }
+        // The first answer wins; nil when this one did.
+        let first = state.withLock { state -> AnswerSource? in
+            if case .answered(let first) = state { return first }
+            state = .answered(by: source)
+            return nil
         }
-        switch outcome {
-        case .lost(let first):
+        if let first {
             // deinit runs after every consuming answer: finding the request answered is the normal case. So is a
             // deadline coming due after the answer: neither is a late answer.
             guard source != .dropped, source != .deadline else { return .refused(alreadyAnsweredBy: first) }
             ledger.recordRefusedLate()
             logger.warning("late answer refused: \(summary) was already answered by \(first)")
             return .refused(alreadyAnsweredBy: first)
-        case .won(let deadline):
-            deadline?.cancel()
-            // Counted before it is sent: once the central has its answer, `requests == answered` must already hold
-            // for anyone reading the counters (a test's central asks for them right after its last reply).
-            let isError: Bool
-            if case .failure = result { isError = true } else { isError = false }
-            ledger.recordAnswer(by: source, isError: isError, hasReply: reply != nil)
-            // Reply outside the lock: the stack's reply may take its own locks.
-            reply?(result)
-            switch (source, result) {
-            case (.handler, .success): logger.trace("answered \(summary)")
-            case (.handler, .failure(let error)): logger.debug("answered \(summary) with \(error)")
-            case (_, .failure(let error)): logger.warning("\(summary) answered by \(source) with \(error)")
-            case (_, .success): logger.debug("\(summary) answered by \(source)")
-            }
-            return .delivered
         }
+        // Counted before it is sent: once the central has its answer, `requests == answered` must already hold
+        // for anyone reading the counters (a test's central asks for them right after its last reply).
+        let isError: Bool
+        if case .failure = result { isError = true } else { isError = false }
+        ledger.recordAnswer(by: source, isError: isError, hasReply: reply != nil)
+        // Reply outside the lock: the stack's reply may take its own locks.
+        reply?(result)
+        switch (source, result) {
+        case (.handler, .success): logger.trace("answered \(summary)")
+        case (.handler, .failure(let error)): logger.debug("answered \(summary) with \(error)")
+        case (_, .failure(let error)): logger.warning("\(summary) answered by \(source) with \(error)")
+        case (_, .success): logger.debug("\(summary) answered by \(source)")
+        }
+        return .delivered
     }
 }

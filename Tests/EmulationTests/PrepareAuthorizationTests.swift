@@ -2,6 +2,7 @@ import Emulation
 import GATTModel
 import Logging
 import Peripheral
+import PeripheralTesting
 import Testing
 
 /// BlueZ 5.66's `prepare-authorize` asks with no bytes (src/shared/gatt-server.c `prep_write_cb` hands gatt-db a
@@ -27,7 +28,7 @@ import Testing
         let setPoint = try #require(
             profile.services.flatMap(\.characteristics).first { $0.id == "set-point" }, "thermostat's set-point")
         let server = ProfileServer(store: ValueStore())
-        let emulator = try Emulator(profile: profile, server: server, clock: TestClock())
+        let emulator = try Emulator(profile: profile, server: server, clock: ManualClock())
         let empty = WriteRequest(characteristic: setPoint, offset: 0, value: [])
         #expect(await answer([empty], isAuthorizationOnly: true, on: emulator) == .success([]))
         #expect(server.store.value(of: setPoint) == setPoint.value.bytes)

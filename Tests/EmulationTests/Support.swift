@@ -48,7 +48,7 @@ final class EventRecorder: Sendable {
 /// A running emulator on the in-memory backend, with a test clock and an event recorder.
 struct Rig {
     let profile: PeripheralProfile
-    let clock = TestClock()
+    let clock = ManualClock()
     let recorder = EventRecorder()
     let server: ProfileServer
     let emulator: Emulator
@@ -66,7 +66,7 @@ struct Rig {
             eventLog: eventLog ?? recorder.log, stateStore: stateStore)
         (manager, backend) = try await PeripheralManager.inMemory(
             publishing: profile.services, handler: emulator.handler, configuration: configuration,
-            linkCapacity: linkCapacity, restoring: restored)
+            linkCapacity: linkCapacity, restoring: restored, clock: clock)
     }
 
     func start() async { await emulator.start(on: manager) }

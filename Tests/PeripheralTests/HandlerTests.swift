@@ -35,11 +35,14 @@ import Testing
     @Test func aRequestUnansweredAtItsDeadlineIsAnsweredByTheEngineAndTheLateAnswerRefused() async throws {
         let (gate, opener) = AsyncStream.makeStream(of: Void.self)
         let (outcomes, reporter) = AsyncStream.makeStream(of: AnswerDelivery.self)
+        let clock = ManualClock()
         let (manager, backend) = try await PeripheralManager.inMemory(
-            publishing: [Fixture.service], handler: GatedHandler(gate: gate, outcomes: reporter),
-            configuration: .init(requestDeadline: .milliseconds(50)))
+            publishing: [Fixture.service], handler: GatedHandler(gate: gate, outcomes: reporter), clock: clock)
         let phone = VirtualCentral(connectingTo: backend)
-        await #expect(throws: ATTError.unlikelyError) { try await phone.read("setting") }
+        let read = Task { () async throws(ATTError) -> [UInt8] in try await phone.read("setting") }
+        await clock.waitForSleepers()  // the deadline timer of the suspended request
+        clock.advance(by: PeripheralManager.Configuration().requestDeadline)
+        await #expect(throws: ATTError.unlikelyError) { try await read.value }
         opener.yield()
         var iterator = outcomes.makeAsyncIterator()
         #expect(await iterator.next() == .refused(alreadyAnsweredBy: .deadline))

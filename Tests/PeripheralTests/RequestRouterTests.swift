@@ -4,15 +4,18 @@ import Synchronization
 import Testing
 
 @testable import Peripheral
+import PeripheralTesting
 
 /// The request path a `RequestRouting` backend (BlueZ) takes: straight from the stack's thread to the handler.
 @Suite struct RequestRouterTests {
     let ledger = RequestLedger()
+    let clock = ManualClock()
     private let log = ReplyLog()
 
-    func router(_ handler: any RequestHandler, deadline: Duration = .seconds(10)) -> RequestRouter {
+    func router(_ handler: any RequestHandler) -> RequestRouter {
         let router = RequestRouter(
-            handler: handler, ledger: ledger, deadline: deadline, deadlineError: .unlikelyError, logger: Logger.quiet)
+            handler: handler, ledger: ledger, deadline: .seconds(10), deadlineError: .unlikelyError,
+            clock: ElapsedClock(clock), logger: Logger.quiet)
         router.publish(Fixture.service.characteristics)
         return router
     }
@@ -70,20 +73,28 @@ import Testing
         #expect(ledger.snapshot.answeredByEngine == 1)
     }
 
-    @Test func aHandlerThatSuspendsIsAnsweredByTheDeadline() async {
+    @Test func aHandlerThatSuspendsIsAnsweredByTheDeadlineAndNotBefore() async {
         let (gate, open) = AsyncStream<Void>.makeStream()
-        router(Stalling(gate: gate), deadline: .milliseconds(20)).read(read("name"))
+        let router = router(Stalling(gate: gate))
+        router.read(read("name"))
+        clock.advance(by: .seconds(6))
+        router.read(read("name"))  // due at 16 s
         #expect(replies.isEmpty)
+        clock.advance(by: .seconds(4))
         await nextArrival()
-        #expect(replies == [.failure(.unlikelyError)])
-        #expect(ledger.snapshot.expired == 1)
+        #expect(replies == [.failure(.unlikelyError)], "only the first request's deadline had passed")
+        clock.advance(by: .seconds(6))
+        await nextArrival()
+        #expect(replies == [.failure(.unlikelyError), .failure(.unlikelyError)])
+        #expect(ledger.snapshot.expired == 2)
         open.finish()
     }
 
     @Test func manySuspendedRequestsShareTheDeadlineTimerAndEachExpiresOnce() async {
         let (gate, open) = AsyncStream<Void>.makeStream()
-        let router = router(Stalling(gate: gate), deadline: .milliseconds(20))
+        let router = router(Stalling(gate: gate))
         for _ in 0..<50 { router.read(read("name")) }
+        clock.advance(by: .seconds(10))
         for _ in 0..<50 { await nextArrival() }
         #expect(replies.count == 50)
         #expect(replies.allSatisfy { $0 == .failure(.unlikelyError) })

@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 
 @testable import Peripheral
+import PeripheralTesting
 
 /// Level 1: requests answered exactly once, with no manager and no backend: the replies land in a stream.
 @Suite struct RequestTests {
@@ -14,7 +15,14 @@ import Testing
     let characteristic = Characteristic(
         id: "name", uuid: BluetoothUUID(0x2A00), properties: [.read, .write], value: .dynamic([]), maximumLength: 8)
 
-    init() { (replies, sink) = AsyncStream.makeStream() }
+    /// Deadlines of 10 s on a clock the tests advance.
+    let clock = ManualClock()
+    let deadlines: DeadlineQueue
+
+    init() {
+        (replies, sink) = AsyncStream.makeStream()
+        deadlines = DeadlineQueue(duration: .seconds(10), error: .unlikelyError, clock: ElapsedClock(clock))
+    }
 
     func responder(expectsReply: Bool = true) -> Responder {
         let sink = sink
@@ -85,9 +93,10 @@ import Testing
 
     @Test func theDeadlineAnswersAndALateAnswerIsRefused() async {
         let responder = responder()
-        responder.arm(deadline: .milliseconds(20), error: .unlikelyError)
+        deadlines.arm(responder)
         let request = ReadRequest(
             central: central, characteristic: characteristic, offset: 0, linkSecurity: .none, responder: responder)
+        clock.advance(by: .seconds(10))
         #expect(await nextReply() == .failure(.unlikelyError))
         #expect(request.respond(with: [1]) == .refused(alreadyAnsweredBy: .deadline))
         sink.finish()
@@ -98,14 +107,20 @@ import Testing
 
     @Test func anAnswerBeforeTheDeadlineDisarmsIt() async throws {
         let responder = responder()
-        responder.arm(deadline: .milliseconds(10), error: .unlikelyError)
+        deadlines.arm(responder)
         ReadRequest(
             central: central, characteristic: characteristic, offset: 0, linkSecurity: .none, responder: responder
         )
         .respond(with: [7])
-        #expect(await nextReply() == .success([7]))
-        try await Task.sleep(for: .milliseconds(30))  // the only sleep: proving something does NOT happen
-        #expect(ledger.snapshot.expired == 0 && ledger.snapshot.refusedLate == 0)
+        // A second request armed later expires after the first's deadline: its answer proves the queue went past it.
+        let later = self.responder()
+        deadlines.arm(later)
+        clock.advance(by: .seconds(10))
+        var iterator = replies.makeAsyncIterator()
+        #expect(await iterator.next() == .success([7]))
+        #expect(await iterator.next() == .failure(.unlikelyError))
+        #expect(ledger.snapshot.expired == 1 && ledger.snapshot.refusedLate == 0)
+        #expect(later.isAnswered)
     }
 
     @Test func aWriteWithoutResponseIsCountedButNotSent() async {
@@ -156,6 +171,7 @@ import Testing
     @Test func requestsEqualAnswersUnderConcurrentLoad() async {
         let replyCount = Tally()
         let ledger = ledger
+        let deadlines = deadlines
         let central = central
         let characteristic = characteristic
         await withTaskGroup(of: Void.self) { group in
@@ -165,7 +181,7 @@ import Testing
                         let responder = Responder(
                             summary: "load", reply: { _ in replyCount.add() }, ledger: ledger,
                             logger: Logger.quiet)
-                        responder.arm(deadline: .seconds(10), error: .unlikelyError)
+                        deadlines.arm(responder)
                         let request = ReadRequest(
                             central: central, characteristic: characteristic, offset: 0, linkSecurity: .none,
                             responder: responder)
@@ -183,6 +199,7 @@ import Testing
         #expect(counts.answered == 1000)
         #expect(replyCount.value == 1000)
         #expect(counts.responded + counts.rejected + counts.dropped == 1000)
+        clock.advance(by: .seconds(10))  // lets the deadline task find every request answered and end
     }
 
     @Test func theAnswerIsCountedBeforeItLeavesSoACentralNeverSeesMoreRequestsThanAnswers() {
