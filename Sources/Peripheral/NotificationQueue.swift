@@ -78,19 +78,41 @@ public struct NotificationQueue: Sendable {
         public var readySignals = 0
     }
 
+    /// Where a central's link stands: at most one update is out at a time, so one value says which.
+    private enum Stage: Sendable {
+        /// Nothing out: `nextAction` may hand out the next update.
+        case idle
+        /// Handed out by `nextAction` and not yet reported back (`sent`, `wouldBlock`, `failed`).
+        case inFlight(Update)
+        /// An indication the stack sent and the central has not confirmed.
+        case awaitingConfirmation(Update)
+        /// The stack said "would block" (the update went back to the head of the queue): wait for `writable`.
+        case blocked
+    }
+
+    /// One central's queue. A FIFO with a head index rather than swift-collections' `Deque`: it also needs
+    /// `pushFront` and an in-place filter, both a line here, and the package does not depend on swift-collections.
     private struct Link: Sendable {
         var central: Central
         var queued: [Update] = []
         var head = 0
-        /// The update handed out by `nextAction` and not yet reported back.
-        var inFlight: Update?
-        /// An indication the stack sent and the central has not confirmed.
-        var awaitingConfirmation: Update?
-        /// The stack said "would block": wait for `writable`.
-        var isBlocked = false
+        var stage = Stage.idle
+
+        /// The update out and not yet settled (in flight or unconfirmed), if any: lost if the link drops.
+        var outstanding: Update? {
+            switch stage {
+            case .inFlight(let update), .awaitingConfirmation(let update): update
+            case .idle, .blocked: nil
+            }
+        }
+
+        /// The update handed out by `nextAction`, if it has not been reported back yet.
+        var inFlight: Update? {
+            if case .inFlight(let update) = stage { update } else { nil }
+        }
 
         var count: Int { queued.count - head }
-        var isIdle: Bool { inFlight == nil && awaitingConfirmation == nil && !isBlocked }
+        var isIdle: Bool { if case .idle = stage { true } else { false } }
 
         mutating func popFirst() -> Update? {
             guard head < queued.count else { return nil }
@@ -185,9 +207,8 @@ public struct NotificationQueue: Sendable {
     /// The stack accepted the update `nextAction` handed out for this central.
     public mutating func sent(to central: Central) {
         guard let update = links[central.id]?.inFlight else { return }
-        links[central.id]?.inFlight = nil
         statistics.sent += 1
-        if update.isIndication { links[central.id]?.awaitingConfirmation = update }
+        links[central.id]?.stage = update.isIndication ? .awaitingConfirmation(update) : .idle
         noteRoom(for: central.id)
     }
 
@@ -195,27 +216,27 @@ public struct NotificationQueue: Sendable {
     /// the queue until `writable`.
     public mutating func wouldBlock(for central: Central) {
         guard let update = links[central.id]?.inFlight else { return }
-        links[central.id]?.inFlight = nil
         links[central.id]?.pushFront(update)
-        links[central.id]?.isBlocked = true
+        links[central.id]?.stage = .blocked
     }
 
     /// The stack can take updates for this central again.
     public mutating func writable(_ central: Central) {
-        links[central.id]?.isBlocked = false
+        guard case .blocked? = links[central.id]?.stage else { return }
+        links[central.id]?.stage = .idle
     }
 
     /// The central confirmed the indication in flight; unexpected confirmations are ignored.
     public mutating func confirmed(by central: Central) {
-        guard links[central.id]?.awaitingConfirmation != nil else { return }
-        links[central.id]?.awaitingConfirmation = nil
+        guard case .awaitingConfirmation? = links[central.id]?.stage else { return }
+        links[central.id]?.stage = .idle
         statistics.confirmed += 1
     }
 
     /// The stack refused the update in flight for good: it is dropped and counted.
     public mutating func failed(for central: Central, reason: String) {
         guard let link = links[central.id], link.inFlight != nil else { return }
-        links[central.id]?.inFlight = nil
+        links[central.id]?.stage = .idle
         drop(count: 1, of: link.central, reason: .sendFailed(reason))
         noteRoom(for: central.id)
     }
@@ -227,7 +248,9 @@ public struct NotificationQueue: Sendable {
         let remaining = link.queued[link.head...].filter { $0.characteristicID != characteristicID }
         link.queued = Array(remaining)
         link.head = 0
-        if link.awaitingConfirmation?.characteristicID == characteristicID { link.awaitingConfirmation = nil }
+        if case .awaitingConfirmation(let update) = link.stage, update.characteristicID == characteristicID {
+            link.stage = .idle
+        }
         links[central.id] = link
         if before > link.count { drop(count: before - link.count, of: link.central, reason: .unsubscribed) }
         noteRoom(for: central.id)
@@ -237,7 +260,7 @@ public struct NotificationQueue: Sendable {
     public mutating func disconnected(_ central: Central) {
         guard let link = links.removeValue(forKey: central.id) else { return }
         order.removeAll { $0 == central.id }
-        let lost = link.count + (link.inFlight == nil ? 0 : 1) + (link.awaitingConfirmation == nil ? 0 : 1)
+        let lost = link.count + (link.outstanding == nil ? 0 : 1)
         if lost > 0 { drop(count: lost, of: link.central, reason: .disconnected) }
         waitingForRoom.remove(central.id)
         signalIfRoom()
@@ -250,7 +273,7 @@ public struct NotificationQueue: Sendable {
         for step in 0..<order.count {
             let id = order[(cursor + step) % order.count]
             guard var link = links[id], link.isIdle, let update = link.popFirst() else { continue }
-            link.inFlight = update
+            link.stage = .inFlight(update)
             links[id] = link
             cursor = (cursor + step + 1) % order.count
             noteRoom(for: id)
