@@ -71,10 +71,7 @@ extension BlueZBackend {
                 powered = value
             }
             logger.info("adapter \(adapterName) appeared: registering again")
-            state.withLock {
-                $0.adapterPresent = true; $0.isPowered = powered
-            }
-            Task { await self.registerAgain(reason: "adapter \(self.adapterName) appeared") }
+            handle(.adapterAdded(powered: powered))
         case "InterfacesRemoved":
             if signal.arguments.count == 2, case .objectPath(let path) = signal.arguments[0], path != adapterPath {
                 deviceRemoved(path, interfaces: (try? signal.arguments[1].asStrings()) ?? [])
@@ -84,11 +81,7 @@ extension BlueZBackend {
                 let names = try? signal.arguments[1].asStrings(), names.contains(BlueZName.Interface.adapter)
             else { return }
             logger.warning("adapter \(adapterName) was removed: its registrations are gone")
-            registrationsLost(reason: "adapter \(adapterName) removed")
-            state.withLock {
-                $0.adapterPresent = false; $0.isPowered = false
-            }
-            continuation.yield(.stateChanged(.unsupported))
+            handle(.adapterRemoved)
         default:
             return
         }
@@ -97,27 +90,38 @@ extension BlueZBackend {
     /// Power off keeps the GATT application and the advertisement's registration, but not the advertisement on the
     /// air: at power off the kernel clears the controller's advertising sets (MGMT Advertising Removed), which 5.66
     /// ignores (src/advertising.c registers no handler for it), and nothing adds them back at power on. Seen in the
-    /// lab: ActiveInstances stays 1 and no central finds the peripheral. So at power on the advertisement is
-    /// registered again.
+    /// lab: ActiveInstances stays 1 and no central finds the peripheral. So at power on the machine asks for the
+    /// advertisement to be registered again (`.refreshAdvertisement`).
     private func poweredChanged(_ powered: Bool) {
-        let changed = state.withLock { state -> Bool in
-            defer { state.isPowered = powered }
-            return state.isPowered != powered
+        let changed = state.withLock { $0.lifecycle.adapter != .present(powered: powered) }
+        if changed { logger.info("adapter \(adapterName) powered \(powered ? "on" : "off")") }
+        handle(.powered(powered))
+    }
+
+    /// Feeds the lifecycle machine one event and performs what it returns, in order.
+    func handle(_ event: BlueZLifecycle.Event) {
+        let actions = state.withLock { $0.lifecycle.handle(event) }
+        for action in actions {
+            switch action {
+            case .report(let state):
+                continuation.yield(.stateChanged(state))
+            case .forgetLinks(let reason, let bluetoothdChanged):
+                forgetSubscriptions(reason: reason, bluetoothdChanged: bluetoothdChanged)
+                forgetDevices()
+            case .registerAgain(let reason):
+                Task { await self.registerAgain(reason: reason) }
+            case .refreshAdvertisement:
+                Task { await self.registerAdvertisementAfterPowerOn() }
+            }
         }
-        guard changed else { return }
-        logger.info("adapter \(adapterName) powered \(powered ? "on" : "off")")
-        if !powered {
-            forgetSubscriptions(reason: "adapter powered off")
-            forgetDevices()
-        }
-        continuation.yield(.stateChanged(powered ? .poweredOn : .poweredOff))
-        if powered { Task { await self.registerAdvertisementAfterPowerOn() } }
     }
 
     /// Unregisters and registers the advertisement, so that bluetoothd adds it to the controller again.
     private func registerAdvertisementAfterPowerOn() async {
         await gate.serially { () async in
-            guard !state.withLock({ $0.isShutDown || $0.advertisement == nil }), owner.current != nil else { return }
+            guard !state.withLock({ $0.lifecycle.isShutDown || $0.advertisement == nil }), owner.current != nil else {
+                return
+            }
             await withdrawAdvertisement()
             do {
                 try await registerAdvertisement()
@@ -152,63 +156,42 @@ extension BlueZBackend {
         if previous != nil {
             owner.update(nil)
             logger.warning("bluetoothd (\(previous ?? "")) left the bus: its registrations are gone")
-            registrationsLost(reason: "bluetoothd left", bluetoothdChanged: true)
-            continuation.yield(.stateChanged(.resetting))
+            handle(.bluetoothdLeft)
         }
         guard let newOwner else { return }
         owner.update(newOwner)
         logger.info("bluetoothd is back as \(newOwner)")
-        guard let powered = await adapterPowered() else {
-            logger.warning("bluetoothd has no adapter \(adapterName)")
-            state.withLock { $0.adapterPresent = false }
-            continuation.yield(.stateChanged(.unsupported))
-            return
-        }
-        state.withLock {
-            $0.adapterPresent = true; $0.isPowered = powered
-        }
-        await registerAgain(reason: "bluetoothd restarted")
+        let powered = await adapterPowered()
+        if powered == nil { logger.warning("bluetoothd has no adapter \(adapterName)") }
+        handle(.bluetoothdArrived(adapterPowered: powered))
     }
 
-    /// Marks every registration as gone (bluetoothd forgot them) and ends the subscriptions.
-    private func registrationsLost(reason: String, bluetoothdChanged: Bool = false) {
-        state.withLock { state in
-            state.isApplicationRegistered = false
-            state.isAdvertisementRegistered = false
-            state.isAgentRegistered = false
-        }
-        forgetSubscriptions(reason: reason, bluetoothdChanged: bluetoothdChanged)
-        forgetDevices()
-    }
-
-    /// Registers what bluetoothd lost (application, advertisement, agent and alias), then reports the adapter's
-    /// state. Idempotent: a restart announces itself twice (the name's new owner, then InterfacesAdded for the
-    /// adapter), and registering twice would only earn AlreadyExists.
+    /// Registers what the lifecycle says is missing (agent and alias, application, advertisement), then reports the
+    /// adapter's state. Idempotent: a restart announces itself twice (the name's new owner, then InterfacesAdded for
+    /// the adapter), and the second pass finds nothing missing.
     func registerAgain(reason: String) async {
         await gate.serially { () async in
-            let (isShutDown, agent, application, advertisement) = state.withLock {
-                ($0.isShutDown, !$0.isAgentRegistered, !$0.isApplicationRegistered, !$0.isAdvertisementRegistered)
-            }
-            guard !isShutDown else { return }
-            let powered = state.withLock { $0.isPowered }
-            guard agent || application || advertisement else {
-                logger.debug("nothing to register again (\(reason))")
-                continuation.yield(.stateChanged(powered ? .poweredOn : .poweredOff))
-                return
-            }
-            if agent { await registerAgentAndAlias() }
-            if application {
-                do { try await registerApplication() } catch {
-                    logger.error("application not registered again: \(error)")
+            guard !state.withLock({ $0.lifecycle.isShutDown }) else { return }
+            let missing = state.withLock { $0.lifecycle.missing }
+            if missing.isEmpty { logger.debug("nothing to register again (\(reason))") }
+            for registration in missing {
+                switch registration {
+                case .agent:
+                    await registerAgentAndAlias()
+                case .application:
+                    do { try await registerApplication() } catch {
+                        logger.error("application not registered again: \(error)")
+                    }
+                case .advertisement:
+                    do { try await registerAdvertisement() } catch {
+                        logger.error("advertisement not registered again: \(error)")
+                    }
                 }
             }
-            if advertisement {
-                do { try await registerAdvertisement() } catch {
-                    logger.error("advertisement not registered again: \(error)")
-                }
+            if !missing.isEmpty {
+                logger.info("registered \(missing.map { "\($0)" }.joined(separator: ", ")) again (\(reason))")
             }
-            logger.info("registered the application, advertisement and agent again (\(reason))")
-            continuation.yield(.stateChanged(state.withLock { $0.isPowered } ? .poweredOn : .poweredOff))
+            continuation.yield(.stateChanged(state.withLock { $0.lifecycle.reportedState }))
         }
     }
 }

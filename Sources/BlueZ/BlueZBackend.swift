@@ -16,14 +16,11 @@ import Synchronization
 public final class BlueZBackend: PeripheralBackend {
 
     struct State {
-        var adapterPresent = true
-        var isPowered = false
+        /// bluetoothd, the adapter and what is registered: changed only through `handle(_:)`.
+        var lifecycle = BlueZLifecycle(adapterPowered: false)
         var services: [Service] = []
         var exported: [ObjectPath] = []
-        var isApplicationRegistered = false
         var advertisement: AdvertisementRegistration?
-        var isAdvertisementRegistered = false
-        var isAgentRegistered = false
         /// Who each subscribed characteristic's updates reach.
         var notify = NotifyTable()
         /// Our ends of the `AcquireNotify` sockets, by the token `notify` knows them by.
@@ -38,7 +35,6 @@ public final class BlueZBackend: PeripheralBackend {
         var previousAlias: String?
         /// Device paths bluetoothd named in requests and subscriptions (the `device` option): the centrals we know.
         var knownDevices: Set<String> = []
-        var isShutDown = false
         var subscriptions: [SignalSubscription] = []
         var watcher: Task<Void, Never>?
     }
@@ -98,7 +94,7 @@ public final class BlueZBackend: PeripheralBackend {
             connection.close()
             throw .unavailable("bluetoothd has no adapter \(adapter)")
         }
-        state.withLock { $0.isPowered = powered }
+        state.withLock { $0.lifecycle = BlueZLifecycle(adapterPowered: powered) }
         do {
             try connection.addObjectManager(at: ObjectPath(stringLiteral: paths.root))
             try connection.export(
@@ -152,7 +148,10 @@ public final class BlueZBackend: PeripheralBackend {
         do { plan = try AdvertisingPlanner.plan(advertisement) } catch { throw BlueZError.invalidAdvertisement(error) }
         try await gate.serially { () async throws(BlueZError) in
             await withdrawAdvertisement()
-            state.withLock { $0.advertisement = plan.registration }
+            state.withLock {
+                $0.advertisement = plan.registration
+                $0.lifecycle.wanted.insert(.advertisement)
+            }
             try await registerAdvertisement()
         }
     }
@@ -161,7 +160,10 @@ public final class BlueZBackend: PeripheralBackend {
     public func stopAdvertising() async throws {
         await gate.serially { () async in
             await withdrawAdvertisement()
-            state.withLock { $0.advertisement = nil }
+            state.withLock {
+                $0.advertisement = nil
+                $0.lifecycle.wanted.remove(.advertisement)
+            }
         }
     }
 
@@ -198,14 +200,14 @@ public final class BlueZBackend: PeripheralBackend {
     /// closes the connection. Failures are logged (bluetoothd may be gone already); safe to call twice.
     public func shutdown() async {
         await gate.serially { () async in
-            guard !state.withLock({ $0.isShutDown }) else { return }
+            guard !state.withLock({ $0.lifecycle.isShutDown }) else { return }
             await withdrawAdvertisement()
-            if state.withLock({ $0.isApplicationRegistered }) {
+            if state.withLock({ $0.lifecycle.isRegistered(.application) }) {
                 await callLogged(
                     adapterPath, BlueZName.Interface.gattManager, BlueZName.Member.unregisterApplication,
                     [.objectPath(ObjectPath(stringLiteral: paths.root))])
             }
-            if state.withLock({ $0.isAgentRegistered }) {
+            if state.withLock({ $0.lifecycle.isRegistered(.agent) }) {
                 await callLogged(
                     ObjectPath(stringLiteral: BlueZName.agentManagerPath), BlueZName.Interface.agentManager,
                     BlueZName.Member.unregisterAgent,
@@ -213,9 +215,7 @@ public final class BlueZBackend: PeripheralBackend {
             }
             if let alias = state.withLock({ $0.previousAlias }) { await setAlias(alias) }
             let (sockets, subscriptions, watcher) = state.withLock { state in
-                state.isShutDown = true
-                state.isApplicationRegistered = false
-                state.isAgentRegistered = false
+                _ = state.lifecycle.handle(.shutDown)
                 _ = state.notify.removeAll()
                 let sockets = Array(state.notifySockets.values)
                 state.notifySockets.removeAll()
@@ -238,13 +238,13 @@ public final class BlueZBackend: PeripheralBackend {
     /// Replaces the exported tree with `services` and registers it (unregistering the old one first): bluetoothd
     /// cannot extend a registered application (docs/bluez.md, "Registration").
     func applyTree(_ services: [Service]) async throws(BlueZError) {
-        guard !state.withLock({ $0.isShutDown }) else { throw .shutDown }
+        guard !state.withLock({ $0.lifecycle.isShutDown }) else { throw .shutDown }
         let root = ObjectPath(stringLiteral: paths.root)
-        if state.withLock({ $0.isApplicationRegistered }) {
+        if state.withLock({ $0.lifecycle.isRegistered(.application) }) {
             await callLogged(
                 adapterPath, BlueZName.Interface.gattManager, BlueZName.Member.unregisterApplication,
                 [.objectPath(root)])
-            state.withLock { $0.isApplicationRegistered = false }
+            handle(.unregistered(.application))
         }
         forgetSubscriptions(reason: "the application is registered again")
         let old = state.withLock { $0.exported }
@@ -257,6 +257,7 @@ public final class BlueZBackend: PeripheralBackend {
             for object in objects { connection.unexport(object.path) }
             state.withLock {
                 $0.exported = []; $0.services = []
+                $0.lifecycle.wanted.remove(.application)
             }
             throw .export("\(error)")
         }
@@ -264,24 +265,31 @@ public final class BlueZBackend: PeripheralBackend {
             state.exported = objects.map(\.path)
             state.services = services
             state.descriptorValues = [:]
+            if services.isEmpty {
+                state.lifecycle.wanted.remove(.application)
+            } else {
+                state.lifecycle.wanted.insert(.application)
+            }
         }
         try await registerApplication()
     }
 
     /// `GattManager1.RegisterApplication(root, {})`: bluetoothd calls GetManagedObjects back before answering.
     func registerApplication() async throws(BlueZError) {
-        guard !state.withLock({ $0.services.isEmpty }), owner.current != nil else { return }
+        let generation = state.withLock { $0.services.isEmpty ? nil : $0.lifecycle.generation }
+        guard let generation, owner.current != nil else { return }
         let root = ObjectPath(stringLiteral: paths.root)
         _ = try await callBlueZ(
             adapterPath, BlueZName.Interface.gattManager, BlueZName.Member.registerApplication,
             [.objectPath(root), .vardict([:])], operation: "RegisterApplication")
-        state.withLock { $0.isApplicationRegistered = true }
+        handle(.registered(.application, generation: generation))
         logger.info("registered the GATT application \(root) on \(adapterName)")
     }
 
     /// Exports the planned advertisement and registers it with `LEAdvertisingManager1`.
     func registerAdvertisement() async throws(BlueZError) {
-        guard let registration = state.withLock({ $0.advertisement }), owner.current != nil else { return }
+        let (registration, generation) = state.withLock { ($0.advertisement, $0.lifecycle.generation) }
+        guard let registration, owner.current != nil else { return }
         let path = ObjectPath(stringLiteral: paths.advertisement)
         connection.unexport(path)
         do {
@@ -301,18 +309,18 @@ public final class BlueZBackend: PeripheralBackend {
             connection.unexport(path)
             throw error
         }
-        state.withLock { $0.isAdvertisementRegistered = true }
+        handle(.registered(.advertisement, generation: generation))
         logger.info("registered the advertisement \(path) on \(adapterName)")
     }
 
     /// Unregisters (if registered) and unexports the advertisement; failures are logged.
     func withdrawAdvertisement() async {
         let path = ObjectPath(stringLiteral: paths.advertisement)
-        if state.withLock({ $0.isAdvertisementRegistered }) {
+        if state.withLock({ $0.lifecycle.isRegistered(.advertisement) }) {
             await callLogged(
                 adapterPath, BlueZName.Interface.advertisingManager, BlueZName.Member.unregisterAdvertisement,
                 [.objectPath(path)])
-            state.withLock { $0.isAdvertisementRegistered = false }
+            handle(.unregistered(.advertisement))
         }
         connection.unexport(path)
     }
@@ -322,7 +330,7 @@ public final class BlueZBackend: PeripheralBackend {
     /// `client_timeout`, `manager_destroy`). The registration is kept and made again when the adapter or bluetoothd
     /// returns, so advertising has not stopped for the app: the state changes that follow say what happened.
     private func advertisementReleased() {
-        state.withLock { $0.isAdvertisementRegistered = false }
+        handle(.unregistered(.advertisement))
         logger.warning("bluetoothd released the advertisement (its adapter is going away); registering it again later")
     }
 
@@ -331,12 +339,13 @@ public final class BlueZBackend: PeripheralBackend {
     func registerAgentAndAlias() async {
         let agent = ObjectPath(stringLiteral: paths.agent)
         let capability = BlueZName.capability(options.pairing.ioCapability)
+        let generation = state.withLock { $0.lifecycle.generation }
         do {
             _ = try await callBlueZ(
                 ObjectPath(stringLiteral: BlueZName.agentManagerPath), BlueZName.Interface.agentManager,
                 BlueZName.Member.registerAgent,
                 [.objectPath(agent), .string(capability)], operation: "RegisterAgent")
-            state.withLock { $0.isAgentRegistered = true }
+            handle(.registered(.agent, generation: generation))
             _ = try await callBlueZ(
                 ObjectPath(stringLiteral: BlueZName.agentManagerPath), BlueZName.Interface.agentManager,
                 BlueZName.Member.requestDefaultAgent,

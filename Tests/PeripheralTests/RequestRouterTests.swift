@@ -1,10 +1,10 @@
 import GATTModel
 import Logging
+import PeripheralTesting
 import Synchronization
 import Testing
 
 @testable import Peripheral
-import PeripheralTesting
 
 /// The request path a `RequestRouting` backend (BlueZ) takes: straight from the stack's thread to the handler.
 @Suite struct RequestRouterTests {

@@ -1,10 +1,10 @@
 import GATTModel
 import Logging
+import PeripheralTesting
 import Synchronization
 import Testing
 
 @testable import Peripheral
-import PeripheralTesting
 
 /// Level 1: requests answered exactly once, with no manager and no backend: the replies land in a stream.
 @Suite struct RequestTests {
