@@ -19,6 +19,7 @@ let package = Package(
     products: [
         .executable(name: "blemu", targets: ["blemu"]),
         .library(name: "GATTModel", targets: ["GATTModel"]),
+        .library(name: "BlueZModel", targets: ["BlueZModel"]),
         .library(name: "GATTProfile", targets: ["GATTProfile"]),
         .library(name: "DBus", targets: ["DBus"]),
         .library(name: "Peripheral", targets: ["Peripheral"]),
@@ -38,18 +39,21 @@ let package = Package(
         .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
 
         .target(name: "GATTModel", swiftSettings: strict),
-        .target(name: "GATTProfile", dependencies: ["GATTModel", "CYAML"], swiftSettings: strict),
+        // What bluetoothd is, as blemu knows it: its names (one table for both sides of its API), flag strings,
+        // which ATT errors it carries, and the advertisement it puts on air.
+        .target(name: "BlueZModel", dependencies: ["GATTModel"], swiftSettings: strict),
+        .target(name: "GATTProfile", dependencies: ["GATTModel", "BlueZModel", "CYAML"], swiftSettings: strict),
         .target(
             name: "DBus",
             dependencies: ["CDBus", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         .target(
             name: "Peripheral",
-            dependencies: ["GATTModel", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["GATTModel", "BlueZModel", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         .target(
             name: "BlueZ",
-            dependencies: ["Peripheral", "DBus", "GATTModel", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Peripheral", "DBus", "GATTModel", "BlueZModel", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         .target(
             name: "Emulation",
@@ -62,7 +66,7 @@ let package = Package(
         // The central side of bluetoothd's client API, for `blemu probe`; apart from BlueZ, the peripheral backend.
         .target(
             name: "ProbeCentral",
-            dependencies: ["DBus", "GATTModel", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["DBus", "GATTModel", "BlueZModel", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         .target(
             name: "PeripheralTesting",
@@ -71,7 +75,8 @@ let package = Package(
         .executableTarget(
             name: "blemu",
             dependencies: [
-                "GATTModel", "GATTProfile", "Emulation", "Peripheral", "BlueZ", "DBus", "Lab", "ProbeCentral",
+                "GATTModel", "BlueZModel", "GATTProfile", "Emulation", "Peripheral", "BlueZ", "DBus", "Lab",
+                "ProbeCentral",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -87,6 +92,7 @@ let package = Package(
             name: "Transfer", dependencies: exampleDependencies, path: "examples/Transfer", swiftSettings: strict),
 
         .testTarget(name: "GATTModelTests", dependencies: ["GATTModel"], swiftSettings: strict),
+        .testTarget(name: "BlueZModelTests", dependencies: ["BlueZModel", "GATTModel"], swiftSettings: strict),
         .testTarget(
             name: "GATTProfileTests", dependencies: ["GATTProfile", "GATTModel"],
             swiftSettings: strict),
@@ -107,7 +113,7 @@ let package = Package(
         .testTarget(
             name: "BlueZTests",
             dependencies: [
-                "BlueZ", "DBus", "Peripheral", "GATTModel", "BusTestSupport", "Emulation",
+                "BlueZ", "BlueZModel", "DBus", "Peripheral", "GATTModel", "BusTestSupport", "Emulation",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),

@@ -1,3 +1,4 @@
+import BlueZModel
 import DBus
 import GATTModel
 import Glibc

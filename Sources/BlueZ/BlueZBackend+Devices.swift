@@ -1,3 +1,4 @@
+import BlueZModel
 import DBus
 import Peripheral
 
@@ -12,7 +13,7 @@ extension BlueZBackend {
     func watchDevices() async {
         let rule = MatchRule(
             sender: BlueZName.service, pathNamespace: adapterPath, interface: BlueZName.FreeDesktop.properties,
-            member: "PropertiesChanged", arg0: BlueZName.Interface.device)
+            member: BlueZName.FreeDesktop.propertiesChanged, arg0: BlueZName.Interface.device)
         do {
             let subscription = try await connection.subscribe(rule) { [weak self] signal in
                 self?.deviceSignal(signal)
@@ -33,8 +34,8 @@ extension BlueZBackend {
     /// bluetoothd's object tree (`GetManagedObjects`): every object's path with its interfaces (`a{sa{sv}}`).
     func managedObjects() async throws(BlueZError) -> [(path: ObjectPath, interfaces: DBusValue)] {
         let reply = try await callBlueZ(
-            ObjectPath(stringLiteral: BlueZName.rootPath), BlueZName.FreeDesktop.objectManager, "GetManagedObjects", [],
-            operation: "GetManagedObjects")
+            BlueZName.root, BlueZName.FreeDesktop.objectManager, BlueZName.FreeDesktop.getManagedObjects, [],
+            operation: BlueZName.FreeDesktop.getManagedObjects)
         return ((try? reply.first?.asEntries()) ?? []).compactMap { entry in
             guard case .objectPath(let path) = entry.key else { return nil }
             return (path, entry.value)

@@ -1,3 +1,4 @@
+import BlueZModel
 import DBus
 import GATTModel
 import Logging
@@ -29,11 +30,13 @@ extension BlueZBackend {
         let rules = [
             MatchRule(
                 sender: BlueZName.service, path: adapterPath, interface: BlueZName.FreeDesktop.properties,
-                member: "PropertiesChanged", arg0: BlueZName.Interface.adapter),
+                member: BlueZName.FreeDesktop.propertiesChanged, arg0: BlueZName.Interface.adapter),
             MatchRule(
-                sender: BlueZName.service, interface: BlueZName.FreeDesktop.objectManager, member: "InterfacesAdded"),
+                sender: BlueZName.service, interface: BlueZName.FreeDesktop.objectManager,
+                member: BlueZName.FreeDesktop.interfacesAdded),
             MatchRule(
-                sender: BlueZName.service, interface: BlueZName.FreeDesktop.objectManager, member: "InterfacesRemoved"),
+                sender: BlueZName.service, interface: BlueZName.FreeDesktop.objectManager,
+                member: BlueZName.FreeDesktop.interfacesRemoved),
         ]
         for rule in rules {
             do {
@@ -51,13 +54,13 @@ extension BlueZBackend {
         // The bus matches the well-known name; locally, the sender must still be bluetoothd's current unique name.
         guard let sender = signal.sender, sender == owner.current else { return }
         switch signal.member {
-        case "PropertiesChanged":
+        case BlueZName.FreeDesktop.propertiesChanged:
             guard signal.path == adapterPath, signal.arguments.count >= 2,
                 let changed = try? signal.arguments[1].asVardict(),
                 case .boolean(let powered)? = changed[BlueZName.Property.powered]
             else { return }
             poweredChanged(powered)
-        case "InterfacesAdded":
+        case BlueZName.FreeDesktop.interfacesAdded:
             if signal.arguments.count == 2, case .objectPath(let path) = signal.arguments[0], path != adapterPath {
                 deviceAppeared(path, interfaces: signal.arguments[1])
                 return
@@ -72,7 +75,7 @@ extension BlueZBackend {
             }
             logger.info("adapter \(adapterName) appeared: registering again")
             handle(.adapterAdded(powered: powered))
-        case "InterfacesRemoved":
+        case BlueZName.FreeDesktop.interfacesRemoved:
             if signal.arguments.count == 2, case .objectPath(let path) = signal.arguments[0], path != adapterPath {
                 deviceRemoved(path, interfaces: (try? signal.arguments[1].asStrings()) ?? [])
                 return

@@ -1,3 +1,4 @@
+import BlueZModel
 import DBus
 import GATTModel
 import Logging
@@ -96,9 +97,9 @@ public final class BlueZBackend: PeripheralBackend {
         }
         state.withLock { $0.lifecycle = BlueZLifecycle(adapterPowered: powered) }
         do {
-            try connection.addObjectManager(at: ObjectPath(stringLiteral: paths.root))
+            try connection.addObjectManager(at: paths.root)
             try connection.export(
-                ObjectPath(stringLiteral: paths.agent),
+                paths.agent,
                 [
                     PairingAgent.interface(
                         options.pairing, owner: owner, logger: logger,
@@ -205,13 +206,13 @@ public final class BlueZBackend: PeripheralBackend {
             if state.withLock({ $0.lifecycle.isRegistered(.application) }) {
                 await callLogged(
                     adapterPath, BlueZName.Interface.gattManager, BlueZName.Member.unregisterApplication,
-                    [.objectPath(ObjectPath(stringLiteral: paths.root))])
+                    [.objectPath(paths.root)])
             }
             if state.withLock({ $0.lifecycle.isRegistered(.agent) }) {
                 await callLogged(
-                    ObjectPath(stringLiteral: BlueZName.agentManagerPath), BlueZName.Interface.agentManager,
+                    BlueZName.agentManager, BlueZName.Interface.agentManager,
                     BlueZName.Member.unregisterAgent,
-                    [.objectPath(ObjectPath(stringLiteral: paths.agent))])
+                    [.objectPath(paths.agent)])
             }
             if let alias = state.withLock({ $0.previousAlias }) { await setAlias(alias) }
             let (sockets, subscriptions, watcher) = state.withLock { state in
@@ -239,7 +240,7 @@ public final class BlueZBackend: PeripheralBackend {
     /// cannot extend a registered application (docs/bluez.md, "Registration").
     func applyTree(_ services: [Service]) async throws(BlueZError) {
         guard !state.withLock({ $0.lifecycle.isShutDown }) else { throw .shutDown }
-        let root = ObjectPath(stringLiteral: paths.root)
+        let root = paths.root
         if state.withLock({ $0.lifecycle.isRegistered(.application) }) {
             await callLogged(
                 adapterPath, BlueZName.Interface.gattManager, BlueZName.Member.unregisterApplication,
@@ -278,7 +279,7 @@ public final class BlueZBackend: PeripheralBackend {
     func registerApplication() async throws(BlueZError) {
         let generation = state.withLock { $0.services.isEmpty ? nil : $0.lifecycle.generation }
         guard let generation, owner.current != nil else { return }
-        let root = ObjectPath(stringLiteral: paths.root)
+        let root = paths.root
         _ = try await callBlueZ(
             adapterPath, BlueZName.Interface.gattManager, BlueZName.Member.registerApplication,
             [.objectPath(root), .vardict([:])], operation: "RegisterApplication")
@@ -290,7 +291,7 @@ public final class BlueZBackend: PeripheralBackend {
     func registerAdvertisement() async throws(BlueZError) {
         let (registration, generation) = state.withLock { ($0.advertisement, $0.lifecycle.generation) }
         guard let registration, owner.current != nil else { return }
-        let path = ObjectPath(stringLiteral: paths.advertisement)
+        let path = paths.advertisement
         connection.unexport(path)
         do {
             try connection.export(
@@ -315,7 +316,7 @@ public final class BlueZBackend: PeripheralBackend {
 
     /// Unregisters (if registered) and unexports the advertisement; failures are logged.
     func withdrawAdvertisement() async {
-        let path = ObjectPath(stringLiteral: paths.advertisement)
+        let path = paths.advertisement
         if state.withLock({ $0.lifecycle.isRegistered(.advertisement) }) {
             await callLogged(
                 adapterPath, BlueZName.Interface.advertisingManager, BlueZName.Member.unregisterAdvertisement,
@@ -337,17 +338,17 @@ public final class BlueZBackend: PeripheralBackend {
     /// Registers the agent as the default and sets the alias; each failure is logged, not thrown: a machine
     /// without an agent still serves unencrypted attributes.
     func registerAgentAndAlias() async {
-        let agent = ObjectPath(stringLiteral: paths.agent)
+        let agent = paths.agent
         let capability = BlueZName.capability(options.pairing.ioCapability)
         let generation = state.withLock { $0.lifecycle.generation }
         do {
             _ = try await callBlueZ(
-                ObjectPath(stringLiteral: BlueZName.agentManagerPath), BlueZName.Interface.agentManager,
+                BlueZName.agentManager, BlueZName.Interface.agentManager,
                 BlueZName.Member.registerAgent,
                 [.objectPath(agent), .string(capability)], operation: "RegisterAgent")
             handle(.registered(.agent, generation: generation))
             _ = try await callBlueZ(
-                ObjectPath(stringLiteral: BlueZName.agentManagerPath), BlueZName.Interface.agentManager,
+                BlueZName.agentManager, BlueZName.Interface.agentManager,
                 BlueZName.Member.requestDefaultAgent,
                 [.objectPath(agent)], operation: "RequestDefaultAgent")
             logger.info("registered the pairing agent \(agent) (\(capability))")
@@ -358,7 +359,7 @@ public final class BlueZBackend: PeripheralBackend {
         if state.withLock({ $0.previousAlias }) == nil {
             do {
                 let reply = try await callBlueZ(
-                    adapterPath, BlueZName.FreeDesktop.properties, "Get",
+                    adapterPath, BlueZName.FreeDesktop.properties, BlueZName.FreeDesktop.get,
                     [.string(BlueZName.Interface.adapter), .string(BlueZName.Property.alias)], operation: "Get Alias")
                 if case .variant(.string(let alias))? = reply.first { state.withLock { $0.previousAlias = alias } }
             } catch {
@@ -371,7 +372,7 @@ public final class BlueZBackend: PeripheralBackend {
     func setAlias(_ alias: String) async {
         do {
             _ = try await callBlueZ(
-                adapterPath, BlueZName.FreeDesktop.properties, "Set",
+                adapterPath, BlueZName.FreeDesktop.properties, BlueZName.FreeDesktop.set,
                 [.string(BlueZName.Interface.adapter), .string(BlueZName.Property.alias), .variant(.string(alias))],
                 operation: "Set Alias")
             logger.info("adapter \(adapterName) Alias is '\(alias)'")
@@ -408,7 +409,7 @@ public final class BlueZBackend: PeripheralBackend {
         let services = state.withLock { $0.services }
         for (s, service) in services.enumerated() {
             if let c = service.characteristics.firstIndex(where: { $0.id == id }) {
-                return ObjectPath(stringLiteral: paths.characteristic(c, service: s))
+                return paths.characteristic(c, service: s)
             }
         }
         return nil

@@ -1,3 +1,4 @@
+import BlueZModel
 import GATTModel
 
 /// The D-Bus error an application answers bluetoothd with so that a central sees a given ATT error.

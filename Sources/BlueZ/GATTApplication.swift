@@ -1,3 +1,4 @@
+import BlueZModel
 import DBus
 import GATTModel
 
@@ -36,13 +37,13 @@ struct GATTApplication {
     ) -> [Object] {
         var objects: [Object] = []
         let servicePaths = Dictionary(
-            services.enumerated().map { ($0.element.id, ObjectPath(stringLiteral: paths.service($0.offset))) },
+            services.enumerated().map { ($0.element.id, paths.service($0.offset)) },
             uniquingKeysWith: { first, _ in first })
         for (s, service) in services.enumerated() {
-            let servicePath = ObjectPath(stringLiteral: paths.service(s))
+            let servicePath = paths.service(s)
             let includes = service.includedServiceIDs.compactMap { servicePaths[$0] }
             let characteristicPaths = service.characteristics.indices.map {
-                ObjectPath(stringLiteral: paths.characteristic($0, service: s))
+                paths.characteristic($0, service: s)
             }
             objects.append(
                 Object(
@@ -64,7 +65,7 @@ struct GATTApplication {
             for (c, characteristic) in service.characteristics.enumerated() {
                 let path = characteristicPaths[c]
                 let descriptorPaths = characteristic.descriptors.indices.map {
-                    ObjectPath(stringLiteral: paths.descriptor($0, characteristic: c, service: s))
+                    paths.descriptor($0, characteristic: c, service: s)
                 }
                 objects.append(
                     Object(

@@ -124,7 +124,7 @@ extension ADStructure {
     public static func hex(_ bytes: [UInt8]) -> String { Hex.string(bytes) }
 
     /// A 16-bit value as four uppercase hex digits, `004C`, for company identifiers and appearance values.
-    static func hex16(_ value: UInt16) -> String {
+    package static func hex16(_ value: UInt16) -> String {
         hex([UInt8(truncatingIfNeeded: value >> 8), UInt8(truncatingIfNeeded: value)]).filter { $0 != " " }
     }
 

@@ -57,21 +57,6 @@ public struct Characteristic: Hashable, Sendable {
         if properties.contains(.indicateEncryptionRequired) { result.require(.encrypted, for: .indicate) }
         return result
     }
-
-    /// The `Flags` BlueZ's `GattCharacteristic1` takes: properties, then one security flag per operation.
-    ///
-    /// Core Bluetooth's `notifyEncryptionRequired` and `indicateEncryptionRequired` become `encrypt-notify`
-    /// and `encrypt-indicate`, and the encryption permissions become `encrypt-read` and `encrypt-write`.
-    public var bluezFlags: [BlueZFlag] {
-        var flags = CharacteristicProperties.names.compactMap { entry -> BlueZFlag? in
-            properties.contains(entry.property) ? BlueZFlag.flag(for: entry.property) : nil
-        }
-        let security = effectiveSecurity
-        for operation in AttributeOperation.allCases {
-            if let flag = BlueZFlag.flag(for: security[operation], on: operation) { flags.append(flag) }
-        }
-        return flags
-    }
 }
 
 /// A characteristic's value, in Core Bluetooth's two kinds.

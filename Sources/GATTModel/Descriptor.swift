@@ -32,20 +32,6 @@ public struct Descriptor: Hashable, Sendable {
     public static func presentationFormat(_ format: PresentationFormat) -> Descriptor {
         Descriptor(uuid: .characteristicPresentationFormat, value: format.bytes)
     }
-
-    /// The flags BlueZ's `GattDescriptor1.Flags` takes for this descriptor.
-    public var bluezFlags: [BlueZFlag] {
-        var flags: [BlueZFlag] = []
-        if permissions.allowsRead { flags.append(.read) }
-        if permissions.allowsWrite { flags.append(.write) }
-        var security = security
-        if permissions.contains(.readEncryptionRequired) { security.require(.encrypted, for: .read) }
-        if permissions.contains(.writeEncryptionRequired) { security.require(.encrypted, for: .write) }
-        for operation in [AttributeOperation.read, .write] {
-            if let flag = BlueZFlag.flag(for: security[operation], on: operation) { flags.append(flag) }
-        }
-        return flags
-    }
 }
 
 /// The seven bytes of a Characteristic Presentation Format descriptor.

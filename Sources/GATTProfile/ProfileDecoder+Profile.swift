@@ -1,3 +1,4 @@
+import BlueZModel
 import GATTModel
 
 /// The top level, the advertisement and pairing.

@@ -1,3 +1,4 @@
+import BlueZModel
 import GATTModel
 
 /// How a stack carries an ATT error to the central: some stacks cannot send every code, and what the central

@@ -1,3 +1,4 @@
+import BlueZModel
 import DBus
 import Foundation
 import GATTModel
@@ -43,7 +44,7 @@ public struct Central: Sendable {
         let start = clock.now
         func seconds() -> Double { Self.seconds(start.duration(to: clock.now)) }
 
-        guard let owner = try await connection.nameOwner(BlueZClient.service) else {
+        guard let owner = try await connection.nameOwner(BlueZName.service) else {
             throw ProbeError.bluetoothdNotRunning
         }
         // Subscribe before the first GetManagedObjects so nothing falls between the snapshot and the signals.
@@ -59,34 +60,34 @@ public struct Central: Sendable {
 
         let matches = Self.matcher(for: request, adapter: adapterPath)
         try await call(
-            adapterPath, BlueZClient.Adapter.interface, BlueZClient.Adapter.setDiscoveryFilter,
-            [.vardict([BlueZClient.Adapter.transport: .string(BlueZClient.Adapter.transportLE)])])
+            adapterPath, BlueZName.Interface.adapter, BlueZName.Member.setDiscoveryFilter,
+            [.vardict([BlueZName.DiscoveryFilter.transport: .string(BlueZName.DiscoveryFilter.transportLE)])])
         do {
-            try await call(adapterPath, BlueZClient.Adapter.interface, BlueZClient.Adapter.startDiscovery)
-        } catch let error as DBusError where error.name == BlueZClient.ErrorName.inProgress {
+            try await call(adapterPath, BlueZName.Interface.adapter, BlueZName.Member.startDiscovery)
+        } catch let error as DBusError where error.name == BlueZName.Error.inProgress {
             // Someone else's discovery on this adapter serves us as well.
         }
         let found = await mirror.wait(upTo: request.timeout) { objects in
             objects.keys.sorted().first { matches($0, objects[$0] ?? [:]) }
         }
         // bluetoothd recommends no discovery while connecting (device-api.txt, Connect); errors here are harmless.
-        _ = try? await call(adapterPath, BlueZClient.Adapter.interface, BlueZClient.Adapter.stopDiscovery)
+        _ = try? await call(adapterPath, BlueZName.Interface.adapter, BlueZName.Member.stopDiscovery)
         guard let devicePath = found else {
             throw ProbeError.notFound(target: request.targetDescription, seconds: request.timeout.components.seconds)
         }
         let timeFound = seconds()
         // The scan's view (RSSI above all) before connecting changes it.
-        let scanned = mirror.objects[devicePath]?[BlueZClient.Device.interface] ?? [:]
+        let scanned = mirror.objects[devicePath]?[BlueZName.Interface.device] ?? [:]
         logger.debug("found", metadata: ["device": "\(devicePath)"])
 
         try await connect(devicePath, mirror: mirror, timeout: request.timeout)
         let timeConnected = seconds()
         let resolved = await mirror.wait(upTo: request.timeout) { objects in
-            Self.bool(objects[devicePath]?[BlueZClient.Device.interface]?[BlueZClient.Device.servicesResolved])
+            Self.bool(objects[devicePath]?[BlueZName.Interface.device]?[BlueZName.Property.servicesResolved])
                 == true ? true : nil
         }
         guard resolved == true else {
-            _ = try? await call(devicePath, BlueZClient.Device.interface, BlueZClient.Device.disconnect)
+            _ = try? await call(devicePath, BlueZName.Interface.device, BlueZName.Member.disconnect)
             throw ProbeError.connectFailed(
                 "services of \(devicePath) not resolved within \(request.timeout.components.seconds) s")
         }
@@ -95,7 +96,7 @@ public struct Central: Sendable {
 
         var services = try await readTree(of: devicePath, objects: mirror.objects)
         services = try await listen(services, mirror: mirror, for: request.listen)
-        _ = try? await call(devicePath, BlueZClient.Device.interface, BlueZClient.Device.disconnect)
+        _ = try? await call(devicePath, BlueZName.Interface.device, BlueZName.Member.disconnect)
 
         let device = Self.device(devicePath, scanned: scanned, now: mirror.objects[devicePath] ?? [:])
         return ProbeReport(
@@ -109,15 +110,15 @@ public struct Central: Sendable {
     /// Loads a fresh GetManagedObjects snapshot into the mirror.
     private func refresh(_ mirror: ObjectMirror) async throws {
         let reply = try await connection.call(
-            BlueZClient.service, path: .root, interface: BlueZClient.Standard.objectManager,
-            member: BlueZClient.Standard.getManagedObjects)
+            BlueZName.service, path: .root, interface: BlueZName.FreeDesktop.objectManager,
+            member: BlueZName.FreeDesktop.getManagedObjects)
         guard let first = reply.first else { throw ProbeError.unexpectedReply("GetManagedObjects returned nothing") }
         mirror.load(try ObjectMirror.managedObjects(first))
     }
 
     /// The named adapter's path, or the first (by path) without active advertisements.
     private func chooseAdapter(_ name: String?, in objects: ManagedObjects) throws -> ObjectPath {
-        let adapters = objects.keys.filter { objects[$0]?[BlueZClient.Adapter.interface] != nil }.sorted()
+        let adapters = objects.keys.filter { objects[$0]?[BlueZName.Interface.adapter] != nil }.sorted()
         if adapters.isEmpty { throw ProbeError.noAdapter("bluetoothd has no adapter") }
         if let name {
             guard let path = adapters.first(where: { $0.rawValue.hasSuffix("/" + name) }) else {
@@ -127,8 +128,8 @@ public struct Central: Sendable {
             return path
         }
         let idle = adapters.first { path in
-            let instances = objects[path]?[BlueZClient.AdvertisingManager.interface]?[
-                BlueZClient.AdvertisingManager.activeInstances]
+            let instances = objects[path]?[BlueZName.Interface.advertisingManager]?[
+                BlueZName.Property.activeInstances]
             return (try? instances?.asByte()) ?? 0 == 0
         }
         guard let idle else { throw ProbeError.noAdapter("every adapter is advertising; name one with --adapter") }
@@ -138,15 +139,15 @@ public struct Central: Sendable {
     /// Sets Powered when it is off and waits for bluetoothd to report it on.
     private func powerOn(_ adapter: ObjectPath, mirror: ObjectMirror, timeout: Duration) async throws {
         let isPowered: @Sendable (ManagedObjects) -> Bool? = { objects in
-            Self.bool(objects[adapter]?[BlueZClient.Adapter.interface]?[BlueZClient.Adapter.powered]) == true
+            Self.bool(objects[adapter]?[BlueZName.Interface.adapter]?[BlueZName.Property.powered]) == true
                 ? true : nil
         }
         if isPowered(mirror.objects) == true { return }
         _ = try await connection.call(
-            BlueZClient.service, path: adapter, interface: BlueZClient.Standard.properties,
-            member: BlueZClient.Standard.set,
+            BlueZName.service, path: adapter, interface: BlueZName.FreeDesktop.properties,
+            member: BlueZName.FreeDesktop.set,
             arguments: [
-                .string(BlueZClient.Adapter.interface), .string(BlueZClient.Adapter.powered), .variant(.boolean(true)),
+                .string(BlueZName.Interface.adapter), .string(BlueZName.Property.powered), .variant(.boolean(true)),
             ])
         guard await mirror.wait(upTo: timeout, for: isPowered) == true else {
             throw ProbeError.noAdapter("\(adapter) did not power on within \(timeout.components.seconds) s")
@@ -155,13 +156,13 @@ public struct Central: Sendable {
 
     /// Connects unless already connected; bluetoothd's refusal becomes `connectFailed`.
     private func connect(_ device: ObjectPath, mirror: ObjectMirror, timeout: Duration) async throws {
-        let connected = Self.bool(mirror.objects[device]?[BlueZClient.Device.interface]?[BlueZClient.Device.connected])
+        let connected = Self.bool(mirror.objects[device]?[BlueZName.Interface.device]?[BlueZName.Property.connected])
         if connected == true { return }
         do {
             _ = try await connection.call(
-                BlueZClient.service, path: device, interface: BlueZClient.Device.interface,
-                member: BlueZClient.Device.connect, timeout: timeout)
-        } catch let error as DBusError where error.name == BlueZClient.ErrorName.alreadyConnected {
+                BlueZName.service, path: device, interface: BlueZName.Interface.device,
+                member: BlueZName.Member.connect, timeout: timeout)
+        } catch let error as DBusError where error.name == BlueZName.Error.alreadyConnected {
             return
         } catch let error as DBusError {
             throw ProbeError.connectFailed("Connect to \(device) failed: \(error.description)")
@@ -176,39 +177,39 @@ public struct Central: Sendable {
             }.sorted()
         }
         var services: [ProbeService] = []
-        for servicePath in children(BlueZClient.Service.interface, BlueZClient.Service.device, of: device) {
-            let service = objects[servicePath]?[BlueZClient.Service.interface] ?? [:]
+        for servicePath in children(BlueZName.Interface.gattService, BlueZName.Property.device, of: device) {
+            let service = objects[servicePath]?[BlueZName.Interface.gattService] ?? [:]
             var characteristics: [ProbeCharacteristic] = []
             for path in children(
-                BlueZClient.Characteristic.interface, BlueZClient.Characteristic.service, of: servicePath)
+                BlueZName.Interface.gattCharacteristic, BlueZName.Property.service, of: servicePath)
             {
-                let properties = objects[path]?[BlueZClient.Characteristic.interface] ?? [:]
-                let uuid = Self.shortUUID(properties[BlueZClient.Characteristic.uuid])
-                let flags = (try? properties[BlueZClient.Characteristic.flags]?.asStrings()) ?? []
+                let properties = objects[path]?[BlueZName.Interface.gattCharacteristic] ?? [:]
+                let uuid = Self.shortUUID(properties[BlueZName.Property.uuid])
+                let flags = (try? properties[BlueZName.Property.flags]?.asStrings()) ?? []
                 var descriptors: [ProbeDescriptor] = []
                 for descriptorPath in children(
-                    BlueZClient.Descriptor.interface, BlueZClient.Descriptor.characteristic, of: path)
+                    BlueZName.Interface.gattDescriptor, BlueZName.Property.characteristic, of: path)
                 {
                     let descriptorUUID = Self.shortUUID(
-                        objects[descriptorPath]?[BlueZClient.Descriptor.interface]?[BlueZClient.Descriptor.uuid])
+                        objects[descriptorPath]?[BlueZName.Interface.gattDescriptor]?[BlueZName.Property.uuid])
                     descriptors.append(
                         ProbeDescriptor(
                             uuid: descriptorUUID, name: Self.name(of: descriptorUUID), path: descriptorPath.rawValue,
-                            read: await read(descriptorPath, BlueZClient.Descriptor.interface, uuid: descriptorUUID)))
+                            read: await read(descriptorPath, BlueZName.Interface.gattDescriptor, uuid: descriptorUUID)))
                 }
                 var characteristic = ProbeCharacteristic(
                     uuid: uuid, name: Self.name(of: uuid), flags: flags, path: path.rawValue, read: nil,
                     notifications: [], descriptors: descriptors)
                 if characteristic.canRead {
-                    characteristic.read = await read(path, BlueZClient.Characteristic.interface, uuid: uuid)
+                    characteristic.read = await read(path, BlueZName.Interface.gattCharacteristic, uuid: uuid)
                 }
                 characteristics.append(characteristic)
             }
-            let uuid = Self.shortUUID(service[BlueZClient.Service.uuid])
+            let uuid = Self.shortUUID(service[BlueZName.Property.uuid])
             services.append(
                 ProbeService(
                     uuid: uuid, name: Self.name(of: uuid),
-                    isPrimary: Self.bool(service[BlueZClient.Service.primary]) ?? true, path: servicePath.rawValue,
+                    isPrimary: Self.bool(service[BlueZName.Property.primary]) ?? true, path: servicePath.rawValue,
                     characteristics: characteristics))
         }
         return services
@@ -218,7 +219,7 @@ public struct Central: Sendable {
     private func read(_ path: ObjectPath, _ interface: String, uuid: String) async -> ProbeRead {
         do {
             let reply = try await connection.call(
-                BlueZClient.service, path: path, interface: interface, member: BlueZClient.Characteristic.readValue,
+                BlueZName.service, path: path, interface: interface, member: BlueZName.Member.readValue,
                 arguments: [.vardict([:])])
             let bytes = try reply.first?.asBytes() ?? []
             return .value(ProbeValue(bytes: bytes, uuid: uuid))
@@ -242,7 +243,7 @@ public struct Central: Sendable {
                 // Listening starts before StartNotify: a notification may arrive before its reply does.
                 mirror.listen(to: path, since: start)
                 do {
-                    try await call(path, BlueZClient.Characteristic.interface, BlueZClient.Characteristic.startNotify)
+                    try await call(path, BlueZName.Interface.gattCharacteristic, BlueZName.Member.startNotify)
                     subscribed.append(path)
                 } catch let error as DBusError {
                     services[s].characteristics[c].subscribeError = ProbeFailure(
@@ -254,7 +255,7 @@ public struct Central: Sendable {
         if !subscribed.isEmpty { try await Task.sleep(for: duration) }
         let received = mirror.stopListening()
         for path in subscribed {
-            _ = try? await call(path, BlueZClient.Characteristic.interface, BlueZClient.Characteristic.stopNotify)
+            _ = try? await call(path, BlueZName.Interface.gattCharacteristic, BlueZName.Member.stopNotify)
         }
         for s in services.indices {
             for c in services[s].characteristics.indices {
@@ -273,7 +274,7 @@ public struct Central: Sendable {
         _ path: ObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = []
     ) async throws {
         _ = try await connection.call(
-            BlueZClient.service, path: path, interface: interface, member: member, arguments: arguments)
+            BlueZName.service, path: path, interface: interface, member: member, arguments: arguments)
     }
 
     // MARK: Reading properties
@@ -286,20 +287,20 @@ public struct Central: Sendable {
         let service = request.service.flatMap(BluetoothUUID.init)
         let name = request.name
         return { _, interfaces in
-            guard let device = interfaces[BlueZClient.Device.interface],
-                (try? device[BlueZClient.Device.adapter]?.asObjectPath()) == adapter
+            guard let device = interfaces[BlueZName.Interface.device],
+                (try? device[BlueZName.Property.adapter]?.asObjectPath()) == adapter
             else { return false }
-            if let address, (try? device[BlueZClient.Device.address]?.asString())?.uppercased() != address {
+            if let address, (try? device[BlueZName.Property.address]?.asString())?.uppercased() != address {
                 return false
             }
             if let name {
-                let names = [BlueZClient.Device.name, BlueZClient.Device.alias].compactMap {
+                let names = [BlueZName.Property.name, BlueZName.Property.alias].compactMap {
                     try? device[$0]?.asString()
                 }
                 if !names.contains(name) { return false }
             }
             if let service {
-                let uuids = ((try? device[BlueZClient.Device.uuids]?.asStrings()) ?? []).compactMap(BluetoothUUID.init)
+                let uuids = ((try? device[BlueZName.Property.uuids]?.asStrings()) ?? []).compactMap(BluetoothUUID.init)
                 if !uuids.contains(service) { return false }
             }
             return true
@@ -314,14 +315,14 @@ public struct Central: Sendable {
     {
         // The scan's values win: once connected, bluetoothd replaces Name with the GAP Device Name it read and
         // UUIDs with the resolved services, and the report's device is what the scan saw.
-        let current = (now[BlueZClient.Device.interface] ?? [:]).merging(scanned) { _, scan in scan }
+        let current = (now[BlueZName.Interface.device] ?? [:]).merging(scanned) { _, scan in scan }
         func string(_ key: String) -> String? { try? current[key]?.asString() }
-        let rssi = reportedRSSI(try? current[BlueZClient.Device.rssi]?.asInt16())
-        let uuids = ((try? scanned[BlueZClient.Device.uuids]?.asStrings()) ?? []).map { shortUUID(.string($0)) }
+        let rssi = reportedRSSI(try? current[BlueZName.Property.rssi]?.asInt16())
+        let uuids = ((try? scanned[BlueZName.Property.uuids]?.asStrings()) ?? []).map { shortUUID(.string($0)) }
         return ProbeDevice(
-            path: path.rawValue, address: string(BlueZClient.Device.address) ?? "",
-            addressType: string(BlueZClient.Device.addressType),
-            name: string(BlueZClient.Device.name) ?? string(BlueZClient.Device.alias),
+            path: path.rawValue, address: string(BlueZName.Property.address) ?? "",
+            addressType: string(BlueZName.Property.addressType),
+            name: string(BlueZName.Property.name) ?? string(BlueZName.Property.alias),
             rssi: rssi, uuids: uuids)
     }
 

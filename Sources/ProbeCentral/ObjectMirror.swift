@@ -1,3 +1,4 @@
+import BlueZModel
 import DBus
 import Foundation
 import Synchronization
@@ -41,18 +42,18 @@ final class ObjectMirror: Sendable {
     func apply(_ signal: Signal) {
         let ready = state.withLock { state -> [@Sendable () -> Void] in
             switch (signal.interface, signal.member) {
-            case (BlueZClient.Standard.objectManager, BlueZClient.Standard.interfacesAdded):
+            case (BlueZName.FreeDesktop.objectManager, BlueZName.FreeDesktop.interfacesAdded):
                 guard signal.arguments.count == 2, let path = try? signal.arguments[0].asObjectPath(),
                     let interfaces = try? Self.interfaces(signal.arguments[1])
                 else { return [] }
                 state.objects[path, default: [:]].merge(interfaces) { _, new in new }
-            case (BlueZClient.Standard.objectManager, BlueZClient.Standard.interfacesRemoved):
+            case (BlueZName.FreeDesktop.objectManager, BlueZName.FreeDesktop.interfacesRemoved):
                 guard signal.arguments.count == 2, let path = try? signal.arguments[0].asObjectPath(),
                     let names = try? signal.arguments[1].asStrings()
                 else { return [] }
                 for name in names { state.objects[path]?[name] = nil }
                 if state.objects[path]?.isEmpty == true { state.objects[path] = nil }
-            case (BlueZClient.Standard.properties, BlueZClient.Standard.propertiesChanged):
+            case (BlueZName.FreeDesktop.properties, BlueZName.FreeDesktop.propertiesChanged):
                 guard signal.arguments.count >= 2, let interface = try? signal.arguments[0].asString(),
                     let changed = try? signal.arguments[1].asVardict()
                 else { return [] }
@@ -60,9 +61,9 @@ final class ObjectMirror: Sendable {
                 if signal.arguments.count == 3, let invalidated = try? signal.arguments[2].asStrings() {
                     for name in invalidated { state.objects[signal.path]?[interface]?[name] = nil }
                 }
-                if interface == BlueZClient.Characteristic.interface,
+                if interface == BlueZName.Interface.gattCharacteristic,
                     let since = state.listening[signal.path],
-                    let bytes = try? changed[BlueZClient.Characteristic.value]?.asBytes()
+                    let bytes = try? changed[BlueZName.Property.value]?.asBytes()
                 {
                     state.notifications[signal.path, default: []].append((since.duration(to: .now), bytes))
                 }

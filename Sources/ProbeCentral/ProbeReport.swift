@@ -1,3 +1,5 @@
+import BlueZModel
+
 /// What `blemu probe` saw of one peripheral: the device as scanned, its GATT tree as bluetoothd resolved it, every
 /// value read and every notification received. Encodes as the `--json` report (schema in docs of `ProbeCommand`).
 public struct ProbeReport: Codable, Sendable, Equatable {
@@ -116,11 +118,11 @@ public struct ProbeCharacteristic: Codable, Sendable, Equatable {
 
     /// Whether the flags allow subscribing (notify or indicate).
     public var canSubscribe: Bool {
-        flags.contains { $0.hasSuffix(BlueZClient.Flag.notify) || $0.hasSuffix(BlueZClient.Flag.indicate) }
+        flags.contains { $0.hasSuffix(BlueZFlag.notify.rawValue) || $0.hasSuffix(BlueZFlag.indicate.rawValue) }
     }
 
     /// Whether the flags allow reading (`read` or a `*-read` security variant).
-    public var canRead: Bool { flags.contains { $0.hasSuffix(BlueZClient.Flag.readSuffix) } }
+    public var canRead: Bool { flags.contains { $0.hasSuffix(BlueZFlag.read.rawValue) } }
 }
 
 /// One remote descriptor and its read.

@@ -1,3 +1,4 @@
+import BlueZModel
 import GATTModel
 
 /// The text `blemu show` prints: the GATT tree with SIG names, properties, permissions, security, descriptors and

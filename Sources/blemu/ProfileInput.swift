@@ -1,4 +1,5 @@
 import ArgumentParser
+import BlueZModel
 import Emulation
 import Foundation
 import GATTModel

@@ -1,4 +1,5 @@
 import BlueZ
+import BlueZModel
 import BusTestSupport
 import DBus
 import GATTModel
@@ -96,14 +97,14 @@ final class ScriptedBlueZ: Sendable {
     }
 
     /// Calls ReadValue on an application object the way 5.66 `append_options` does.
-    func readValue(_ path: String, offset: UInt16, from caller: BusConnection? = nil) async throws -> [UInt8] {
+    func readValue(_ path: ObjectPath, offset: UInt16, from caller: BusConnection? = nil) async throws -> [UInt8] {
         let sender = self.application.withLock { $0?.sender } ?? ""
         var options: [String: DBusValue] = [
             "device": .objectPath("/org/bluez/hci0/dev_11_22_33_44_55_66"), "mtu": .uint16(185), "link": .string("LE"),
         ]
         if offset != 0 { options["offset"] = .uint16(offset) }
         let reply = try await (caller ?? connection).call(
-            sender, path: ObjectPath(stringLiteral: path), interface: "org.bluez.GattCharacteristic1",
+            sender, path: path, interface: "org.bluez.GattCharacteristic1",
             member: "ReadValue", arguments: [.vardict(options)])
         return try reply[0].asBytes()
     }
@@ -135,13 +136,16 @@ struct BlueZBackendSmokeTests {
         // The tree bluetoothd read back while RegisterApplication was pending, with exact flags.
         let paths = ObjectPaths()
         let tree = bluez.tree.withLock { $0 }
-        let greeting = try #require(tree[paths.characteristic(0, service: 0)]?["org.bluez.GattCharacteristic1"])
+        let greeting = try #require(
+            tree[paths.characteristic(0, service: 0).rawValue]?["org.bluez.GattCharacteristic1"])
         #expect(try greeting["Flags"]?.asStrings() == ["read", "notify"])
         #expect(greeting["NotifyAcquired"] == .boolean(false))
-        #expect(greeting["Service"] == .objectPath(ObjectPath(stringLiteral: paths.service(0))))
-        let secret = try #require(tree[paths.characteristic(1, service: 0)]?["org.bluez.GattCharacteristic1"])
+        #expect(greeting["Service"] == .objectPath(paths.service(0)))
+        let secret = try #require(tree[paths.characteristic(1, service: 0).rawValue]?["org.bluez.GattCharacteristic1"])
         #expect(try secret["Flags"]?.asStrings() == ["write", "encrypt-write"])
-        #expect(tree[paths.service(0)]?["org.bluez.GattService1"]?["UUID"] == .string(BluetoothUUID(0xFFF0).fullString))
+        #expect(
+            tree[paths.service(0).rawValue]?["org.bluez.GattService1"]?["UUID"]
+                == .string(BluetoothUUID(0xFFF0).fullString))
         #expect(bluez.advertisement.withLock { $0?["LocalName"] } == .string("Demo"))
         #expect(bluez.alias.withLock { $0 } == "Demo")
 
@@ -158,7 +162,7 @@ struct BlueZBackendSmokeTests {
         // AcquireNotify (5.66: once per characteristic): every update is one datagram on the returned socket.
         let acquired = try await bluez.connection.call(
             bluez.application.withLock { $0?.sender } ?? "",
-            path: ObjectPath(stringLiteral: paths.characteristic(0, service: 0)),
+            path: paths.characteristic(0, service: 0),
             interface: "org.bluez.GattCharacteristic1", member: "AcquireNotify",
             arguments: [
                 .vardict(["device": .objectPath("/org/bluez/hci0/dev_11_22_33_44_55_66"), "mtu": .uint16(185)])

@@ -1,3 +1,4 @@
+import BlueZModel
 import GATTModel
 import Testing
 

@@ -2,6 +2,7 @@
 // (src/gatt-database.c `parse_chrc_flags`, `parse_desc_flags`), the static permission check
 // (src/shared/gatt-server.c `check_permissions`) and the D-Bus error -> ATT code mapping
 // (src/gatt-database.c `dbus_error_to_att_ecode`). Expressed in Swift from reading the C, not copied.
+import BlueZModel
 import GATTModel
 
 /// The ATT side of the fake bluetoothd: pure functions, no bus.

@@ -169,7 +169,7 @@ enum LifecycleScenario {
                 org.freedesktop.DBus.GetConnectionUnixProcessID string:org.bluez | sed -n 's/.*uint32 //p')
             [ -n "$bluetoothd_pid" ] || fail "no pid for org.bluez"
             tr '\\0' ' ' < "/proc/$bluetoothd_pid/cmdline" > "$R/bluetoothd-cmdline.txt"
-            registered_before=$(count_of 'registered the application, advertisement and agent again')
+            registered_before=$(count_of 'registered agent, application, advertisement again')
             kill -TERM "$bluetoothd_pid"
             within 10 "bluetoothd to exit" exited "$bluetoothd_pid"
             within 10 "org.bluez to leave the bus" bluez_gone
@@ -179,7 +179,7 @@ enum LifecycleScenario {
             within 20 "hci0 powered by the new bluetoothd" powered hci0
             within 20 "hci1 powered by the new bluetoothd" powered hci1
             within 30 "blemu to register again (see blemu-run.log)" \\
-                more_than 'registered the application, advertisement and agent again' "$registered_before"
+                more_than 'registered agent, application, advertisement again' "$registered_before"
             within 20 "the advertisement to be active again" advertising
 
             step read-2

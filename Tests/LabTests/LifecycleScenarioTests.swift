@@ -35,7 +35,7 @@ struct LifecycleScenarioTests {
         #expect(log.contains("left the bus: its registrations are gone"), "\(tails(run, ["blemu-run.log"]))")
         #expect(log.contains("bluetoothd is back as"), "\(tails(run, ["blemu-run.log"]))")
         #expect(
-            log.contains("registered the application, advertisement and agent again"),
+            log.contains("registered agent, application, advertisement again"),
             "\(tails(run, ["blemu-run.log"]))")
         let types = events(run).map { "\($0["type"] ?? "")/\($0["state"] ?? "")" }
         let resetting = try #require(types.firstIndex(of: "state/resetting"), "\(types)")

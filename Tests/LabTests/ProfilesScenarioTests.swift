@@ -1,3 +1,4 @@
+import BlueZModel
 import Foundation
 import ProbeCentral
 import Testing

@@ -1,3 +1,5 @@
+import GATTModel
+
 /// The advertising planner's answer: the intended layout, the exact bytes BlueZ will program, what fit, and
 /// what the engine must register with `LEAdvertisingManager1` so that the prediction holds.
 ///

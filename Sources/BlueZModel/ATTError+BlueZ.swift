@@ -1,3 +1,5 @@
+import GATTModel
+
 extension ATTError {
     /// What a central receives when an application answers a request with this error through bluetoothd.
     ///

@@ -1,3 +1,5 @@
+import GATTModel
+
 /// A string of the `Flags` property of BlueZ's `GattCharacteristic1` and `GattDescriptor1` (BlueZ 5.66,
 /// doc/gatt-api.txt and src/gatt-database.c `parse_chrc_flags`). Any other string fails the whole registration,
 /// so these are the only place the strings are spelled.

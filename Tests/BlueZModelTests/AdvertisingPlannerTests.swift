@@ -1,3 +1,4 @@
+import BlueZModel
 import Testing
 
 @testable import GATTModel

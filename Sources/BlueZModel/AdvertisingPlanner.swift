@@ -1,3 +1,5 @@
+import GATTModel
+
 // The advertising planner: lays out a legacy advertisement (Core Spec Vol 6, Part B, 2.3.1: AdvData and
 // ScanRspData, 31 bytes each) under the Core Bluetooth rule, and predicts the bytes BlueZ will really program.
 //
