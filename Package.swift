@@ -124,6 +124,8 @@ let package = Package(
         .testTarget(
             name: "LabTests", dependencies: ["Lab", "ProbeCentral", "GATTModel"], exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "ProbeCentralTests", dependencies: ["ProbeCentral"], swiftSettings: strict),
-        .testTarget(name: "blemuTests", dependencies: ["blemu"], swiftSettings: strict),
+        .testTarget(
+            name: "blemuTests", dependencies: ["blemu", "BlueZ", "BlueZModel", "DBus", "GATTModel", "Peripheral"],
+            swiftSettings: strict),
     ]
 )

@@ -118,7 +118,7 @@ public actor PeripheralManager {
                 throw .duplicateCharacteristicID(characteristic.id)
             }
         }
-        do { try await backend.publish(service) } catch { throw .backendFailed("\(error)") }
+        do { try await backend.publish(service) } catch { throw .backendFailed(BackendFailure(error)) }
         // Checked again after the await: another publish may have raced in while the stack worked.
         guard !services.contains(where: { $0.id == service.id }) else { throw .alreadyPublished(serviceID: service.id) }
         services.append(service)
@@ -133,7 +133,7 @@ public actor PeripheralManager {
         guard let published = services.first(where: { $0.id == service.id }) else {
             throw .notPublished(serviceID: service.id)
         }
-        do { try await backend.unpublish(published) } catch { throw .backendFailed("\(error)") }
+        do { try await backend.unpublish(published) } catch { throw .backendFailed(BackendFailure(error)) }
         services.removeAll { $0.id == published.id }
         router.remove(published.characteristics.map(\.id))
         for characteristic in published.characteristics {
@@ -157,7 +157,7 @@ public actor PeripheralManager {
     /// Starts advertising; throws when not powered on or when the stack refuses (or cannot lay it out).
     public func startAdvertising(_ advertisement: Advertisement) async throws(PeripheralError) {
         guard state == .poweredOn else { throw .notPoweredOn(state) }
-        do { try await backend.startAdvertising(advertisement) } catch { throw .backendFailed("\(error)") }
+        do { try await backend.startAdvertising(advertisement) } catch { throw .backendFailed(BackendFailure(error)) }
         wantsAdvertising = true
         isAdvertising = true
         logger.info("advertising \(advertisement.localName ?? "(no name)")")
@@ -165,7 +165,7 @@ public actor PeripheralManager {
 
     /// Stops advertising; throws when the stack fails.
     public func stopAdvertising() async throws(PeripheralError) {
-        do { try await backend.stopAdvertising() } catch { throw .backendFailed("\(error)") }
+        do { try await backend.stopAdvertising() } catch { throw .backendFailed(BackendFailure(error)) }
         wantsAdvertising = false
         isAdvertising = false
     }
@@ -178,7 +178,7 @@ public actor PeripheralManager {
     @discardableResult
     public func disconnect(_ central: Central? = nil) async throws(PeripheralError) -> [String] {
         let ids: [String]
-        do { ids = try await backend.disconnect(central) } catch { throw .backendFailed("\(error)") }
+        do { ids = try await backend.disconnect(central) } catch { throw .backendFailed(BackendFailure(error)) }
         logger.info("disconnected \(ids.isEmpty ? "no central" : ids.joined(separator: ", "))")
         return ids
     }

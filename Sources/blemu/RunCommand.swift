@@ -170,7 +170,7 @@ struct RunCommand: AsyncParsableCommand {
         } catch {
             Console.error("blemu: \(error)")
             await backend.shutdown()
-            throw ExitCode.unavailable
+            throw Self.exitCode(for: error)
         }
         let controlServer = control.map { ControlServer(path: $0, emulator: emulator, logger: logger) }
         do {
@@ -220,5 +220,21 @@ struct RunCommand: AsyncParsableCommand {
     private func say(_ line: String) {
         let descriptor = events == "-" ? STDERR_FILENO : STDOUT_FILENO
         _ = Array((line + "\n").utf8).withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+    }
+}
+
+extension RunCommand {
+    /// The sysexits code for a failure to publish or advertise, from the stack's typed error: an advertisement that
+    /// cannot be laid out is the profile's fault (65), an object tree we could not export is ours (70), and anything
+    /// bluetoothd refused or could not be asked is the service's (69).
+    static func exitCode(for error: any Error) -> ExitCode {
+        guard case PeripheralError.backendFailed(let failure) = error, let bluez = failure.error as? BlueZError else {
+            return .unavailable
+        }
+        switch bluez {
+        case .invalidAdvertisement: return .badProfile
+        case .export: return .software
+        case .unavailable, .rejected, .shutDown: return .unavailable
+        }
     }
 }

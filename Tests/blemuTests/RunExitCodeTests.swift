@@ -1,0 +1,38 @@
+import BlueZ
+import BlueZModel
+import DBus
+import GATTModel
+import Peripheral
+import Testing
+
+@testable import blemu
+
+/// `blemu run`'s exit code when publishing or advertising fails comes from the stack's typed error, which
+/// `PeripheralError.backendFailed` now carries whole.
+struct RunExitCodeTests {
+    @Test func anAdvertisementThatCannotBeLaidOutIsTheProfilesFault() {
+        let error = PeripheralError.backendFailed(
+            BackendFailure(BlueZError.invalidAdvertisement(.localNameContainsNUL)))
+        #expect(RunCommand.exitCode(for: error) == .badProfile)
+    }
+
+    @Test func anObjectTreeWeCouldNotExportIsOurs() {
+        let error = PeripheralError.backendFailed(BackendFailure(BlueZError.export("duplicate path")))
+        #expect(RunCommand.exitCode(for: error) == .software)
+    }
+
+    @Test func whatBluetoothdRefusesIsTheServicesFault() {
+        let refusal = BlueZError.rejected(
+            operation: "RegisterAdvertisement", DBusError(name: "org.bluez.Error.Failed", message: "Failed"))
+        #expect(RunCommand.exitCode(for: PeripheralError.backendFailed(BackendFailure(refusal))) == .unavailable)
+        #expect(RunCommand.exitCode(for: PeripheralError.notPoweredOn(.poweredOff)) == .unavailable)
+    }
+
+    @Test func theWrappedErrorKeepsItsTypeAndItsWords() throws {
+        let failure = BackendFailure(BlueZError.shutDown)
+        #expect(failure.error as? BlueZError == .shutDown)
+        #expect(failure == BackendFailure(BlueZError.shutDown))
+        #expect(
+            "\(PeripheralError.backendFailed(failure))" == "the Bluetooth stack failed: the BlueZ backend is shut down")
+    }
+}
