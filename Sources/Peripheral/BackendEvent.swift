@@ -9,9 +9,9 @@ public enum BackendEvent: Sendable {
     case connected(Central)
     /// A central disconnected: the manager drops its queue (counted) and ends its subscriptions.
     case disconnected(Central)
-    /// A central subscribed to a characteristic: the device, or `Central(id: Central.allSubscribersID)` when the
-    /// stack's updates reach every subscriber at once (see `PeripheralBackend`). The stack has already checked the
-    /// CCCD's security.
+    /// A central subscribed to a characteristic: the device, or one central standing for every subscriber when the
+    /// stack's updates reach them all at once (BlueZ: `Central.allSubscribersID`; see `PeripheralBackend`). The
+    /// stack has already checked the CCCD's security.
     case subscribed(Central, characteristicID: String, kind: UpdateKind)
     /// A central unsubscribed (BlueZ: the notify socket closed, or `StopNotify`).
     case unsubscribed(Central, characteristicID: String)

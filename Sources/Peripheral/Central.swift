@@ -28,10 +28,6 @@ public struct Central: Hashable, Sendable, Identifiable, CustomStringConvertible
         self.init(id: id, maximumUpdateValueLength: min(attMTU - 3, Central.maximumAttributeValueLength))
     }
 
-    /// The id that stands for "every subscribed central" when the stack cannot tell which one subscribed
-    /// (BlueZ's `StartNotify` carries no device; its `PropertiesChanged` path sends to all subscribers).
-    public static let allSubscribersID = "*"
-
     /// Centrals are equal when their ids are: the MTU is a property of the link at one moment.
     public static func == (lhs: Central, rhs: Central) -> Bool { lhs.id == rhs.id }
 

@@ -19,11 +19,11 @@ import GATTModel
 ///   0x05/0x0F come from the static `encrypt-*` flags, before bluetoothd ever calls the app.
 /// - A subscription names the central its updates reach: one device only when the stack delivers to that device
 ///   alone. BlueZ's `AcquireNotify` carries a `device` option, but 5.66-5.68 acquire one socket per characteristic
-///   whose datagrams reach every subscriber, so the BlueZ backend reports `Central(id: Central.allSubscribersID)`
-///   until bluetoothd shows per-device sockets (5.69+), then each device (BlueZ's `NotifyTable`). Socket
-///   writability after `EAGAIN` is `.writable`; byte 0x01 on it is `.confirmed`; its closing is `.unsubscribed`.
-///   `StartNotify` (no device) also subscribes `Central.allSubscribersID`, served with `PropertiesChanged`, and
-///   `Confirm()` confirms for it.
+///   whose datagrams reach every subscriber, so the BlueZ backend reports one central standing for them all
+///   (`Central.allSubscribersID`, defined in the BlueZ module) until bluetoothd shows per-device sockets (5.69+),
+///   then each device (BlueZ's `NotifyTable`). Socket writability after `EAGAIN` is `.writable`; byte 0x01 on it is
+///   `.confirmed`; its closing is `.unsubscribed`. `StartNotify` (no device) also subscribes that central, served
+///   with `PropertiesChanged`, and `Confirm()` confirms for it.
 public protocol PeripheralBackend: Sendable {
     /// Called once by the manager, in its `init`, before it consumes `events`: from then on hand every read and
     /// write to `router.read(_:)`/`router.write(_:)` on the thread it arrived on.
@@ -53,7 +53,7 @@ public protocol PeripheralBackend: Sendable {
     /// Sends one update to one central now, without blocking and without queueing (the manager queues):
     /// `.sent` when the stack took it, `.wouldBlock` when it cannot take it yet (then yield `.writable(central)`
     /// later), `.failed` when it never will (unknown central, closed socket). BlueZ: write one datagram to the
-    /// central's `AcquireNotify` socket; for `Central.allSubscribersID`, emit `PropertiesChanged` and return `.sent`.
+    /// central's `AcquireNotify` socket; for the all-subscribers central, emit `PropertiesChanged` and return `.sent`.
     /// Called on the manager's actor: it must return quickly.
     func send(_ update: NotificationQueue.Update, to central: Central) -> SendOutcome
 }
