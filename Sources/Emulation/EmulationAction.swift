@@ -37,7 +37,7 @@ public enum EmulationAction: Hashable, Sendable {
     static func storing(_ value: [UInt8], in characteristicID: String, by kind: Schedule.Action) -> EmulationAction {
         switch kind {
         case .update: .update(characteristicID: characteristicID, value: value)
-        // A transfer is streamed by the emulator, never ticked (ScheduleEngine skips it); were it ticked, a piece
+        // A transfer is streamed by the emulator, never ticked (Schedules skips it); were it ticked, a piece
         // would be notified.
         case .notify, .transfer: .notify(characteristicID: characteristicID, value: value)
         case .indicate: .indicate(characteristicID: characteristicID, value: value)

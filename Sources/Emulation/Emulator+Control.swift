@@ -73,7 +73,7 @@ extension Emulator {
     }
 
     /// The profile's schedules: which characteristic each writes, its interval, paused or not, running or not.
-    public func schedules() -> [ScheduleEngine.Status] {
+    public func schedules() -> [Schedules.Status] {
         engines.withLock { $0.schedules.statuses }
     }
 

@@ -21,7 +21,7 @@ import Peripheral
 /// blocked transfer also holds back later updates rather than reordering them.
 public actor Emulator {
     /// The handler to give the `PeripheralManager`: it shares this emulator's engines.
-    public nonisolated let handler: EmulationHandler
+    public nonisolated let handler: BehaviourHandler
     /// The profile being run.
     public nonisolated let profile: PeripheralProfile
 
@@ -32,7 +32,7 @@ public actor Emulator {
     }
 
     let server: ProfileServer
-    let engines: SharedEngines
+    let engines: SharedBehaviour
     let clock: ElapsedClock
     let log: EventLog?
     let stateStore: StateStore?
@@ -69,13 +69,13 @@ public actor Emulator {
         // A transfer's schedule is replaced by the transfer itself, sent whole to each subscriber.
         var scheduled = profile
         scheduled.behaviour.schedules.removeAll { transfers[$0.characteristicID] != nil }
-        let engines = SharedEngines(
-            BehaviourEngines(
-                schedules: try ScheduleEngine(profile: scheduled, baseDirectory: baseDirectory),
-                rules: try WriteRuleEngine(profile: profile), faults: FaultEngine(faults: profile.behaviour.faults)))
+        let engines = SharedBehaviour(
+            RunningBehaviour(
+                schedules: try Schedules(profile: scheduled, baseDirectory: baseDirectory),
+                rules: try WriteRules(profile: profile), faults: Faults(faults: profile.behaviour.faults)))
         let clock = ElapsedClock(clock)
         (followUps, followUpContinuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
-        handler = EmulationHandler(
+        handler = BehaviourHandler(
             server: server, engines: engines, clock: clock, requestDeadline: requestDeadline, log: eventLog,
             stateStore: stateStore, followUp: followUpContinuation, logger: logger)
         self.profile = profile

@@ -115,7 +115,7 @@ public final class StateStore: Sendable {
     /// no central could have written; each value skipped is said in one warning naming it and the file.
     func accepted(_ values: [String: [UInt8]]) -> [String: [UInt8]] {
         var kept: [String: [UInt8]] = [:]
-        let rules = try? WriteRuleEngine(profile: profile)
+        let rules = try? WriteRules(profile: profile)
         for (id, value) in values.sorted(by: { $0.key < $1.key }) {
             let problem: String?
             if let characteristic = profile.characteristic(id: id) {

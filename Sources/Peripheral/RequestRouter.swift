@@ -7,7 +7,7 @@ import Synchronization
 /// request arrived on: there is no other way in, for BlueZ or for `InMemoryBackend`.
 ///
 /// The handler starts at once on the caller's thread (`Task.immediate`) and runs there until it first suspends.
-/// A handler that decides without waiting (`ProfileServer`, `EmulationHandler` without a delay fault) has answered
+/// A handler that decides without waiting (`ProfileServer`, `BehaviourHandler` without a delay fault) has answered
 /// before `read`/`write` return: on the D-Bus loop thread the reply goes straight to libdbus, and no deadline timer
 /// is ever armed. Only a request still unanswered when its handler suspends gets the deadline.
 ///
@@ -20,7 +20,7 @@ import Synchronization
 ///    `IncomingRead` whose `reply` sends the bytes or the `BlueZErrorReply` for the ATT error.
 /// 3. `RequestRouter.read(_:)` (here) wraps `reply` in a `Responder`, which counts the request in the ledger, finds
 ///    the characteristic (unknown: Invalid Handle, answered by the engine) and starts the handler.
-/// 4. The handler (`ProfileServer.handleRead`, `EmulationHandler.handleRead`) consumes the `ReadRequest` with
+/// 4. The handler (`ProfileServer.handleRead`, `BehaviourHandler.handleRead`) consumes the `ReadRequest` with
 ///    `respond(with:)` or `reject(_:)`; dropping it answers Unlikely Error; `DeadlineQueue` answers a handler that
 ///    suspends for longer than the deadline.
 /// 5. `Responder.answer(_:by:)` lets the first answer through, counts it, and calls `reply`: `PendingCall.reply`,

@@ -37,15 +37,15 @@ import Testing
     /// Issue 12: the log says what the central received (0x0E through bluetoothd) and what the profile asked for.
     @Test func anErrorTheStackCannotCarryIsLoggedAsReceivedWithTheAskedOneBeside() throws {
         let asked = EmulationEvent.Answer.error(ATTError(rawValue: 0xFF))
-        let received = EmulationHandler.asReceived(asked, on: .write, through: .throughBlueZ)
+        let received = BehaviourHandler.asReceived(asked, on: .write, through: .throughBlueZ)
         #expect(received == .error(.unlikelyError, asked: ATTError(rawValue: 0xFF)))
-        #expect(EmulationHandler.asReceived(asked, on: .write, through: .exact) == asked)
+        #expect(BehaviourHandler.asReceived(asked, on: .write, through: .exact) == asked)
         let application = EmulationEvent.Answer.error(ATTError(rawValue: 0x80))
-        #expect(EmulationHandler.asReceived(application, on: .read, through: .throughBlueZ) == application)
+        #expect(BehaviourHandler.asReceived(application, on: .read, through: .throughBlueZ) == application)
         let notPermitted = EmulationEvent.Answer.error(.writeNotPermitted)
-        #expect(EmulationHandler.asReceived(notPermitted, on: .write, through: .throughBlueZ) == notPermitted)
+        #expect(BehaviourHandler.asReceived(notPermitted, on: .write, through: .throughBlueZ) == notPermitted)
         #expect(
-            EmulationHandler.asReceived(notPermitted, on: .read, through: .throughBlueZ)
+            BehaviourHandler.asReceived(notPermitted, on: .read, through: .throughBlueZ)
                 == .error(.unlikelyError, asked: .writeNotPermitted))
         let json = try object(
             EventLineEncoder.encode(

@@ -15,7 +15,7 @@ import GATTModel
 /// - Schedules that fire at the same instant act in declaration order.
 /// - `pause` holds a characteristic's schedules whatever their start rule, so a test can set a value and keep it;
 ///   `resume` lets them run again from that moment (first tick one interval later), when their rule says they run.
-public struct ScheduleEngine: Sendable {
+public struct Schedules: Sendable {
     private struct Run: Sendable {
         var schedule: Schedule
         var composer: ValueComposer

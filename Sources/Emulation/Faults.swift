@@ -6,7 +6,7 @@ import GATTModel
 /// Exactly once still holds under faults, and keeping it is the caller's job: a request with a `delay` gets its one
 /// answer later (the delay must stay under the engine's answer deadline, else the deadline answers it), and a
 /// request with a `rejection` gets that error **instead of** its normal answer, never in addition to it.
-public struct FaultEngine: Sendable {
+public struct Faults: Sendable {
     /// What the faults triggered by one request ask of its single answer.
     public struct RequestFaults: Hashable, Sendable {
         /// Answer with this error instead of the normal answer (the first rejecting fault wins).

@@ -3,7 +3,7 @@ import Testing
 
 @testable import Emulation
 
-@Suite struct WriteRuleEngineTests {
+@Suite struct WriteRulesTests {
     let setPointRule = WriteRule(
         characteristicID: "set-point",
         actions: [
@@ -12,7 +12,7 @@ import Testing
         ])
 
     @Test func validateRejectsWithTheChosenErrorAndChangesNothing() throws {
-        var engine = try WriteRuleEngine(profile: Fixtures.heartRate())
+        var engine = try WriteRules(profile: Fixtures.heartRate())
         #expect(engine.write([0x02], to: "heart-rate-control-point", at: .zero) == .reject(ATTError(rawValue: 0x80)))
         #expect(engine.value(of: "heart-rate-control-point") == [])
         #expect(
@@ -21,7 +21,7 @@ import Testing
     }
 
     @Test func rangeIsReadAsTheFirstTypedFieldAndLengthIsChecked() throws {
-        var engine = try WriteRuleEngine(
+        var engine = try WriteRules(
             profile: Fixtures.thermostat(writeRules: [
                 setPointRule,
                 WriteRule(
@@ -36,12 +36,12 @@ import Testing
 
     @Test func rangeWithoutALayoutReadsALittleEndianUnsigned() {
         let control = Characteristic(id: "c", uuid: BluetoothUUID(0x1), properties: [.write])
-        #expect(WriteRuleEngine.number(in: [0x10, 0x0E], of: control) == 3600)
-        #expect(WriteRuleEngine.number(in: [], of: control) == nil)
+        #expect(WriteRules.number(in: [0x10, 0x0E], of: control) == 3600)
+        #expect(WriteRules.number(in: [], of: control) == nil)
     }
 
     @Test func setWithARateRampsTheTemperatureToTheSetPointOverTicks() throws {
-        var engine = try WriteRuleEngine(profile: Fixtures.thermostat(writeRules: [setPointRule]))
+        var engine = try WriteRules(profile: Fixtures.thermostat(writeRules: [setPointRule]))
         // 2500 (25.00 °C) from 2150 at 10 centidegrees a second: 35 s.
         let decision = engine.write([0xC4, 0x09], to: "set-point", at: .seconds(100))
         #expect(decision == .accept([.update(characteristicID: "set-point", value: [0xC4, 0x09])]))
@@ -60,14 +60,14 @@ import Testing
     }
 
     @Test func newSetPointReplacesTheRampFromWhereItHadGot() throws {
-        var engine = try WriteRuleEngine(profile: Fixtures.thermostat(writeRules: [setPointRule]))
+        var engine = try WriteRules(profile: Fixtures.thermostat(writeRules: [setPointRule]))
         _ = engine.write([0xC4, 0x09], to: "set-point", at: .zero)  // toward 2500
         _ = engine.write([0x66, 0x08], to: "set-point", at: .seconds(10))  // 2150 + 100 = 2250, now toward 2150
         #expect(engine.tick(at: .seconds(15)).compactMap(\.value) == [[0x98, 0x08]])  // 2250 - 50 = 2200
     }
 
     @Test func setWithoutARateTakesEffectAtOnce() throws {
-        var engine = try WriteRuleEngine(
+        var engine = try WriteRules(
             profile: Fixtures.thermostat(writeRules: [
                 WriteRule(
                     characteristicID: "set-point",
@@ -80,7 +80,7 @@ import Testing
     }
 
     @Test func echoNotifiesTheWrittenValueBackAndReplyIndicatesAFixedOne() throws {
-        var engine = try WriteRuleEngine(
+        var engine = try WriteRules(
             profile: Fixtures.thermostat(writeRules: [
                 WriteRule(characteristicID: "set-point", actions: [.echo]),
                 WriteRule(
@@ -99,7 +99,7 @@ import Testing
     }
 
     @Test func writeWithoutARuleIsStored() throws {
-        var engine = try WriteRuleEngine(profile: Fixtures.thermostat(writeRules: []))
+        var engine = try WriteRules(profile: Fixtures.thermostat(writeRules: []))
         #expect(
             engine.write([0x02], to: "mode", at: .zero) == .accept([.update(characteristicID: "mode", value: [0x02])]))
     }
@@ -109,7 +109,7 @@ import Testing
             characteristicID: "set-point",
             actions: [.set(characteristicID: "temperature", field: "kelvin", ratePerSecond: nil)])
         #expect(throws: BehaviourError.unknownField(characteristicID: "temperature", field: "kelvin")) {
-            try WriteRuleEngine(profile: Fixtures.thermostat(writeRules: [rule]))
+            try WriteRules(profile: Fixtures.thermostat(writeRules: [rule]))
         }
     }
 }

@@ -8,7 +8,7 @@ import GATTModel
 /// effect, not even actions listed before it: a rule is one transaction, all or nothing. `set`, `reply` and `echo`
 /// push their value the way the target's properties allow: notify, else indicate, else only store (the same default
 /// a schedule's `action` takes).
-public struct WriteRuleEngine: Sendable {
+public struct WriteRules: Sendable {
     /// What to answer a write with.
     public enum Decision: Hashable, Sendable {
         /// Answer with this error; nothing changes.
@@ -128,7 +128,7 @@ public struct WriteRuleEngine: Sendable {
             let current = ramp.value(at: now)
             actions += apply(.real(current), to: ramp.characteristicID, fieldIndex: ramp.fieldIndex)
             if current != ramp.to {
-                ramp.nextTick = ScheduleEngine.firstGridPoint(
+                ramp.nextTick = Schedules.firstGridPoint(
                     after: now, anchor: ramp.startTime, interval: rampInterval)
                 remaining.append(ramp)
             }

@@ -3,10 +3,10 @@ import Synchronization
 
 /// The three engines of a running profile, advanced together. Value types, so a write can be tried on a copy and
 /// committed only when the whole batch is accepted.
-struct BehaviourEngines: Sendable {
-    var schedules: ScheduleEngine
-    var rules: WriteRuleEngine
-    var faults: FaultEngine
+struct RunningBehaviour: Sendable {
+    var schedules: Schedules
+    var rules: WriteRules
+    var faults: Faults
 
     /// The earliest moment any engine needs a tick.
     var nextDeadline: Duration? {
@@ -27,12 +27,12 @@ struct BehaviourEngines: Sendable {
 
 /// The engines shared by the request handler (which runs on many tasks at once) and the emulator's actor.
 /// A class only to share one `Mutex`; every access is a short critical section with no `await` inside.
-final class SharedEngines: Sendable {
-    private let engines: Mutex<BehaviourEngines>
+final class SharedBehaviour: Sendable {
+    private let engines: Mutex<RunningBehaviour>
 
-    init(_ engines: BehaviourEngines) { self.engines = Mutex(engines) }
+    init(_ engines: RunningBehaviour) { self.engines = Mutex(engines) }
 
-    func withLock<T: Sendable>(_ body: (inout BehaviourEngines) -> T) -> T {
+    func withLock<T: Sendable>(_ body: (inout RunningBehaviour) -> T) -> T {
         engines.withLock { body(&$0) }
     }
 }

@@ -12,10 +12,10 @@ import Peripheral
 ///   answering (so a read right after sees the value), then hands the rule's actions to the `Emulator`.
 ///
 /// Made by `Emulator`, which shares its engines; pass `emulator.handler` to the `PeripheralManager`.
-public struct EmulationHandler: RequestHandler {
+public struct BehaviourHandler: RequestHandler {
     /// The server whose store and checks this handler uses.
     public let server: ProfileServer
-    let engines: SharedEngines
+    let engines: SharedBehaviour
     let clock: ElapsedClock
     let requestDeadline: Duration
     let log: EventLog?
@@ -65,7 +65,7 @@ public struct EmulationHandler: RequestHandler {
         let started = ContinuousClock.now
         let writes = requests.requests
         let faults = engines.withLock { engines in
-            var merged = FaultEngine.RequestFaults()
+            var merged = Faults.RequestFaults()
             for write in writes {
                 let fired = engines.faults.request(.write, characteristicID: write.characteristic.id)
                 merged.rejection = merged.rejection ?? fired.rejection
@@ -161,7 +161,7 @@ public struct EmulationHandler: RequestHandler {
     }
 
     /// Waits out a fault's delay, shortened to stay under the request deadline, and logs the faults that fired.
-    private func hold(_ faults: FaultEngine.RequestFaults, on id: String?) async {
+    private func hold(_ faults: Faults.RequestFaults, on id: String?) async {
         if let error = faults.rejection { log?.record(.fault("reject \(error)", characteristicID: id)) }
         guard var delay = faults.delay, delay > .zero else { return }
         // A tenth of the deadline is left for the answer to travel; past the deadline the engine answers instead.

@@ -3,7 +3,7 @@ import Testing
 
 @testable import Emulation
 
-@Suite struct ScheduleEngineTests {
+@Suite struct SchedulesTests {
     @Test func generatedBPMKeepsTheHeartRateFlagsByte() throws {
         var composer = try ValueComposer(
             characteristic: Fixtures.heartRateMeasurement,
@@ -43,7 +43,7 @@ import Testing
     }
 
     @Test func launchScheduleTicksEveryIntervalAndOnlyUpdates() throws {
-        var engine = try ScheduleEngine(profile: Fixtures.heartRate())
+        var engine = try Schedules(profile: Fixtures.heartRate())
         #expect(engine.nextDeadline == nil)
         engine.start(at: .seconds(5))
         #expect(engine.nextDeadline == .seconds(605))
@@ -54,7 +54,7 @@ import Testing
     }
 
     @Test func firstSubscriptionSchedulePausesWhileNobodyIsSubscribed() throws {
-        var engine = try ScheduleEngine(profile: Fixtures.heartRate())
+        var engine = try Schedules(profile: Fixtures.heartRate())
         engine.start(at: .zero)
         #expect(engine.nextDeadline == .seconds(600))
         engine.subscribersChanged("heart-rate-measurement", count: 1, at: .milliseconds(300))
@@ -73,7 +73,7 @@ import Testing
     /// Issue 20: a test that sets a value must be able to keep it; a held schedule neither ticks nor restarts
     /// on a subscription, and resumes one interval after `resume`.
     @Test func aPausedScheduleHoldsUntilResumedWhateverItsStartRule() throws {
-        var engine = try ScheduleEngine(profile: Fixtures.heartRate())
+        var engine = try Schedules(profile: Fixtures.heartRate())
         engine.start(at: .zero)
         #expect(engine.pause("battery-level") == 1)
         #expect(engine.nextDeadline == nil)
@@ -91,7 +91,7 @@ import Testing
     }
 
     @Test func aResumedFirstSubscriptionScheduleStaysPausedWithoutSubscribers() throws {
-        var engine = try ScheduleEngine(profile: Fixtures.heartRate())
+        var engine = try Schedules(profile: Fixtures.heartRate())
         engine.start(at: .zero)
         #expect(engine.pause(nil) == 2)
         #expect(engine.resume(nil, at: .seconds(5)) == 2)
@@ -100,7 +100,7 @@ import Testing
     }
 
     @Test func subscriptionBeforeStartRunsTheScheduleFromStart() throws {
-        var engine = try ScheduleEngine(profile: Fixtures.heartRate())
+        var engine = try Schedules(profile: Fixtures.heartRate())
         engine.subscribersChanged("heart-rate-measurement", count: 1, at: .zero)
         #expect(engine.nextDeadline == nil)
         engine.start(at: .seconds(2))
@@ -108,7 +108,7 @@ import Testing
     }
 
     @Test func jumpOverSeveralIntervalsFiresOnceAndRealigns() throws {
-        var engine = try ScheduleEngine(profile: Fixtures.heartRate())
+        var engine = try Schedules(profile: Fixtures.heartRate())
         engine.start(at: .zero)
         let actions = engine.tick(at: .seconds(3000))  // five intervals of 600 s passed
         #expect(actions == [.update(characteristicID: "battery-level", value: [87])])
@@ -118,7 +118,7 @@ import Testing
     }
 
     @Test func gridPointAfterAHugeJumpIsExact() {
-        let next = ScheduleEngine.firstGridPoint(
+        let next = Schedules.firstGridPoint(
             after: .seconds(86_400), anchor: .milliseconds(7), interval: .milliseconds(50))
         #expect(next == .milliseconds(86_400_007))
     }
@@ -128,7 +128,7 @@ import Testing
         let schedule = Schedule(
             characteristicID: "transfer-text", action: .notify, interval: .milliseconds(50), start: .launch,
             generators: [FieldGenerator(field: nil, generator: .sequence([.text("Hi"), .text("EOM")], repeats: false))])
-        var engine = try ScheduleEngine(
+        var engine = try Schedules(
             profile: PeripheralProfile(
                 name: "t", services: [Service(id: "s", uuid: BluetoothUUID(0x1112), characteristics: [text])],
                 behaviour: Behaviour(schedules: [schedule])))
@@ -141,7 +141,7 @@ import Testing
         let schedule = Schedule(
             characteristicID: "nope", action: .update, interval: .seconds(1), start: .launch, generators: [])
         #expect(throws: BehaviourError.unknownCharacteristic("nope")) {
-            try ScheduleEngine(profile: PeripheralProfile(name: "x", behaviour: Behaviour(schedules: [schedule])))
+            try Schedules(profile: PeripheralProfile(name: "x", behaviour: Behaviour(schedules: [schedule])))
         }
     }
 }

@@ -3,9 +3,9 @@ import Testing
 
 @testable import Emulation
 
-@Suite struct FaultEngineTests {
+@Suite struct FaultsTests {
     @Test func nthReadIsRejectedExactlyOnce() {
-        var engine = FaultEngine(faults: [
+        var engine = Faults(faults: [
             Fault(trigger: .request(.read, characteristicID: "battery-level", nth: 3), effect: .reject(.unlikelyError))
         ])
         let rejections = (1...8).map { _ in engine.request(.read, characteristicID: "battery-level").rejection }
@@ -13,7 +13,7 @@ import Testing
     }
 
     @Test func requestsAreCountedPerCharacteristicAndOverall() {
-        var engine = FaultEngine(faults: [
+        var engine = Faults(faults: [
             Fault(trigger: .request(.write, characteristicID: "b", nth: 2), effect: .delay(.seconds(2))),
             Fault(trigger: .request(.write, characteristicID: nil, nth: 2), effect: .reject(.writeNotPermitted)),
         ])
@@ -21,15 +21,15 @@ import Testing
         let second = engine.request(.write, characteristicID: "b")  // second overall, first on b
         let third = engine.request(.write, characteristicID: "b")  // second on b
         #expect(first.isEmpty)
-        #expect(second == FaultEngine.RequestFaults(rejection: .writeNotPermitted))
-        #expect(third == FaultEngine.RequestFaults(delay: .seconds(2)))
+        #expect(second == Faults.RequestFaults(rejection: .writeNotPermitted))
+        #expect(third == Faults.RequestFaults(delay: .seconds(2)))
         #expect(engine.count(of: .write, characteristicID: "b") == 2)
         #expect(engine.count(of: .write) == 3)
         #expect(engine.count(of: .read) == 0)
     }
 
     @Test func timedFaultsComeOutOfTicksOnce() {
-        var engine = FaultEngine(faults: [
+        var engine = Faults(faults: [
             Fault(trigger: .after(.seconds(600)), effect: .disconnect),
             Fault(trigger: .after(.seconds(60)), effect: .stopAdvertising),
         ])
