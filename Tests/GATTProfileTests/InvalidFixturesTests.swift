@@ -16,8 +16,11 @@ import Testing
             .map { String($0.dropFirst(prefix.count)) }
     }
 
-    @Test func thereIsAFixtureForEveryErrorClass() {
-        #expect(Self.files.count >= 30)
+    /// The parameterized test below passes with no case at all when the directory is not found: this one does not.
+    @Test func theFixtureDirectoryIsFoundAndEveryFileInItIsAProfile() throws {
+        #expect(!Self.files.isEmpty, "fixtures/invalid was not found from the test's working directory")
+        let listed = try FileManager.default.contentsOfDirectory(atPath: Repository.root.appendingPathComponent("fixtures/invalid").path)
+        #expect(listed.allSatisfy { $0.hasSuffix(".yaml") }, "a fixture the suite would skip: \(listed.sorted())")
     }
 
     @Test(arguments: files.map(\.path))
