@@ -48,7 +48,7 @@ struct ProbeCommand: AsyncParsableCommand {
     var json = false
 
     @Option(help: "The bus: system (default), session, or a D-Bus address such as unix:path=/run/bus.")
-    var bus: String = "system"
+    var bus = BusAddress.system
 
     @Flag(name: .shortAndLong, help: "Log every step (and every D-Bus call at trace level) to stderr.")
     var verbose = false
@@ -66,12 +66,11 @@ struct ProbeCommand: AsyncParsableCommand {
     func run() async throws {
         var logger = Logger(label: "blemu.probe", factory: { StreamLogHandler.standardError(label: $0) })
         logger.logLevel = verbose ? .trace : .warning
-        let busAddress = BusAddress(argument: bus)
         let request = ProbeRequest(
             adapter: adapter, address: address, name: name, service: service,
             timeout: .milliseconds(Int64(timeout * 1000)), listen: .milliseconds(Int64(listen * 1000)))
         do {
-            let central = try Central(bus: busAddress, logger: logger)
+            let central = try Central(bus: bus, logger: logger)
             defer { central.close() }
             let report = try await central.probe(request)
             print(json ? report.json : report.text, terminator: "")

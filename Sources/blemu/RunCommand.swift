@@ -40,10 +40,10 @@ struct RunCommand: AsyncParsableCommand {
     var adapter = "hci0"
 
     @Option(help: "The bus bluetoothd is on: system, session, or a D-Bus address such as unix:path=/tmp/bus.")
-    var bus = "system"
+    var bus = BusAddress.system
 
-    @Option(help: "trace (every D-Bus message), debug, info, notice, warning, error or critical.")
-    var logLevel = "info"
+    @Option(help: "How much to log on stderr; trace logs every D-Bus message.")
+    var logLevel = LogLevel(.info)
 
     @Option(help: "Seconds a request may wait for its answer before the engine answers an error (under 30).")
     var requestDeadline = 10.0
@@ -78,16 +78,10 @@ struct RunCommand: AsyncParsableCommand {
     var acquireNotify = true
 
     func validate() throws {
-        guard Logger.Level(rawValue: logLevel) != nil else {
-            throw ValidationError(
-                "--log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
-        }
         guard requestDeadline > 0, requestDeadline < 30 else {
             throw ValidationError("--request-deadline must be between 0 and 30 seconds (ATT times out at 30)")
         }
     }
-
-    private var busAddress: BusAddress { BusAddress(argument: bus) }
 
     func run() async throws {
         // A reader of stdout (`--events - | head`) that goes away must not kill the device with its services and
@@ -96,24 +90,30 @@ struct RunCommand: AsyncParsableCommand {
         let profile = try ProfileInput.load(file)
         let plan = try ProfileInput.plan(profile, file: file)
         say(plan.report)
-
         var logger = Logger(label: "blemu") { StreamLogHandler.standardError(label: $0) }
-        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        logger.logLevel = logLevel.level
+        let stops = StopSignals()
+        defer { stops.cancel() }
 
-        // Signals become an async stream; the default handlers are ignored so the process can unregister first.
-        // SIGHUP (a closed terminal) and SIGQUIT (Ctrl-\) end the run the same way: left to their defaults they
-        // would exit (or dump core) with the application, the advertisement and the alias still registered.
-        let (stops, stop) = AsyncStream<Int32>.makeStream()
-        let signalQueue = DispatchQueue(label: "blemu.signals")
-        let sources = [SIGINT, SIGTERM, SIGHUP, SIGQUIT].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: signalQueue)
-            source.setEventHandler { stop.yield(number) }
-            source.resume()
-            return source
+        let device = try await start(profile, logger: logger)
+        let name = plan.localName ?? profile.name
+        say("advertising \"\(name)\" on \(adapter): \(profile.services.count) services published; Ctrl-C to stop")
+        for await number in stops.numbers {
+            logger.info("signal \(number): unregistering")
+            break
         }
-        defer { for source in sources { source.cancel() } }
+        await device.stop()
+        let counts = device.manager.requestCounts
+        say("stopped: \(counts.requests) requests, \(counts.answered) answered")
+        if let eventLog = device.eventLog, eventLog.lostLines > 0 {
+            let reason = eventLog.writeFailure.map { "; writing failed: \($0)" } ?? ""
+            Console.error("blemu: event log: \(eventLog.lostLines) lines lost\(reason)")
+        }
+    }
 
+    /// Builds the behaviour, connects to bluetoothd, publishes, advertises and opens the control socket; on a failure
+    /// says why, unregisters what was registered and throws the exit code.
+    private func start(_ profile: PeripheralProfile, logger: Logger) async throws -> RunningDevice {
         // The behaviour (schedules, rules, replay files) is built before bluetoothd is touched: a bad profile is 65
         // whatever the bus, and nothing is registered to undo.
         let stateStore = restoreId.map {
@@ -124,7 +124,6 @@ struct RunCommand: AsyncParsableCommand {
             let history = "\(restored.subscriptions.count) subscriptions, as history"
             logger.notice("restoring \(restored.values.count) values saved as \(restoreId) (and \(history))")
         }
-        let server = ProfileServer(store: ValueStore(restored?.values ?? [:]), logger: logger)
         let configuration = PeripheralManager.Configuration(
             requestDeadline: .milliseconds(Int(requestDeadline * 1000)))
         let eventLog: EventLog?
@@ -135,7 +134,8 @@ struct RunCommand: AsyncParsableCommand {
         }
         do {
             emulator = try Emulator(
-                profile: profile, server: server, requestDeadline: configuration.requestDeadline,
+                profile: profile, server: ProfileServer(store: ValueStore(restored?.values ?? [:]), logger: logger),
+                requestDeadline: configuration.requestDeadline,
                 baseDirectory: URL(fileURLWithPath: file).deletingLastPathComponent().path, eventLog: eventLog,
                 stateStore: stateStore, logger: logger)
         } catch {
@@ -145,7 +145,7 @@ struct RunCommand: AsyncParsableCommand {
         let backend: BlueZBackend
         do {
             backend = try await BlueZBackend(
-                bus: busAddress, adapter: adapter,
+                bus: bus, adapter: adapter,
                 options: BlueZOptions(
                     pairing: profile.pairing, deviceName: profile.name, useAcquireNotify: acquireNotify,
                     useAcquireWrite: acquireWrite),
@@ -156,30 +156,30 @@ struct RunCommand: AsyncParsableCommand {
             )
             throw ExitCode.unavailable
         }
-
-        let manager = PeripheralManager(
-            backend: backend, handler: emulator.handler, configuration: configuration, restoring: restored,
-            logger: logger)
-
+        var device = RunningDevice(
+            manager: PeripheralManager(
+                backend: backend, handler: emulator.handler, configuration: configuration, restoring: restored,
+                logger: logger),
+            emulator: emulator, backend: backend, eventLog: eventLog, control: nil)
         do {
-            if await manager.state != .poweredOn { logger.info("waiting for \(adapter) to be powered on") }
-            try await manager.waitUntilPoweredOn()
-            for service in profile.services { try await manager.publish(service) }
-            try await manager.startAdvertising(profile.advertisement)
-            await emulator.start(on: manager)
+            if await device.manager.state != .poweredOn { logger.info("waiting for \(adapter) to be powered on") }
+            try await device.manager.waitUntilPoweredOn()
+            for service in profile.services { try await device.manager.publish(service) }
+            try await device.manager.startAdvertising(profile.advertisement)
+            await emulator.start(on: device.manager)
         } catch {
             Console.error("blemu: \(error)")
-            await backend.shutdown()
+            await device.stop()
             throw Self.exitCode(for: error)
         }
-        let controlServer = control.map { ControlServer(path: $0, emulator: emulator, logger: logger) }
-        do {
-            try controlServer?.start()
-        } catch {
-            Console.error("blemu: control socket \(control ?? ""): \(error)")
-            await emulator.stop()
-            await backend.shutdown()
-            throw ExitCode.unavailable
+        if let control {
+            let server = ControlServer(path: control, emulator: emulator, logger: logger)
+            do { try server.start() } catch {
+                Console.error("blemu: control socket \(control): \(error)")
+                await device.stop()
+                throw ExitCode.unavailable
+            }
+            device.control = server
         }
         // bluetoothd adds a Device Information service of its own unless main.conf says `DeviceID = false`
         // (src/gatt-database.c populate_devinfo_service): a central would see two 0x180A.
@@ -188,30 +188,7 @@ struct RunCommand: AsyncParsableCommand {
                 "the profile declares Device Information (180A): unless bluetoothd's main.conf has [General] DeviceID = false, centrals also see bluetoothd's own 180A (PnP ID)"
             )
         }
-        let name = plan.localName ?? profile.name
-        say("advertising \"\(name)\" on \(adapter): \(profile.services.count) services published; Ctrl-C to stop")
-
-        for await number in stops {
-            logger.info("signal \(number): unregistering")
-            break
-        }
-        controlServer?.stop()
-        // Requests a delay fault holds are answered now, while the application is still registered: left held,
-        // bluetoothd would answer them itself after its timeout and `requests == answered` would not hold.
-        emulator.releaseHeldRequests()
-        let answeredBy = ContinuousClock.now + .seconds(2)
-        while manager.requestCounts.requests != manager.requestCounts.answered, ContinuousClock.now < answeredBy {
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        await emulator.stop()
-        await backend.shutdown()
-        eventLog?.close()
-        let counts = manager.requestCounts
-        say("stopped: \(counts.requests) requests, \(counts.answered) answered")
-        if let eventLog, eventLog.lostLines > 0 {
-            let reason = eventLog.writeFailure.map { "; writing failed: \($0)" } ?? ""
-            Console.error("blemu: event log: \(eventLog.lostLines) lines lost\(reason)")
-        }
+        return device
     }
 
     /// Writes a line to stdout at once (unbuffered), so a script waiting for "advertising" sees it.
@@ -237,4 +214,54 @@ extension RunCommand {
         case .unavailable, .rejected, .shutDown: return .unavailable
         }
     }
+}
+
+/// What `blemu run` started, stopped in one way whether it ends on a signal or on a failure half-way.
+private struct RunningDevice {
+    let manager: PeripheralManager
+    let emulator: Emulator
+    let backend: BlueZBackend
+    let eventLog: EventLog?
+    var control: ControlServer?
+
+    /// Closes the control socket, answers the requests a delay fault holds, stops the behaviour, unregisters from
+    /// bluetoothd and closes the event log.
+    func stop() async {
+        control?.stop()
+        // Requests a delay fault holds are answered now, while the application is still registered: left held,
+        // bluetoothd would answer them itself after its timeout and `requests == answered` would not hold.
+        emulator.releaseHeldRequests()
+        let answeredBy = ContinuousClock.now + .seconds(2)
+        while manager.requestCounts.requests != manager.requestCounts.answered, ContinuousClock.now < answeredBy {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        await emulator.stop()
+        await backend.shutdown()
+        eventLog?.close()
+    }
+}
+
+/// SIGINT, SIGTERM, SIGHUP and SIGQUIT as an async stream of their numbers, with the default handlers ignored so
+/// the process can unregister first. SIGHUP (a closed terminal) and SIGQUIT (Ctrl-\\) end the run the same way:
+/// left to their defaults they would exit (or dump core) with the application, the advertisement and the alias
+/// still registered.
+private struct StopSignals {
+    let numbers: AsyncStream<Int32>
+    private let sources: [any DispatchSourceSignal]
+
+    init() {
+        let (numbers, stop) = AsyncStream<Int32>.makeStream()
+        let queue = DispatchQueue(label: "blemu.signals")
+        self.numbers = numbers
+        sources = [SIGINT, SIGTERM, SIGHUP, SIGQUIT].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler { stop.yield(number) }
+            source.resume()
+            return source
+        }
+    }
+
+    /// Stops listening.
+    func cancel() { for source in sources { source.cancel() } }
 }
