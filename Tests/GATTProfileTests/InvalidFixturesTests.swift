@@ -19,7 +19,8 @@ import Testing
     /// The parameterized test below passes with no case at all when the directory is not found: this one does not.
     @Test func theFixtureDirectoryIsFoundAndEveryFileInItIsAProfile() throws {
         #expect(!Self.files.isEmpty, "fixtures/invalid was not found from the test's working directory")
-        let listed = try FileManager.default.contentsOfDirectory(atPath: Repository.root.appendingPathComponent("fixtures/invalid").path)
+        let listed = try FileManager.default.contentsOfDirectory(
+            atPath: Repository.root.appendingPathComponent("fixtures/invalid").path)
         #expect(listed.allSatisfy { $0.hasSuffix(".yaml") }, "a fixture the suite would skip: \(listed.sorted())")
     }
 
