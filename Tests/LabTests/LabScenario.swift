@@ -24,7 +24,7 @@ actor LabScenario {
     static let isAvailable =
         ProcessInfo.processInfo.environment["BLEMU_LAB_TESTS"] != "0" && LabPrerequisites.check().isComplete
 
-    /// The local name the stand-in peripheral advertises; the central must report it.
+    /// The local name the stand-in peripheral (Fixtures/fake-blemu) advertises; the central must report it.
     static let localName = "blemu-lab"
     /// The exit code the scenario's command ends with, to prove it is propagated.
     static let commandExitCode: Int32 = 3
@@ -94,14 +94,12 @@ actor LabScenario {
         try LabConfiguration.makeFreshResultsDirectory(under: package + "/.build")
     }
 
-    /// Writes the scenario's files into a fresh results directory and boots.
+    /// Fixtures/fake-blemu: stands in for `blemu run` on the peripheral controller, advertising `localName`.
+    static let advertiser = fixtures + "/fake-blemu"
+
+    /// Boots with Fixtures/fake-blemu as the stack's blemu and Fixtures/lab-scenario.sh as the command.
     private static func bootScenario(bluez: BlueZInstall) async throws -> LabRun {
         let results = try freshResultsDirectory()
-        let advertiser = results + "/fake-blemu"
-        try advertiserScript.write(toFile: advertiser, atomically: true, encoding: .utf8)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: advertiser)
-        try centralScript.write(toFile: results + "/central.py", atomically: true, encoding: .utf8)
-        try scenarioScript.write(toFile: results + "/scenario.sh", atomically: true, encoding: .utf8)
         try "name: lab-test\n".write(toFile: results + "/lab-test.yaml", atomically: true, encoding: .utf8)
 
         let configuration = LabConfiguration(
@@ -110,129 +108,8 @@ actor LabScenario {
         return try await LabScenario.boot(
             configuration,
             running: [
-                "/bin/sh", results + "/scenario.sh",
+                "/bin/sh", fixtures + "/lab-scenario.sh", blemuExecutable, String(probeListenSeconds),
+                String(commandExitCode),
             ])
     }
-
-    /// Stands in for `blemu run --adapter hciN --bus system PROFILE` (which another module provides): registers one
-    /// connectable LE advertisement with bluetoothd on the adapter, as BlueZ's test/example-advertisement does, and
-    /// unregisters it on SIGTERM.
-    static let advertiserScript = """
-        #!/usr/bin/python3
-        import signal, sys
-        import dbus, dbus.mainloop.glib, dbus.service
-        from gi.repository import GLib
-
-        args = sys.argv[1:]
-        adapter = args[args.index('--adapter') + 1]
-        dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
-        bus = dbus.SystemBus()
-        loop = GLib.MainLoop()
-        PATH = '/org/blemu/lab/advertisement0'
-
-        class Advertisement(dbus.service.Object):
-            @dbus.service.method('org.freedesktop.DBus.Properties', in_signature='s', out_signature='a{sv}')
-            def GetAll(self, interface):
-                return {'Type': 'peripheral', 'LocalName': '\(localName)', 'Discoverable': dbus.Boolean(True),
-                        'ServiceUUIDs': dbus.Array(['180d'], signature='s')}
-
-            @dbus.service.method('org.bluez.LEAdvertisement1')
-            def Release(self):
-                loop.quit()
-
-        advertisement = Advertisement(bus, PATH)
-        manager = dbus.Interface(bus.get_object('org.bluez', '/org/bluez/' + adapter),
-                                 'org.bluez.LEAdvertisingManager1')
-
-        def failed(error):
-            print('register failed:', error, flush=True)
-            loop.quit()
-            sys.exit(2)
-
-        def stop():
-            manager.UnregisterAdvertisement(PATH)
-            print('unregistered', flush=True)
-            loop.quit()
-
-        manager.RegisterAdvertisement(PATH, {}, reply_handler=lambda: print('advertising on', adapter, flush=True),
-                                      error_handler=failed)
-        GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, signal.SIGTERM, stop)
-        loop.run()
-
-        """
-
-    /// A central on bluetoothd's D-Bus client API (docs/lab.md: fastest and deterministic): LE discovery until the
-    /// peripheral's address shows up, then Connect and wait for ServicesResolved. Prints one line per milestone.
-    static let centralScript = """
-        import sys, time
-        import dbus
-
-        adapter_name, target = sys.argv[1], sys.argv[2].upper()
-        bus = dbus.SystemBus()
-        adapter_path = '/org/bluez/' + adapter_name
-        adapter = dbus.Interface(bus.get_object('org.bluez', adapter_path), 'org.bluez.Adapter1')
-        manager = dbus.Interface(bus.get_object('org.bluez', '/'), 'org.freedesktop.DBus.ObjectManager')
-
-        def find(predicate, seconds):
-            deadline = time.monotonic() + seconds
-            while time.monotonic() < deadline:
-                for path, interfaces in manager.GetManagedObjects().items():
-                    if predicate(path, interfaces):
-                        return path, interfaces
-                time.sleep(0.2)
-            return None, None
-
-        adapter.SetDiscoveryFilter({'Transport': 'le'})
-        adapter.StartDiscovery()
-        start = time.monotonic()
-        path, interfaces = find(lambda p, i: 'org.bluez.Device1' in i
-                                and i['org.bluez.Device1'].get('Adapter') == adapter_path
-                                and str(i['org.bluez.Device1'].get('Address', '')).upper() == target, 30)
-        if path is None:
-            print('not found', target, flush=True)
-            sys.exit(1)
-        device = interfaces['org.bluez.Device1']
-        print('found', device['Address'], 'name', device.get('Name', '?'), 'after %.1f s' % (time.monotonic() - start),
-              flush=True)
-        adapter.StopDiscovery()
-        dbus.Interface(bus.get_object('org.bluez', path), 'org.bluez.Device1').Connect(timeout=30)
-        print('connected', flush=True)
-        properties = dbus.Interface(bus.get_object('org.bluez', path), 'org.freedesktop.DBus.Properties')
-        deadline = time.monotonic() + 20
-        while not properties.Get('org.bluez.Device1', 'ServicesResolved'):
-            if time.monotonic() > deadline:
-                print('services not resolved', flush=True)
-                sys.exit(2)
-            time.sleep(0.2)
-        print('services resolved', flush=True)
-        services = [str(i['org.bluez.GattService1']['UUID']) for p, i in manager.GetManagedObjects().items()
-                    if p.startswith(path + '/') and 'org.bluez.GattService1' in i]
-        print('services', ' '.join(sorted(services)), flush=True)
-
-        """
-
-    /// The command: records the environment and bluetoothd's view, then runs the central against the peripheral.
-    static let scenarioScript = """
-        #!/bin/sh
-        R="$BLEMU_LAB_RESULTS"
-        env | grep '^BLEMU_LAB' | sort > "$R/env.txt"
-        dbus-send --system --print-reply --dest=org.bluez / org.freedesktop.DBus.ObjectManager.GetManagedObjects \\
-            > "$R/objects.txt" 2>&1
-        pid=$(dbus-send --system --print-reply --dest=org.freedesktop.DBus / \\
-            org.freedesktop.DBus.GetConnectionUnixProcessID string:org.bluez | sed -n 's/.*uint32 //p')
-        echo "org.bluez $(cat /proc/$pid/comm)" > "$R/owner.txt"
-        # blemu probe first, while the peripheral is fresh: it must discover it, not find it already connected.
-        if [ -x \(GuestStack.shellQuote(blemuExecutable)) ]; then
-            \(GuestStack.shellQuote(blemuExecutable)) probe --adapter "$BLEMU_LAB_CENTRAL" --listen \(probeListenSeconds) \\
-                --timeout 15 --json "$BLEMU_LAB_PERIPHERAL_ADDRESS" > "$R/probe.json" 2> "$R/probe.err"
-            echo $? > "$R/probe-rc"
-        else
-            echo "no blemu at \(blemuExecutable)" > "$R/probe.err"
-        fi
-        /usr/bin/python3 "$R/central.py" "$BLEMU_LAB_CENTRAL" "$BLEMU_LAB_PERIPHERAL_ADDRESS" > "$R/central.txt" 2>&1
-        echo "central exited $?" >> "$R/central.txt"
-        echo "scenario done, exiting \(commandExitCode)"
-        exit \(commandExitCode)
-
-        """
 }

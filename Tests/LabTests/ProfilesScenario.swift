@@ -137,7 +137,6 @@ enum ProfilesScenario {
                 contentsOfFile: LabScenario.fixtures + "/" + fixture, encoding: .utf8)
             try text.write(toFile: results + "/" + fixture, atomically: true, encoding: .utf8)
         }
-        try LabScenario.advertiserScript.write(toFile: results + "/advertise.py", atomically: true, encoding: .utf8)
         try transferProfile.write(toFile: results + "/lab-transfer.yaml", atomically: true, encoding: .utf8)
         try guestScript.write(toFile: results + "/profiles.sh", atomically: true, encoding: .utf8)
         // No profiles for the stack to start: the script runs blemu itself on hci0, once per story. hci3 is only a
@@ -265,7 +264,7 @@ enum ProfilesScenario {
                 # (emulator/btdev.c `le_ext_conn_complete`): a second link to hci0 only works when its central already
                 # holds a link with the handle of hci0's first one. So hci2 first connects to a bystander, hci3,
                 # advertising through bluetoothd; then both links to hci0 have the same handle at both ends.
-                /usr/bin/python3 "$R/advertise.py" --adapter hci3 > "$R/two-bystander.log" 2>&1 &
+                /usr/bin/python3 \(q(LabScenario.advertiser)) --adapter hci3 > "$R/two-bystander.log" 2>&1 &
                 bystander_pid=$!
                 track $bystander_pid
                 within 20 "hci3 to advertise" grep -q "advertising on" "$R/two-bystander.log"
