@@ -3,7 +3,7 @@ import Foundation
 @testable import Lab
 
 /// The second (and last) boot: the real `blemu run` serving profiles/heart-rate.yaml on hci0 and `blemu probe
-/// --json` as the command on hci1, which is what a phone would see. Only available once `blemu run` exists.
+/// --json` as the command on hci1 (Fixtures/lab-heart-rate.sh), which is what a phone would see.
 enum HeartRateScenario {
     /// Boots on first use; every test awaits the same run.
     static let shared = LabScenario(boot: boot)
@@ -55,29 +55,15 @@ enum HeartRateScenario {
 
     private static func boot(bluez: BlueZInstall) async throws -> LabRun {
         let results = try LabScenario.freshResultsDirectory()
-        // Name and service as well as the address: the device only matches once the scan response (name) and the
-        // advertising data (UUIDs) have both been seen, so the report's scan fields are complete.
-        // Then the README's worked example, the central-side suite a user would run against the same strap once
-        // the probe has disconnected, and its bleak twin; the command's exit code stays the probe's.
-        let probe = """
-            \(GuestStack.shellQuote(LabScenario.blemuExecutable)) probe --adapter "$BLEMU_LAB_CENTRAL" \
-            --name \(GuestStack.shellQuote(advertisedName)) --service 180D --listen \(listenSeconds) --timeout 20 \
-            --json "$BLEMU_LAB_PERIPHERAL_ADDRESS" > "$BLEMU_LAB_RESULTS/probe.json"
-            rc=$?
-            # The working directory (this checkout) is writable through the lab's overlay: the file lands in
-            # results/workdir, never in the checkout.
-            echo "written in the lab" > \(GuestStack.shellQuote(writableCheck)) || echo "read-only" > "$BLEMU_LAB_RESULTS/workdir-failed"
-            /usr/bin/python3 \(GuestStack.shellQuote(centralTests)) > "$BLEMU_LAB_RESULTS/central-tests.txt" 2>&1
-            echo $? > "$BLEMU_LAB_RESULTS/central-tests-rc"
-            \(GuestStack.shellQuote(bleakPython)) \(GuestStack.shellQuote(bleakTests)) \
-                > "$BLEMU_LAB_RESULTS/bleak-tests.txt" 2>&1
-            echo $? > "$BLEMU_LAB_RESULTS/bleak-tests-rc"
-            exit $rc
-            """
         let configuration = LabConfiguration(
             resultsDirectory: results, controllers: 2, profiles: [LabScenario.package + "/" + profile],
             timeout: .seconds(180), stepTimeout: .seconds(30), blemuExecutable: LabScenario.blemuExecutable,
             workingDirectory: LabScenario.package, bluez: bluez)
-        return try await LabScenario.boot(configuration, running: ["/bin/sh", "-c", probe])
+        return try await LabScenario.boot(
+            configuration,
+            running: [
+                "/bin/sh", LabScenario.fixtures + "/lab-heart-rate.sh", LabScenario.blemuExecutable, advertisedName,
+                String(listenSeconds), writableCheck, centralTests, bleakPython, bleakTests,
+            ])
     }
 }
