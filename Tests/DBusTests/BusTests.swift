@@ -55,14 +55,32 @@ private func exportSensor(on server: BusConnection, state: Level) throws {
         ])
 }
 
+/// A private bus with a server and a client connection, the sensor exported on the server when asked: what most
+/// tests start from. `close()` closes both connections (the daemon stops with the bus).
+private struct BusPair {
+    let bus: PrivateBus
+    let server: BusConnection
+    let client: BusConnection
+
+    init(sensorLevel: Int32? = nil) throws {
+        bus = try PrivateBus()
+        server = try bus.connect("server")
+        client = try bus.connect("client")
+        if let sensorLevel { try exportSensor(on: server, state: Level(sensorLevel)) }
+    }
+
+    func close() {
+        client.close()
+        server.close()
+    }
+}
+
 @Suite(.enabled(if: PrivateBus.isAvailable, "needs the dbus-daemon binary"))
 struct BusTests {
     @Test func anExportedMethodAnswersACallFromAnotherConnection() async throws {
-        let bus = try PrivateBus()
-        let server = try bus.connect("server")
-        let client = try bus.connect("client")
-        defer { client.close(); server.close() }
-        try exportSensor(on: server, state: Level(0))
+        let pair = try BusPair(sensorLevel: 0)
+        defer { pair.close() }
+        let (server, client) = (pair.server, pair.client)
         let echoed = try await client.call(
             server.uniqueName, path: "/app/sensor0", interface: sensorInterface, member: "Echo",
             arguments: [.string("hi")])
@@ -74,11 +92,9 @@ struct BusTests {
     }
 
     @Test func theHandlerSeesTheCallersUniqueName() async throws {
-        let bus = try PrivateBus()
-        let server = try bus.connect("server")
-        let client = try bus.connect("client")
-        defer { client.close(); server.close() }
-        try exportSensor(on: server, state: Level(0))
+        let pair = try BusPair(sensorLevel: 0)
+        defer { pair.close() }
+        let (server, client) = (pair.server, pair.client)
         let reply = try await client.call(
             server.uniqueName, path: "/app/sensor0", interface: sensorInterface, member: "WhoAmI")
         #expect(reply == [.string(client.uniqueName)])
@@ -101,11 +117,9 @@ struct BusTests {
     }
 
     @Test func introspectionIsValidXMLListingInterfacesMembersAndChildren() async throws {
-        let bus = try PrivateBus()
-        let server = try bus.connect("server")
-        let client = try bus.connect("client")
-        defer { client.close(); server.close() }
-        try exportSensor(on: server, state: Level(0))
+        let pair = try BusPair(sensorLevel: 0)
+        defer { pair.close() }
+        let (server, client) = (pair.server, pair.client)
         let reply = try await client.call(
             server.uniqueName, path: "/app/sensor0", interface: "org.freedesktop.DBus.Introspectable",
             member: "Introspect")
@@ -129,11 +143,9 @@ struct BusTests {
     }
 
     @Test func getManagedObjectsListsTheSubtreeWithAllProperties() async throws {
-        let bus = try PrivateBus()
-        let server = try bus.connect("server")
-        let client = try bus.connect("client")
-        defer { client.close(); server.close() }
-        try exportSensor(on: server, state: Level(7))
+        let pair = try BusPair(sensorLevel: 7)
+        defer { pair.close() }
+        let (server, client) = (pair.server, pair.client)
         try server.export("/elsewhere", [Interface("org.example.Other")])
         let reply = try await client.call(
             server.uniqueName, path: "/app", interface: "org.freedesktop.DBus.ObjectManager",
@@ -147,11 +159,9 @@ struct BusTests {
     }
 
     @Test func exportingAndUnexportingEmitsInterfacesAddedAndRemoved() async throws {
-        let bus = try PrivateBus()
-        let server = try bus.connect("server")
-        let client = try bus.connect("client")
-        defer { client.close(); server.close() }
-        try exportSensor(on: server, state: Level(0))
+        let pair = try BusPair(sensorLevel: 0)
+        defer { pair.close() }
+        let (server, client) = (pair.server, pair.client)
         // A round trip first: the server sends what it queued (InterfacesAdded for sensor0) before answering.
         _ = try await client.call(
             server.uniqueName, path: "/app/sensor0", interface: sensorInterface, member: "Echo",
@@ -173,10 +183,9 @@ struct BusTests {
     }
 
     @Test func propertiesCanBeReadWrittenAndAnnounceTheirChanges() async throws {
-        let bus = try PrivateBus()
-        let server = try bus.connect("server")
-        let client = try bus.connect("client")
-        defer { client.close(); server.close() }
+        let pair = try BusPair()
+        defer { pair.close() }
+        let (server, client) = (pair.server, pair.client)
         let state = Level(1)
         try exportSensor(on: server, state: state)
         let properties = "org.freedesktop.DBus.Properties"
@@ -203,11 +212,9 @@ struct BusTests {
     }
 
     @Test func mistakesGetTheStandardErrorNames() async throws {
-        let bus = try PrivateBus()
-        let server = try bus.connect("server")
-        let client = try bus.connect("client")
-        defer { client.close(); server.close() }
-        try exportSensor(on: server, state: Level(0))
+        let pair = try BusPair(sensorLevel: 0)
+        defer { pair.close() }
+        let (server, client) = (pair.server, pair.client)
         func errorName(
             _ path: ObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = []
         ) async -> String? {
@@ -249,11 +256,9 @@ struct BusTests {
     }
 
     @Test func aDroppedCallIsAnsweredFailedAndCounted() async throws {
-        let bus = try PrivateBus()
-        let server = try bus.connect("server")
-        let client = try bus.connect("client")
-        defer { client.close(); server.close() }
-        try exportSensor(on: server, state: Level(0))
+        let pair = try BusPair(sensorLevel: 0)
+        defer { pair.close() }
+        let (server, client) = (pair.server, pair.client)
         await #expect(
             throws: DBusError(
                 name: "org.freedesktop.DBus.Error.Failed", message: "the handler dropped the call without answering")
@@ -268,10 +273,9 @@ struct BusTests {
     }
 
     @Test func aNoReplyCallIsConsumedButGetsNoReply() async throws {
-        let bus = try PrivateBus()
-        let server = try bus.connect("server")
-        let client = try bus.connect("client")
-        defer { client.close(); server.close() }
+        let pair = try BusPair()
+        defer { pair.close() }
+        let (server, client) = (pair.server, pair.client)
         let (handled, handledContinuation) = AsyncStream<Bool>.makeStream()
         try server.export(
             "/w",
@@ -297,10 +301,9 @@ struct BusTests {
     }
 
     @Test func fileDescriptorsPassBothWays() async throws {
-        let bus = try PrivateBus()
-        let server = try bus.connect("server")
-        let client = try bus.connect("client")
-        defer { client.close(); server.close() }
+        let pair = try BusPair()
+        defer { pair.close() }
+        let (server, client) = (pair.server, pair.client)
         #expect(server.canPassFileDescriptors)
         // Swap(h) -> h: writes "ping" into the fd it gets and returns the read end of a pipe holding "pong".
         try server.export(
@@ -371,10 +374,9 @@ struct BusTests {
     }
 
     @Test func aCallAnsweredLaterFromATaskGetsItsReply() async throws {
-        let bus = try PrivateBus()
-        let server = try bus.connect("server")
-        let client = try bus.connect("client")
-        defer { client.close(); server.close() }
+        let pair = try BusPair()
+        defer { pair.close() }
+        let (server, client) = (pair.server, pair.client)
         let (release, releaseContinuation) = AsyncStream<String>.makeStream()
         try server.export(
             "/later",
@@ -396,10 +398,9 @@ struct BusTests {
     }
 
     @Test func aCallWithoutAnAnswerTimesOutWithNoReply() async throws {
-        let bus = try PrivateBus()
-        let server = try bus.connect("server")
-        let client = try bus.connect("client")
-        defer { client.close(); server.close() }
+        let pair = try BusPair()
+        defer { pair.close() }
+        let (server, client) = (pair.server, pair.client)
         let (release, releaseContinuation) = AsyncStream<Void>.makeStream()
         try server.export(
             "/slow",
@@ -434,11 +435,9 @@ struct BusTests {
     }
 
     @Test func manyConcurrentCallsGetExactlyOneReplyEach() async throws {
-        let bus = try PrivateBus()
-        let server = try bus.connect("server")
-        let client = try bus.connect("client")
-        defer { client.close(); server.close() }
-        try exportSensor(on: server, state: Level(0))
+        let pair = try BusPair(sensorLevel: 0)
+        defer { pair.close() }
+        let (server, client) = (pair.server, pair.client)
         let total = 1000
         let inFlight = 16
         let correct = try await withThrowingTaskGroup(of: Bool.self) { group in
@@ -469,10 +468,9 @@ struct BusTests {
     }
 
     @Test func subscribedSignalsArriveAndOthersDoNot() async throws {
-        let bus = try PrivateBus()
-        let server = try bus.connect("server")
-        let client = try bus.connect("client")
-        defer { client.close(); server.close() }
+        let pair = try BusPair()
+        defer { pair.close() }
+        let (server, client) = (pair.server, pair.client)
         let alarms = try await client.signals(matching: MatchRule(interface: sensorInterface, member: "Alarm"))
         try server.emitSignal(
             path: "/app/sensor0", interface: sensorInterface, member: "Other", arguments: [.string("no")])
@@ -485,11 +483,9 @@ struct BusTests {
     }
 
     @Test func aCancelledSubscriptionStopsDeliveringSignals() async throws {
-        let bus = try PrivateBus()
-        let server = try bus.connect("server")
-        let client = try bus.connect("client")
-        defer { client.close(); server.close() }
-        try exportSensor(on: server, state: Level(0))
+        let pair = try BusPair(sensorLevel: 0)
+        defer { pair.close() }
+        let (server, client) = (pair.server, pair.client)
         let (alarms, alarmContinuation) = AsyncStream<String>.makeStream()
         let count = Counter()
         let subscription = try await client.subscribe(MatchRule(interface: sensorInterface, member: "Alarm")) {
