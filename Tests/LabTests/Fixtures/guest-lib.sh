@@ -26,3 +26,12 @@ within() {
 
 # exited PID: a child that exited stays a zombie until waited for, and kill -0 still finds it: read its state.
 exited() { [ ! -e "/proc/$1" ] || grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat"; }
+
+# stop_blemu RC-FILE: SIGTERM to the blemu run the script started (blemu_pid), waits for it to unregister and exit
+# (`fail`s after 10 s), and writes its exit code to RC-FILE.
+stop_blemu() {
+    kill -TERM "$blemu_pid"
+    within 10 "blemu run to stop on SIGTERM" exited "$blemu_pid"
+    wait "$blemu_pid"
+    echo $? > "$1"
+}

@@ -153,9 +153,6 @@ gt read-guarded --char-read -a "$(H guarded)"
 ls -R /var/lib/bluetooth > "$R/bonds.txt" 2>&1
 
 step stop
-kill -TERM "$blemu_pid"
-within 10 "blemu run to stop on SIGTERM" exited "$blemu_pid"
-wait "$blemu_pid"
-echo $? > "$R/blemu-run-rc"
+stop_blemu "$R/blemu-run-rc"
 step done
 echo "ATT scenario done"

@@ -131,9 +131,6 @@ if poll 5 holding '^value 22'; then echo yes; else echo no; fi > "$R/value-after
 within 10 "the holding central to finish" exited "$hold_pid"
 
 step stop
-kill -TERM "$blemu_pid"
-within 10 "blemu run to stop on SIGTERM" exited "$blemu_pid"
-wait "$blemu_pid"
-echo $? > "$R/blemu-run-rc"
+stop_blemu "$R/blemu-run-rc"
 step done
 echo "lifecycle scenario done"

@@ -45,12 +45,6 @@ advertising() { # LOG
     exited "$blemu_pid" && fail "blemu run exited before advertising (see $1)"
     grep -q '^advertising "' "$1"
 }
-stop_blemu() { # RC-FILE
-    kill -TERM "$blemu_pid"
-    within 10 "blemu run to stop on SIGTERM" exited "$blemu_pid"
-    wait "$blemu_pid"
-    echo $? > "$1"
-}
 # btmon writes the 16-byte btsnoop header, then the controllers' index events once it is listening.
 capturing() { [ "$(stat -c %s "$1" 2>/dev/null || echo 0)" -gt 16 ]; }
 # bluetoothd keeps a device object (name, UUIDs, GATT cache) per adapter: each story drops them first,

@@ -75,9 +75,6 @@ step read
     > "$R/central-read.txt" 2>&1 || fail "the reading central failed: $(cat "$R/central-read.txt")"
 
 step stop
-kill -TERM "$blemu_pid"
-within 10 "the second blemu run to stop on SIGTERM" exited "$blemu_pid"
-wait "$blemu_pid"
-echo $? > "$R/blemu-run-2-rc"
+stop_blemu "$R/blemu-run-2-rc"
 step done
 echo "thermostat scenario done"
