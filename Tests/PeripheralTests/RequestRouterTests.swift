@@ -6,7 +6,7 @@ import Testing
 
 @testable import Peripheral
 
-/// The request path a `RequestRouting` backend (BlueZ) takes: straight from the stack's thread to the handler.
+/// The one request path every backend takes: straight from the stack's thread to the handler.
 @Suite struct RequestRouterTests {
     let ledger = RequestLedger()
     let clock = ManualClock()
