@@ -31,7 +31,7 @@ extension BlueZBackend {
         let socket = AcquiredSocket(
             fd: pair.local, datagramLimit: Self.writeDatagramLimit,
             onDatagram: { [weak self] value in
-                logger.info("write \(id) by \(central.id) offset 0 \(Self.hex(value)) (streamed, no reply expected)")
+                logger.debug("write \(id) by \(central.id) offset 0 \(Self.hex(value)) (streamed, no reply expected)")
                 // The socket's serial queue delivers datagrams one by one, so writes reach the handler in order.
                 self?.deliver(
                     IncomingWrites(

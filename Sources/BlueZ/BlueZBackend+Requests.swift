@@ -80,11 +80,11 @@ extension BlueZBackend {
                 reply: { result in
                     switch result {
                     case .success(let bytes):
-                        logger.info("\(summary) -> \(bytes.count) bytes \(Self.hex(bytes))")
+                        logger.debug("\(summary) -> \(bytes.count) bytes \(Self.hex(bytes))")
                         pending.reply([.bytes(bytes)])
                     case .failure(let error):
                         let reply = BlueZErrorReply(for: error, operation: .read)
-                        logger.info("\(summary) -> \(error) as \(reply.name)")
+                        logger.debug("\(summary) -> \(error) as \(reply.name)")
                         pending.fail(reply.name, reply.message)
                     }
                 }))
@@ -106,18 +106,18 @@ extension BlueZBackend {
             reply = { result in
                 switch result {
                 case .success:
-                    logger.info("\(summary) -> ok")
+                    logger.debug("\(summary) -> ok")
                     pending.reply()
                 case .failure(let error):
                     let reply = BlueZErrorReply(for: error, operation: .write)
-                    logger.info("\(summary) -> \(error) as \(reply.name)")
+                    logger.debug("\(summary) -> \(error) as \(reply.name)")
                     pending.fail(reply.name, reply.message)
                 }
             }
         } else {
             // Write Without Response (or a Write Request bluetoothd already acknowledged): the no-reply flag is set
             // and no answer may be sent. Consuming the call lets the DBus module count it as answered, sending nothing.
-            logger.info("\(summary) (no reply expected)")
+            logger.debug("\(summary) (no reply expected)")
             call.reply()
             reply = nil
         }
@@ -290,7 +290,7 @@ extension BlueZBackend {
             return answer(call, summary, BlueZErrorReply(for: .invalidOffset, operation: .read))
         }
         let bytes = Array(value[options.offset...])
-        logger.info("\(summary) -> \(bytes.count) bytes \(Self.hex(bytes))")
+        logger.debug("\(summary) -> \(bytes.count) bytes \(Self.hex(bytes))")
         call.reply([.bytes(bytes)])
     }
 
@@ -315,12 +315,12 @@ extension BlueZBackend {
             return nil
         }
         if let error { return answer(call, summary, BlueZErrorReply(for: error, operation: .write)) }
-        logger.info("\(summary) -> ok")
+        logger.debug("\(summary) -> ok")
         call.reply()
     }
 
     private func answer(_ call: consuming MethodCall, _ summary: String, _ reply: BlueZErrorReply) {
-        logger.info("\(summary) -> \(reply.deliveredError) as \(reply.name)")
+        logger.debug("\(summary) -> \(reply.deliveredError) as \(reply.name)")
         call.fail(reply.name, reply.message)
     }
 

@@ -123,6 +123,7 @@ struct ControlCommands: Sendable {
                 "counters": [
                     "requests": requests.requests, "answered": requests.answered, "responded": requests.responded,
                     "rejected": requests.rejected, "expired": requests.expired, "dropped": requests.dropped,
+                    "writesWithoutResponse": requests.withoutReply,
                     "notificationsQueued": counters.queued, "notificationsSent": counters.sent,
                     "queueFull": counters.refusedFull, "waiting": counters.waiting,
                     "notificationsDropped": counters.dropped, "eventLinesLost": counters.eventLinesLost,

@@ -124,6 +124,30 @@ struct BlemuRunOnFakeBluetoothdTests {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
+    /// Issue 14: a formatted line per request costs more than answering it, so `blemu run` writes one only with -v;
+    /// the event log records the request either way.
+    @Test func aRequestIsLoggedOnStderrOnlyWithVerbose() async throws {
+        let (bus, fake, directory) = try await rig()
+        for verbose in [false, true] {
+            let output = directory + "/\(verbose ? "verbose" : "default")"
+            try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
+            let events = output + "/events.jsonl"
+            let run = try await heartRate(on: bus, ["--events", events] + (verbose ? ["-v"] : []), in: output)
+            let central = try await fake.connect(address: "11:22:33:44:55:0\(verbose ? 2 : 1)")
+            #expect(await fake.read("2a38", by: central) == .success([0x01]))
+            run.signal(SIGTERM)
+            #expect(await run.exitStatus() == 0, "\(run.stderr)")
+            let logged = run.stderr.split(separator: "\n").filter { $0.contains("] read body-sensor-location by ") }
+            #expect(logged.count == (verbose ? 1 : 0), "\(run.stderr)")
+            if verbose { #expect(logged.first?.contains("-> 1 bytes 01") == true, "\(logged)") }
+            let logText = try String(contentsOfFile: events, encoding: .utf8)
+            #expect(logText.split(separator: "\n").filter { $0.contains("\"type\":\"request\"") }.count == 1)
+        }
+        await fake.stop()
+        bus.stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
     /// Issue 20: the Python package (python/) against the real `blemu run`: its own unittest suite, none skipped.
     @Test func thePythonPackagesTestsPassAgainstARunningBlemu() async throws {
         let (bus, fake, directory) = try await rig()

@@ -61,9 +61,13 @@ func object(_ line: String) -> [String: Any] {
         #expect(await updates.next()?.bytes == [50])
         #expect(try await central.read("battery-level") == [50])
 
+        // A Write Command (answered by bluetoothd, never by blemu) is counted apart.
+        try await central.write([0x01], to: "heart-rate-control-point", withResponse: false)
         let counters =
             object(try await offPool { try client.send(["command": "counters"]) })["counters"] as? [String: Any]
-        #expect(counters?["requests"] as? Int == 1 && counters?["answered"] as? Int == 1)
+        #expect(
+            counters?["requests"] as? Int == 2 && counters?["answered"] as? Int == 2, "\(String(describing: counters))")
+        #expect(counters?["writesWithoutResponse"] as? Int == 1, "\(String(describing: counters))")
 
         let unknown = object(try await offPool { try client.send(["command": "get", "id": "nope"]) })
         #expect(unknown["ok"] as? Bool == false && (unknown["error"] as? String)?.contains("nope") == true)

@@ -20,8 +20,8 @@ enum Role: String, CaseIterable, Sendable, Codable {
 enum WriteCount: Sendable {
     /// Read the control point (u32 LE).
     case controlPoint
-    /// Count lines containing all of these strings in the app's log.
-    case logLines([String])
+    /// Ask `blemu run`'s control socket for its `writesWithoutResponse` counter.
+    case controlCounters
     /// The app cannot tell: say why.
     case none(String)
 }

@@ -16,22 +16,12 @@ func notifyThroughControlSocket(_ path: String, id: String, count: Int) async ->
 /// Sends `line` `times` times, 32 at a time (reading the 32 answers before the next window, so neither side can
 /// fill the other's buffer); nil when every answer was ok.
 private func sendLines(_ path: String, line text: String, times count: Int) -> String? {
-    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { return "socket: errno \(errno)" }
+    let fd: Int32
+    switch connectUnix(path) {
+    case .success(let connected): fd = connected
+    case .failure(let error): return error.reason
+    }
     defer { close(fd) }
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    let bytes = Array(path.utf8)
-    guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return "\(path): path too long" }
-    withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-        for (index, byte) in bytes.enumerated() { buffer[index] = byte }
-    }
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-        }
-    }
-    guard connected == 0 else { return "connect \(path): errno \(errno)" }
     let line = Array((text + "\n").utf8)
     var pending: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 65536)
@@ -60,6 +50,67 @@ private func sendLines(_ path: String, line text: String, times count: Int) -> S
         sent += window
     }
     return nil
+}
+
+/// The value of `key` in the answer to one `counters` command on the control socket (docs/control-and-events.md),
+/// or nil when the socket or the answer fails.
+func controlCounter(_ path: String, key: String) async -> Int? {
+    await withCheckedContinuation { continuation in
+        startThread { continuation.resume(returning: readCounter(path, key: key)) }
+    }
+}
+
+private func readCounter(_ path: String, key: String) -> Int? {
+    guard case .success(let fd) = connectUnix(path) else { return nil }
+    defer { close(fd) }
+    let request = Array("{\"command\":\"counters\"}\n".utf8)
+    guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else {
+        return nil
+    }
+    var answer: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while !answer.contains(UInt8(ascii: "\n")) {
+        let got = recv(fd, &buffer, buffer.count, 0)
+        guard got > 0 else { return nil }
+        answer += buffer[0..<got]
+    }
+    // The answer is one flat JSON object of integers under "counters": the digits after `"key":` are the value
+    // (no Foundation in the harness for one number).
+    let text = String(decoding: answer, as: UTF8.self)
+    guard text.contains("\"ok\":true"), let range = text.range(of: "\"\(key)\":") else { return nil }
+    return Int(text[range.upperBound...].prefix { $0.isNumber })
+}
+
+/// Why a Unix socket could not be reached.
+private struct SocketFailure: Error {
+    let reason: String
+}
+
+/// A connected Unix stream socket to `path`; the caller closes it.
+private func connectUnix(_ path: String) -> Result<Int32, SocketFailure> {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return .failure(SocketFailure(reason: "socket: errno \(errno)")) }
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+        close(fd)
+        return .failure(SocketFailure(reason: "\(path): path too long"))
+    }
+    withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+        for (index, byte) in bytes.enumerated() { buffer[index] = byte }
+    }
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        }
+    }
+    guard connected == 0 else {
+        let reason = "connect \(path): errno \(errno)"
+        close(fd)
+        return .failure(SocketFailure(reason: reason))
+    }
+    return .success(fd)
 }
 
 /// Runs `body` on a new detached thread.

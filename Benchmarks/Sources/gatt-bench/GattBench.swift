@@ -71,7 +71,7 @@ struct GattBench {
         list.append(
             Contender(
                 name: "blemu CLI", key: "blemu-cli", isBlemu: true,
-                writeCount: .logLines(["write wnr by ", "(no reply expected)"]), controlSocket: socket
+                writeCount: .controlCounters, controlSocket: socket
             ) { extra, workspace in
                 [
                     path("blemu-cli"), "run", try profileFile(extra, workspace), "--bus", "ADDRESS", "--adapter",

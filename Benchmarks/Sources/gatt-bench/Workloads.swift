@@ -141,9 +141,8 @@ extension Target {
         return result
     }
 
-    /// How many writes without response the app has received so far, or nil when it cannot tell; a log is read
-    /// on from where `log` stopped (reading a CLI's whole log every 10 ms would measure the reading).
-    func writesReceived(_ log: LogLineCounter? = nil) async -> Int? {
+    /// How many writes without response the app has received so far, or nil when it cannot tell.
+    func writesReceived() async -> Int? {
         switch contender.writeCount {
         case .none: return nil
         case .controlPoint:
@@ -154,12 +153,9 @@ extension Target {
                 let bytes = try? reply.first?.asBytes(), bytes.count >= 4
             else { return nil }
             return Int(bytes[0]) | Int(bytes[1]) << 8 | Int(bytes[2]) << 16 | Int(bytes[3]) << 24
-        case .logLines(let needles):
-            guard let log else {
-                let text = readText(child.log) ?? ""
-                return text.split(separator: "\n").count { line in needles.allSatisfy { line.contains($0) } }
-            }
-            return log.count(needles)
+        case .controlCounters:
+            guard let socket = contender.controlSocket else { return nil }
+            return await controlCounter(socket, key: "writesWithoutResponse")
         }
     }
 
@@ -168,8 +164,7 @@ extension Target {
     func writesWithoutResponse(count: Int) async -> Delivery {
         guard let path = path(.wnr) else { return Delivery(note: "n/a: no write-without-response characteristic") }
         if case .none(let why) = contender.writeCount { return Delivery(note: why) }
-        let log = LogLineCounter(path: child.log)
-        guard let before = await writesReceived(log) else { return Delivery(note: "the app's count cannot be read") }
+        guard let before = await writesReceived() else { return Delivery(note: "the app's count cannot be read") }
         let start = monotonic()
         for sequence in 0..<count {
             do {
@@ -184,7 +179,7 @@ extension Target {
         var lastProgress = monotonic()
         while received < count {
             try? await Task.sleep(for: .milliseconds(10))
-            let now = await writesReceived(log).map { $0 - before } ?? received
+            let now = await writesReceived().map { $0 - before } ?? received
             if now > received {
                 received = now
                 lastProgress = monotonic()
@@ -303,35 +298,5 @@ final class Tally: Sendable {
     func add() {
         count.add(1, ordering: .relaxed)
         last.store(monotonic(), ordering: .relaxed)
-    }
-}
-
-/// Counts matching lines of a growing log, reading only what was appended since the last call.
-final class LogLineCounter: @unchecked Sendable {
-    // Used by one workload at a time, never concurrently: that is the unchecked invariant.
-    private let path: String
-    private var offset = 0
-    private var partial: [UInt8] = []
-    private var matched = 0
-
-    init(path: String) { self.path = path }
-
-    /// Matching lines so far (a line matches when it contains every needle).
-    func count(_ needles: [String]) -> Int {
-        guard let file = fopen(path, "r") else { return matched }
-        defer { fclose(file) }
-        fseek(file, offset, SEEK_SET)
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let got = fread(&buffer, 1, buffer.count, file)
-            if got <= 0 { break }
-            offset += got
-            partial += buffer[0..<got]
-        }
-        guard let last = partial.lastIndex(of: UInt8(ascii: "\n")) else { return matched }
-        let text = String(decoding: partial[...last], as: UTF8.self)
-        partial.removeSubrange(...last)
-        matched += text.split(separator: "\n").count { line in needles.allSatisfy { line.contains($0) } }
-        return matched
     }
 }

@@ -58,7 +58,7 @@ handle() { sed -n "s/.*char value handle = \(0x[0-9a-f]*\), uuid = $1-.*/\1/p" "
 # discovery"), btvirt answers Page Timeout, and closing that L2CAP socket hits a kernel BUG (list_del corruption in
 # hci_chan_del, Debian 6.1) that kills bluetoothd.
 step blemu-run
-"$B" run "$F/lab-att.yaml" --adapter "$BLEMU_LAB_PERIPHERAL" --events "$R/events.jsonl" --acquire-write \
+"$B" run -v "$F/lab-att.yaml" --adapter "$BLEMU_LAB_PERIPHERAL" --events "$R/events.jsonl" --acquire-write \
     </dev/null >"$R/blemu-run.log" 2>&1 &
 blemu_pid=$!
 within 30 "blemu run to advertise" advertising
