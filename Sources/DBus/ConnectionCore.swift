@@ -280,14 +280,14 @@ final class ConnectionCore: @unchecked Sendable {
 
     // MARK: libdbus watches and timeouts (loop thread only)
 
-    fileprivate func add(watch: OpaquePointer) { watches.append(watch) }
-    fileprivate func remove(watch: OpaquePointer) { watches.removeAll { $0 == watch } }
+    func add(watch: OpaquePointer) { watches.append(watch) }
+    func remove(watch: OpaquePointer) { watches.removeAll { $0 == watch } }
 
-    fileprivate func add(timeout: OpaquePointer) {
+    func add(timeout: OpaquePointer) {
         timeouts.append(LibdbusTimeout(raw: timeout, due: dueTime(of: timeout)))
     }
-    fileprivate func remove(timeout: OpaquePointer) { timeouts.removeAll { $0.raw == timeout } }
-    fileprivate func toggle(timeout: OpaquePointer) {
+    func remove(timeout: OpaquePointer) { timeouts.removeAll { $0.raw == timeout } }
+    func toggle(timeout: OpaquePointer) {
         // A re-enabled timeout starts its interval again (libdbus's own main loops do the same).
         for index in timeouts.indices where timeouts[index].raw == timeout {
             timeouts[index].due = dueTime(of: timeout)
@@ -387,7 +387,7 @@ final class ConnectionCore: @unchecked Sendable {
 
     // MARK: Messages from libdbus (loop thread, inside dbus_connection_dispatch)
 
-    fileprivate func handle(_ raw: OpaquePointer) {
+    func handle(_ raw: OpaquePointer) {
         switch dbus_message_get_type(raw) {
         case MessageType.methodCall:
             handleMethodCall(Message(retaining: raw))
@@ -420,72 +420,4 @@ final class ConnectionCore: @unchecked Sendable {
             break
         }
     }
-}
-
-/// Message types from the D-Bus specification ("Message Format"), the values of libdbus's
-/// `DBUS_MESSAGE_TYPE_*`.
-enum MessageType {
-    static let methodCall: Int32 = 1
-    static let methodReturn: Int32 = 2
-    static let error: Int32 = 3
-    static let signal: Int32 = 4
-}
-
-/// The filter libdbus calls for every message; `userData` is the unretained core (the loop thread, the only
-/// caller, holds a strong reference while it runs).
-private func handleMessageFromLibdbus(
-    _ connection: OpaquePointer?, _ message: OpaquePointer?, _ userData: UnsafeMutableRawPointer?
-) -> DBusHandlerResult {
-    guard let message, let userData else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
-    Unmanaged<ConnectionCore>.fromOpaque(userData).takeUnretainedValue().handle(message)
-    return DBUS_HANDLER_RESULT_HANDLED
-}
-
-/// Watch flags from dbus-connection.h (`DBusWatchFlags`), as the unsigned values libdbus's functions take.
-enum WatchFlag {
-    static let readable: UInt32 = 1
-    static let writable: UInt32 = 2
-    static let error: UInt32 = 4
-    static let hangup: UInt32 = 8
-}
-
-private func core(_ data: UnsafeMutableRawPointer?) -> ConnectionCore {
-    Unmanaged<ConnectionCore>.fromOpaque(data!).takeUnretainedValue()
-}
-private func addWatch(_ watch: OpaquePointer?, _ data: UnsafeMutableRawPointer?) -> dbus_bool_t {
-    if let watch { core(data).add(watch: watch) }
-    return 1
-}
-private func removeWatch(_ watch: OpaquePointer?, _ data: UnsafeMutableRawPointer?) {
-    if let watch { core(data).remove(watch: watch) }
-}
-// Enabled state is read from the watch at every poll, so toggling needs no bookkeeping.
-private func toggleWatch(_ watch: OpaquePointer?, _ data: UnsafeMutableRawPointer?) {}
-private func addTimeout(_ timeout: OpaquePointer?, _ data: UnsafeMutableRawPointer?) -> dbus_bool_t {
-    if let timeout { core(data).add(timeout: timeout) }
-    return 1
-}
-private func removeTimeout(_ timeout: OpaquePointer?, _ data: UnsafeMutableRawPointer?) {
-    if let timeout { core(data).remove(timeout: timeout) }
-}
-private func toggleTimeout(_ timeout: OpaquePointer?, _ data: UnsafeMutableRawPointer?) {
-    if let timeout { core(data).toggle(timeout: timeout) }
-}
-
-/// CLOCK_MONOTONIC in nanoseconds: cheap, no Foundation, immune to wall-clock changes.
-func monotonicNanoseconds() -> UInt64 {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
-}
-
-/// Call and reply counters, readable from any thread.
-final class Counters: Sendable {
-    let callsReceived = Atomic<Int>(0)
-    let callsAnswered = Atomic<Int>(0)
-    let repliesSent = Atomic<Int>(0)
-    let droppedCalls = Atomic<Int>(0)
-    let callsSent = Atomic<Int>(0)
-    let repliesReceived = Atomic<Int>(0)
-    let signalsReceived = Atomic<Int>(0)
 }

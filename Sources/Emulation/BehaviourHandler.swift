@@ -95,22 +95,25 @@ public struct BehaviourHandler: RequestHandler {
             }
         }
         var actions: [EmulationAction] = []
+        var rulesMoved = false
         if failure == nil && !isAuthorizationOnly {
             // Written characteristics in the order the central first wrote them, for a predictable action order.
             var order: [String] = []
             for write in writes where !order.contains(write.characteristic.id) { order.append(write.characteristic.id) }
             let now = clock.now()
-            (failure, actions) = engines.withLock { engines -> (ATTError?, [EmulationAction]) in
+            (failure, actions, rulesMoved) = engines.withLock {
+                engines -> (ATTError?, [EmulationAction], Bool) in
                 var rules = engines.rules
                 var actions: [EmulationAction] = []
                 for id in order {
                     switch rules.write(staged[id] ?? [], to: id, at: now) {
-                    case .reject(let error): return (error, [])
+                    case .reject(let error): return (error, [], false)
                     case .accept(let accepted): actions += accepted
                     }
                 }
+                let moved = rules.nextDeadline != engines.rules.nextDeadline
                 engines.rules = rules
-                return (nil, actions)
+                return (nil, actions, moved)
             }
         }
         if failure == nil && !isAuthorizationOnly {
@@ -127,12 +130,11 @@ public struct BehaviourHandler: RequestHandler {
                     value: write.value, answer: answer, latency: latency))
         }
         if let failure { requests.reject(failure) } else { requests.respond() }
-        // Yielded even when empty: a `set` with a rate starts a ramp, and the emulator must re-arm its timer.
-        if failure == nil {
-            followUp.yield(actions + faults.actions)
-        } else if !faults.actions.isEmpty {
-            followUp.yield(faults.actions)
-        }
+        // Only when there is something to do: each yield wakes the emulator's actor, a thread switch that cost more
+        // than the write itself (issue 14). A write whose rule started or ended a ramp moved the rules' next deadline,
+        // and the emulator must re-arm its timer even with no action to perform.
+        let followUps = (failure == nil ? actions : []) + faults.actions
+        if !followUps.isEmpty || rulesMoved { followUp.yield(followUps) }
     }
 
     /// Stores what the accepted rules stored, before the answer, and persists the written characteristics.

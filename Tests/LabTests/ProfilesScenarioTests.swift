@@ -131,14 +131,20 @@ struct ProfilesScenarioTests {
         #expect(Set(bundled) == Set(files), "blemu adv --json failed for some")
     }
 
-    @Test(arguments: LabScenario.versions, profileNames) func theScanSeesTheAdvertisedNameAndExactlyTheAdvertisedUUIDs(
-        bluez: BlueZInstall, _ name: String
-    ) async throws {
-        let run = try await finished("profile-" + name, bluez)
+    /// The profile of a story and what `blemu adv --json` predicts for it, run on the host.
+    private func profileAndPlan(_ name: String) throws -> (ProfilesScenario.Profile, [String: Any]) {
         let profile = try #require(ProfilesScenario.profiles.first { $0.name == name })
         let plan = try #require(
             try JSONSerialization.jsonObject(with: ProfilesScenario.blemu(["adv", "--json", profile.path]))
                 as? [String: Any])
+        return (profile, plan)
+    }
+
+    @Test(arguments: LabScenario.versions, profileNames) func theScanSeesTheAdvertisedNameAndExactlyTheAdvertisedUUIDs(
+        bluez: BlueZInstall, _ name: String
+    ) async throws {
+        let run = try await finished("profile-" + name, bluez)
+        let (profile, plan) = try profileAndPlan(name)
         let device = try report(run, profile).device
         #expect(device.name == plan["localName"] as? String)
         #expect(Set(device.uuids) == Set(plan["advertised"] as? [String] ?? []), "\(device.uuids)")
@@ -166,10 +172,7 @@ struct ProfilesScenarioTests {
         bluez: BlueZInstall, _ name: String
     ) async throws {
         let run = try await finished("profile-" + name, bluez)
-        let profile = try #require(ProfilesScenario.profiles.first { $0.name == name })
-        let plan = try #require(
-            try JSONSerialization.jsonObject(with: ProfilesScenario.blemu(["adv", "--json", profile.path]))
-                as? [String: Any])
+        let (_, plan) = try profileAndPlan(name)
         let capture = try BTSnoop(Array(try Data(contentsOf: URL(fileURLWithPath: run.file("\(name).btsnoop")))))
         let index = UInt16(run.peripherals.first?.dropFirst(3) ?? "0") ?? 0
         func hex(_ data: [[UInt8]]) -> [String] {

@@ -86,10 +86,13 @@ struct Report: Codable, Sendable {
                 if let p = bestPython(shape)?.value, p > 0 { pythonRatios.append(mine / p) }
             }
             let worstC = ratios.min()
+            // Issue 7 asked 85% of the library; issue 14 asks 90% of the CLI, which most users run.
+            let isCLI = contender.controlSocket != nil
+            let roundTrips = isCLI ? 0.90 : 0.85
             targets.append(
                 TargetResult(
-                    contender: result.name, target: "round trips ≥ 85% of C (worst shape)",
-                    measured: worstC.map { percent($0) } ?? "n/a", pass: worstC.map { $0 >= 0.85 }))
+                    contender: result.name, target: "round trips ≥ \(percent(roundTrips)) of C (worst shape)",
+                    measured: worstC.map { percent($0) } ?? "n/a", pass: worstC.map { $0 >= roundTrips }))
             let worstPython = pythonRatios.min()
             targets.append(
                 TargetResult(
@@ -108,6 +111,7 @@ struct Report: Codable, Sendable {
                 TargetResult(
                     contender: result.name, target: "start-up to advertising < 100 ms",
                     measured: startup.map { "\(fixed($0, 1)) ms" } ?? "n/a", pass: startup.map { $0 < 100 }))
+            appendIssue14Targets(result)
             let thousand = result.median.scaling[1000]
             targets.append(
                 TargetResult(
@@ -115,6 +119,38 @@ struct Report: Codable, Sendable {
                     measured: thousand.map { "\(fixed($0.registrationMilliseconds, 0)) ms" } ?? "n/a (not run)",
                     pass: thousand.map { $0.registrationMilliseconds < 1000 }))
         }
+    }
+
+    /// Issue 14's targets, as ratios to the C app in the same run: write without response ≥ 80% and AcquireNotify
+    /// ≥ 80% of C, start-up ≤ 3× C's, peak RSS ≤ 10 MiB.
+    private mutating func appendIssue14Targets(_ result: ContenderResult) {
+        let c = contenders["c"]?.median
+        let pairs: [(String, Delivery?, Delivery?)] = [
+            ("write without response", result.median.writesWithoutResponse, c?.writesWithoutResponse),
+            ("notify via AcquireNotify", result.median.notifySocket, c?.notifySocket),
+        ]
+        for (name, mine, theirs) in pairs {
+            var measured: Double?
+            if let mine, let theirs, mine.perSecond > 0, theirs.perSecond > 0 {
+                measured = mine.perSecond / theirs.perSecond
+            }
+            targets.append(
+                TargetResult(
+                    contender: result.name, target: "\(name) ≥ 80% of C",
+                    measured: measured.map { percent($0) } ?? "n/a", pass: measured.map { $0 >= 0.80 }))
+        }
+        let startup = result.median.startupMilliseconds.flatMap { mine in
+            c?.startupMilliseconds.map { mine / $0 }
+        }
+        targets.append(
+            TargetResult(
+                contender: result.name, target: "start-up to registered ≤ 3× C's",
+                measured: startup.map { times($0) } ?? "n/a", pass: startup.map { $0 <= 3 }))
+        let rss = result.peakRSSKilobytes.map { Double($0) / 1024 }
+        targets.append(
+            TargetResult(
+                contender: result.name, target: "peak RSS ≤ 10 MiB",
+                measured: rss.map { "\(fixed($0, 1)) MiB" } ?? "n/a", pass: rss.map { $0 <= 10 }))
     }
 
     func limit(_ shape: String) -> Double? { contenders["c"]?.median.roundTrips[shape]?.perSecond }
