@@ -117,7 +117,9 @@ public struct BehaviourHandler: RequestHandler {
             }
         }
         if failure == nil && !isAuthorizationOnly {
-            store(actions, writtenIDs: Set(staged.keys), characteristics: writes.map(\.characteristic))
+            let stored = store(actions, writtenIDs: Set(staged.keys), characteristics: writes.map(\.characteristic))
+            // What was stored here needs nothing more from the emulator.
+            actions.removeAll { if case .update(let id, _) = $0 { stored.contains(id) } else { false } }
         }
         let central = requests.central.id
         let answer = Self.asReceived(
@@ -137,8 +139,11 @@ public struct BehaviourHandler: RequestHandler {
         if !followUps.isEmpty || rulesMoved { followUp.yield(followUps) }
     }
 
-    /// Stores what the accepted rules stored, before the answer, and persists the written characteristics.
-    private func store(_ actions: [EmulationAction], writtenIDs: Set<String>, characteristics: [Characteristic]) {
+    /// Stores what the accepted rules stored, before the answer, and persists the written characteristics; returns
+    /// the ids it stored.
+    private func store(
+        _ actions: [EmulationAction], writtenIDs: Set<String>, characteristics: [Characteristic]
+    ) -> Set<String> {
         var stored: [String: [UInt8]] = [:]
         for action in actions {
             guard case .update(let id, let value) = action,
@@ -150,6 +155,7 @@ public struct BehaviourHandler: RequestHandler {
             for (id, value) in stored { engines.valueChanged(id, to: value) }
         }
         if let stateStore, !stored.isEmpty { stateStore.recordWrites(stored) }
+        return Set(stored.keys)
     }
 
     /// `answer` as the central receives it through `delivery`: an error the stack cannot carry becomes the one it
