@@ -139,7 +139,7 @@ extension FakeBluetoothd {
 
     /// The link is gone: subscriptions end as if the device wrote 0 to each CCCD (closing the fd or calling
     /// StopNotify when it was the last), its notification stream and waiting requests end.
-    private func linkDown(_ path: ObjectPath) {
+    func linkDown(_ path: ObjectPath) {
         guard let device = devices[path] else { return }
         for characteristic in device.cccValues.keys { disable(characteristic) }
         devices.removeValue(forKey: path)?.continuation.finish()
@@ -333,159 +333,9 @@ extension FakeBluetoothd {
         return writeStreams[path] != nil
     }
 
-    // MARK: Subscriptions (`ccc_write_cb`, `acquire_notify_reply`)
-
-    /// Writes 1 (notifications) or 2 (indications) to the characteristic's CCCD. Returns the ATT error, if any.
-    /// Unlike 5.66, which answers the CCCD write before AcquireNotify returns, this waits for the fd, so a test
-    /// can notify at once. 5.66 would also call AcquireNotify twice if a second device subscribed meanwhile.
-    func subscribe(
-        _ attribute: AttributeReference, indications: Bool = false, by central: FakeCentral
-    ) async -> ATTError? {
-        await beginRequest(central)
-        defer { endRequest(central) }
-        guard var device = devices[central.path] else { return .unlikelyError }
-        guard let found = find(attribute), let characteristic = found.characteristic, characteristic.hasCCCD else {
-            return .invalidHandle
-        }
-        // `database_add_ccc`: the CCCD is always readable and writable, plus the `*-notify`/`*-indicate` levels.
-        let cccPermissions = characteristic.parsed.cccPermissions.union([.read, .write])
-        if let error = FakeATT.check(cccPermissions, for: .write, at: device.security) { return error }
-        let value: UInt16 = indications ? 2 : 1
-        let properties = characteristic.parsed.properties
-        if (value == 1 && !properties.contains(.notify)) || (value == 2 && !properties.contains(.indicate)) {
-            return .cccdImproperlyConfigured
-        }
-        // gatt-db calls the CCC callback only when the device's value changes.
-        let previous = device.cccValues[found.path] ?? 0
-        device.cccValues[found.path] = value
-        devices[central.path] = device
-        if previous != 0 { return nil }
-        var state = notifyStates[found.path] ?? NotifyState()
-        if state.reader != nil {
-            state.count += 1
-            notifyStates[found.path] = state
-            return nil
-        }
-        if characteristic.offersAcquireNotify {
-            let options = acquireOptions(for: device, central.path)
-            do {
-                let reply = try await callApp(
-                    found.owner, found.path, found.interface, "AcquireNotify", [options])
-                if reply.count == 2, case .unixFD(let fd) = reply[0], case .uint16 = reply[1] {
-                    let path = found.path
-                    var state = notifyStates[found.path] ?? NotifyState()
-                    state.reader = NotifyReader(fd: fd.rawValue, isHeld: notifySocketsHeld) { [weak self] datagram in
-                        await self?.valueChanged(path, datagram)
-                    }
-                    state.count += 1
-                    notifyStates[found.path] = state
-                    return nil
-                }
-            } catch let error as DBusError
-                where error.name == StandardErrorName.noReply || error.name == BlueZ566.Error.failed
-            {
-                // `acquire_notify_reply` gives up on NoReply and Failed: no count, no StartNotify.
-                return nil
-            } catch {}
-            // Any other error or a malformed reply: the `retry` label, StartNotify.
-        }
-        callAppWithoutReply(found.owner, found.path, found.interface, "StartNotify")
-        var fallback = notifyStates[found.path] ?? NotifyState()
-        fallback.count += 1
-        notifyStates[found.path] = fallback
-        return nil
-    }
-
-    /// Writes 0 to the CCCD: the count drops; at 0 the fd is closed (fd path) or StopNotify called.
-    func unsubscribe(_ attribute: AttributeReference, by central: FakeCentral) -> ATTError? {
-        guard let found = find(attribute), found.characteristic?.hasCCCD == true else { return .invalidHandle }
-        guard devices[central.path]?.cccValues.removeValue(forKey: found.path) != nil else { return nil }
-        disable(found.path)
-        return nil
-    }
-
-    private func disable(_ path: ObjectPath) {
-        guard var state = notifyStates[path], state.count > 0 else { return }
-        state.count -= 1
-        notifyStates[path] = state
-        guard state.count == 0 else { return }
-        if let reader = state.reader {
-            reader.stop()
-            notifyStates[path]?.reader = nil
-            return
-        }
-        guard let owner = owner(of: path) else { return }
-        callAppWithoutReply(owner, path, BlueZ566.Interface.gattCharacteristic, "StopNotify")
-    }
-
-    /// Stops reading every notify socket, as a busy bluetoothd main loop would: the app's end fills up and its
-    /// sends would block. Sockets acquired meanwhile start held too.
-    func holdNotifySockets() {
-        notifySocketsHeld = true
-        for state in notifyStates.values { state.reader?.isHeld.withLock { $0 = true } }
-    }
-
-    /// Reads the notify sockets again; what was written meanwhile goes out in order.
-    func releaseNotifySockets() {
-        notifySocketsHeld = false
-        for state in notifyStates.values { state.reader?.isHeld.withLock { $0 = false } }
-    }
-
-    /// How many subscriptions bluetoothd counts for a characteristic (`ntfy_cnt`), and whether it holds an fd.
-    func notifyCount(_ attribute: AttributeReference) -> (count: UInt32, hasFD: Bool) {
-        guard let path = find(attribute)?.path, let state = notifyStates[path] else { return (0, false) }
-        return (state.count, state.reader != nil)
-    }
-
-    // MARK: Delivery (`send_notification_to_devices`, `conf_cb`)
-
-    /// A new value from PropertiesChanged or a datagram from the fd: every device whose CCCD is set gets it,
-    /// cut to MTU-3, as a notification or an indication by its own CCCD value.
-    func valueChanged(_ path: ObjectPath, _ value: [UInt8]) {
-        for (devicePath, device) in devices {
-            guard let ccc = device.cccValues[path] else { continue }
-            let notification = FakeNotification(
-                characteristic: path, value: Array(value.prefix(512).prefix(Int(device.mtu) - 3)),
-                isIndication: ccc == 2)
-            if notification.isIndication {
-                indicate(notification, to: devicePath)
-            } else {
-                device.continuation.yield(notification)
-            }
-        }
-    }
-
-    private func indicate(_ indication: FakeNotification, to devicePath: ObjectPath) {
-        guard var device = devices[devicePath] else { return }
-        if device.awaitingConfirmation != nil {
-            device.heldIndications.append(indication)
-            devices[devicePath] = device
-            return
-        }
-        device.awaitingConfirmation = indication
-        devices[devicePath] = device
-        device.continuation.yield(indication)
-        if device.confirmsIndications { confirmIndication(at: devicePath) }
-    }
-
-    /// The central confirms the outstanding indication: the app gets `Confirm()` (no reply expected), and the
-    /// next held indication goes out. For centrals connected with `confirmsIndications: false`.
-    func confirmIndication(from central: FakeCentral) { confirmIndication(at: central.path) }
-
-    private func confirmIndication(at devicePath: ObjectPath) {
-        guard var device = devices[devicePath], let confirmed = device.awaitingConfirmation else { return }
-        device.awaitingConfirmation = nil
-        let next = device.heldIndications.isEmpty ? nil : device.heldIndications.removeFirst()
-        devices[devicePath] = device
-        if let owner = owner(of: confirmed.characteristic) {
-            callAppWithoutReply(owner, confirmed.characteristic, BlueZ566.Interface.gattCharacteristic, "Confirm")
-        }
-        if let next { indicate(next, to: devicePath) }
-    }
-
     // MARK: One request at a time per bearer
 
-    private func beginRequest(_ central: FakeCentral) async {
+    func beginRequest(_ central: FakeCentral) async {
         guard devices[central.path]?.isRequestOutstanding == true else {
             devices[central.path]?.isRequestOutstanding = true
             return
@@ -494,7 +344,7 @@ extension FakeBluetoothd {
     }
 
     /// Hands the bearer to the next waiting request (it stays outstanding), or frees it.
-    private func endRequest(_ central: FakeCentral) {
+    func endRequest(_ central: FakeCentral) {
         guard var device = devices[central.path] else { return }
         if device.waitingRequests.isEmpty {
             device.isRequestOutstanding = false
@@ -514,11 +364,11 @@ extension FakeBluetoothd {
     /// Every registered application.
     var registeredApplications: [FakeApplication] { Array(applications.values) }
 
-    private func owner(of path: ObjectPath) -> String? {
+    func owner(of path: ObjectPath) -> String? {
         applications.values.first { $0.characteristics.contains { $0.path == path } }?.owner
     }
 
-    private func find(_ attribute: AttributeReference) -> FoundAttribute? {
+    func find(_ attribute: AttributeReference) -> FoundAttribute? {
         let uuid = BluetoothUUID(attribute.text)
         for application in applications.values {
             for characteristic in application.characteristics {
@@ -540,7 +390,7 @@ extension FakeBluetoothd {
     }
 
     /// `append_options`: device, offset (only when non-zero), link, mtu. `type` is never sent.
-    private func options(for device: DeviceState, _ path: ObjectPath, offset: UInt16) -> DBusValue {
+    func options(for device: DeviceState, _ path: ObjectPath, offset: UInt16) -> DBusValue {
         var entries: [DBusValue.DictionaryEntry] = [.init(.string("device"), .variant(.objectPath(path)))]
         if offset != 0 { entries.append(.init(.string("offset"), .variant(.uint16(offset)))) }
         entries.append(.init(.string("link"), .variant(.string("LE"))))
@@ -549,7 +399,7 @@ extension FakeBluetoothd {
     }
 
     /// `acquire_notify_setup`: the same options, for the first subscriber only.
-    private func acquireOptions(for device: DeviceState, _ path: ObjectPath) -> DBusValue {
+    func acquireOptions(for device: DeviceState, _ path: ObjectPath) -> DBusValue {
         options(for: device, path, offset: 0)
     }
 }
