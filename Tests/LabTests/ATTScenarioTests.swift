@@ -205,10 +205,12 @@ struct ATTScenarioTests {
         let run = try await finishedRun(bluez)
         let (requests, answers, cutOff) = BtmonTrace(read(run, "btmon.txt")).requestsAndAnswers(on: "hci0")
         #expect(requests.values.reduce(0, +) > 100, "\(requests)")
-        // A request whose link went down first cannot be answered: seen once with 5.82 on a bonded reconnect,
-        // where bluetoothd held a read while raising the link's security and the link dropped (docs/bluez.md).
+        // A request whose link went down first cannot be answered: seen on bonded reconnects, where bluetoothd held
+        // a read while raising the link's security and the link dropped (docs/bluez.md). The fixture retries such a
+        // read and counts the retries: each may have cut off one read, and nothing else may.
         #expect(requests == answers.merging(cutOff, uniquingKeysWith: +), "cut off: \(cutOff)")
-        #expect(cutOff.values.reduce(0, +) <= 1, "\(cutOff)")
+        let retries = Int(read(run, "secret-medium-retries").trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        #expect(cutOff.values.reduce(0, +) <= max(1, retries), "\(cutOff), \(retries) retries")
         // Every ReadValue/WriteValue blemu received has one answer in its log and one event with a result.
         // Write Commands are answered by bluetoothd, so blemu logs them as expecting no reply instead.
         let logged = read(run, "blemu-run.log").split(separator: "\n").filter {
@@ -259,9 +261,10 @@ struct ATTScenarioTests {
         // Bonded: the peripheral asks for security on each new link, so even the raw client reads it.
         #expect(raw(run, "secret-after-pairing") == ["ok " + Self.hex(secret)])
         #expect(btmon.contains("SMP: Security Request"))
+        let attempts = ["", "-again", "-again-2", "-again-3"].map { "read-secret-medium" + $0 }
         #expect(
-            (gatttoolValue(run, "read-secret-medium") ?? gatttoolValue(run, "read-secret-medium-again")) == secret,
-            "\(read(run, "gt-read-secret-medium.err")) \(read(run, "gt-read-secret-medium-again.err"))")
+            attempts.lazy.compactMap { gatttoolValue(run, $0) }.first == secret,
+            "\(attempts.map { read(run, "gt-\($0).err") })")
         // Just Works keys are unauthenticated: the authenticated read stays refused (0x05 on the air), and
         // gatttool's attempt to pair with MITM protection fails and drops the link.
         #expect(gatttoolValue(run, "read-guarded") == nil)
