@@ -129,19 +129,10 @@ extension BlueZBackend {
                 errorDelivery: .throughBlueZ, reply: reply))
     }
 
-    /// To the manager's router, on this loop thread (answered here when the handler can). The manager attaches
-    /// before it can publish, so bluetoothd cannot call before then; if something did, the engine answers it.
-    private func deliver(_ incoming: IncomingRead) {
-        if let router = router.withLock({ $0 }) { return router.read(incoming) }
-        logger.error("a read arrived before a manager attached: answered Unlikely Error")
-        incoming.reply(.failure(.unlikelyError))
-    }
+    /// To the manager's router, on this loop thread (answered here when the handler can).
+    private func deliver(_ incoming: IncomingRead) { router.read(incoming) }
 
-    func deliver(_ incoming: IncomingWrites) {
-        if let router = router.withLock({ $0 }) { return router.write(incoming) }
-        logger.error("a write arrived before a manager attached: answered Unlikely Error")
-        incoming.reply?(.failure(.unlikelyError))
-    }
+    func deliver(_ incoming: IncomingWrites) { router.write(incoming) }
 
     /// The kind a subscription gets. bluetoothd does not tell the app whether the CCCD asked for notifications or
     /// indications; per device it sends what that device enabled. A characteristic that can notify is treated as

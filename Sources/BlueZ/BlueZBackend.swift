@@ -56,7 +56,7 @@ public final class BlueZBackend: PeripheralBackend {
     /// Serialises registrations (publish, advertise, re-registration after a restart, shutdown).
     let gate = SerialGate()
     /// The manager's router once it attached (`attach(_:)`): every read and write goes to it.
-    let router = Mutex<RequestRouter?>(nil)
+    let router: RouterAttachment
 
     /// Connects to `bus`, checks that bluetoothd and `adapter` are there, exports the agent and sets the alias.
     /// Throws `.unavailable` when the bus, bluetoothd or the adapter is missing (the CLI exits 69).
@@ -89,6 +89,7 @@ public final class BlueZBackend: PeripheralBackend {
         self.paths = ObjectPaths(instance: options.instance)
         self.logger = logger
         self.owner = OwnerCheck(owner: bluetoothd, logger: logger)
+        self.router = RouterAttachment(logger: logger)
         self.state = Mutex(State())
         (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
 
@@ -124,7 +125,7 @@ public final class BlueZBackend: PeripheralBackend {
 
     /// Keeps the manager's router: `ReadValue`, `WriteValue` and `AcquireWrite` datagrams go to it on the loop thread.
     public func attach(_ router: RequestRouter) {
-        self.router.withLock { $0 = router }
+        self.router.attach(router)
     }
 
     /// Exports the tree with `service` added and registers the application again; throws `BlueZError`.

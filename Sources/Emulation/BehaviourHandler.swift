@@ -115,11 +115,11 @@ public struct BehaviourHandler: RequestHandler {
                 engines.rules = rules
                 return (nil, actions, moved)
             }
-        }
-        if failure == nil && !isAuthorizationOnly {
-            let stored = store(actions, writtenIDs: Set(staged.keys), characteristics: writes.map(\.characteristic))
-            // What was stored here needs nothing more from the emulator.
-            actions.removeAll { if case .update(let id, _) = $0 { stored.contains(id) } else { false } }
+            if failure == nil {
+                let stored = store(actions, characteristics: writes.map(\.characteristic))
+                // What was stored here needs nothing more from the emulator.
+                actions.removeAll { if case .update(let id, _) = $0 { stored.contains(id) } else { false } }
+            }
         }
         let central = requests.central.id
         let answer = Self.asReceived(
@@ -139,11 +139,9 @@ public struct BehaviourHandler: RequestHandler {
         if !followUps.isEmpty || rulesMoved { followUp.yield(followUps) }
     }
 
-    /// Stores what the accepted rules stored, before the answer, and persists the written characteristics; returns
-    /// the ids it stored.
-    private func store(
-        _ actions: [EmulationAction], writtenIDs: Set<String>, characteristics: [Characteristic]
-    ) -> Set<String> {
+    /// Stores what the accepted rules stored into the written characteristics, before the answer, and persists it;
+    /// returns the ids it stored.
+    private func store(_ actions: [EmulationAction], characteristics: [Characteristic]) -> Set<String> {
         var stored: [String: [UInt8]] = [:]
         for action in actions {
             guard case .update(let id, let value) = action,

@@ -10,8 +10,8 @@ import Synchronization
 /// MiB at a few thousand requests a second with a 10 s deadline). Entries hold their responder weakly: an answered
 /// request is not kept alive until its deadline. Time is the injected clock's, so tests advance it.
 ///
-/// The FIFO is an array with a head index rather than swift-collections' `Deque`: it is the only queue in the
-/// module and compacts itself in one line, which does not pay for a dependency's build time in CI.
+/// The FIFO is an array with a head index rather than swift-collections' `Deque`: it compacts itself in one line,
+/// like `NotificationQueue`'s, and two such FIFOs do not pay for a dependency's build time in CI.
 package final class DeadlineQueue: Sendable {
     private struct Entry {
         let due: Duration

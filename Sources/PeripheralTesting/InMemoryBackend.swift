@@ -34,7 +34,7 @@ public final class InMemoryBackend: PeripheralBackend {
 
     private let state = Mutex(State())
     /// The manager's router, once attached.
-    private let router = Mutex<RequestRouter?>(nil)
+    private let router = RouterAttachment()
     private let continuation: AsyncStream<BackendEvent>.Continuation
 
     /// A backend whose adapter starts in `state`; links buffer `linkCapacity` notifications (at least 1).
@@ -62,7 +62,7 @@ public final class InMemoryBackend: PeripheralBackend {
 
     /// Keeps the manager's router: virtual centrals' reads and writes go to it.
     public func attach(_ router: RequestRouter) {
-        self.router.withLock { $0 = router }
+        self.router.attach(router)
     }
 
     /// Records the service; never fails.
@@ -148,20 +148,11 @@ public final class InMemoryBackend: PeripheralBackend {
 
     func emit(_ event: BackendEvent) { continuation.yield(event) }
 
-    /// A central's read, to the manager's router as BlueZ hands it; answered Unlikely Error with no manager.
-    func request(_ incoming: IncomingRead) {
-        guard let router = router.withLock({ $0 }) else { return incoming.reply(.failure(.unlikelyError)) }
-        router.read(incoming)
-    }
+    /// A central's read, to the manager's router as BlueZ hands it.
+    func request(_ incoming: IncomingRead) { router.read(incoming) }
 
-    /// A central's writes, to the manager's router as BlueZ hands them; answered Unlikely Error with no manager.
-    func request(_ incoming: IncomingWrites) {
-        guard let router = router.withLock({ $0 }) else {
-            incoming.reply?(.failure(.unlikelyError))
-            return
-        }
-        router.write(incoming)
-    }
+    /// A central's writes, to the manager's router as BlueZ hands them.
+    func request(_ incoming: IncomingWrites) { router.write(incoming) }
 
     /// The central's application took a notification off the link: room in the buffer, and the confirmation of an
     /// indication when the central confirms automatically.
