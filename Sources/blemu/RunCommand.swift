@@ -19,7 +19,9 @@ struct RunCommand: AsyncParsableCommand {
             records every request whatever the level). Prints a line \
             containing "advertising" once everything is registered. SIGINT, SIGTERM, SIGHUP or SIGQUIT \
             unregisters everything, restores the adapter's alias and exits 0; SIGPIPE is ignored (a reader of \
-            --events - that goes away costs event lines, counted and said on stderr, never the device). Exits 65 for a bad profile and 69 when bluetoothd or the adapter is unavailable.
+            --events - that goes away costs event lines, counted and said on stderr, never the device). Exits 65 for a \
+            bad profile, 69 when bluetoothd or the adapter is unavailable or refuses a registration, and 70 when \
+            blemu cannot export its own objects.
 
             The profile's behaviour runs too: scheduled values, write rules and faults. --control PATH opens a \
             Unix socket for `blemu ctl`; --events FILE|- writes every event as one JSON line; --restore-id NAME \
