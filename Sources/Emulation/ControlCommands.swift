@@ -163,7 +163,7 @@ struct ControlCommands: Sendable {
 
     private func newValue(for id: String, from request: [String: Any]) async throws(ControlError) -> [UInt8] {
         if let hex = request["hex"] as? String {
-            guard let bytes = StateStore.bytes(hex: hex) else { throw .badValue("`hex` is not hex: \(hex)") }
+            guard let bytes = Hex.bytes(hex) else { throw .badValue("`hex` is not hex: \(hex)") }
             return bytes
         }
         guard let fields = request["fields"] as? [String: Any] else {
@@ -194,7 +194,7 @@ struct ControlCommands: Sendable {
     private static func fieldValue(_ raw: Any, for type: FieldType) -> FieldValue? {
         switch type {
         case .utf8: return (raw as? String).map(FieldValue.text)
-        case .bytes: return (raw as? String).flatMap(StateStore.bytes(hex:)).map(FieldValue.bytes)
+        case .bytes: return (raw as? String).flatMap(Hex.bytes).map(FieldValue.bytes)
         case .flags:
             return (raw as? [String]).map(FieldValue.flags) ?? (raw as? NSNumber).map { .integer($0.int64Value) }
         case .boolean: return (raw as? NSNumber).map { .boolean($0.boolValue) }

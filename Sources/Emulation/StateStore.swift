@@ -234,26 +234,10 @@ public final class StateStore: Sendable {
     /// Bytes as the state file and the control socket spell them: `Hex`, uppercase, no separator.
     static func hex(_ bytes: [UInt8]) -> String { Hex.string(bytes, separator: "") }
 
-    /// Hex to bytes, either case (files written before the spelling was unified are lowercase); spaces allowed
-    /// between bytes; nil when not hex.
-    static func bytes(hex: String) -> [UInt8]? {
-        let digits = hex.filter { !$0.isWhitespace }
-        guard digits.count % 2 == 0 else { return nil }
-        var bytes: [UInt8] = []
-        var index = digits.startIndex
-        while index < digits.endIndex {
-            let next = digits.index(index, offsetBy: 2)
-            guard let byte = UInt8(digits[index..<next], radix: 16) else { return nil }
-            bytes.append(byte)
-            index = next
-        }
-        return bytes
-    }
-
     private static func decode(_ values: [String: String]) -> [String: [UInt8]]? {
         var decoded: [String: [UInt8]] = [:]
         for (id, hex) in values {
-            guard let bytes = bytes(hex: hex) else { return nil }
+            guard let bytes = Hex.bytes(hex) else { return nil }
             decoded[id] = bytes
         }
         return decoded

@@ -20,27 +20,10 @@ extension ProfileDecoder {
             return nil
         }
         if form == "text" { return Array(text.utf8) }
-        guard let bytes = Self.hexBytes(text) else {
+        guard let bytes = Hex.bytes(text) else {
             report(
                 value, "bad hex `\(EditDistance.echo(text))`: expected pairs of hex digits such as `06 48` or `0x0648`")
             return nil
-        }
-        return bytes
-    }
-
-    /// Parses `06 48`, `0x0648`, `0x06 0x48`, `06:48`; nil for odd digit counts or non-hex characters.
-    static func hexBytes(_ text: String) -> [UInt8]? {
-        var digits = ""
-        for token in text.split(whereSeparator: { $0 == " " || $0 == ":" || $0 == "\t" }) {
-            digits += token.hasPrefix("0x") || token.hasPrefix("0X") ? token.dropFirst(2) : token
-        }
-        guard digits.count % 2 == 0, digits.allSatisfy(\.isHexDigit) else { return nil }
-        var bytes: [UInt8] = []
-        var rest = Substring(digits)
-        while !rest.isEmpty {
-            guard let byte = UInt8(rest.prefix(2), radix: 16) else { return nil }
-            bytes.append(byte)
-            rest = rest.dropFirst(2)
         }
         return bytes
     }
@@ -176,7 +159,7 @@ extension ProfileDecoder {
             value = string(node, for: what).map { .text($0) }
         case .bytes:
             if let text = string(node, for: what) {
-                if let bytes = Self.hexBytes(text) {
+                if let bytes = Hex.bytes(text) {
                     value = .bytes(bytes)
                 } else {
                     report(

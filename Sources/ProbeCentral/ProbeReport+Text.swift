@@ -1,4 +1,5 @@
 import Foundation
+import GATTModel
 
 extension ProbeReport {
     /// The report as a person reads it: the device, then the GATT tree with flags, values and notifications.

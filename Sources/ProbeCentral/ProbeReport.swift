@@ -1,4 +1,5 @@
 import BlueZModel
+import GATTModel
 
 /// What `blemu probe` saw of one peripheral: the device as scanned, its GATT tree as bluetoothd resolved it, every
 /// value read and every notification received. Encodes as the `--json` report (schema in docs of `ProbeCommand`).
@@ -230,14 +231,5 @@ public struct ProbeTimings: Codable, Sendable, Equatable {
         self.connected = connected
         self.resolved = resolved
         self.total = total
-    }
-}
-
-/// Hex spelling shared by the report.
-enum Hex {
-    /// "0A".
-    static func byte(_ byte: UInt8) -> String {
-        let digits = Array("0123456789ABCDEF")
-        return String([digits[Int(byte >> 4)], digits[Int(byte & 0xF)]])
     }
 }
