@@ -53,7 +53,9 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "BlueZ",
-            dependencies: ["Peripheral", "DBus", "GATTModel", "BlueZModel", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "Peripheral", "DBus", "GATTModel", "BlueZModel", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict),
         .target(
             name: "Emulation",
@@ -96,6 +98,8 @@ let package = Package(
         .testTarget(
             name: "GATTProfileTests", dependencies: ["GATTProfile", "GATTModel"],
             swiftSettings: strict),
+        // The ATT request list the fake bluetoothd (level 5) and the lab (level 6) both run.
+        .target(name: "ScenarioList", path: "Tests/ScenarioList", swiftSettings: strict),
         // A private dbus-daemon per test, shared by the bus-level suites (level 5 of docs/architecture.md).
         .target(
             name: "BusTestSupport", dependencies: ["DBus", .product(name: "Logging", package: "swift-log")],
@@ -113,8 +117,8 @@ let package = Package(
         .testTarget(
             name: "BlueZTests",
             dependencies: [
-                "BlueZ", "BlueZModel", "DBus", "Peripheral", "GATTModel", "BusTestSupport", "Emulation",
-                .product(name: "Logging", package: "swift-log"),
+                "BlueZ", "BlueZModel", "DBus", "Peripheral", "GATTModel", "BusTestSupport", "Emulation", "GATTProfile",
+                "ScenarioList", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
         .testTarget(
@@ -122,7 +126,8 @@ let package = Package(
             dependencies: ["Emulation", "Peripheral", "PeripheralTesting", "GATTModel", "GATTProfile"],
             swiftSettings: strict),
         .testTarget(
-            name: "LabTests", dependencies: ["Lab", "ProbeCentral", "GATTModel"], exclude: ["Fixtures"], swiftSettings: strict),
+            name: "LabTests", dependencies: ["Lab", "ProbeCentral", "GATTModel", "ScenarioList"], exclude: ["Fixtures"],
+            swiftSettings: strict),
         .testTarget(name: "ProbeCentralTests", dependencies: ["ProbeCentral"], swiftSettings: strict),
         .testTarget(
             name: "blemuTests", dependencies: ["blemu", "BlueZ", "BlueZModel", "DBus", "GATTModel", "Peripheral"],

@@ -5,13 +5,6 @@ import Foundation
 import GATTModel
 import Testing
 
-/// Runs blocking work (a control socket round trip) on a thread of its own, never on the cooperative pool.
-private func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
-    }
-}
-
 /// The real `blemu run` process against the fake bluetoothd on a private bus: the central's reads and writes go
 /// through the fake, the control socket steers, and the event log must account for every request and answer.
 @Suite(

@@ -69,3 +69,10 @@ final class ChildProcess: Sendable {
         }
     }
 }
+
+/// Runs blocking work (a control socket round trip) on a thread of its own, never on the cooperative pool.
+func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
+    }
+}

@@ -4,10 +4,6 @@
 import DBus
 import GATTModel
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// A connected central as a test holds it.
 struct FakeCentral: Sendable {
     /// Its address, e.g. `11:22:33:44:55:01`.
@@ -58,6 +54,10 @@ extension FakeBluetoothd {
         /// wait their turn, so a central never has two ReadValue calls pending at bluetoothd.
         var isRequestOutstanding = false
         var waitingRequests: [CheckedContinuation<Void, Never>] = []
+        /// The prepare queue (5.66 keeps one per `bt_gatt_server`, that is per connection) and the characteristics
+        /// the app authorized for it (`chrc->prep_authorized`).
+        var preparedWrites: [QueuedWrite] = []
+        var prepareAuthorized: Set<ObjectPath> = []
         let continuation: AsyncStream<FakeNotification>.Continuation
         /// The Device1 `Connected` property.
         let link = DeviceLink()
@@ -188,149 +188,6 @@ extension FakeBluetoothd {
                 if part.count < Int(mtu) - 1 || value.count >= 512 { return .success(value) }
             }
         }
-    }
-
-    // MARK: Writes (gatt-database `chrc_write_cb`, `send_write`, `write_reply_cb`)
-
-    /// A Write Request (`withResponse`) or Write Command. A characteristic with `write-without-response` gets
-    /// WriteValue flagged no-reply and the central an immediate success, even for a Write Request (5.66
-    /// `send_write` with no owner queue). A Write Command's error never reaches the central: nil is returned.
-    func write(
-        _ attribute: AttributeReference, _ value: [UInt8], withResponse: Bool = true, by central: FakeCentral
-    ) async -> ATTError? {
-        await beginRequest(central)
-        defer { endRequest(central) }
-        // `check_length` in 5.66 counts the 2-byte handle: 511 and 512 bytes get 0x0D (fixed in 5.69, 8bf3a4a26).
-        if 2 + value.count > 512 { return withResponse ? .invalidAttributeValueLength : nil }
-        let result = await writeValue(attribute, value, offset: 0, prepareAuthorize: false, by: central)
-        return withResponse ? result : nil
-    }
-
-    /// Prepare Write Requests, then Execute Write, as 5.66's `prep_write_cb` and `exec_write_cb` do:
-    /// - each part: the queue holds at most 30 entries (0x09), counted after merging, so one long write never fills
-    ///   it; `check_length` counts the PDU's 4 header bytes (a part ending past byte 508 gets 0x0D; fixed in 5.69 by
-    ///   8bf3a4a26); the permission check; with `authorize`, an untrusted device's first part of the batch goes to
-    ///   the app as `WriteValue([], {offset, prepare-authorize})`: no bytes, the part's value is not passed;
-    /// - contiguous parts of one handle merge into one entry;
-    /// - Execute: more than one entry is a reliable write, and every entry's characteristic needs `reliable-write`
-    ///   (else 0x06 and nothing is written); then one WriteValue per entry in order, stopping at the first error.
-    ///   Earlier entries stay written.
-    func prepareAndExecute(_ writes: [PreparedWrite], by central: FakeCentral) async -> ATTError? {
-        await beginRequest(central)
-        defer { endRequest(central) }
-        guard let device = devices[central.path] else { return .unlikelyError }
-        var authorized: Set<ObjectPath> = []
-        var queue:
-            [(attribute: AttributeReference, path: ObjectPath, offset: UInt16, value: [UInt8], isReliable: Bool)] =
-                []
-        for write in writes {
-            guard queue.count < 30 else { return .prepareQueueFull }
-            guard let found = find(write.attribute) else { return .invalidHandle }
-            if write.offset > 512 { return .invalidOffset }
-            if 4 + write.value.count + Int(write.offset) > 512 { return .invalidAttributeValueLength }
-            if let error = FakeATT.check(found.parsed.permissions, for: .write, at: device.security) { return error }
-            if found.parsed.requiresPrepareAuthorization, !device.isTrusted, !authorized.contains(found.path) {
-                if let error = await writeValue(
-                    write.attribute, [], offset: write.offset, prepareAuthorize: true, by: central)
-                {
-                    return error
-                }
-                authorized.insert(found.path)
-            }
-            if let last = queue.last, last.path == found.path, Int(last.offset) + last.value.count == Int(write.offset)
-            {
-                queue[queue.count - 1].value += write.value
-            } else {
-                // `is_reliable_write_supported`: the extended properties of the characteristic declaration.
-                let isReliable = found.characteristic != nil && found.parsed.extendedProperties & 0x01 != 0
-                queue.append((write.attribute, found.path, write.offset, write.value, isReliable))
-            }
-        }
-        if queue.count > 1, queue.contains(where: { !$0.isReliable }) { return .requestNotSupported }
-        for entry in queue {
-            if let error = await writeValue(
-                entry.attribute, entry.value, offset: entry.offset, prepareAuthorize: false, by: central)
-            {
-                return error
-            }
-        }
-        return nil
-    }
-
-    private func writeValue(
-        _ attribute: AttributeReference, _ value: [UInt8], offset: UInt16, prepareAuthorize: Bool,
-        by central: FakeCentral
-    ) async -> ATTError? {
-        guard let device = devices[central.path] else { return .unlikelyError }
-        guard let found = find(attribute) else { return .invalidHandle }
-        if let error = FakeATT.check(found.parsed.permissions, for: .write, at: device.security) { return error }
-        var options = options(for: device, central.path, offset: offset)
-        if prepareAuthorize, case .dictionary(let key, let type, var entries) = options {
-            entries.append(.init(.string("prepare-authorize"), .variant(.boolean(true))))
-            options = .dictionary(key: key, value: type, entries)
-        }
-        if !prepareAuthorize, let characteristic = found.characteristic, characteristic.offersAcquireWrite {
-            return await streamWrite(value, to: found, options: options)
-        }
-        let arguments: [DBusValue] = [.bytes(value), options]
-        if found.parsed.properties.contains(.writeWithoutResponse) {
-            callAppWithoutReply(found.owner, found.path, found.interface, "WriteValue", arguments)
-            return nil
-        }
-        do {
-            _ = try await callApp(found.owner, found.path, found.interface, "WriteValue", arguments)
-            return nil
-        } catch let error as DBusError {
-            return FakeATT.code(forErrorNamed: error.name, message: error.message, on: .write)
-        } catch {
-            return .unlikelyError
-        }
-    }
-
-    /// `chrc_write_cb` on a characteristic with `WriteAcquired`: the value goes down the write socket (acquired
-    /// on the first write, `acquire_write_reply`) and the central gets success without the app being asked. An
-    /// AcquireWrite error other than Unlikely Error is the central's answer; otherwise 5.66 falls back to
-    /// WriteValue (`flush_pending_writes`). A send on a socket the app closed answers Unlikely Error.
-    private func streamWrite(_ value: [UInt8], to found: FoundAttribute, options: DBusValue) async -> ATTError? {
-        if writeStreams[found.path] == nil {
-            do {
-                let reply = try await callApp(found.owner, found.path, found.interface, "AcquireWrite", [options])
-                guard reply.count == 2, case .unixFD(let fd) = reply[0], case .uint16 = reply[1] else {
-                    return await fallBackToWriteValue(value, found, options)
-                }
-                writeStreams[found.path] = fd.rawValue
-            } catch let error as DBusError {
-                let code = FakeATT.code(forErrorNamed: error.name, message: error.message, on: .write)
-                if code != .unlikelyError { return code }
-                return await fallBackToWriteValue(value, found, options)
-            } catch {
-                return await fallBackToWriteValue(value, found, options)
-            }
-        }
-        guard let fd = writeStreams[found.path] else { return .unlikelyError }
-        let sent = value.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        guard sent >= 0 else {
-            // `sock_hup` would have destroyed the io by now; the next write acquires again.
-            close(fd)
-            writeStreams[found.path] = nil
-            return .unlikelyError
-        }
-        return nil
-    }
-
-    private func fallBackToWriteValue(
-        _ value: [UInt8], _ found: FoundAttribute, _ options: DBusValue
-    ) async
-        -> ATTError?
-    {
-        callAppWithoutReply(found.owner, found.path, found.interface, "WriteValue", [.bytes(value), options])
-        return nil
-    }
-
-    /// Whether bluetoothd holds a write socket for the characteristic (`chrc->write_io`).
-    func hasWriteStream(_ attribute: AttributeReference) -> Bool {
-        guard let path = find(attribute)?.path else { return false }
-        return writeStreams[path] != nil
     }
 
     // MARK: One request at a time per bearer

@@ -1,5 +1,6 @@
 import Foundation
 import GATTModel
+import ScenarioList
 import Testing
 
 @testable import Lab
@@ -66,15 +67,7 @@ struct ATTScenarioTests {
         bluez: BlueZInstall
     ) async throws {
         let run = try await finishedRun(bluez)
-        let h = try handles(run)
-        let lines = raw(run, "errors")
-        let expected = [
-            ("write-only", 0x02), ("read-only", 0x03), ("limited", 0x0D), ("ruled", 0x80), ("secret", 0x0F),
-            ("guarded", 0x05),
-        ].map { String(format: "error 0x%02x handle 0x%04x", $1, h[$0] ?? 0) }
-        #expect(Array(lines.prefix(6)) == expected, "\(tails(run, ["raw-errors.txt", "raw-errors.err"]))")
-        // Read Blob at the end of the 60-byte value gets no bytes; one past it Invalid Offset, from blemu.
-        #expect(Array(lines.dropFirst(6)) == ["ok", String(format: "error 0x07 handle 0x%04x", h["long"] ?? 0)])
+        // The raw client's codes are the request list's session `errors` (everySessionOfTheRequestListGetsTheAnswersTheListSays).
         // 0x02, 0x03, 0x05 and 0x0F are bluetoothd's own (`check_permissions`): those requests never reach blemu.
         #expect(requestEvents(run, "read", "write-only").isEmpty && requestEvents(run, "write", "read-only").isEmpty)
         #expect(requestEvents(run, "read", "secret").allSatisfy { $0["result"] as? String == "success" })
@@ -88,6 +81,24 @@ struct ATTScenarioTests {
         ] {
             let text = try #require(Self.gatttoolText[UInt8(code)])
             #expect(read(run, "gt-\(name).err").contains(text), "\(name): \(read(run, "gt-\(name).err"))")
+        }
+    }
+
+    /// The list both test levels run (Fixtures/lab-att-requests.txt; level 5 is ATTRequestListTests): every answer
+    /// the raw client printed, in order, is the list's, with each error's characteristic as its handle.
+    @Test(arguments: LabScenario.versions) func everySessionOfTheRequestListGetsTheAnswersTheListSays(
+        bluez: BlueZInstall
+    ) async throws {
+        let run = try await finishedRun(bluez)
+        let h = try handles(run)
+        let list = try ATTRequestList.load()
+        try #require(list.sessions.count >= 5, "\(ATTRequestList.path)")
+        for session in list.sessions {
+            let requests = list.requests(in: session)
+            let evidence = tails(run, ["raw-\(session).txt", "raw-\(session).err"])
+            #expect(
+                raw(run, session) == requests.map { $0.answer(handles: h) },
+                "\(ATTRequestList.path):\(requests.first?.line ?? 0): \(session)\n\(evidence)")
         }
     }
 
@@ -181,21 +192,8 @@ struct ATTScenarioTests {
         bluez: BlueZInstall
     ) async throws {
         let run = try await finishedRun(bluez)
-        let h = try handles(run)
-        let right = String(format: "0x%04x", h["right"] ?? 0)
-        // Both parts are queued; Execute writes left, then right fails: the central gets 0x0D for right, and left
-        // stays written.
-        let lines = raw(run, "reliable-bad")
-        #expect(lines.count == 5 && lines.prefix(2).allSatisfy { $0.hasPrefix("ok ") }, "\(lines)")
-        #expect(
-            Array(lines.suffix(3)) == ["error 0x0d handle \(right)", "ok 11111111", "ok 00000000"],
-            "\(tails(run, ["raw-reliable-bad.txt", "raw-reliable-bad.err"]))")
-        #expect(Array(raw(run, "reliable-good").suffix(3)) == ["ok", "ok 33333333", "ok 44444444"])
-        // Two queued handles, one without reliable-write: refused whole at Execute, nothing written.
-        let limited = String(format: "0x%04x", h["limited"] ?? 0)
-        #expect(
-            Array(raw(run, "unreliable").suffix(3)) == ["error 0x06 handle \(limited)", "ok 33333333", "ok 00"],
-            "\(tails(run, ["raw-unreliable.txt"]))")
+        // What the central got is the request list's sessions `reliable-bad`, `reliable-good` and `unreliable`
+        // (everySessionOfTheRequestListGetsTheAnswersTheListSays): here, what reached blemu.
         #expect(requestEvents(run, "write", "left").compactMap { $0["value"] as? String } == ["11111111", "33333333"])
     }
 
@@ -227,9 +225,7 @@ struct ATTScenarioTests {
         bluez: BlueZInstall
     ) async throws {
         let run = try await finishedRun(bluez)
-        #expect(
-            raw(run, "stream").prefix(5) == ["sent", "paused", "sent", "sent", "sent"],
-            "\(tails(run, ["raw-stream.txt"]))")
+        // What the central got is the request list's session `stream` (everySessionOfTheRequestListGetsTheAnswersTheListSays).
         // bluetoothd calls AcquireWrite once, on the connection's first write, and then sends every value down the
         // socket (5.69+ acquires once per connection, 8eb1dee87: the scenario keeps to one).
         #expect(read(run, "bluetoothd.log").contains("AcquireWrite success"))

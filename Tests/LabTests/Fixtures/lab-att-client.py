@@ -12,7 +12,7 @@
 #     execute:FLAGS                      Execute Write Request (1 writes the queue, 0 cancels it)
 #     pause:SECONDS                      wait, on the same connection (prints `paused`)
 #
-# Every line: `OPERATION -> ok HEX` or `OPERATION -> error 0xNN handle 0xHHHH`. Exits 1 on a transport failure,
+# Every line: `OPERATION -> ok HEX` (a read's value, a prepared part's echoed value) or `OPERATION -> error 0xNN handle 0xHHHH`. Exits 1 on a transport failure,
 # with the reason on stderr. Every receive has a time limit.
 import ctypes
 import os
@@ -66,7 +66,8 @@ def transact(sock, pdu, answer_opcode):
             _, _, handle, code = struct.unpack('<BBHB', reply[:5])
             return 'error 0x%02x handle 0x%04x' % (code, handle)
         if opcode == answer_opcode:
-            return 'ok ' + reply[1:].hex()
+            # A Prepare Write Response echoes handle, offset and value: the value is what a caller compares.
+            return 'ok ' + reply[5 if opcode == 0x17 else 1:].hex()
         # Notifications, indications and anything else are not this request's answer.
 
 

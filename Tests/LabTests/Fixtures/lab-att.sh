@@ -73,11 +73,25 @@ for pair in write-only:8d3a2002 read-only:8d3a2003 long:8d3a2004 big:8d3a2005 li
     echo "${pair%%:*} $h" >> "$R/handles.txt"
 done
 H() { sed -n "s/^$1 //p" "$R/handles.txt"; }
+# session NAME: the raw client runs session NAME of lab-att-requests.txt (the list the fake bluetoothd runs too),
+# each characteristic id in an operation replaced by its value handle.
+session() {
+    # The operations are single words: splitting awk's output into arguments is what is meant.
+    # shellcheck disable=SC2046
+    raw "$1" $(awk -v session="$1" -v handles="$R/handles.txt" '
+        BEGIN { while ((getline line < handles) > 0) { split(line, pair, " "); handle[pair[1]] = pair[2] } }
+        $1 == session {
+            n = split($2, field, ":")
+            if (field[2] in handle) field[2] = handle[field[2]]
+            operation = field[1]
+            for (i = 2; i <= n; i++) operation = operation ":" field[i]
+            print operation
+        }' "$F/lab-att-requests.txt")
+}
 
 step errors
 # Exact codes first, before any pairing: the raw client never raises the link's security.
-raw errors "read:$(H write-only)" "write:$(H read-only):01" "write:$(H limited):010203040506070809" \
-    "write:$(H ruled):03" "read:$(H secret)" "read:$(H guarded)" "blob:$(H long):60" "blob:$(H long):61"
+session errors
 # The same refusals as gatttool prints them (att_ecode2str).
 gt read-write-only --char-read -a "$(H write-only)"
 gt write-read-only --char-write-req -a "$(H read-only)" -n 01
@@ -109,14 +123,11 @@ gt write-prepared-508 --char-write-req -a "$(H long)" -n "$(printf '%02x' $(seq 
 gt read-after-508 --char-read -a "$(H long)"
 gt write-prepared-512 --char-write-req -a "$(H long)" -n "$(printf '%02x' $(seq 0 511 | awk '{print (255 - $1 % 256)}'))"
 gt read-after-512 --char-read -a "$(H long)"
-# A reliable write of two handles whose second part is too long: which error, and what stays written.
-raw reliable-bad "prepare:$(H left):0:11111111" "prepare:$(H right):0:2222222222" execute:1 \
-    "read:$(H left)" "read:$(H right)"
-raw reliable-good "prepare:$(H left):0:33333333" "prepare:$(H right):0:44444444" execute:1 \
-    "read:$(H left)" "read:$(H right)"
-# Two queued handles where one lacks the reliable-write property: Request Not Supported, nothing written.
-raw unreliable "prepare:$(H left):0:55555555" "prepare:$(H limited):0:66" execute:1 \
-    "read:$(H left)" "read:$(H limited)"
+# Reliable writes of two handles: one good, one whose second part is too long, one where a handle lacks the
+# reliable-write property.
+session reliable-bad
+session reliable-good
+session unreliable
 
 step stream
 # Write Commands to the AcquireWrite characteristic (gatttool --char-write connects and never sends one). bluetoothd
@@ -126,8 +137,7 @@ step stream
 # once per connection, so a new connection's first burst would meet a pending AcquireWrite again. The 5-byte one is
 # over max-length 4, which only blemu's log can tell. The read at the end is answered only once the writes before
 # it are processed.
-raw stream "command:$(H stream):a0a1a2a3" pause:1 "command:$(H stream):01020304" "command:$(H stream):0506" \
-    "command:$(H stream):0708090a0b" "read:$(H read-only)"
+session stream
 
 step pairing
 # gatttool at the default security: bluetoothd's bt_att answers Insufficient Encryption by raising the link's security
