@@ -17,10 +17,10 @@ struct BlueZBackendLifecycleTests {
         try await rig.manager.startAdvertising(Self.advertisement)
         #expect(await rig.fake.advertisementsOnAir == 1)
         await rig.fake.setPowered(false)
-        #expect(await eventually { await rig.manager.state == .poweredOff })
+        #expect(await rig.events.wait(for: .poweredOff))
         #expect(await !rig.manager.isAdvertising)
         await rig.fake.setPowered(true)
-        #expect(await eventually { await rig.manager.state == .poweredOn })
+        #expect(await rig.events.wait(for: .poweredOn))
         // bluetoothd kept the registration but the controller lost the set: blemu registers it again.
         #expect(await eventually { await rig.fake.advertisementsOnAir == 1 })
         #expect(await rig.fake.advertisementRegistrations == 2)
@@ -49,13 +49,15 @@ struct BlueZBackendLifecycleTests {
         let manager = PeripheralManager(
             backend: backend, restoring: RestoredState(subscriptions: ["measurement": [Central.allSubscribersID]]),
             logger: logger)
+        let events = ManagerEvents(of: manager)
         try await manager.waitUntilPoweredOn()
         try await manager.publish(HeartRate.service)
         #expect(await manager.subscribedCentrals(of: HeartRate.measurement).isEmpty)
         #expect(await rig.fake.callsToApp["AcquireNotify"] == 1)
         // The central, still connected, writes its CCCD again: bluetoothd asks the new run to notify.
         #expect(await rig.fake.subscribe("2a37", by: central) == nil)
-        #expect(await eventually { await manager.subscribedCentrals(of: HeartRate.measurement).count == 1 })
+        #expect(await events.wait(forSubscribers: 1, of: HeartRate.measurement))
+        #expect(await manager.subscribedCentrals(of: HeartRate.measurement).count == 1)
         #expect(await rig.fake.callsToApp["AcquireNotify"] == 2)
         #expect(await manager.updateValue([0x06, 80], for: HeartRate.measurement))
         var notifications = central.notifications.makeAsyncIterator()

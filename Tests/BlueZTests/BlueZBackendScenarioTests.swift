@@ -18,6 +18,8 @@ struct BackendRig {
     let backend: BlueZBackend
     let manager: PeripheralManager
     let store: ValueStore
+    /// The manager's events, consumed from the start.
+    let events: ManagerEvents
 
     init(
         _ service: Service, values: [String: [UInt8]] = [:], useAcquireNotify: Bool = true,
@@ -36,17 +38,21 @@ struct BackendRig {
         manager = PeripheralManager(
             backend: backend, handler: ProfileServer(store: store, logger: logger),
             configuration: PeripheralManager.Configuration(queueCapacity: queueCapacity), logger: logger)
+        events = ManagerEvents(of: manager)
         try await manager.waitUntilPoweredOn()
         try await manager.publish(service)
     }
 
-    /// Waits until the manager counts `count` subscribers of `characteristic` (its events arrive on their own task).
+    /// Waits for the manager's events to report `count` subscribers of `characteristic`, and says whether the
+    /// manager then lists as many.
     func waitForSubscribers(_ count: Int, of characteristic: Characteristic) async -> Bool {
-        await eventually { await manager.subscribedCentrals(of: characteristic).count == count }
+        guard await events.wait(forSubscribers: count, of: characteristic) else { return false }
+        return await manager.subscribedCentrals(of: characteristic).count == count
     }
 
     /// Waits until the manager received `requests` requests and counted an answer to each (it counts an answer
-    /// just after sending it, so the central may hold the answer a moment before the count moves).
+    /// just after sending it, so the central may hold the answer a moment before the count moves). Counts are no
+    /// event, so this one polls.
     func waitForAnswers(_ requests: Int) async -> Bool {
         await eventually { manager.requestCounts.requests == requests && manager.requestCounts.answered == requests }
     }
@@ -244,21 +250,15 @@ struct BlueZBackendScenarioTests {
         let central = try await rig.fake.connect(address: "11:22:33:44:55:01", mtu: 517)
         #expect(await rig.fake.subscribe("2a37", by: central) == nil)
         #expect(await rig.waitForSubscribers(1, of: HeartRate.measurement))
-        // The manager's events go to one consumer; the ready signals are handed on to the flood below.
-        let (ready, readyContinuation) = AsyncStream<Void>.makeStream()
-        let consumer = Task {
-            for await event in rig.manager.events {
-                if case .readyToUpdateSubscribers = event { readyContinuation.yield() }
-            }
-        }
         // bluetoothd's main loop stalls: the socket fills, so the manager's queue fills behind it.
         await rig.fake.holdNotifySockets()
-        var readySignals = ready.makeAsyncIterator()
         let values = (0..<300).map { n in [UInt8(n >> 8), UInt8(n & 0xFF)] + Array(repeating: UInt8(0xA5), count: 510) }
+        var readySignals = 0
         for value in values {
             while !(await rig.manager.updateValue(value, for: HeartRate.measurement)) {
                 await rig.fake.releaseNotifySockets()
-                #expect(await readySignals.next() != nil)
+                readySignals += 1
+                #expect(await rig.events.wait(forCount: readySignals) { $0 == .readyToUpdateSubscribers })
             }
         }
         await rig.fake.releaseNotifySockets()
@@ -269,7 +269,6 @@ struct BlueZBackendScenarioTests {
         #expect(statistics.refusedFull > 0)
         #expect(statistics.readySignals > 0)
         #expect(statistics.sent == 300 && statistics.dropped == 0)
-        consumer.cancel()
         await rig.stop()
     }
 
@@ -282,7 +281,7 @@ struct BlueZBackendScenarioTests {
         #expect(await rig.fake.managedObjectsCalls == 2)
         #expect(await eventually { await rig.fake.advertisementProperties.count == 1 })
         #expect(await eventually { await rig.fake.registeredAgent != nil })
-        #expect(await eventually { await rig.manager.state == .poweredOn })
+        #expect(await rig.events.wait(for: .poweredOn))
         // The old bluetoothd released the advertisement on its way out; the backend registered it with the new
         // one, so the manager reports it on the air again.
         #expect(await rig.fake.callsToApp["Release"] == 1)
