@@ -84,7 +84,9 @@ struct Initramfs {
         if files.fileExists(atPath: path) { return path }
         try files.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let archive = try rig(kernelVersion: kernelVersion, busybox: busybox, initScript: initScript).archive()
-        let temporary = "\(path).\(ProcessInfo.processInfo.processIdentifier).partial"
+        // Unique per build, not per process: the lab suites of both BlueZ versions boot at once in one test
+        // process, and with a fresh cache both build this archive; each renames its own file over the other's.
+        let temporary = "\(path).\(ProcessInfo.processInfo.processIdentifier).\(UUID().uuidString.prefix(8)).partial"
         try archive.write(to: URL(fileURLWithPath: temporary))
         if rename(temporary, path) != 0 {
             try? files.removeItem(atPath: temporary)
