@@ -13,14 +13,14 @@ import Synchronization
 /// - Other threads never touch the connection: they build `DBusMessage`s (a message is confined to one thread
 ///   until handed over) and pass them through `inbox` (a `Mutex`), then write one byte to the pipe. A send made on the
 ///   loop thread itself (an `.immediate` handler answering at once) goes straight to libdbus: the fast path.
-/// - `pending`, `nearestDeadline`, `isDisconnected`, `watches` and `timeouts` are touched only by the loop thread:
+/// - `pending`, `isDisconnected`, `watches` and `timeouts` are touched only by the loop thread:
 ///   libdbus calls the watch and timeout functions back from inside calls that only the loop thread makes.
 /// - `tree` and `subscriptions` are shared behind `Mutex`es; handlers and getters run outside those locks.
 /// `dbus_threads_init_default()` is still called once, because libdbus messages (reference counts, allocation)
 /// are used from several threads.
 ///
-/// `@unchecked Sendable` invariant: the mutable stored properties without a lock (`pending`, `nearestDeadline`,
-/// `isDisconnected`, `watches`, `timeouts`) and `raw` are used only on the loop thread (or before it starts, in `init`).
+/// `@unchecked Sendable` invariant: the mutable stored properties without a lock (`pending`, `isDisconnected`,
+/// `watches`, `timeouts`) and `raw` are used only on the loop thread (or before it starts, in `init`).
 final class ConnectionCore: @unchecked Sendable {
     let logger: Logger
     let uniqueName: String
@@ -38,8 +38,7 @@ final class ConnectionCore: @unchecked Sendable {
     private let thread = Mutex<pthread_t?>(nil)
 
     // Loop thread only.
-    private var pending: [UInt32: PendingCall] = [:]
-    private var nearestDeadline: UInt64 = .max
+    private var pending = PendingCalls()
     private var isDisconnected = false
     private var watches: [OpaquePointer] = []
     private var timeouts: [LibdbusTimeout] = []
@@ -58,13 +57,6 @@ final class ConnectionCore: @unchecked Sendable {
     struct Inbox {
         var commands: [Command] = []
         var isClosed = false
-    }
-
-    struct PendingCall {
-        /// Kept so the reply's trace line can name the path, interface and member it answers.
-        let message: Message
-        let continuation: CheckedContinuation<Message, any Error>
-        let deadline: UInt64
     }
 
     /// Opens a private connection (never libdbus's shared singleton, so closing it is ours to do) and says Hello.
@@ -319,8 +311,7 @@ final class ConnectionCore: @unchecked Sendable {
         }
         if !isDisconnected { dbus_connection_flush(raw) }
         let disconnected = DBusError(name: StandardErrorName.disconnected, message: "connection closed")
-        for (_, call) in pending { call.continuation.resume(throwing: disconnected) }
-        pending = [:]
+        for call in pending.removeAll() { call.continuation.resume(throwing: disconnected) }
         let closers = subscriptions.withLock { state in
             let closers = state.entries.values.compactMap(\.onClose)
             state.entries = [:]
@@ -349,20 +340,11 @@ final class ConnectionCore: @unchecked Sendable {
                 "member": "\(message.member ?? "")", "signature": "\(message.signature)",
             ])
         // Registered before the loop can dispatch anything else, so the reply cannot overtake it.
-        pending[serial] = PendingCall(message: message, continuation: continuation, deadline: deadline)
-        nearestDeadline = min(nearestDeadline, deadline)
+        pending.add(PendingCalls.Call(message: message, continuation: continuation, deadline: deadline), serial: serial)
     }
 
     private func expireCalls(now: UInt64) {
-        guard now >= nearestDeadline else { return }
-        var expired: [UInt32] = []
-        var next = UInt64.max
-        for (serial, call) in pending {
-            if call.deadline <= now { expired.append(serial) } else { next = min(next, call.deadline) }
-        }
-        nearestDeadline = next
-        for serial in expired {
-            guard let call = pending.removeValue(forKey: serial) else { continue }
+        for (serial, call) in pending.expire(now: now) {
             logger.debug(
                 "call timed out",
                 metadata: [
@@ -375,7 +357,7 @@ final class ConnectionCore: @unchecked Sendable {
     }
 
     private func pollTimeout() -> Int32 {
-        var deadline = nearestDeadline
+        var deadline = pending.nearestDeadline
         for timeout in timeouts where dbus_timeout_get_enabled(timeout.raw) != 0 {
             deadline = min(deadline, timeout.due)
         }
@@ -393,7 +375,7 @@ final class ConnectionCore: @unchecked Sendable {
             handleMethodCall(Message(retaining: raw))
         case MessageType.methodReturn, MessageType.error:
             let serial = dbus_message_get_reply_serial(raw)
-            guard let call = pending.removeValue(forKey: serial) else {
+            guard let call = pending.answer(serial) else {
                 logger.trace("reply to an unknown or timed-out call", metadata: ["reply-serial": "\(serial)"])
                 return
             }

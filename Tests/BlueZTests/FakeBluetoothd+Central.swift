@@ -3,6 +3,7 @@
 // `send_write`, `ccc_write_cb`, `property_changed_cb`, `sock_io_read`, `conf_cb`, `append_options`).
 import DBus
 import GATTModel
+import Synchronization
 
 /// A connected central as a test holds it.
 struct FakeCentral: Sendable {
@@ -259,4 +260,9 @@ extension FakeBluetoothd {
     func acquireOptions(for device: DeviceState, _ path: ObjectPath) -> DBusValue {
         options(for: device, path, offset: 0)
     }
+}
+
+/// A device's `Connected`, read on the bus's loop thread (so behind a lock, not the actor).
+final class DeviceLink: Sendable {
+    let isConnected = Mutex(true)
 }

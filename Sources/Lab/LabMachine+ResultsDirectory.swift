@@ -1,0 +1,115 @@
+// What the host and the VM exchange through the results directory (the 9p share): the guest's progress, exit
+// code, BlueZ version, controllers and logs read back, and the profiles and blemu binary copied where the guest
+// sees them.
+import Foundation
+import Logging
+
+extension LabMachine {
+    /// Steps appended to the `steps` file since `offset` bytes; moves `offset` past the complete lines read.
+    func newSteps(after offset: inout Int, elapsed: Duration) -> [LabRun.Step] {
+        guard
+            let data = FileManager.default.contents(
+                atPath: configuration.resultsDirectory + "/" + GuestStack.File.steps),
+            data.count > offset, let lastNewline = data.lastIndex(of: UInt8(ascii: "\n")), lastNewline >= offset
+        else { return [] }
+        let text = String(decoding: data[offset...lastNewline], as: UTF8.self)
+        offset = lastNewline + 1
+        return text.split(separator: "\n").map { line in
+            let words = line.split(separator: " ", maxSplits: 1).map(String.init)
+            return LabRun.Step(
+                name: words.count > 1 ? words[1] : words[0], sinceStart: elapsed, guestUptime: Double(words[0]))
+        }
+    }
+
+    /// The exit code the VM wrote, or nil when it did not get that far.
+    func readExitCode() -> Int32? {
+        let path = configuration.resultsDirectory + "/" + GuestStack.File.exitCode
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        return Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    /// The version recorded before the boot; empty when the file is gone.
+    func readBlueZVersion() -> String {
+        let path = configuration.resultsDirectory + "/" + GuestStack.File.bluezVersion
+        return ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").trimmingCharacters(
+            in: .whitespacesAndNewlines)
+    }
+
+    /// The controllers and addresses the VM wrote (`hci0 00:AA:01:00:00:00` lines).
+    func readControllers() -> [LabRun.Controller] {
+        let path = configuration.resultsDirectory + "/" + GuestStack.File.controllers
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
+        return text.split(separator: "\n").map { line in
+            let words = line.split(separator: " ").map(String.init)
+            return LabRun.Controller(name: words.first ?? "", address: words.count > 1 ? words[1] : "")
+        }
+    }
+
+    /// The ends of the logs that explain a failure in `step`: the console always, then the step's own logs.
+    func logTail(for step: String) -> String {
+        var names = [Self.consoleFile]
+        switch step {
+        case "dbus": names.append(GuestStack.File.dbus)
+        case "controllers": names += [GuestStack.File.btvirt, GuestStack.File.btmon]
+        case "bluetoothd", "power": names += [GuestStack.File.bluetoothd, GuestStack.File.btmon]
+        case "command": names += [GuestStack.File.command, GuestStack.File.bluetoothd]
+        default:
+            if step.hasPrefix("peripheral-") {
+                names += [
+                    GuestStack.File.peripheral(String(step.dropFirst("peripheral-".count))), GuestStack.File.bluetoothd,
+                ]
+            }
+        }
+        return names.compactMap { name -> String? in
+            let path = configuration.resultsDirectory + "/" + name
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8), !text.isEmpty else { return nil }
+            // The console starts with SeaBIOS's terminal escapes: drop them and any other control characters.
+            let unescaped = text.replacing(#/\x1B(\[[0-9;?]*[A-Za-z]|c)/#, with: "")
+            let printable = String(unescaped.unicodeScalars.filter { $0 == "\n" || $0 == "\t" || $0.value >= 0x20 })
+            let lines = printable.split(separator: "\n", omittingEmptySubsequences: false).suffix(20)
+            return "--- last lines of \(path)\n" + lines.joined(separator: "\n")
+        }.joined(separator: "\n")
+    }
+
+    /// Copies each profile into the work share (`profiles/hciN-<name>`), where the VM sees it whatever its host
+    /// path (under /tmp, for one); returns the copies' paths in controller order.
+    func copyProfiles() throws -> [String] {
+        guard !configuration.profiles.isEmpty else { return [] }
+        let directory = configuration.resultsDirectory + "/profiles"
+        let files = FileManager.default
+        do {
+            try files.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            return try configuration.profiles.enumerated().map { index, profile in
+                let copy = "\(directory)/hci\(index)-\(URL(fileURLWithPath: profile).lastPathComponent)"
+                try? files.removeItem(atPath: copy)
+                try files.copyItem(atPath: profile, toPath: copy)
+                return copy
+            }
+        } catch {
+            throw LabError.io("cannot copy the profiles into \(directory): \(error)")
+        }
+    }
+
+    /// Copies the blemu binary into `<results>/bin` when the VM cannot see it where it is (a checkout under /tmp).
+    func copyBlemuWhereTheGuestSeesIt() throws {
+        guard let blemu = configuration.blemuExecutable, let guest = configuration.guestBlemuExecutable,
+            guest != blemu
+        else { return }
+        let files = FileManager.default
+        do {
+            try files.createDirectory(
+                atPath: (guest as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try? files.removeItem(atPath: guest)
+            try files.copyItem(atPath: blemu, toPath: guest)
+        } catch {
+            throw LabError.io("cannot copy \(blemu) into the results directory for the VM: \(error)")
+        }
+    }
+
+    /// Writes `text` to `path`, as a `LabError.io` on failure.
+    func write(_ text: String, to path: String) throws {
+        do { try text.write(toFile: path, atomically: true, encoding: .utf8) } catch {
+            throw LabError.io("cannot write \(path): \(error)")
+        }
+    }
+}
