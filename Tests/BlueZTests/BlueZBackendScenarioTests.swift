@@ -18,8 +18,6 @@ struct BackendRig {
     let backend: BlueZBackend
     let manager: PeripheralManager
     let store: ValueStore
-    /// The manager's events, consumed from the start.
-    let events: ManagerEvents
 
     init(
         _ service: Service, values: [String: [UInt8]] = [:], useAcquireNotify: Bool = true,
@@ -42,6 +40,9 @@ struct BackendRig {
         try await manager.waitUntilPoweredOn()
         try await manager.publish(service)
     }
+
+    /// The manager's events, consumed from the start: what the waits below await.
+    let events: ManagerEvents
 
     /// Waits for the manager's events to report `count` subscribers of `characteristic`, and says whether the
     /// manager then lists as many.
