@@ -28,6 +28,8 @@ public struct AdvertisingPlan: Hashable, Sendable {
     /// How each service UUID was placed, in the profile's priority order (first fit: a UUID that does not fit
     /// overflows, and a later, shorter one may still take the room left).
     public var uuidPlacements: [UUIDPlacementStep] = []
+    /// Legacy or extended advertising: which PDUs carry `onAir`.
+    public var mode: AdvertisingMode = .legacy
 
     /// One service UUID's placement: what it needed, what was left when its turn came, and whether it fit.
     public struct UUIDPlacementStep: Hashable, Sendable {
@@ -41,7 +43,7 @@ public struct AdvertisingPlan: Hashable, Sendable {
         public var fits: Bool { needed <= left }
     }
 
-    /// The predicted bytes of the advertising PDU's AdvData (at most 31).
+    /// The predicted bytes of the advertising PDU's AdvData (at most 31; in extended mode, AUX_ADV_IND's).
     public var advertisingData: [UInt8] { onAir.advertisingData }
     /// The predicted bytes of the scan response's ScanRspData (at most 31).
     public var scanResponse: [UInt8] { onAir.scanResponse }
@@ -94,23 +96,26 @@ public struct AdvertisingBudget: Hashable, Sendable {
     /// The Core Bluetooth rule's share of the ADV for service UUIDs (and, on Apple, the name): 31 minus 3 for Flags.
     public static let nameAndUUIDsLimit = 28
 
-    /// Bytes of advertising data used, headers included (limit `legacyLimit`).
+    /// Bytes of advertising data used, headers included (limit `advertisingLimit`).
     public var advertisingUsed: Int
+    /// The advertising data limit: `legacyLimit`, or in extended mode what the controller takes.
+    public var advertisingLimit: Int
     /// Bytes used by the service UUID lists, headers included.
     public var serviceUUIDsUsed: Int
     /// Bytes the UUID lists could use: `nameAndUUIDsLimit`, less what other fields left of the 31.
     public var serviceUUIDsLimit: Int
     /// Bytes of scan response used, headers included.
     public var scanResponseUsed: Int
-    /// The scan response budget: 10 under the Core Bluetooth rule, 31 with `.full`.
+    /// The scan response budget: 10 under the Core Bluetooth rule, 31 with `.full`, 0 in extended mode.
     public var scanResponseLimit: Int
 
     /// A budget from its parts.
     public init(
-        advertisingUsed: Int, serviceUUIDsUsed: Int, serviceUUIDsLimit: Int, scanResponseUsed: Int,
-        scanResponseLimit: Int
+        advertisingUsed: Int, advertisingLimit: Int = legacyLimit, serviceUUIDsUsed: Int, serviceUUIDsLimit: Int,
+        scanResponseUsed: Int, scanResponseLimit: Int
     ) {
         self.advertisingUsed = advertisingUsed
+        self.advertisingLimit = advertisingLimit
         self.serviceUUIDsUsed = serviceUUIDsUsed
         self.serviceUUIDsLimit = serviceUUIDsLimit
         self.scanResponseUsed = scanResponseUsed
@@ -141,12 +146,16 @@ public struct AdvertisementRegistration: Hashable, Sendable {
     public var isDiscoverable: Bool
     /// `MinInterval`/`MaxInterval` in milliseconds, when the profile asks for them.
     public var interval: ClosedRange<Double>?
+    /// `SecondaryChannel` ("1M" for extended advertising), nil to leave it out (legacy). Connectable with a
+    /// secondary channel, bluetoothd puts the name in the advertising data and sends no scan response
+    /// (src/advertising.c `generate_adv_data`, `adv_client_has_scan_response`).
+    public var secondaryChannel: String?
 
     /// A registration from its parts.
     public init(
         isPeripheral: Bool = true, serviceUUIDs: [BluetoothUUID], localName: String?, appearance: UInt16?,
         includesTxPower: Bool, manufacturerData: [ManufacturerData], serviceData: [ServiceData],
-        isDiscoverable: Bool, interval: ClosedRange<Double>?
+        isDiscoverable: Bool, interval: ClosedRange<Double>?, secondaryChannel: String? = nil
     ) {
         self.isPeripheral = isPeripheral
         self.serviceUUIDs = serviceUUIDs
@@ -157,6 +166,7 @@ public struct AdvertisementRegistration: Hashable, Sendable {
         self.serviceData = serviceData
         self.isDiscoverable = isDiscoverable
         self.interval = interval
+        self.secondaryChannel = secondaryChannel
     }
 }
 
@@ -168,12 +178,20 @@ public struct AdapterConditions: Hashable, Sendable {
     public var isAdapterDiscoverable: Bool
     /// The controller's advertising TX power in dBm, which the kernel writes for `tx-power`.
     public var advertisingTxPower: Int8
+    /// The most advertising data the adapter takes (`LEAdvertisingManager1.SupportedCapabilities.MaxAdvLen`):
+    /// 31 for a legacy-only controller, up to 251 (`AdvertisingPlanner.extendedLimit`) for extended advertising.
+    public var maximumAdvertisingDataLength: Int
 
-    /// Conditions from their parts; the defaults are blemu's usual setup (dual-mode, adapter not discoverable).
-    public init(isBREDREnabled: Bool = true, isAdapterDiscoverable: Bool = false, advertisingTxPower: Int8 = 0) {
+    /// Conditions from their parts; the defaults are blemu's usual setup (dual-mode, adapter not discoverable) on
+    /// a controller that takes the most extended advertising data the kernel sends.
+    public init(
+        isBREDREnabled: Bool = true, isAdapterDiscoverable: Bool = false, advertisingTxPower: Int8 = 0,
+        maximumAdvertisingDataLength: Int = AdvertisingPlanner.extendedLimit
+    ) {
         self.isBREDREnabled = isBREDREnabled
         self.isAdapterDiscoverable = isAdapterDiscoverable
         self.advertisingTxPower = advertisingTxPower
+        self.maximumAdvertisingDataLength = maximumAdvertisingDataLength
     }
 }
 
@@ -191,6 +209,9 @@ public enum AdvertisingPlanError: Error, Hashable, Sendable {
     case duplicateServiceData(BluetoothUUID)
     /// The local name contains U+0000: D-Bus strings cannot carry it and bluetoothd measures names with `strlen`.
     case localNameContainsNUL
+    /// An extended advertisement needs more than the controller's maximum advertising data (bluetoothd's
+    /// `calc_max_adv_len`: MaxAdvLen less 3 for TX power and 3 for kernel-added Flags).
+    case extendedDataTooLong(needed: Int, limit: Int)
 }
 
 extension AdvertisingPlanError: CustomStringConvertible {
@@ -208,11 +229,21 @@ extension AdvertisingPlanError: CustomStringConvertible {
             "service data for \(uuid) is listed twice"
         case .localNameContainsNUL:
             "the local name contains a NUL character"
+        case .extendedDataTooLong(let needed, let limit):
+            "extended advertising data needs \(needed) bytes but the controller takes \(limit): "
+                + "shorten manufacturer or service data, or advertise fewer service UUIDs"
         }
     }
 }
 
 extension AdvertisingPlan {
+    /// Who can send and who can see an extended advertisement: the line `blemu adv` prints above its bytes.
+    public static let extendedReach =
+        "sent by BlueZ >= 5.69 on a controller with LE Extended Advertising (Bluetooth 5; the adapter's "
+        + "SupportedSecondaryChannels lists 1M); BlueZ 5.66 refuses more than 31 bytes. Seen only by centrals "
+        + "that scan for extended advertising: not by legacy-only scanners (phones before Bluetooth 5, many Linux "
+        + "scans)"
+
     /// A multi-line report for `blemu adv`: each PDU's hex, then one line per AD structure with its explanation.
     public var report: String {
         func section(_ title: String, _ used: Int, _ limit: Int, _ structures: [ADStructure]) -> [String] {
@@ -224,11 +255,22 @@ extension AdvertisingPlan {
             }
             return lines
         }
-        var lines = section("ADV", budget.advertisingUsed, AdvertisingBudget.legacyLimit, advertisingStructures)
-        lines += section("SCAN_RSP", budget.scanResponseUsed, budget.scanResponseLimit, scanResponseStructures)
-        lines.append(
-            "service UUIDs: \(budget.serviceUUIDsUsed)/\(budget.serviceUUIDsLimit) bytes, placed in priority order, "
-                + "first fit")
+        var lines: [String]
+        switch mode {
+        case .legacy:
+            lines = section("ADV", budget.advertisingUsed, budget.advertisingLimit, advertisingStructures)
+            lines += section("SCAN_RSP", budget.scanResponseUsed, budget.scanResponseLimit, scanResponseStructures)
+            lines.append(
+                "service UUIDs: \(budget.serviceUUIDsUsed)/\(budget.serviceUUIDsLimit) bytes, placed in priority "
+                    + "order, first fit")
+        case .extended:
+            lines = ["extended advertising: " + Self.extendedReach]
+            lines += section("AUX_ADV_IND", budget.advertisingUsed, budget.advertisingLimit, advertisingStructures)
+            lines.append("SCAN_RSP: none (a connectable extended advertisement has no scan response)")
+            lines.append(
+                "service UUIDs: \(budget.serviceUUIDsUsed)/\(budget.serviceUUIDsLimit) bytes, every one advertised, "
+                    + "in the profile's order")
+        }
         var overflowed = false
         for (index, step) in uuidPlacements.enumerated() {
             let name = step.uuid.assignedName.map { "\(step.uuid) (\($0))" } ?? step.uuid.description

@@ -51,7 +51,8 @@ import GATTModel
 // Scanners do not depend on structure order (Core Spec Vol 3, Part C, 11 imposes none), so the order is cosmetic;
 // the list and name types are not: an iOS central treats a complete list as "nothing else to find".
 
-/// Plans legacy advertisements: the Core Bluetooth layout, the predicted BlueZ bytes, and the registration.
+/// Plans advertisements: the Core Bluetooth layout of a legacy one (or the layout of an extended one,
+/// AdvertisingPlanner+Extended.swift), the predicted BlueZ bytes, and the registration.
 public enum AdvertisingPlanner {
     /// Plans an advertisement; throws when it cannot be a legacy advertisement or is ambiguous.
     ///
@@ -61,6 +62,7 @@ public enum AdvertisingPlanner {
         _ advertisement: Advertisement, adapter: AdapterConditions = AdapterConditions()
     ) throws(AdvertisingPlanError) -> AdvertisingPlan {
         try validate(advertisement)
+        if advertisement.mode == .extended { return try planExtended(advertisement, adapter: adapter) }
         let legacyLimit = AdvertisingBudget.legacyLimit
 
         // Flags: the rule always leads with `02 01 06` (LE General Discoverable | BR/EDR Not Supported) when
@@ -137,7 +139,7 @@ public enum AdvertisingPlanner {
 
     // MARK: - Validation
 
-    private static func validate(_ advertisement: Advertisement) throws(AdvertisingPlanError) {
+    static func validate(_ advertisement: Advertisement) throws(AdvertisingPlanError) {
         var seenUUIDs: Set<BluetoothUUID> = []
         for uuid in advertisement.serviceUUIDs where !seenUUIDs.insert(uuid).inserted {
             throw .duplicateServiceUUID(uuid)

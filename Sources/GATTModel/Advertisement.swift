@@ -16,15 +16,17 @@ public struct Advertisement: Hashable, Sendable {
     public var interval: ClosedRange<Double>?
     /// Whether the peripheral is general-discoverable (adds the Flags AD structure).
     public var isDiscoverable: Bool
-    /// How much of the scan response the local name may use.
+    /// How much of the scan response the local name may use (legacy mode only).
     public var scanResponse: ScanResponsePolicy
+    /// Legacy (Core Bluetooth's layout, the default) or extended advertising.
+    public var mode: AdvertisingMode
 
     /// An advertisement from its parts.
     public init(
         localName: String? = nil, serviceUUIDs: [BluetoothUUID] = [], appearance: UInt16? = nil,
         manufacturerData: [ManufacturerData] = [], serviceData: [ServiceData] = [], includesTxPower: Bool = false,
         interval: ClosedRange<Double>? = nil, isDiscoverable: Bool = true,
-        scanResponse: ScanResponsePolicy = .coreBluetooth
+        scanResponse: ScanResponsePolicy = .coreBluetooth, mode: AdvertisingMode = .legacy
     ) {
         self.localName = localName
         self.serviceUUIDs = serviceUUIDs
@@ -35,6 +37,7 @@ public struct Advertisement: Hashable, Sendable {
         self.interval = interval
         self.isDiscoverable = isDiscoverable
         self.scanResponse = scanResponse
+        self.mode = mode
     }
 }
 
@@ -70,4 +73,14 @@ public enum ScanResponsePolicy: String, Hashable, Sendable, CaseIterable {
     case coreBluetooth = "core-bluetooth"
     /// The whole 31-byte scan response is available to the name.
     case full
+}
+
+/// Which advertising PDUs carry the advertisement (Core Spec Vol 6, Part B, 2.3).
+public enum AdvertisingMode: String, Hashable, Sendable, CaseIterable {
+    /// ADV_IND with a scan response: 31 bytes each, seen by every scanner. Core Bluetooth only advertises this way.
+    case legacy
+    /// ADV_EXT_IND pointing to AUX_ADV_IND on the secondary channel: up to 251 bytes of advertising data in one
+    /// HCI command (the kernel sends one), no scan response when connectable; seen only by scanners that scan
+    /// for extended advertising (Bluetooth 5 controllers whose host asks for it).
+    case extended
 }
