@@ -58,6 +58,9 @@ enum AdvertisementExport {
         if let appearance = registration.appearance {
             result.append((BlueZName.Property.appearance, .uint16(appearance)))
         }
+        if let channel = registration.secondaryChannel {
+            result.append((BlueZName.Property.secondaryChannel, .string(channel)))
+        }
         if let interval = registration.interval {
             // Milliseconds as `u` (src/advertising.c `parse_min_interval`).
             result.append((BlueZName.Property.minInterval, .uint32(UInt32(interval.lowerBound.rounded()))))

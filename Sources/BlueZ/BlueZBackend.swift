@@ -144,18 +144,28 @@ public final class BlueZBackend: PeripheralBackend {
         }
     }
 
-    /// Plans the advertisement, exports it and registers it; throws `.invalidAdvertisement` when it cannot be a
-    /// legacy advertisement, `.rejected` when bluetoothd refuses (e.g. no free instance).
+    /// Plans the advertisement, exports it and registers it; throws `.invalidAdvertisement` when it cannot be laid
+    /// out, `.extendedAdvertisingUnavailable` when it is extended and this bluetoothd or controller cannot send it,
+    /// `.rejected` when bluetoothd refuses (e.g. no free instance).
     public func startAdvertising(_ advertisement: Advertisement) async throws {
-        let plan: AdvertisingPlan
+        var plan: AdvertisingPlan
         do { plan = try AdvertisingPlanner.plan(advertisement) } catch { throw BlueZError.invalidAdvertisement(error) }
         try await gate.serially { () async throws(BlueZError) in
             await withdrawAdvertisement()
+            if plan.mode == .extended { plan = try await planExtended(advertisement) }
             state.withLock {
                 $0.advertisement = plan.registration
                 $0.lifecycle.wanted.insert(.advertisement)
             }
-            try await registerAdvertisement()
+            do throws(BlueZError) {
+                try await registerAdvertisement()
+            } catch .rejected(let operation, let error) where plan.mode == .extended {
+                state.withLock {
+                    $0.advertisement = nil
+                    $0.lifecycle.wanted.remove(.advertisement)
+                }
+                throw Self.extendedRefusal(plan, operation: operation, error)
+            }
         }
     }
 

@@ -11,6 +11,9 @@ public enum BlueZError: Error, Hashable, Sendable, CustomStringConvertible {
     case rejected(operation: String, DBusError)
     /// The advertisement cannot be laid out as a legacy advertisement (the CLI exits 65).
     case invalidAdvertisement(AdvertisingPlanError)
+    /// The profile asks for extended advertising and this bluetoothd or controller cannot send it, with why and
+    /// what to do (the CLI exits 69).
+    case extendedAdvertisingUnavailable(String)
     /// Our own object tree could not be exported (a bug or an invalid id; never caused by bluetoothd).
     case export(String)
     /// The backend was shut down; nothing more can be published.
@@ -22,6 +25,7 @@ public enum BlueZError: Error, Hashable, Sendable, CustomStringConvertible {
         case .unavailable(let why): "BlueZ unavailable: \(why)"
         case .rejected(let operation, let error): "bluetoothd refused \(operation): \(error)"
         case .invalidAdvertisement(let error): "invalid advertisement: \(error)"
+        case .extendedAdvertisingUnavailable(let why): "extended advertising unavailable: \(why)"
         case .export(let why): "cannot export the object tree: \(why)"
         case .shutDown: "the BlueZ backend is shut down"
         }

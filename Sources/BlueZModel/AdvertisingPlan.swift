@@ -200,7 +200,8 @@ public enum AdvertisingPlanError: Error, Hashable, Sendable {
     /// The fields that cannot overflow (Flags, appearance, manufacturer data, service data, TX power) need more
     /// than the 31-byte legacy ADV: registering it would fail in bluetoothd 5.66 and switch to extended
     /// advertising (invisible to legacy scanners) in BlueZ 5.69 and later.
-    case advertisingDataTooLong(needed: Int, limit: Int)
+    /// `largestField` names the biggest of them as `blemu adv` explains it, with its cost.
+    case advertisingDataTooLong(needed: Int, limit: Int, largestField: String)
     /// A service UUID appears twice: bluetoothd would send it twice (src/shared/ad.c keeps every entry).
     case duplicateServiceUUID(BluetoothUUID)
     /// Two manufacturer data entries share a company identifier: bluetoothd keeps only the last one's bytes.
@@ -218,9 +219,10 @@ extension AdvertisingPlanError: CustomStringConvertible {
     /// A one-line message with a hint.
     public var description: String {
         switch self {
-        case .advertisingDataTooLong(let needed, let limit):
-            "advertising data needs \(needed) bytes but a legacy advertisement holds \(limit): "
-                + "shorten manufacturer or service data, or drop appearance or tx-power"
+        case .advertisingDataTooLong(let needed, let limit, let largestField):
+            "advertising data needs \(needed) bytes, \(needed - limit) more than the \(limit) a legacy advertisement "
+                + "holds; the largest field is \(largestField): shorten manufacturer or service data, drop appearance "
+                + "or tx-power, or use `mode: extended` (BlueZ >= 5.69, seen only by extended scanners)"
         case .duplicateServiceUUID(let uuid):
             "service UUID \(uuid) is listed twice in the advertisement"
         case .duplicateManufacturerData(let companyID):
@@ -241,8 +243,8 @@ extension AdvertisingPlan {
     public static let extendedReach =
         "sent by BlueZ >= 5.69 on a controller with LE Extended Advertising (Bluetooth 5; the adapter's "
         + "SupportedSecondaryChannels lists 1M); BlueZ 5.66 refuses more than 31 bytes. Seen only by centrals "
-        + "that scan for extended advertising: not by legacy-only scanners (phones before Bluetooth 5, many Linux "
-        + "scans)"
+        + "that scan for extended advertising: not by phones without Bluetooth 5, Core Bluetooth where "
+        + "supports(.extendedScanAndConnect) is false, or legacy-only Linux scans"
 
     /// A multi-line report for `blemu adv`: each PDU's hex, then one line per AD structure with its explanation.
     public var report: String {

@@ -79,7 +79,9 @@ public enum AdvertisingPlanner {
             flagsCost + (manufacturer + service).map(\.cost).reduce(0, +) + (appearance?.cost ?? 0)
             + (txPower?.cost ?? 0)
         guard fixedCost <= legacyLimit else {
-            throw .advertisingDataTooLong(needed: fixedCost, limit: legacyLimit)
+            let fields = manufacturer + service + (appearance.map { [$0] } ?? []) + (txPower.map { [$0] } ?? [])
+            let largest = fields.max { $0.cost < $1.cost }.map { "\($0.explanation) (\($0.cost) bytes)" } ?? "Flags"
+            throw .advertisingDataTooLong(needed: fixedCost, limit: legacyLimit, largestField: largest)
         }
 
         // Service UUIDs: what is left of the 28, first-fit in priority order, one structure per width.

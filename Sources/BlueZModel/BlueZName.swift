@@ -23,6 +23,7 @@ package enum BlueZName {
         package static let interfacesRemoved = "InterfacesRemoved"
         package static let propertiesChanged = "PropertiesChanged"
         package static let get = "Get"
+        package static let getAll = "GetAll"
         package static let set = "Set"
     }
 
@@ -111,6 +112,10 @@ package enum BlueZName {
         package static let adapter = "Adapter"
         package static let device = "Device"
         package static let activeInstances = "ActiveInstances"
+        package static let secondaryChannel = "SecondaryChannel"
+        package static let supportedSecondaryChannels = "SupportedSecondaryChannels"
+        package static let supportedCapabilities = "SupportedCapabilities"
+        package static let maxAdvLen = "MaxAdvLen"
     }
 
     /// `Adapter1.SetDiscoveryFilter`'s key and the value that limits discovery to LE (doc/adapter-api.txt).

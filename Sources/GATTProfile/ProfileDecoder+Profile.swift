@@ -34,7 +34,7 @@ extension ProfileDecoder {
     mutating func decodeAdvertisement(_ node: YAMLNode) -> Advertisement? {
         let keys = [
             "local-name", "service-uuids", "appearance", "manufacturer-data", "service-data", "tx-power", "interval",
-            "discoverable", "scan-response",
+            "discoverable", "scan-response", "mode",
         ]
         guard let map = fields(node, in: "advertisement", allowed: keys) else { return nil }
         var advertisement = Advertisement()
@@ -89,6 +89,13 @@ extension ProfileDecoder {
         {
             advertisement.scanResponse = policy
         }
+        if let value = map["mode"],
+            let name = choice(value, for: "advertising mode", from: AdvertisingMode.allCases.map(\.rawValue)),
+            let mode = AdvertisingMode(rawValue: name)
+        {
+            advertisement.mode = mode
+            if mode == .extended { warnAboutExtended(value, scanResponse: map["scan-response"]) }
+        }
         warnAboutWhatDoesNotFit(advertisement, uuidNodes: uuidNodes, nameNode: map["local-name"])
         return advertisement
     }
@@ -134,13 +141,34 @@ extension ProfileDecoder {
         }
         if plan.isLocalNameShortened, let nameNode, let full = advertisement.localName, let short = plan.localName {
             let fix =
-                advertisement.scanResponse == .coreBluetooth
-                ? "`scan-response: full` would send it whole (up to 29 bytes)" : "a shorter `local-name` fits whole"
+                switch (advertisement.mode, advertisement.scanResponse) {
+                case (.extended, _): "a shorter `local-name`, or less manufacturer or service data, fits it whole"
+                case (.legacy, .coreBluetooth): "`scan-response: full` would send it whole (up to 29 bytes)"
+                case (.legacy, .full): "a shorter `local-name` fits whole"
+                }
             warn(
                 nameNode.mark,
                 "local name \"\(full)\" is advertised shortened to \"\(short)\" (\(Array(short.utf8).count) of "
                     + "\(bytes(Array(full.utf8).count)))",
                 hint: fix)
+        }
+    }
+
+    /// Extended advertising is for a device that really sends it: say who will not see it, so nobody ships it by
+    /// accident, and that `scan-response` means nothing without a scan response.
+    private mutating func warnAboutExtended(_ modeNode: YAMLNode, scanResponse: YAMLNode?) {
+        warn(
+            modeNode.mark,
+            "an extended advertisement is seen only by centrals that scan for extended advertising: phones "
+                + "without Bluetooth 5, Core Bluetooth where `supports(.extendedScanAndConnect)` is false, and many "
+                + "Linux scans will not find the device; it needs BlueZ >= 5.69 and a controller with LE Extended "
+                + "Advertising",
+            hint: "keep `mode: legacy` (the default) unless the device you emulate advertises extended")
+        if let scanResponse {
+            warn(
+                scanResponse.mark,
+                "`scan-response` has no effect in extended mode: a connectable extended advertisement has no scan "
+                    + "response, and the name goes into the advertising data")
         }
     }
 

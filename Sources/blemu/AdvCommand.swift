@@ -13,6 +13,11 @@ struct AdvCommand: ParsableCommand {
             not fit overflows, and a later, shorter one may still take the room; each UUID's line says what it \
             needed and what was left.
 
+            With `mode: extended` it lays out the extended advertisement as BlueZ 5.69 and later send it: every \
+            field in one advertising data of up to 251 bytes (the controller's MaxAdvLen may be less), the name \
+            included, no scan response; the first line says which BlueZ versions and controllers can send it and \
+            which centrals can see it.
+
             Example:
               blemu adv profiles/heart-rate.yaml
               blemu adv --json profiles/transfer.yaml
@@ -21,11 +26,15 @@ struct AdvCommand: ParsableCommand {
     @Argument(help: "A profile file (YAML).")
     var file: String
 
-    @Flag(help: "Print the ADV and SCAN_RSP bytes as hex strings and the overflowed UUIDs, as JSON.")
+    @Flag(help: "Print the mode, the ADV and SCAN_RSP bytes as hex strings and the overflowed UUIDs, as JSON.")
     var json = false
 
     /// The JSON form: what scripts need to compare with a capture.
     struct PlanJSON: Encodable {
+        /// `legacy` or `extended`.
+        let mode: String
+        /// The advertising data limit: 31, or in extended mode the 251 bytes one HCI command carries.
+        let advLimit: Int
         let adv: String
         let scanResponse: String
         let advertised: [String]
@@ -49,6 +58,7 @@ struct AdvCommand: ParsableCommand {
         if json {
             try Console.printJSON(
                 PlanJSON(
+                    mode: plan.mode.rawValue, advLimit: plan.budget.advertisingLimit,
                     adv: Hex.string(plan.advertisingData, separator: ""),
                     scanResponse: Hex.string(plan.scanResponse, separator: ""),
                     advertised: plan.advertisedUUIDs.map(\.description),

@@ -218,7 +218,7 @@ extension RunCommand {
         switch bluez {
         case .invalidAdvertisement: return .badProfile
         case .export: return .software
-        case .unavailable, .rejected, .shutDown: return .unavailable
+        case .unavailable, .rejected, .extendedAdvertisingUnavailable, .shutDown: return .unavailable
         }
     }
 }

@@ -112,9 +112,10 @@ import Testing
         let advertisement = Advertisement(
             manufacturerData: [ManufacturerData(companyID: 0xFFFF, data: Array(repeating: 0, count: 25))])
         // 3 (Flags) + 2 + 2 + 25 = 32 > 31: bluetoothd 5.66 would fail, 5.69+ would go extended.
-        #expect(throws: AdvertisingPlanError.advertisingDataTooLong(needed: 32, limit: 31)) {
-            try AdvertisingPlanner.plan(advertisement)
-        }
+        let refusal = AdvertisingPlanError.advertisingDataTooLong(
+            needed: 32, limit: 31, largestField: "Manufacturer specific data: company 0xFFFF, 25 bytes (29 bytes)")
+        #expect(throws: refusal) { try AdvertisingPlanner.plan(advertisement) }
+        #expect(refusal.description.hasPrefix("advertising data needs 32 bytes, 1 more than the 31"))
     }
 
     @Test func txPowerAndAppearanceCostTheirBytesAndShrinkTheUUIDBudget() throws {

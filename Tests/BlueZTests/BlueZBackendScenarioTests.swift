@@ -21,10 +21,10 @@ struct BackendRig {
 
     init(
         _ service: Service, values: [String: [UInt8]] = [:], useAcquireNotify: Bool = true,
-        useAcquireWrite: Bool = false, queueCapacity: Int = 16
+        useAcquireWrite: Bool = false, queueCapacity: Int = 16, hasExtendedAdvertising: Bool = false
     ) async throws {
         bus = try PrivateBus()
-        fake = try await FakeBluetoothd(busAddress: bus.address)
+        fake = try await FakeBluetoothd(busAddress: bus.address, hasExtendedAdvertising: hasExtendedAdvertising)
         var logger = Logger(label: "backend")
         logger.logLevel = .critical
         backend = try await BlueZBackend(

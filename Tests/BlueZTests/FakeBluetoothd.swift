@@ -17,6 +17,9 @@ actor FakeBluetoothd {
     let logger: Logger
     /// How many advertisements the controller can hold (5.66 reads it from the kernel; 4-5 is usual).
     let maximumAdvertisements: UInt8
+    /// Whether the controller has LE Extended Advertising: bluetoothd then lists `SupportedSecondaryChannels` and a
+    /// `MaxAdvLen` of 251 (src/advertising.c `secondary_exists`, `get_supported_cap`), else none and 31.
+    let hasExtendedAdvertising: Bool
     private(set) var connection: BusConnection
     let adapter = AdapterProperties()
 
@@ -65,9 +68,13 @@ actor FakeBluetoothd {
     }
 
     /// Connects to the bus at `busAddress`, takes org.bluez and exports the adapter; throws if the name is taken.
-    init(busAddress: String, maximumAdvertisements: UInt8 = 4, logger: Logger? = nil) async throws {
+    init(
+        busAddress: String, maximumAdvertisements: UInt8 = 4, hasExtendedAdvertising: Bool = false,
+        logger: Logger? = nil
+    ) async throws {
         self.busAddress = busAddress
         self.maximumAdvertisements = maximumAdvertisements
+        self.hasExtendedAdvertising = hasExtendedAdvertising
         var quiet = Logger(label: "fake-bluetoothd")
         quiet.logLevel = ProcessInfo.processInfo.environment["DBUS_TRACE"] != nil ? .trace : .critical
         self.logger = logger ?? quiet
@@ -281,6 +288,14 @@ actor FakeBluetoothd {
         else {
             throw DBusError(name: BlueZ566.Error.failed, message: "Failed to parse advertisement.")
         }
+        // parse_manufacturer_data / parse_service_data: 5.66's bt_ad takes at most 31 - 2 - 2 bytes of data per
+        // entry (src/shared/ad.c, BT_AD_MAX_DATA_LEN; 5.69 lifts it to the controller's), extended or not.
+        let entries =
+            ((try? properties["ManufacturerData"]?.asEntries()) ?? [])
+            + ((try? properties["ServiceData"]?.asEntries()) ?? [])
+        if entries.contains(where: { ((try? $0.value.asVariant().asBytes()) ?? []).count > 27 }) {
+            throw DBusError(name: BlueZ566.Error.failed, message: "Failed to parse advertisement.")
+        }
         advertisements[key] = properties
         controllerInstances.insert(key)
         advertisementRegistrations += 1
@@ -394,7 +409,16 @@ actor FakeBluetoothd {
                     get: { [adapter] in .byte(maximum - adapter.state.withLock { $0.activeAdvertisements }) }),
                 Property(
                     "SupportedIncludes", signature: "as", get: { .strings(["tx-power", "appearance", "local-name"]) }),
-            ])
+                Property(
+                    "SupportedCapabilities", signature: "a{sv}",
+                    get: { [hasExtendedAdvertising] in .vardict(["MaxAdvLen": .byte(hasExtendedAdvertising ? 251 : 31)])
+                    }),
+            ]
+                + (hasExtendedAdvertising
+                    ? [
+                        Property(
+                            "SupportedSecondaryChannels", signature: "as", get: { .strings(["1M", "2M", "Coded"]) })
+                    ] : []))
     }
 
     private func publishInstanceCount() {
