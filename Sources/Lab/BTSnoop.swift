@@ -48,10 +48,22 @@ public struct BTSnoop: Sendable, Equatable {
     static let commandPacket: UInt32 = 2
     /// The datalink type of btmon's captures (BTSNOOP_FORMAT_MONITOR).
     static let monitorDatalink: UInt32 = 2001
+    /// The monitor opcode of an event packet (BTSNOOP_OPCODE_EVENT_PKT).
+    static let eventPacket: UInt32 = 3
 
     /// Every HCI command in the capture, in order. A record cut short at the end (btmon killed mid-write) ends
     /// the list.
     public var commands: [Command]
+    /// Every HCI event a controller passed up, in order.
+    public var events: [Event]
+
+    /// One HCI event a controller passed up to the host.
+    public struct Event: Sendable, Equatable {
+        /// The controller's index.
+        public var index: UInt16
+        /// The event packet: event code, parameter length, parameters.
+        public var packet: [UInt8]
+    }
 
     /// Parses a capture; throws `ReadError` when it is not btmon's btsnoop format.
     public init(_ bytes: [UInt8]) throws(ReadError) {
@@ -59,6 +71,7 @@ public struct BTSnoop: Sendable, Equatable {
         let datalink = Self.uint32(bytes, at: 12)
         guard datalink == Self.monitorDatalink else { throw .unsupportedDatalink(datalink) }
         var commands: [Command] = []
+        var events: [Event] = []
         var offset = 16
         while offset + 24 <= bytes.count {
             let included = Int(Self.uint32(bytes, at: offset + 4))
@@ -72,10 +85,13 @@ public struct BTSnoop: Sendable, Equatable {
                     Command(
                         index: UInt16(flags >> 16), opcode: opcode,
                         parameters: Array(bytes[(start + 3)..<(start + 3 + length)])))
+            } else if flags & 0xFFFF == Self.eventPacket, included >= 2 {
+                events.append(Event(index: UInt16(flags >> 16), packet: Array(bytes[start..<(start + included)])))
             }
             offset = start + included
         }
         self.commands = commands
+        self.events = events
     }
 
     /// The data of every advertising-data command (legacy or extended) sent to controller `index`, in order.

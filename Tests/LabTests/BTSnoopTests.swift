@@ -40,6 +40,39 @@ struct BTSnoopTests {
         #expect(capture.scanResponseData(index: 2).isEmpty)
     }
 
+    /// An LE Extended Advertising Report event (7.7.65.13) with one report from 00:AA:01:00:00:00.
+    static func report(eventType: UInt16, data: [UInt8]) -> [UInt8] {
+        let address: [UInt8] = [0x00, 0x00, 0x00, 0x01, 0xAA, 0x00]  // little endian
+        let fields: [UInt8] =
+            [UInt8(eventType & 0xFF), UInt8(eventType >> 8), 0x00] + address + [0x01, 0x01, 0x00, 0x7F, 0x7F, 0, 0, 0]
+            + [UInt8](repeating: 0, count: 6) + [UInt8(data.count)] + data
+        let parameters = [0x0D, 0x01] + fields
+        return [0x3E, UInt8(parameters.count)] + parameters
+    }
+
+    @Test func extendedAdvertisingReportsAreReadWithTheirSenderAndCompleteness() throws {
+        let data = (0..<120).map { UInt8($0) }
+        let capture = try BTSnoop(
+            Self.capture([
+                (1, 3, Self.report(eventType: 0x0001, data: data)),  // connectable, extended, complete
+                (1, 3, Self.report(eventType: 0x0033, data: [0x02, 0x01, 0x06])),  // legacy, data truncated
+                (1, 2, Self.report(eventType: 0x0001, data: [1])),  // a command, not an event: ignored
+                (1, 3, [0x0E, 0x04, 0x01, 0x37, 0x20, 0x00]),  // Command Complete: no report
+            ]))
+        let reports = capture.advertisingReports
+        #expect(reports.count == 2)
+        #expect(reports.first?.address == "00:AA:01:00:00:00")
+        #expect(reports.first?.data == data && reports.first?.isComplete == true)
+        #expect(reports.first?.isLegacy == false && reports.first?.index == 1)
+        #expect(reports.last?.isLegacy == true && reports.last?.isComplete == false)
+    }
+
+    @Test func aReportLongerThanItsEventIsDropped() throws {
+        var packet = Self.report(eventType: 0x0001, data: [1, 2, 3])
+        packet.removeLast()
+        #expect(try BTSnoop(Self.capture([(0, 3, packet)])).advertisingReports.isEmpty)
+    }
+
     @Test func aRecordCutShortEndsTheCapture() throws {
         var bytes = Self.capture([(0, 2, Self.command(0x2009, [1, 0x41]))])
         bytes += Self.capture([(0, 2, Self.command(0x2009, [1, 0x42]))]).dropFirst(16).dropLast(2)

@@ -13,17 +13,9 @@ enum HeartRateScenario {
     /// The name the scan must see: what `blemu adv` predicts ("Polar H10 A1B2" whole, `scan-response: full`), so
     /// the lab checks the planner's prediction, not a copy of it.
     static let advertisedName: String = {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: LabScenario.blemuExecutable)
-        process.arguments = ["adv", "--json", LabScenario.package + "/" + profile]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return "" }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let plan = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
-        return plan?["localName"] as? String ?? ""
+        let plan = try? JSONSerialization.jsonObject(
+            with: LabScenario.blemu(["adv", "--json", LabScenario.package + "/" + profile]))
+        return (plan as? [String: Any])?["localName"] as? String ?? ""
     }()
     /// The README's worked example: a user's central-side unittest suite for this profile.
     static let centralTests = LabScenario.package + "/examples/central-tests/heart_rate_test.py"

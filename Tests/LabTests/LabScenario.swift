@@ -72,12 +72,27 @@ actor LabScenario {
     /// Boots a scenario whose guest script runs blemu itself: `controllers` controllers, no profiles for the stack to
     /// start, the checkout as working directory, 30 s per bring-up step; `results` already holds the script's files.
     static func bootScripted(
-        in results: String, controllers: Int = 2, timeout: Duration, on bluez: BlueZInstall, running command: [String]
+        in results: String, controllers: Int = 2, timeout: Duration, on bluez: BlueZInstall, dualMode: Bool = false,
+        running command: [String]
     ) async throws -> LabRun {
         let configuration = LabConfiguration(
             resultsDirectory: results, controllers: controllers, timeout: timeout, stepTimeout: .seconds(30),
-            workingDirectory: package, bluez: bluez)
+            workingDirectory: package, bluez: bluez, isDualMode: dualMode)
         return try await boot(configuration, running: command)
+    }
+
+    /// Runs the host's blemu and returns its stdout (empty on any failure).
+    static func blemu(_ arguments: [String]) -> Data {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: LabScenario.blemuExecutable)
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return Data() }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return data
     }
 
     /// Tests/LabTests/Fixtures: profiles, guest scripts and helpers the scenarios run in the VM.

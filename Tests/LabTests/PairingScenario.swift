@@ -23,7 +23,7 @@ enum PairingScenario {
     /// secure.yaml's passkey as `blemu show --json` reports it (not a copy of the profile's); empty when blemu
     /// cannot say.
     static let passkey: String = {
-        let show = try? JSONSerialization.jsonObject(with: ProfilesScenario.blemu(["show", "--json", secureProfile]))
+        let show = try? JSONSerialization.jsonObject(with: LabScenario.blemu(["show", "--json", secureProfile]))
         return ((show as? [String: Any])?["pairing"] as? [String: Any])?["passkey"] as? String ?? ""
     }()
     /// A passkey that is not the profile's.

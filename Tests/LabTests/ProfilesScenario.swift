@@ -44,7 +44,9 @@ enum ProfilesScenario {
             .filter { $0.hasSuffix(".yaml") }.sorted().map { directory + "/" + $0 }
         let fixtures = ["lab-advertising.yaml", "lab-core-bluetooth-name.yaml"].map { LabScenario.fixtures + "/" + $0 }
         return (bundled + fixtures).compactMap { path in
-            guard let plan = try? JSONSerialization.jsonObject(with: blemu(["adv", "--json", path])) as? [String: Any],
+            guard
+                let plan = try? JSONSerialization.jsonObject(with: LabScenario.blemu(["adv", "--json", path]))
+                    as? [String: Any],
                 let name = plan["localName"] as? String, let uuid = (plan["advertised"] as? [String])?.first
             else { return nil }
             let file = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
@@ -84,20 +86,6 @@ enum ProfilesScenario {
 
     /// The story names, in the order the script tells them; each leaves `<name>.rc` (and `<name>.failure`).
     static var stories: [String] { profiles.map { "profile-" + $0.name } + ["two-centrals", "flood", "transfer"] }
-
-    /// Runs the host's blemu and returns its stdout (empty on any failure).
-    static func blemu(_ arguments: [String]) -> Data {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: LabScenario.blemuExecutable)
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return Data() }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return data
-    }
 
     /// Story 5's profile: profiles/transfer.yaml's service and characteristic with a text of `transferLines`.
     static var transferProfile: String {

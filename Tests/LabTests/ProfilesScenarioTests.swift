@@ -75,7 +75,7 @@ struct ProfilesScenarioTests {
 
     /// The host's `blemu show --json` of a profile, as the central should see it.
     private func declared(_ profile: ProfilesScenario.Profile) throws -> [SeenService] {
-        let data = ProfilesScenario.blemu(["show", "--json", profile.path])
+        let data = LabScenario.blemu(["show", "--json", profile.path])
         let shown = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         let services = try #require(shown["services"] as? [[String: Any]])
         return services.map { service in
@@ -135,7 +135,7 @@ struct ProfilesScenarioTests {
     private func profileAndPlan(_ name: String) throws -> (ProfilesScenario.Profile, [String: Any]) {
         let profile = try #require(ProfilesScenario.profiles.first { $0.name == name })
         let plan = try #require(
-            try JSONSerialization.jsonObject(with: ProfilesScenario.blemu(["adv", "--json", profile.path]))
+            try JSONSerialization.jsonObject(with: LabScenario.blemu(["adv", "--json", profile.path]))
                 as? [String: Any])
         return (profile, plan)
     }
@@ -204,7 +204,7 @@ struct ProfilesScenarioTests {
         // Story 2 must cover heart-rate, a name Core Bluetooth's rule cuts to 8 bytes, and one bluetoothd cuts at 29.
         #expect(Self.profileNames.contains("heart-rate"))
         let cuts = ProfilesScenario.profiles.compactMap { profile -> Int? in
-            let plan = try? JSONSerialization.jsonObject(with: ProfilesScenario.blemu(["adv", "--json", profile.path]))
+            let plan = try? JSONSerialization.jsonObject(with: LabScenario.blemu(["adv", "--json", profile.path]))
             guard (plan as? [String: Any])?["localNameShortened"] as? Bool == true else { return nil }
             return profile.localName.utf8.count
         }
