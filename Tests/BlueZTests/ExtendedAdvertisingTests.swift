@@ -1,5 +1,6 @@
 import BusTestSupport
 import DBus
+import Foundation
 import GATTModel
 import Peripheral
 import Testing
@@ -69,5 +70,25 @@ struct ExtendedAdvertisingTests {
         #expect(try properties["LocalName"]?.asString() == "Extended")
         #expect(await rig.manager.isAdvertising)
         await rig.stop()
+    }
+
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: ChildProcess.blemu), "needs the built blemu"))
+    func blemuRunExits69WithOneLineNamingTheFix() async throws {
+        let bus = try PrivateBus()
+        let fake = try await FakeBluetoothd(busAddress: bus.address)
+        let directory = "/tmp/blemu-extended-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let profile = ChildProcess.repositoryRoot + "/Tests/LabTests/Fixtures/lab-extended.yaml"
+        let run = try ChildProcess(ChildProcess.blemu, ["run", profile, "--bus", bus.address], outputIn: directory)
+        #expect(await run.exitStatus() == 69, "\(run.stderr)")
+        // Beside the profile's warning and the info log, the refusal: one `blemu:` line, with the fix.
+        let lines = run.stderr.split(separator: "\n").filter { $0.hasPrefix("blemu: ") }
+        #expect(lines.count == 1, "\(run.stderr)")
+        #expect(lines.first?.contains("SupportedSecondaryChannels") == true, "\(run.stderr)")
+        #expect(lines.first?.contains("`mode: legacy`") == true, "\(run.stderr)")
+        #expect(await fake.advertisementRegistrations == 0)
+        await fake.stop()
+        bus.stop()
+        try? FileManager.default.removeItem(atPath: directory)
     }
 }
