@@ -128,7 +128,9 @@ let package = Package(
         .testTarget(
             name: "LabTests", dependencies: ["Lab", "ProbeCentral", "GATTModel", "ScenarioList"], exclude: ["Fixtures"],
             swiftSettings: strict),
-        .testTarget(name: "ProbeCentralTests", dependencies: ["ProbeCentral"], swiftSettings: strict),
+        .testTarget(
+            name: "ProbeCentralTests", dependencies: ["ProbeCentral", "GATTProfile", "GATTModel"], swiftSettings: strict
+        ),
         .testTarget(
             name: "blemuTests", dependencies: ["blemu", "BlueZ", "BlueZModel", "DBus", "GATTModel", "Peripheral"],
             swiftSettings: strict),

@@ -112,6 +112,7 @@ package enum BlueZName {
         package static let adapter = "Adapter"
         package static let device = "Device"
         package static let activeInstances = "ActiveInstances"
+        package static let txPower = "TxPower"
         package static let secondaryChannel = "SecondaryChannel"
         package static let supportedSecondaryChannels = "SupportedSecondaryChannels"
         package static let supportedCapabilities = "SupportedCapabilities"

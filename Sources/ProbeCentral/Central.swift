@@ -323,7 +323,25 @@ public struct Central: Sendable {
             path: path.rawValue, address: string(BlueZName.Property.address) ?? "",
             addressType: string(BlueZName.Property.addressType),
             name: string(BlueZName.Property.name) ?? string(BlueZName.Property.alias),
-            rssi: rssi, uuids: uuids)
+            rssi: rssi, uuids: uuids,
+            manufacturerData: advertisedData(scanned[BlueZName.Property.manufacturerData]) { key in
+                (try? key.asUInt16()).map { Hex.byte(UInt8($0 >> 8)) + Hex.byte(UInt8($0 & 0xFF)) }
+            },
+            serviceData: advertisedData(scanned[BlueZName.Property.serviceData]) { shortUUID($0) },
+            appearance: (try? scanned[BlueZName.Property.appearance]?.asUInt16()).map(Int.init),
+            txPower: (try? scanned[BlueZName.Property.txPower]?.asInt16()).map(Int.init))
+    }
+
+    /// Device1 `ManufacturerData` (`a{qv}`) or `ServiceData` (`a{sv}`): hex values by `key`'s spelling; nil when
+    /// absent or empty.
+    static func advertisedData(_ value: DBusValue?, key: (DBusValue) -> String?) -> [String: String]? {
+        guard let entries = try? value?.asEntries() else { return nil }
+        var data: [String: String] = [:]
+        for entry in entries {
+            guard let name = key(entry.key), let bytes = try? entry.value.asVariant().asBytes() else { continue }
+            data[name] = bytes.map(Hex.byte).joined()
+        }
+        return data.isEmpty ? nil : data
     }
 
     /// The RSSI to report: 127 means "not available" (Core Spec Vol 4, Part E, 7.7.65.2, LE Advertising Report:

@@ -44,15 +44,31 @@ public struct ProbeDevice: Codable, Sendable, Equatable {
     public var rssi: Int?
     /// Service UUIDs from the advertisement (and, once resolved, the GATT database), short form: "180D".
     public var uuids: [String]
+    /// Manufacturer data as advertised, hex by company identifier ("006B": "0200"); nil when none was seen.
+    public var manufacturerData: [String: String]?
+    /// Service data as advertised, hex by service UUID ("180F": "57"); nil when none was seen.
+    public var serviceData: [String: String]?
+    /// The advertised Appearance; nil when none was seen.
+    public var appearance: Int?
+    /// The advertised TX power level in dBm; nil when none was seen.
+    public var txPower: Int?
 
     /// A device from its properties.
-    public init(path: String, address: String, addressType: String?, name: String?, rssi: Int?, uuids: [String]) {
+    public init(
+        path: String, address: String, addressType: String?, name: String?, rssi: Int?, uuids: [String],
+        manufacturerData: [String: String]? = nil, serviceData: [String: String]? = nil, appearance: Int? = nil,
+        txPower: Int? = nil
+    ) {
         self.path = path
         self.address = address
         self.addressType = addressType
         self.name = name
         self.rssi = rssi
         self.uuids = uuids
+        self.manufacturerData = manufacturerData
+        self.serviceData = serviceData
+        self.appearance = appearance
+        self.txPower = txPower
     }
 }
 

@@ -15,6 +15,6 @@ struct Blemu: AsyncParsableCommand {
         version: BuildRevision.versionLine(version),
         subcommands: [
             ValidateCommand.self, ShowCommand.self, AdvCommand.self, RunCommand.self, LabCommand.self,
-            ProbeCommand.self, CtlCommand.self,
+            ProbeCommand.self, CloneCommand.self, CtlCommand.self,
         ])
 }

@@ -1,0 +1,250 @@
+import BlueZModel
+import GATTModel
+
+// `blemu clone` (issue 15): what a central saw of a device, written as a profile that validates and runs. The
+// probe's report is the only input, so the clone holds what a central can learn: the advertisement as scanned, the
+// GATT tree with the properties bluetoothd's client reports, every value that could be read, and the two
+// descriptors a profile declares (0x2901, 0x2904). What a profile cannot declare is left out with a comment that
+// says what and why; a central cannot learn permissions, so a refused read becomes the `encryption` it implies.
+
+/// Writes a profile (YAML text) from a probe report.
+public enum ProfileClone {
+    /// Where the clone came from, for its header comment.
+    public struct Source: Sendable {
+        /// The adapter the central used, e.g. `hci1`.
+        public var adapter: String
+        /// When the device was probed, as text (ISO 8601).
+        public var date: String
+        /// A source from its parts.
+        public init(adapter: String, date: String) {
+            self.adapter = adapter
+            self.date = date
+        }
+    }
+
+    /// The profile text for `report`.
+    public static func yaml(from report: ProbeReport, source: Source) -> String {
+        var writer = Writer()
+        writer.write(report, source: source)
+        return writer.lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Services bluetoothd publishes itself on the cloned side too, so a profile cannot (or need not) declare them.
+    static func skippedService(_ service: ProbeService) -> String? {
+        switch BluetoothUUID(service.uuid)?.uint16 {
+        case 0x1800: "GAP (0x1800) is bluetoothd's own: the clone's name and appearance come from the profile"
+        case 0x1801: "GATT (0x1801) is bluetoothd's own"
+        case 0x180A where service.characteristics.allSatisfy({ BluetoothUUID($0.uuid)?.uint16 == 0x2A50 }):
+            "Device Information with only a PnP ID (0x2A50) is what bluetoothd adds for DeviceID in main.conf"
+        default: nil
+        }
+    }
+
+    /// The characteristic properties a profile declares, from the Flags bluetoothd's client reports: the same
+    /// words, but `extended-properties` is implied by `reliable-write` and `writable-auxiliaries`.
+    static func properties(_ flags: [String]) -> [String] {
+        let known = [
+            "broadcast", "read", "write-without-response", "write", "notify", "indicate",
+            "authenticated-signed-writes", "extended-properties", "reliable-write", "writable-auxiliaries",
+        ]
+        var properties = known.filter(flags.contains)
+        if properties.contains("reliable-write") || properties.contains("writable-auxiliaries") {
+            properties.removeAll { $0 == "extended-properties" }
+        }
+        return properties
+    }
+
+    /// The `encryption` a refused read implies (Core Spec Vol 3, Part F, 3.4.1.1): 0x0F needs an encrypted link,
+    /// 0x05 an authenticated one.
+    static func readEncryption(_ failure: ProbeFailure?) -> String? {
+        switch failure?.attError {
+        case 0x0F: "encrypted"
+        case 0x05: "authenticated"
+        default: nil
+        }
+    }
+
+    /// A double-quoted YAML scalar.
+    static func quoted(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\t": out += "\\t"
+            default:
+                if scalar.value < 0x20 || scalar.value == 0x7F {
+                    out += "\\x" + Hex.byte(UInt8(scalar.value))
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out + "\""
+    }
+}
+
+extension ProfileClone {
+    /// Accumulates the profile's lines and the ids it handed out (one namespace for services and characteristics).
+    struct Writer {
+        var lines: [String] = []
+        var ids: Set<String> = []
+
+        /// A unique id: the SIG key when the UUID has one, else `fallback`; `-2`, `-3`... when taken.
+        mutating func id(for uuid: String, kind: AssignedNumber.Kind, fallback: String) -> String {
+            let entry = BluetoothUUID(uuid).flatMap(AssignedNumber.entry(for:))
+            let base = entry.flatMap { $0.kind == kind ? $0.key : nil } ?? fallback
+            var candidate = base
+            var n = 2
+            while ids.contains(candidate) {
+                candidate = "\(base)-\(n)"
+                n += 1
+            }
+            ids.insert(candidate)
+            return candidate
+        }
+
+        mutating func write(_ report: ProbeReport, source: Source) {
+            let device = report.device
+            let name = device.name ?? "Clone of \(device.address)"
+            lines += [
+                "# Cloned by `blemu clone` from \(device.address)\(device.name.map { " (\($0))" } ?? ""), through "
+                    + "bluetoothd on \(source.adapter), \(source.date).",
+                "# What a central saw: the advertisement as scanned, the GATT tree, every value it could read.",
+                "name: \(ProfileClone.quoted(name))",
+            ]
+            var services: [(ProbeService, String)] = []
+            var serviceLines: [String] = []
+            for (index, service) in report.services.enumerated() {
+                if let why = ProfileClone.skippedService(service) {
+                    serviceLines.append("  # skipped: service \(service.uuid): \(why)")
+                    continue
+                }
+                let id = self.id(for: service.uuid, kind: .service, fallback: "service-\(index + 1)")
+                services.append((service, id))
+                serviceLines += serviceBlock(service, id: id, index: index + 1)
+            }
+            lines += advertisement(device, published: services)
+            lines.append("services:")
+            lines += serviceLines
+        }
+
+        func advertisement(_ device: ProbeDevice, published: [(ProbeService, String)]) -> [String] {
+            var block = ["advertisement:"]
+            if let name = device.name { block.append("  local-name: \(ProfileClone.quoted(name))") }
+            var advertised: [String] = []
+            for uuid in device.uuids {
+                if let (_, id) = published.first(where: {
+                    $0.0.isPrimary && BluetoothUUID($0.0.uuid) == BluetoothUUID(uuid)
+                }) {
+                    advertised.append(id)
+                } else {
+                    block.append("  # not advertised here: \(uuid), which the clone publishes no primary service for")
+                }
+            }
+            if !advertised.isEmpty { block.append("  service-uuids: [\(advertised.joined(separator: ", "))]") }
+            if let appearance = device.appearance {
+                block.append("  appearance: 0x" + Hex.byte(UInt8(appearance >> 8)) + Hex.byte(UInt8(appearance & 0xFF)))
+            }
+            if let data = device.manufacturerData, !data.isEmpty {
+                block.append("  manufacturer-data:")
+                for (company, hex) in data.sorted(by: { $0.key < $1.key }) {
+                    block.append("    - { company: 0x\(company), data: { hex: \"\(hex)\" } }")
+                }
+            }
+            if let data = device.serviceData, !data.isEmpty {
+                block.append("  service-data:")
+                for (uuid, hex) in data.sorted(by: { $0.key < $1.key }) {
+                    block.append("    - { uuid: \(uuid), data: { hex: \"\(hex)\" } }")
+                }
+            }
+            if device.txPower != nil { block.append("  tx-power: true") }
+            // The scanned name is the whole name a central learned; send it whole rather than cut to 8 bytes.
+            if device.name != nil { block.append("  scan-response: full") }
+            return block
+        }
+
+        mutating func serviceBlock(_ service: ProbeService, id: String, index: Int) -> [String] {
+            var block = ["  - id: \(id)", "    uuid: \(service.uuid)"]
+            if !service.isPrimary {
+                block.append("    primary: false  # a secondary service: which service includes it is not known")
+            }
+            block.append("    characteristics:")
+            for (number, characteristic) in service.characteristics.enumerated() {
+                let id = self.id(
+                    for: characteristic.uuid, kind: .characteristic, fallback: "characteristic-\(index)-\(number + 1)")
+                block += characteristicBlock(characteristic, id: id)
+            }
+            return block
+        }
+
+        func characteristicBlock(_ characteristic: ProbeCharacteristic, id: String) -> [String] {
+            let properties = ProfileClone.properties(characteristic.flags)
+            var block = [
+                "      - id: \(id)", "        uuid: \(characteristic.uuid)",
+                "        properties: [\(properties.joined(separator: ", "))]",
+            ]
+            let isConstant = !properties.contains { $0 != "read" && $0 != "broadcast" }
+            switch characteristic.read {
+            case .value(let value)?:
+                let bytes = value.hex.count / 2
+                // Core Spec Vol 3, Part F, 3.2.9: an attribute value holds at most 512 bytes.
+                if bytes > 512 {
+                    block.append("        # no value: \(bytes) bytes, more than the 512 a profile holds")
+                } else {
+                    block.append("        \(isConstant ? "value" : "initial"): { hex: \"\(value.hex)\" }")
+                }
+            case .failure(let failure)?:
+                let code = failure.attError.map { " (ATT 0x" + Hex.byte($0) + ")" } ?? ""
+                block.append("        # no value: the read was refused\(code): \(failure.name): \(failure.message)")
+                if let level = ProfileClone.readEncryption(failure) {
+                    block.append("        encryption: { read: \(level) }")
+                }
+            case nil:
+                break
+            }
+            var descriptors: [String] = []
+            for descriptor in characteristic.descriptors {
+                switch BluetoothUUID(descriptor.uuid)?.uint16 {
+                case 0x2902, 0x2900:
+                    descriptors.append("          # skipped: descriptor \(descriptor.uuid) is bluetoothd's own")
+                case 0x2901:
+                    if let hex = descriptor.read?.value?.hex, let bytes = Hex.bytes(hex),
+                        let text = String(validating: bytes, as: UTF8.self)
+                    {
+                        descriptors.append("          - user-description: \(ProfileClone.quoted(text))")
+                    } else {
+                        descriptors.append("          # skipped: a user description that could not be read as text")
+                    }
+                case 0x2904:
+                    if let hex = descriptor.read?.value?.hex, let bytes = Hex.bytes(hex), bytes.count == 7 {
+                        let unit = UInt16(bytes[2]) | UInt16(bytes[3]) << 8
+                        let description = UInt16(bytes[5]) | UInt16(bytes[6]) << 8
+                        descriptors.append(
+                            "          - presentation-format: { format: \(bytes[0]), exponent: \(Int8(bitPattern: bytes[1])), "
+                                + "unit: 0x\(Hex.byte(UInt8(unit >> 8)))\(Hex.byte(UInt8(unit & 0xFF))), "
+                                + "namespace: \(bytes[4]), description: \(description) }")
+                    } else {
+                        descriptors.append("          # skipped: a presentation format that is not 7 readable bytes")
+                    }
+                default:
+                    if let hex = descriptor.read?.value?.hex {
+                        descriptors.append("          - { uuid: \(descriptor.uuid), value: { hex: \"\(hex)\" } }")
+                    } else {
+                        descriptors.append(
+                            "          # skipped: descriptor \(descriptor.uuid), which could not be read")
+                    }
+                }
+            }
+            // Comments alone under `descriptors:` would leave it null: the key goes in only with an item.
+            if descriptors.contains(where: { $0.hasPrefix("          -") }) {
+                block.append("        descriptors:")
+                block += descriptors
+            } else {
+                block += descriptors.map { "        " + $0.dropFirst(10) }
+            }
+            return block
+        }
+    }
+}

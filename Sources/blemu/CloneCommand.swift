@@ -1,0 +1,107 @@
+import ArgumentParser
+import DBus
+import Foundation
+import GATTModel
+import GATTProfile
+import Logging
+import ProbeCentral
+
+/// `blemu clone`: be the phone, then write down what it saw as a profile that validates and runs.
+struct CloneCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "clone",
+        abstract: "Write a profile from a live device: its advertisement, GATT tree and readable values.",
+        discussion: """
+            Probes the device as `blemu probe` does (bluetoothd's client API on the central's adapter), then writes \
+            a profile: the advertisement as scanned (name, service UUIDs, appearance, manufacturer and service \
+            data, TX power), every service and characteristic with the properties a central sees, SIG keys as ids \
+            where known, each readable value as hex (a constant `value` when the characteristic only reads, else \
+            `initial`), user descriptions and presentation formats. What a profile cannot declare is left out with \
+            a comment saying what and why (GAP and GATT, the CCCD, values over 512 bytes); a read refused for \
+            encryption or authentication becomes the `encryption` it implies. The profile is checked before it is \
+            written, and FILE appears whole or not at all.
+
+            Example:
+              blemu clone --adapter hci1 00:AA:01:00:00:00 -o sensor.yaml
+              blemu lab run --profile profiles/heart-rate.yaml -- \\
+                  sh -c 'blemu clone --adapter $BLEMU_LAB_CENTRAL $BLEMU_LAB_PERIPHERAL_ADDRESS'
+
+            Exit codes: 0 written; 1 not found within --timeout; 2 found but Connect or service resolution \
+            failed; 64 usage; 69 no bus, no bluetoothd or no usable adapter; 70 the clone did not validate (a blemu \
+            bug: please report it); 73 FILE cannot be written.
+            """)
+
+    @Argument(help: "The device's address, e.g. 00:AA:01:00:00:00.")
+    var address: String?
+
+    @Option(help: "Match the advertised name (Name or Alias) exactly.")
+    var name: String?
+
+    @Option(help: "The adapter to use (default: the first one that is not advertising).")
+    var adapter: String?
+
+    @Option(name: [.short, .long], help: "Write the profile to FILE (default: stdout).")
+    var output: String?
+
+    @Option(help: "Seconds to wait for each of: the device to appear, Connect, service resolution.")
+    var timeout: Double = 20
+
+    @Option(help: "The bus: system (default), session, or a D-Bus address such as unix:path=/run/bus.")
+    var bus = BusAddress.system
+
+    @Flag(name: .shortAndLong, help: "Log every step (and every D-Bus call at trace level) to stderr.")
+    var verbose = false
+
+    func validate() throws {
+        guard timeout > 0 else { throw ValidationError("--timeout must be > 0") }
+        if let address, address.split(separator: ":").count != 6 {
+            throw ValidationError("ADDRESS must look like 00:AA:01:00:00:00, got \(address)")
+        }
+        guard address != nil || name != nil else { throw ValidationError("give the device's ADDRESS or --name") }
+    }
+
+    func run() async throws {
+        var logger = Logger(label: "blemu.clone", factory: { StreamLogHandler.standardError(label: $0) })
+        logger.logLevel = verbose ? .trace : .warning
+        // No listening: a clone holds what a central reads; notifications are the device's behaviour.
+        let request = ProbeRequest(
+            adapter: adapter, address: address, name: name, service: nil,
+            timeout: .milliseconds(Int64(timeout * 1000)), listen: .zero)
+        let report: ProbeReport
+        do {
+            let central = try Central(bus: bus, logger: logger)
+            defer { central.close() }
+            report = try await central.probe(request)
+        } catch {
+            Console.error("blemu: \(error.description)")
+            throw ExitCode(error.exitCode)
+        }
+        let source = ProfileClone.Source(adapter: report.adapter, date: Date().formatted(.iso8601))
+        let text = ProfileClone.yaml(from: report, source: source)
+        let checked = ProfileLoader.decode(text: text, fileName: output ?? "<clone>")
+        guard !checked.hasErrors else {
+            Console.error(checked.renderedDiagnostics)
+            Console.error("blemu: the clone of \(report.device.address) does not validate; nothing written")
+            throw ExitCode.software
+        }
+        guard let output else {
+            print(text, terminator: "")
+            return
+        }
+        try write(text, to: output)
+        Console.error("blemu: wrote \(output): \(report.services.count) services from \(report.device.address)")
+    }
+
+    /// Writes `text` next to `path` and renames it into place, so the file appears whole or not at all.
+    private func write(_ text: String, to path: String) throws {
+        let temporary = path + ".tmp-\(ProcessInfo.processInfo.processIdentifier)"
+        do {
+            try Data(text.utf8).write(to: URL(fileURLWithPath: temporary))
+            guard rename(temporary, path) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        } catch {
+            try? FileManager.default.removeItem(atPath: temporary)
+            Console.error("blemu: cannot write \(path): \(error.localizedDescription)")
+            throw ExitCode.cannotCreate
+        }
+    }
+}
