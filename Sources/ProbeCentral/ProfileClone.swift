@@ -29,8 +29,9 @@ public enum ProfileClone {
         return writer.lines.joined(separator: "\n") + "\n"
     }
 
-    /// Services bluetoothd publishes itself on the cloned side too, so a profile cannot (or need not) declare them.
-    static func skippedService(_ service: ProbeService) -> String? {
+    /// Services bluetoothd publishes itself on the cloned side too, so a profile cannot (or need not) declare them:
+    /// why a clone leaves `service` out, or nil when it keeps it.
+    public static func skippedService(_ service: ProbeService) -> String? {
         switch BluetoothUUID(service.uuid)?.uint16 {
         case 0x1800: "GAP (0x1800) is bluetoothd's own: the clone's name and appearance come from the profile"
         case 0x1801: "GATT (0x1801) is bluetoothd's own"
@@ -38,6 +39,25 @@ public enum ProfileClone {
             "Device Information with only a PnP ID (0x2A50) is what bluetoothd adds for DeviceID in main.conf"
         default: nil
         }
+    }
+
+    /// The Device Name (0x2A00) read from the GAP service, when it was readable UTF-8.
+    static func gapName(_ report: ProbeReport) -> String? {
+        let gap = report.services.first { BluetoothUUID($0.uuid)?.uint16 == 0x1800 }
+        let name = gap?.characteristics.first { BluetoothUUID($0.uuid)?.uint16 == 0x2A00 }
+        return name?.read?.value.flatMap { Hex.bytes($0.hex) }.flatMap { String(validating: $0, as: UTF8.self) }
+    }
+
+    /// A value as the profile writes it: `{ text: ... }` for a SIG string characteristic (its key ends in
+    /// `-string`, e.g. manufacturer-name-string) holding printable UTF-8, else `{ hex: ... }`.
+    static func value(_ hex: String, uuid: String) -> String {
+        let isString = BluetoothUUID(uuid).flatMap(AssignedNumber.entry(for:))?.key.hasSuffix("-string") == true
+        if isString, let bytes = Hex.bytes(hex), let text = String(validating: bytes, as: UTF8.self),
+            !text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+        {
+            return "{ text: \(quoted(text)) }"
+        }
+        return "{ hex: \"\(hex)\" }"
     }
 
     /// The characteristic properties a profile declares, from the Flags bluetoothd's client reports: the same
@@ -107,7 +127,8 @@ extension ProfileClone {
 
         mutating func write(_ report: ProbeReport, source: Source) {
             let device = report.device
-            let name = device.name ?? "Clone of \(device.address)"
+            // The GAP Device Name when the central could read it (the advertised name may be a shorter one).
+            let name = ProfileClone.gapName(report) ?? device.name ?? "Clone of \(device.address)"
             lines += [
                 "# Cloned by `blemu clone` from \(device.address)\(device.name.map { " (\($0))" } ?? ""), through "
                     + "bluetoothd on \(source.adapter), \(source.date).",
@@ -193,7 +214,9 @@ extension ProfileClone {
                 if bytes > 512 {
                     block.append("        # no value: \(bytes) bytes, more than the 512 a profile holds")
                 } else {
-                    block.append("        \(isConstant ? "value" : "initial"): { hex: \"\(value.hex)\" }")
+                    block.append(
+                        "        \(isConstant ? "value" : "initial"): "
+                            + ProfileClone.value(value.hex, uuid: characteristic.uuid))
                 }
             case .failure(let failure)?:
                 let code = failure.attError.map { " (ATT 0x" + Hex.byte($0) + ")" } ?? ""

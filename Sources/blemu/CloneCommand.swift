@@ -43,6 +43,9 @@ struct CloneCommand: AsyncParsableCommand {
     @Option(name: [.short, .long], help: "Write the profile to FILE (default: stdout).")
     var output: String?
 
+    @Option(help: "Also write the probe report the profile was made from, as JSON (what `blemu probe --json` prints).")
+    var probeJSON: String?
+
     @Option(help: "Seconds to wait for each of: the device to appear, Connect, service resolution.")
     var timeout: Double = 20
 
@@ -84,6 +87,7 @@ struct CloneCommand: AsyncParsableCommand {
             Console.error("blemu: the clone of \(report.device.address) does not validate; nothing written")
             throw ExitCode.software
         }
+        if let probeJSON { try write(report.json, to: probeJSON) }
         guard let output else {
             print(text, terminator: "")
             return

@@ -35,3 +35,14 @@ stop_blemu() {
     wait "$blemu_pid"
     echo $? > "$1"
 }
+
+# forget ADAPTER ADDRESS: bluetoothd keeps a device object (name, UUIDs, GATT cache) per adapter: a scenario drops
+# it, so that the next scan starts from nothing. RemoveDevice keeps the cached name (device_remove_stored
+# only drops the cache file's services and attributes), and a new device object loads it, after which
+# a shortened advertised name never replaces it (adapter.c: only when no name is known): remove the
+# file too.
+forget() { # ADAPTER ADDRESS
+    dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$1" org.bluez.Adapter1.RemoveDevice \
+        "objpath:/org/bluez/$1/dev_$(echo "$2" | tr : _)" >/dev/null 2>&1
+    rm -f "/var/lib/bluetooth/$(sed -n "s/^$1 //p" "$R/controllers")/cache/$2"
+}

@@ -47,16 +47,6 @@ advertising() { # LOG
 }
 # btmon writes the 16-byte btsnoop header, then the controllers' index events once it is listening.
 capturing() { [ "$(stat -c %s "$1" 2>/dev/null || echo 0)" -gt 16 ]; }
-# bluetoothd keeps a device object (name, UUIDs, GATT cache) per adapter: each story drops them first,
-# so that every scan starts from nothing. RemoveDevice keeps the cached name (device_remove_stored
-# only drops the cache file's services and attributes), and a new device object loads it, after which
-# a shortened advertised name never replaces it (adapter.c: only when no name is known): remove the
-# file too.
-forget() { # ADAPTER ADDRESS
-    dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$1" org.bluez.Adapter1.RemoveDevice \
-        "objpath:/org/bluez/$1/dev_$(echo "$2" | tr : _)" >/dev/null 2>&1
-    rm -f "/var/lib/bluetooth/$(sed -n "s/^$1 //p" "$R/controllers")/cache/$2"
-}
 forget_all() {
     forget hci1 "$ADDR"; forget hci2 "$ADDR"; forget hci2 "$BYSTANDER"
 }

@@ -1,0 +1,26 @@
+import Foundation
+
+@testable import Lab
+
+/// One boot per BlueZ in which every bundled profile is served by the real `blemu run` on hci0, cloned from hci1
+/// with `blemu clone`, and the clone served and probed in its turn (Fixtures/lab-clone.sh). The tests compare the
+/// report the clone was made from with the probe of the clone (issue 15: probe of the original == probe of the
+/// clone, apart from what bluetoothd adds itself).
+enum CloneScenario {
+    /// Boots on first use; every test awaits the same run.
+    static let shared = LabScenario(boot: boot)
+
+    /// The bundled profiles, by path, sorted.
+    static let profiles: [String] = {
+        let directory = LabScenario.package + "/profiles"
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return names.filter { $0.hasSuffix(".yaml") }.sorted().map { directory + "/" + $0 }
+    }()
+
+    private static func boot(bluez: BlueZInstall) async throws -> LabRun {
+        let results = try LabScenario.freshResultsDirectory()
+        return try await LabScenario.bootScripted(
+            in: results, timeout: .seconds(600), on: bluez,
+            running: ["/bin/sh", LabScenario.fixtures + "/lab-clone.sh", LabScenario.blemuExecutable] + profiles)
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import ProbeCentral
+import Testing
+
+@testable import Lab
+
+/// `blemu clone` round trip on real bluetoothd (`CloneScenario`): what a central sees of each bundled profile and
+/// of its clone is the same, apart from what bluetoothd adds itself (GAP, GATT, and its PnP-only Device
+/// Information).
+@Suite(
+    .enabled(if: LabScenario.isAvailable, "needs the lab rig (blemu lab check) and BLEMU_LAB_TESTS unset or 1"),
+    .enabled(if: HeartRateScenario.blemuCanRun, "needs `blemu run` (blemu run --help must succeed)"),
+    .timeLimit(.minutes(30)))
+struct CloneScenarioTests {
+    /// What the comparison keeps of a report: the device as scanned and the services a profile declares.
+    struct Seen: Equatable, CustomStringConvertible {
+        var name: String?
+        var uuids: [String]
+        var manufacturerData: [String: String]?
+        var serviceData: [String: String]?
+        var appearance: Int?
+        var hasTxPower: Bool
+        var services: [ProbeService]
+
+        init(_ report: ProbeReport) {
+            name = report.device.name
+            uuids = report.device.uuids
+            manufacturerData = report.device.manufacturerData
+            serviceData = report.device.serviceData
+            appearance = report.device.appearance
+            hasTxPower = report.device.txPower != nil
+            // bluetoothd's own services, and the object paths (the clone's handles may differ), are not compared.
+            services = report.services.filter { ProfileClone.skippedService($0) == nil }.map { service in
+                var service = service
+                service.path = ""
+                service.characteristics = service.characteristics.map { characteristic in
+                    var characteristic = characteristic
+                    characteristic.path = ""
+                    characteristic.descriptors = characteristic.descriptors.map { descriptor in
+                        var descriptor = descriptor
+                        descriptor.path = ""
+                        return descriptor
+                    }
+                    return characteristic
+                }
+                return service
+            }
+        }
+
+        var description: String {
+            "\(name ?? "-") \(uuids) \(services.map { "\($0.uuid): \($0.characteristics.map { "\($0.uuid) \($0.flags) \($0.read.map { "\($0)" } ?? "-")" })" })"
+        }
+    }
+
+    @Test(arguments: LabScenario.versions) func everyBundledProfileAndItsCloneLookTheSameToACentral(
+        bluez: BlueZInstall
+    ) async throws {
+        let run = try await CloneScenario.shared.run(on: bluez)
+        try #require(CloneScenario.profiles.count >= 5)
+        for profile in CloneScenario.profiles {
+            let name = URL(fileURLWithPath: profile).deletingPathExtension().lastPathComponent
+            let evidence = tails(
+                run, ["\(name).failure", "\(name).clone.out", "\(name).probe.err", "\(name).clone-run.log"])
+            #expect(read(run, "\(name).failure").isEmpty, "\(name): \(evidence)")
+            #expect(
+                read(run, "\(name).clone-rc").trimmingCharacters(in: .whitespacesAndNewlines) == "0",
+                "\(name): \(evidence)")
+            #expect(
+                read(run, "\(name).probe-rc").trimmingCharacters(in: .whitespacesAndNewlines) == "0",
+                "\(name): \(evidence)")
+            guard
+                let original = try? JSONDecoder().decode(
+                    ProbeReport.self, from: Data(read(run, "\(name).original.json").utf8)),
+                let clone = try? JSONDecoder().decode(
+                    ProbeReport.self, from: Data(read(run, "\(name).clone.json").utf8))
+            else {
+                Issue.record("\(name): a probe report is missing or unreadable\n\(evidence)")
+                continue
+            }
+            #expect(!original.services.isEmpty, "\(name)")
+            #expect(Seen(clone) == Seen(original), "\(name):\noriginal \(Seen(original))\nclone    \(Seen(clone))")
+        }
+    }
+}

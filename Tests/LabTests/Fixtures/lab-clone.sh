@@ -1,0 +1,60 @@
+#!/bin/sh
+# The clone scenario (Tests/LabTests/CloneScenario.swift), run inside the VM:
+#   lab-clone.sh BLEMU PROFILE...
+# For each profile: `blemu run PROFILE` on the peripheral controller, `blemu clone` from the central's (the profile
+# and the probe report it was made from), then `blemu run` of the clone and `blemu probe --json` of it. Files per
+# profile NAME: NAME.clone.yaml, NAME.original.json, NAME.clone.json, NAME.clone-rc, NAME.probe-rc and the logs.
+# Each profile is a story in a subshell: a failed step writes NAME.failure and the next profile still runs.
+# Progress goes to scenario-steps.
+R="$BLEMU_LAB_RESULTS"
+B=$1
+shift
+F=$(dirname "$0")
+SCENARIO=clone
+. "$F/guest-lib.sh"
+C="$BLEMU_LAB_CENTRAL"
+ADDR="$BLEMU_LAB_PERIPHERAL_ADDRESS"
+blemu_pid=
+
+advertising() { # LOG
+    exited "$blemu_pid" && fail "blemu run exited before advertising (see $1)"
+    grep -q '^advertising "' "$1"
+}
+serve() { # PROFILE LOG
+    "$B" run "$1" --adapter "$BLEMU_LAB_PERIPHERAL" </dev/null >"$2" 2>&1 &
+    blemu_pid=$!
+    within 20 "blemu run $1 to advertise" advertising "$2"
+}
+# stop RC-FILE: stop_blemu, then forget the device on the central, so the next probe resolves from nothing.
+stop() {
+    stop_blemu "$1"
+    blemu_pid=
+    forget "$C" "$ADDR"
+}
+
+clone_one() { # NAME PROFILE
+    current=$1
+    fail() {
+        echo "$*" > "$R/$current.failure"
+        [ -n "$blemu_pid" ] && kill -9 "$blemu_pid" 2>/dev/null
+        exit 1
+    }
+    serve "$2" "$R/$1.original-run.log"
+    "$B" clone --adapter "$C" --timeout 20 -o "$R/$1.clone.yaml" --probe-json "$R/$1.original.json" "$ADDR" \
+        > "$R/$1.clone.out" 2>&1
+    echo $? > "$R/$1.clone-rc"
+    stop "$R/$1.original-run-rc"
+    [ -f "$R/$1.clone.yaml" ] || fail "blemu clone wrote no profile: $(tail -3 "$R/$1.clone.out")"
+    serve "$R/$1.clone.yaml" "$R/$1.clone-run.log"
+    "$B" probe --adapter "$C" --listen 0 --timeout 20 --json "$ADDR" > "$R/$1.clone.json" 2> "$R/$1.probe.err"
+    echo $? > "$R/$1.probe-rc"
+    stop "$R/$1.clone-run-rc"
+}
+
+for profile in "$@"; do
+    name=$(basename "$profile" .yaml)
+    step "$name"
+    ( clone_one "$name" "$profile" )
+done
+step done
+echo "clone scenario done"
