@@ -125,7 +125,7 @@ extension ADStructure {
 
     /// A 16-bit value as four uppercase hex digits, `004C`, for company identifiers and appearance values.
     package static func hex16(_ value: UInt16) -> String {
-        hex([UInt8(truncatingIfNeeded: value >> 8), UInt8(truncatingIfNeeded: value)]).filter { $0 != " " }
+        Hex.word(value)
     }
 
     /// Splits PDU bytes back into AD structures (explanations are the type names); nil when a length runs past the end.

@@ -6,6 +6,11 @@ public enum Hex {
         return byte < 0x10 ? "0" + digits : digits
     }
 
+    /// A 16-bit value as four uppercase digits, most significant first: `0341`.
+    public static func word(_ value: UInt16) -> String {
+        byte(UInt8(truncatingIfNeeded: value >> 8)) + byte(UInt8(truncatingIfNeeded: value))
+    }
+
     /// Bytes as uppercase pairs joined by `separator`: `02 01 06` by default, `020106` with "".
     public static func string(_ bytes: some Sequence<UInt8>, separator: String = " ") -> String {
         bytes.map(byte).joined(separator: separator)

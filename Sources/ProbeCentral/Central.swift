@@ -325,7 +325,7 @@ public struct Central: Sendable {
             name: string(BlueZName.Property.name) ?? string(BlueZName.Property.alias),
             rssi: rssi, uuids: uuids,
             manufacturerData: advertisedData(scanned[BlueZName.Property.manufacturerData]) { key in
-                (try? key.asUInt16()).map { Hex.byte(UInt8($0 >> 8)) + Hex.byte(UInt8($0 & 0xFF)) }
+                (try? key.asUInt16()).map(Hex.word)
             },
             serviceData: advertisedData(scanned[BlueZName.Property.serviceData]) { shortUUID($0) },
             appearance: (try? scanned[BlueZName.Property.appearance]?.asUInt16()).map(Int.init),

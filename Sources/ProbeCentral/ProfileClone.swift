@@ -166,7 +166,7 @@ extension ProfileClone {
             }
             if !advertised.isEmpty { block.append("  service-uuids: [\(advertised.joined(separator: ", "))]") }
             if let appearance = device.appearance {
-                block.append("  appearance: 0x" + Hex.byte(UInt8(appearance >> 8)) + Hex.byte(UInt8(appearance & 0xFF)))
+                block.append("  appearance: 0x" + Hex.word(UInt16(truncatingIfNeeded: appearance)))
             }
             if let data = device.manufacturerData, !data.isEmpty {
                 block.append("  manufacturer-data:")
@@ -246,8 +246,8 @@ extension ProfileClone {
                         let description = UInt16(bytes[5]) | UInt16(bytes[6]) << 8
                         descriptors.append(
                             "          - presentation-format: { format: \(bytes[0]), exponent: \(Int8(bitPattern: bytes[1])), "
-                                + "unit: 0x\(Hex.byte(UInt8(unit >> 8)))\(Hex.byte(UInt8(unit & 0xFF))), "
-                                + "namespace: \(bytes[4]), description: \(description) }")
+                                + "unit: 0x\(Hex.word(unit)), "
+                                + "namespace: \(bytes[4]), description: 0x\(Hex.word(description)) }")
                     } else {
                         descriptors.append("          # skipped: a presentation format that is not 7 readable bytes")
                     }
