@@ -223,6 +223,12 @@ extension ProfileClone {
                 block.append("        # no value: the read was refused\(code): \(failure.name): \(failure.message)")
                 if let level = ProfileClone.readEncryption(failure) {
                     block.append("        encryption: { read: \(level) }")
+                } else if failure.attError != 0x02 {
+                    // bluetoothd's client answers Insufficient Encryption by pairing; a pairing that fails ends
+                    // the read with 0x0E, and the link may drop for the reads after it.
+                    block.append(
+                        "        # (not a refusal a profile declares: the link or a pairing failed on the way; "
+                            + "clone with a paired central to learn the value)")
                 }
             case nil:
                 break

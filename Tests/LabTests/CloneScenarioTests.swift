@@ -22,7 +22,8 @@ struct CloneScenarioTests {
         var hasTxPower: Bool
         var services: [ProbeService]
 
-        init(_ report: ProbeReport) {
+        /// `report` without the reads in `ignored` (characteristic UUIDs, and `characteristic/descriptor` UUIDs).
+        init(_ report: ProbeReport, ignoring ignored: Set<String> = []) {
             name = report.device.name
             uuids = report.device.uuids
             manufacturerData = report.device.manufacturerData
@@ -36,7 +37,9 @@ struct CloneScenarioTests {
                 service.characteristics = service.characteristics.map { characteristic in
                     var characteristic = characteristic
                     characteristic.path = ""
-                    characteristic.descriptors = characteristic.descriptors.map { descriptor in
+                    if ignored.contains(characteristic.uuid) { characteristic.read = nil }
+                    characteristic.descriptors = characteristic.descriptors.compactMap { descriptor in
+                        guard !ignored.contains(characteristic.uuid + "/" + descriptor.uuid) else { return nil }
                         var descriptor = descriptor
                         descriptor.path = ""
                         return descriptor
@@ -45,6 +48,24 @@ struct CloneScenarioTests {
                 }
                 return service
             }
+        }
+
+        /// The reads of `report` that failed without an ATT code a profile can declare (a permission, an encryption
+        /// or an authentication the read needs): a link lost or a pairing that failed on the way (bluetoothd's client
+        /// answers Insufficient Encryption by pairing, and a passkey nobody types ends it with 0x0E). A clone cannot
+        /// reproduce those, so they are not compared; the clone says so in a comment.
+        static func failedReads(_ report: ProbeReport) -> Set<String> {
+            let declarable: Set<UInt8> = [0x02, 0x05, 0x08, 0x0C, 0x0F]
+            var failed: Set<String> = []
+            for characteristic in report.characteristics {
+                if let failure = characteristic.read?.failure, !declarable.contains(failure.attError ?? 0) {
+                    failed.insert(characteristic.uuid)
+                }
+                for descriptor in characteristic.descriptors where descriptor.read?.failure != nil {
+                    failed.insert(characteristic.uuid + "/" + descriptor.uuid)
+                }
+            }
+            return failed
         }
 
         var description: String {
@@ -78,7 +99,12 @@ struct CloneScenarioTests {
                 continue
             }
             #expect(!original.services.isEmpty, "\(name)")
-            #expect(Seen(clone) == Seen(original), "\(name):\noriginal \(Seen(original))\nclone    \(Seen(clone))")
+            let failed = Seen.failedReads(original)
+            if !failed.isEmpty {
+                print("clone lab: \(name): reads that failed on the way, not compared: \(failed.sorted())")
+            }
+            let (theirs, ours) = (Seen(original, ignoring: failed), Seen(clone, ignoring: failed))
+            #expect(ours == theirs, "\(name):\noriginal \(theirs)\nclone    \(ours)")
         }
     }
 }
