@@ -1,4 +1,5 @@
 import BlueZModel
+import Foundation
 import GATTModel
 
 // `blemu clone` (issue 15): what a central saw of a device, written as a profile that validates and runs. The
@@ -84,24 +85,11 @@ public enum ProfileClone {
         }
     }
 
-    /// A double-quoted YAML scalar.
+    /// A double-quoted YAML scalar: a JSON string is one (YAML 1.2, 7.3.1 takes every JSON escape).
     static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 || scalar.value == 0x7F {
-                    out += "\\x" + Hex.byte(UInt8(scalar.value))
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out + "\""
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .withoutEscapingSlashes
+        return (try? encoder.encode(text)).map { String(decoding: $0, as: UTF8.self) } ?? "\"\""
     }
 }
 

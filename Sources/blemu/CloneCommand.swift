@@ -31,14 +31,7 @@ struct CloneCommand: AsyncParsableCommand {
             bug: please report it); 73 FILE cannot be written.
             """)
 
-    @Argument(help: "The device's address, e.g. 00:AA:01:00:00:00.")
-    var address: String?
-
-    @Option(help: "Match the advertised name (Name or Alias) exactly.")
-    var name: String?
-
-    @Option(help: "The adapter to use (default: the first one that is not advertising).")
-    var adapter: String?
+    @OptionGroup var central: CentralOptions
 
     @Option(name: [.short, .long], help: "Write the profile to FILE (default: stdout).")
     var output: String?
@@ -46,39 +39,15 @@ struct CloneCommand: AsyncParsableCommand {
     @Option(help: "Also write the probe report the profile was made from, as JSON (what `blemu probe --json` prints).")
     var probeJSON: String?
 
-    @Option(help: "Seconds to wait for each of: the device to appear, Connect, service resolution.")
-    var timeout: Double = 20
-
-    @Option(help: "The bus: system (default), session, or a D-Bus address such as unix:path=/run/bus.")
-    var bus = BusAddress.system
-
-    @Flag(name: .shortAndLong, help: "Log every step (and every D-Bus call at trace level) to stderr.")
-    var verbose = false
-
     func validate() throws {
-        guard timeout > 0 else { throw ValidationError("--timeout must be > 0") }
-        if let address, address.split(separator: ":").count != 6 {
-            throw ValidationError("ADDRESS must look like 00:AA:01:00:00:00, got \(address)")
+        guard central.address != nil || central.name != nil else {
+            throw ValidationError("give the device's ADDRESS or --name")
         }
-        guard address != nil || name != nil else { throw ValidationError("give the device's ADDRESS or --name") }
     }
 
     func run() async throws {
-        var logger = Logger(label: "blemu.clone", factory: { StreamLogHandler.standardError(label: $0) })
-        logger.logLevel = verbose ? .trace : .warning
         // No listening: a clone holds what a central reads; notifications are the device's behaviour.
-        let request = ProbeRequest(
-            adapter: adapter, address: address, name: name, service: nil,
-            timeout: .milliseconds(Int64(timeout * 1000)), listen: .zero)
-        let report: ProbeReport
-        do {
-            let central = try Central(bus: bus, logger: logger)
-            defer { central.close() }
-            report = try await central.probe(request)
-        } catch {
-            Console.error("blemu: \(error.description)")
-            throw ExitCode(error.exitCode)
-        }
+        let report = try await central.probe(listen: 0, label: "blemu.clone")
         let source = ProfileClone.Source(adapter: report.adapter, date: Date().formatted(.iso8601))
         let text = ProfileClone.yaml(from: report, source: source)
         let checked = ProfileLoader.decode(text: text, fileName: output ?? "<clone>")

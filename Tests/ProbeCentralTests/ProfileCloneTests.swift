@@ -122,6 +122,20 @@ struct ProfileCloneTests {
         #expect(byID["characteristic-4-2"]?.properties == [.read, .write, .reliableWrite])
     }
 
+    @Test func aNameWithQuotesBackslashesControlsAndAccentsComesBackAsItWas() throws {
+        let name = "Café \"Ü\" \\ a/b\tend"
+        let report = Self.report(
+            name: name, uuids: [],
+            services: [
+                ProbeService(
+                    uuid: "180F", name: nil, isPrimary: true, path: "/s",
+                    characteristics: [Self.characteristic("2A19", ["read"], read: Self.value([1]))])
+            ])
+        let profile = try Self.load(ProfileClone.yaml(from: report, source: Self.source))
+        #expect(profile.name == name)
+        #expect(profile.advertisement.localName == name)
+    }
+
     @Test func everyBundledProfileAsACentralSeesItClonesToTheSameTree() throws {
         let directory = Self.root.appendingPathComponent("profiles")
         let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".yaml") }

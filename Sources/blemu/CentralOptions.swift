@@ -1,0 +1,54 @@
+import ArgumentParser
+import DBus
+import Logging
+import ProbeCentral
+
+/// The options of a command that acts as a central through bluetoothd (`probe`, `clone`): which device, from which
+/// adapter, how long to wait, on which bus.
+struct CentralOptions: ParsableArguments {
+    @Argument(help: "The device's address, e.g. 00:AA:01:00:00:00.")
+    var address: String?
+
+    @Option(help: "Match the advertised name (Name or Alias) exactly.")
+    var name: String?
+
+    @Option(help: "The adapter to use (default: the first one that is not advertising).")
+    var adapter: String?
+
+    @Option(help: "Seconds to wait for each of: the device to appear, Connect, service resolution.")
+    var timeout: Double = 20
+
+    @Option(help: "The bus: system (default), session, or a D-Bus address such as unix:path=/run/bus.")
+    var bus = BusAddress.system
+
+    @Flag(name: .shortAndLong, help: "Log every step (and every D-Bus call at trace level) to stderr.")
+    var verbose = false
+
+    func validate() throws {
+        guard timeout > 0 else { throw ValidationError("--timeout must be > 0") }
+        if let address, address.split(separator: ":").count != 6 {
+            throw ValidationError("ADDRESS must look like 00:AA:01:00:00:00, got \(address)")
+        }
+    }
+
+    /// The request for this device, with the command's own service filter and listening time.
+    func request(service: String? = nil, listen: Double) -> ProbeRequest {
+        ProbeRequest(
+            adapter: adapter, address: address, name: name, service: service,
+            timeout: .milliseconds(Int64(timeout * 1000)), listen: .milliseconds(Int64(listen * 1000)))
+    }
+
+    /// Probes the device: the report, or the error's message on stderr and its exit code.
+    func probe(service: String? = nil, listen: Double, label: String) async throws -> ProbeReport {
+        var logger = Logger(label: label, factory: { StreamLogHandler.standardError(label: $0) })
+        logger.logLevel = verbose ? .trace : .warning
+        do {
+            let central = try Central(bus: bus, logger: logger)
+            defer { central.close() }
+            return try await central.probe(request(service: service, listen: listen))
+        } catch {
+            Console.error("blemu: \(error.description)")
+            throw ExitCode(error.exitCode)
+        }
+    }
+}
