@@ -1,4 +1,5 @@
 import ArgumentParser
+import BlueZModel
 import GATTModel
 
 /// `blemu adv FILE`: the advertising plan of a profile, byte for byte.
@@ -35,6 +36,8 @@ struct AdvCommand: ParsableCommand {
         let mode: String
         /// The advertising data limit: 31, or in extended mode the 251 bytes one HCI command carries.
         let advLimit: Int
+        /// In extended mode, which BlueZ versions and controllers can send it and which centrals see it.
+        let requires: String?
         let adv: String
         let scanResponse: String
         let advertised: [String]
@@ -59,6 +62,7 @@ struct AdvCommand: ParsableCommand {
             try Console.printJSON(
                 PlanJSON(
                     mode: plan.mode.rawValue, advLimit: plan.budget.advertisingLimit,
+                    requires: plan.mode == .extended ? AdvertisingPlan.extendedReach : nil,
                     adv: Hex.string(plan.advertisingData, separator: ""),
                     scanResponse: Hex.string(plan.scanResponse, separator: ""),
                     advertised: plan.advertisedUUIDs.map(\.description),

@@ -130,6 +130,31 @@ import Testing
         // "Transfer" fits the 8 name bytes the Core Bluetooth rule leaves: complete local name 0x09.
         #expect(json["scanResponse"] as? String == "09095472616E73666572")
         #expect((json["overflow"] as? [String])?.isEmpty == true)
+        #expect(json["mode"] as? String == "legacy" && json["advLimit"] as? Int == 31 && json["requires"] == nil)
+    }
+
+    @Test func advJSONOfAnExtendedProfileSaysWhatItNeedsAndCarriesTheWholeData() throws {
+        let outcome = try BlemuProcess.run("adv", "--json", "Tests/LabTests/Fixtures/lab-extended.yaml")
+        #expect(outcome.status == 0)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(outcome.stdout.utf8)) as? [String: Any])
+        #expect(json["mode"] as? String == "extended" && json["advLimit"] as? Int == 251)
+        #expect((json["requires"] as? String)?.contains("BlueZ >= 5.69") == true)
+        #expect((json["adv"] as? String)?.count == 2 * 152 && json["scanResponse"] as? String == "")
+    }
+
+    @Test func cloneWithoutABusExitsUnavailableAndWritesNothing() throws {
+        let output = "/tmp/blemu-clone-\(UUID().uuidString.prefix(8)).yaml"
+        let outcome = try BlemuProcess.run(
+            "clone", "--bus", "unix:path=/nonexistent/bus", "00:AA:01:00:00:00", "-o", output)
+        #expect(outcome.status == 69)
+        #expect(outcome.stderr.contains("cannot reach the bus"), "\(outcome.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: output))
+    }
+
+    @Test func cloneNeedsAnAddressOrAName() throws {
+        let outcome = try BlemuProcess.run("clone")
+        #expect(outcome.status == 64)
+        #expect(outcome.stderr.contains("give the device's ADDRESS or --name"))
     }
 
     @Test func probeWithoutABusExitsUnavailable() throws {
