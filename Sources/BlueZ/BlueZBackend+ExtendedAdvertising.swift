@@ -39,7 +39,7 @@ extension BlueZBackend {
     }
 
     /// Why bluetoothd refused an extended advertisement the adapter said it could carry: 5.66's 31-byte cap is
-    /// the one refusal left once `checkExtendedAdvertising` passed, so the message names the fix.
+    /// the one refusal left once `planExtended` found the adapter able, so the message names the fix.
     static func extendedRefusal(_ plan: AdvertisingPlan, operation: String, _ error: DBusError) -> BlueZError {
         let size = plan.advertisingData.count
         guard size > AdvertisingBudget.legacyLimit else { return .rejected(operation: operation, error) }

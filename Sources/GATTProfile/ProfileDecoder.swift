@@ -214,15 +214,7 @@ struct ProfileDecoder {
     /// A duration such as `1s`, `250ms`, `1.5s` or `2min`.
     mutating func duration(_ node: YAMLNode, for what: String) -> Duration? {
         guard let text = plain(node, expecting: "a duration", for: what) else { return nil }
-        let units: [(suffix: String, seconds: Double)] = [("ms", 0.001), ("min", 60), ("s", 1), ("h", 3600)]
-        for unit in units where text.hasSuffix(unit.suffix) {
-            if let amount = Double(text.dropLast(unit.suffix.count)), amount.isFinite, amount >= 0,
-                amount * unit.seconds < 1e9
-            {
-                return .milliseconds(Int64((amount * unit.seconds * 1000).rounded()))
-            }
-            break
-        }
+        if let duration = DurationText.parse(text) { return duration }
         report(
             node, "expected a duration for \(what) such as `1s`, `250ms` or `2min`, found `\(EditDistance.echo(text))`")
         return nil

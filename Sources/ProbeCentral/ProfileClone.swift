@@ -23,11 +23,27 @@ public enum ProfileClone {
         }
     }
 
+    /// A clone: the profile's text and the recordings it refers to, by file name.
+    public struct Clone: Sendable, Equatable {
+        /// The profile (YAML).
+        public var yaml: String
+        /// `time,value` CSV files of what each characteristic notified or indicated while recorded, by file name
+        /// (`STEM.ID.csv`), to be written next to the profile.
+        public var recordings: [String: String]
+    }
+
     /// The profile text for `report`.
     public static func yaml(from report: ProbeReport, source: Source) -> String {
-        var writer = Writer()
+        clone(from: report, source: source, recordingStem: "clone").yaml
+    }
+
+    /// The clone of `report`. Characteristics that notified or indicated while the probe listened get a schedule
+    /// that sends what arrived, in order, at the recording's median pace; each recording is also a CSV named after
+    /// `recordingStem`.
+    public static func clone(from report: ProbeReport, source: Source, recordingStem: String) -> Clone {
+        var writer = Writer(recordingStem: recordingStem)
         writer.write(report, source: source)
-        return writer.lines.joined(separator: "\n") + "\n"
+        return Clone(yaml: writer.lines.joined(separator: "\n") + "\n", recordings: writer.recordings)
     }
 
     /// Services bluetoothd publishes itself on the cloned side too, so a profile cannot (or need not) declare them:
@@ -96,8 +112,12 @@ public enum ProfileClone {
 extension ProfileClone {
     /// Accumulates the profile's lines and the ids it handed out (one namespace for services and characteristics).
     struct Writer {
+        let recordingStem: String
         var lines: [String] = []
         var ids: Set<String> = []
+        var recordings: [String: String] = [:]
+        /// Schedule blocks for what characteristics notified, written after the services.
+        var schedules: [String] = []
 
         /// A unique id: the SIG key when the UUID has one, else `fallback`; `-2`, `-3`... when taken.
         mutating func id(for uuid: String, kind: AssignedNumber.Kind, fallback: String) -> String {
@@ -137,6 +157,37 @@ extension ProfileClone {
             lines += advertisement(device, published: services)
             lines.append("services:")
             lines += serviceLines
+            if !schedules.isEmpty {
+                lines += ["behaviour:", "  schedules:"] + schedules
+            }
+        }
+
+        /// A schedule that sends `characteristic`'s recorded values in order, looping, at the median gap between
+        /// them; and the recording as CSV.
+        mutating func record(_ characteristic: ProbeCharacteristic, id: String, properties: [String]) {
+            let values = characteristic.notifications
+            guard !values.isEmpty else { return }
+            let times = values.map { $0.at ?? 0 }
+            let gaps = zip(times.dropFirst(), times).map { $0 - $1 }.sorted()
+            // One value alone has no pace: a second is as good as any, and the comment says so.
+            let median = gaps.isEmpty ? 1 : gaps[gaps.count / 2]
+            let interval = Duration.milliseconds(max(Int64((median * 1000).rounded()), 20))
+            let file = "\(recordingStem).\(id).csv"
+            recordings[file] =
+                "time,value\n"
+                + values.map { "\(String(format: "%.3f", $0.at ?? 0)),\($0.hex)" }.joined(separator: "\n")
+                + "\n"
+            let action = properties.contains("notify") ? "notify" : "indicate"
+            let span = String(format: "%.1f", (times.last ?? 0) - (times.first ?? 0))
+            schedules += [
+                "    # recorded: \(values.count) values in \(span) s (\(file)); sent in order, looping, one every "
+                    + "\(DurationText.spell(interval)) (the median gap) from the first subscription",
+                "    - characteristic: \(id)", "      action: \(action)",
+                "      interval: \(DurationText.spell(interval))",
+                "      start: first-subscription",
+                "      value: { sequence: { values: [\(values.map { "{ hex: \"\($0.hex)\" }" }.joined(separator: ", "))], "
+                    + "repeats: true } }",
+            ]
         }
 
         func advertisement(_ device: ProbeDevice, published: [(ProbeService, String)]) -> [String] {
@@ -184,6 +235,7 @@ extension ProfileClone {
                 let id = self.id(
                     for: characteristic.uuid, kind: .characteristic, fallback: "characteristic-\(index)-\(number + 1)")
                 block += characteristicBlock(characteristic, id: id)
+                record(characteristic, id: id, properties: ProfileClone.properties(characteristic.flags))
             }
             return block
         }

@@ -19,7 +19,8 @@ struct CloneCommand: AsyncParsableCommand {
             `initial`), user descriptions and presentation formats. What a profile cannot declare is left out with \
             a comment saying what and why (GAP and GATT, the CCCD, values over 512 bytes); a read refused for \
             encryption or authentication becomes the `encryption` it implies. The profile is checked before it is \
-            written, and FILE appears whole or not at all.
+            written, and FILE appears whole or not at all. With --record, what the device notifies or indicates \
+            during DURATION becomes schedules that send it again, in order.
 
             Example:
               blemu clone --adapter hci1 00:AA:01:00:00:00 -o sensor.yaml
@@ -39,6 +40,19 @@ struct CloneCommand: AsyncParsableCommand {
     @Option(help: "Also write the probe report the profile was made from, as JSON (what `blemu probe --json` prints).")
     var probeJSON: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Subscribe to everything that notifies or indicates for DURATION (5s, 500ms) and replay it.",
+            discussion: "Each stream becomes a schedule that sends what arrived, in order, at its median pace, and "
+                + "a `time,value` CSV next to FILE."),
+        transform: { text in
+            guard let duration = DurationText.parse(text) else {
+                throw ValidationError("--record takes a duration such as 5s or 500ms, got \(text)")
+            }
+            return duration
+        })
+    var record: Duration?
+
     func validate() throws {
         guard central.address != nil || central.name != nil else {
             throw ValidationError("give the device's ADDRESS or --name")
@@ -46,10 +60,13 @@ struct CloneCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        // No listening: a clone holds what a central reads; notifications are the device's behaviour.
-        let report = try await central.probe(listen: 0, label: "blemu.clone")
+        // Without --record no listening: a clone holds what a central reads.
+        let listen = record.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 } ?? 0
+        let report = try await central.probe(listen: listen, label: "blemu.clone")
         let source = ProfileClone.Source(adapter: report.adapter, date: Date().formatted(.iso8601))
-        let text = ProfileClone.yaml(from: report, source: source)
+        let stem = output.map { URL(fileURLWithPath: $0).deletingPathExtension().lastPathComponent } ?? "clone"
+        let clone = ProfileClone.clone(from: report, source: source, recordingStem: stem)
+        let text = clone.yaml
         let checked = ProfileLoader.decode(text: text, fileName: output ?? "<clone>")
         guard !checked.hasErrors else {
             Console.error(checked.renderedDiagnostics)
@@ -58,8 +75,16 @@ struct CloneCommand: AsyncParsableCommand {
         }
         if let probeJSON { try write(report.json, to: probeJSON) }
         guard let output else {
+            if !clone.recordings.isEmpty {
+                Console.error("blemu: the recordings are in the schedules only: give -o FILE to keep their CSV files")
+            }
             print(text, terminator: "")
             return
+        }
+        // The recordings first: a profile that appears refers to files that are there.
+        let directory = URL(fileURLWithPath: output).deletingLastPathComponent()
+        for (name, csv) in clone.recordings.sorted(by: { $0.key < $1.key }) {
+            try write(csv, to: directory.appendingPathComponent(name).path)
         }
         try write(text, to: output)
         Console.error("blemu: wrote \(output): \(report.services.count) services from \(report.device.address)")

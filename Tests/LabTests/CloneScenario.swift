@@ -17,10 +17,17 @@ enum CloneScenario {
         return names.filter { $0.hasSuffix(".yaml") }.sorted().map { directory + "/" + $0 }
     }()
 
+    /// The profile cloned with `--record`, and for how long (seconds): heart-rate notifies once a second from the
+    /// first subscription, so 4 s records 3 or 4 measurements, and the clone's probe listens as long.
+    static let recorded = (name: "heart-rate", seconds: 4)
+
     private static func boot(bluez: BlueZInstall) async throws -> LabRun {
         let results = try LabScenario.freshResultsDirectory()
+        let arguments = profiles.map { path in
+            path.hasSuffix("/\(recorded.name).yaml") ? path + "|\(recorded.seconds)s" : path
+        }
         return try await LabScenario.bootScripted(
             in: results, timeout: .seconds(600), on: bluez,
-            running: ["/bin/sh", LabScenario.fixtures + "/lab-clone.sh", LabScenario.blemuExecutable] + profiles)
+            running: ["/bin/sh", LabScenario.fixtures + "/lab-clone.sh", LabScenario.blemuExecutable] + arguments)
     }
 }

@@ -136,6 +136,32 @@ struct ProfileCloneTests {
         #expect(profile.advertisement.localName == name)
     }
 
+    @Test func aRecordedStreamBecomesAScheduleThatSendsItAgainInOrderAndACSV() throws {
+        var measurement = Self.characteristic("2A37", ["notify"])
+        measurement.notifications = [
+            (0.10, [0x06, 0x48]), (1.10, [0x06, 0x4A]), (2.12, [0x06, 0x47]), (3.10, [0x06, 0x49]),
+        ]
+        .map { ProbeValue(bytes: $1, uuid: "2A37", at: $0) }
+        let report = Self.report(
+            name: "Strap", uuids: [],
+            services: [
+                ProbeService(uuid: "180D", name: nil, isPrimary: true, path: "/s", characteristics: [measurement])
+            ])
+        let clone = ProfileClone.clone(from: report, source: Self.source, recordingStem: "strap")
+        let profile = try Self.load(clone.yaml)
+        let schedule = try #require(profile.behaviour.schedules.first)
+        #expect(schedule.characteristicID == "heart-rate-measurement" && schedule.action == .notify)
+        #expect(schedule.start == .firstSubscription)
+        // Gaps 1.00, 1.02, 0.98 s: the median, 1 s.
+        #expect(schedule.interval == .seconds(1))
+        let values = [[0x06, 0x48], [0x06, 0x4A], [0x06, 0x47], [0x06, 0x49]].map { FieldValue.bytes($0) }
+        #expect(schedule.generators == [FieldGenerator(field: nil, generator: .sequence(values, repeats: true))])
+        #expect(clone.yaml.contains("# recorded: 4 values in 3.0 s (strap.heart-rate-measurement.csv)"))
+        #expect(
+            clone.recordings
+                == ["strap.heart-rate-measurement.csv": "time,value\n0.100,0648\n1.100,064A\n2.120,0647\n3.100,0649\n"])
+    }
+
     @Test func everyBundledProfileAsACentralSeesItClonesToTheSameTree() throws {
         let directory = Self.root.appendingPathComponent("profiles")
         let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".yaml") }

@@ -1,8 +1,9 @@
 #!/bin/sh
 # The clone scenario (Tests/LabTests/CloneScenario.swift), run inside the VM:
-#   lab-clone.sh BLEMU PROFILE...
+#   lab-clone.sh BLEMU PROFILE[|RECORD]...
 # For each profile: `blemu run PROFILE` on the peripheral controller, `blemu clone` from the central's (the profile
-# and the probe report it was made from), then `blemu run` of the clone and `blemu probe --json` of it. Files per
+# and the probe report it was made from; with RECORD, `--record RECORD` too, and the clone's probe listens as
+# long), then `blemu run` of the clone and `blemu probe --json` of it. Files per
 # profile NAME: NAME.clone.yaml, NAME.original.json, NAME.clone.json, NAME.clone-rc, NAME.probe-rc and the logs.
 # Each profile is a story in a subshell: a failed step writes NAME.failure and the next profile still runs.
 # Progress goes to scenario-steps.
@@ -32,29 +33,35 @@ stop() {
     forget "$C" "$ADDR"
 }
 
-clone_one() { # NAME PROFILE
+clone_one() { # NAME PROFILE [RECORD]
     current=$1
+    record=${3:-}
+    listen=0
+    [ -n "$record" ] && listen=${record%s}
     fail() {
         echo "$*" > "$R/$current.failure"
         [ -n "$blemu_pid" ] && kill -9 "$blemu_pid" 2>/dev/null
         exit 1
     }
     serve "$2" "$R/$1.original-run.log"
-    "$B" clone --adapter "$C" --timeout 20 -o "$R/$1.clone.yaml" --probe-json "$R/$1.original.json" "$ADDR" \
-        > "$R/$1.clone.out" 2>&1
+    "$B" clone --adapter "$C" --timeout 20 -o "$R/$1.clone.yaml" --probe-json "$R/$1.original.json" \
+        ${record:+--record "$record"} "$ADDR" > "$R/$1.clone.out" 2>&1
     echo $? > "$R/$1.clone-rc"
     stop "$R/$1.original-run-rc"
     [ -f "$R/$1.clone.yaml" ] || fail "blemu clone wrote no profile: $(tail -3 "$R/$1.clone.out")"
     serve "$R/$1.clone.yaml" "$R/$1.clone-run.log"
-    "$B" probe --adapter "$C" --listen 0 --timeout 20 --json "$ADDR" > "$R/$1.clone.json" 2> "$R/$1.probe.err"
+    "$B" probe --adapter "$C" --listen "$listen" --timeout 20 --json "$ADDR" > "$R/$1.clone.json" 2> "$R/$1.probe.err"
     echo $? > "$R/$1.probe-rc"
     stop "$R/$1.clone-run-rc"
 }
 
-for profile in "$@"; do
+for argument in "$@"; do
+    profile=${argument%%|*}
+    record=
+    [ "$profile" != "$argument" ] && record=${argument#*|}
     name=$(basename "$profile" .yaml)
     step "$name"
-    ( clone_one "$name" "$profile" )
+    ( clone_one "$name" "$profile" "$record" )
 done
 step done
 echo "clone scenario done"
