@@ -22,8 +22,15 @@ struct GuestStack {
     var radio: String
     /// Static busybox on the host's root, for `poweroff -f` (the host's own poweroff talks to systemd).
     var busybox: String
-    /// The profile copies in the work share, one per peripheral controller, in order.
-    var profileCopies: [String]
+    /// The peripherals, one per controller from hci0, in order.
+    var profileCopies: [Peripheral]
+
+    /// A peripheral as the stack starts it: its profile's copy in the work share, and what `blemu run` adds to
+    /// its name (a fleet's copies, `ProfileCopies`).
+    struct Peripheral: Sendable, Equatable {
+        var profile: String
+        var nameSuffix: String?
+    }
 
     /// Names of the files the stack writes in the work share; the host reads them.
     enum File {
@@ -155,13 +162,14 @@ struct GuestStack {
         let central = configuration.centralController
         let commandLine = command.map(Self.shellQuote).joined(separator: " ")
         var startPeripherals = ""
-        for (index, profile) in profileCopies.enumerated() {
+        for (index, peripheral) in profileCopies.enumerated() {
             let controller = "hci\(index)"
             let blemu = Self.shellQuote(configuration.guestBlemuExecutable ?? "blemu")
+            let suffix = peripheral.nameSuffix.map { " --name-suffix " + Self.shellQuote($0) } ?? ""
             startPeripherals += """
                 step peripheral-\(controller)
-                \(blemu) run --adapter \(controller) --bus system --control \(Self.controlSocket(controller)) \\
-                    --events "$W/\(File.events(controller))" \(Self.shellQuote(profile)) \\
+                \(blemu) run --adapter \(controller) --bus system --control \(Self.controlSocket(controller))\(suffix) \\
+                    --events "$W/\(File.events(controller))" \(Self.shellQuote(peripheral.profile)) \\
                     </dev/null >"$W/\(File.peripheral(controller))" 2>&1 &
                 pid=$!; peripheral_pids="$peripheral_pids $pid"
                 wait_for "blemu run on \(controller) to register an advertisement (see \(File.peripheral(controller)))" \\

@@ -72,18 +72,21 @@ extension LabMachine {
     }
 
     /// Copies each profile into the work share (`profiles/hciN-<name>`), where the VM sees it whatever its host
-    /// path (under /tmp, for one); returns the copies' paths in controller order.
-    func copyProfiles() throws -> [String] {
+    /// path (under /tmp, for one), with a fleet's copies named apart (`ProfileCopies`); returns each copy's path
+    /// and the name suffix its `blemu run` adds, in controller order.
+    func copyProfiles() throws -> [GuestStack.Peripheral] {
         guard !configuration.profiles.isEmpty else { return [] }
         let directory = configuration.resultsDirectory + "/profiles"
         let files = FileManager.default
         do {
             try files.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            return try configuration.profiles.enumerated().map { index, profile in
-                let copy = "\(directory)/hci\(index)-\(URL(fileURLWithPath: profile).lastPathComponent)"
-                try? files.removeItem(atPath: copy)
-                try files.copyItem(atPath: profile, toPath: copy)
-                return copy
+            let texts = try configuration.profiles.map { path in
+                (path: path, text: try String(contentsOfFile: path, encoding: .utf8))
+            }
+            return try zip(configuration.profiles, ProfileCopies.plan(texts)).enumerated().map { index, pair in
+                let copy = "\(directory)/hci\(index)-\(URL(fileURLWithPath: pair.0).lastPathComponent)"
+                try pair.1.text.write(toFile: copy, atomically: true, encoding: .utf8)
+                return GuestStack.Peripheral(profile: copy, nameSuffix: pair.1.nameSuffix)
             }
         } catch {
             throw LabError.io("cannot copy the profiles into \(directory): \(error)")

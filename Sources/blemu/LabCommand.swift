@@ -43,8 +43,15 @@ extension LabCommand {
         @Option(name: .customLong("profile"), help: "A profile to run with `blemu run` (repeat for hci1, hci2...).")
         var profiles: [String] = []
 
-        @Option(help: "Number of virtual controllers (at least profiles + 1).")
-        var controllers: Int = 2
+        @Option(
+            help:
+                "Serve each --profile on this many controllers: a fleet, each copy named apart ({n} in the name, else a suffix)."
+        )
+        var copies: Int = 1
+
+        @Option(
+            help: "Number of virtual controllers (default: one per peripheral and one for the central, at least 2).")
+        var controllers: Int?
 
         @Option(help: "Results directory (default: a new one in ~/.cache/blemu/lab/lab-results, the last 10 kept).")
         var results: String?
@@ -64,11 +71,18 @@ extension LabCommand {
         @Flag(help: "Virtual controllers with BR/EDR as well as LE (default: LE only).")
         var dualMode = false
 
+        /// The most copies of one profile `--copies` takes: well past what one VM was measured to hold
+        /// (docs/lab.md, "A fleet").
+        static let maximumCopies = 32
+
         @Argument(parsing: .postTerminator, help: "The command to run in the VM, after --.")
         var command: [String] = []
 
         func validate() throws {
             guard timeout > 0, stepTimeout > 0 else { throw ValidationError("timeouts must be positive") }
+            guard (1...Self.maximumCopies).contains(copies) else {
+                throw ValidationError("--copies must be 1...\(Self.maximumCopies), got \(copies)")
+            }
             guard LabConfiguration.Accelerator(rawValue: accel) != nil else {
                 throw ValidationError("--accel must be auto, tcg or kvm, got \(accel)")
             }
@@ -106,10 +120,12 @@ extension LabCommand {
                 }
                 LabConfiguration.pruneResults(under: cache, keep: Self.keptResults)
             }
+            // A fleet: each profile's copies next to each other, hci0, hci1, ... (ProfileCopies names them apart).
+            let peripherals = profiles.flatMap { Array(repeating: absolute($0, in: here), count: copies) }
             let configuration = LabConfiguration(
                 resultsDirectory: resultsDirectory,
-                controllers: controllers,
-                profiles: profiles.map { absolute($0, in: here) },
+                controllers: controllers ?? max(2, peripherals.count + 1),
+                profiles: peripherals,
                 timeout: .seconds(timeout),
                 stepTimeout: .seconds(stepTimeout),
                 accelerator: LabConfiguration.Accelerator(rawValue: accel) ?? .auto,

@@ -39,6 +39,9 @@ struct RunCommand: AsyncParsableCommand {
     @Argument(help: "A profile file (YAML).")
     var file: String
 
+    @Option(help: "Text added to the profile's name and local name (the lab names the copies of a fleet so).")
+    var nameSuffix: String?
+
     @Option(help: "The adapter to use.")
     var adapter = "hci0"
 
@@ -93,7 +96,11 @@ struct RunCommand: AsyncParsableCommand {
         // A reader of stdout (`--events - | head`) that goes away must not kill the device with its services and
         // advertisement registered: with SIGPIPE ignored, the write fails with EPIPE, which the event log counts.
         signal(SIGPIPE, SIG_IGN)
-        let profile = try ProfileInput.load(file)
+        var profile = try ProfileInput.load(file)
+        if let nameSuffix {
+            profile.name += nameSuffix
+            profile.advertisement.localName = profile.advertisement.localName.map { $0 + nameSuffix }
+        }
         let plan = try ProfileInput.plan(profile, file: file)
         say(plan.report)
         var logger = Logger(label: "blemu") { StreamLogHandler.standardError(label: $0) }

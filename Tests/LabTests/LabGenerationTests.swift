@@ -57,7 +57,10 @@ struct LabGenerationTests {
         version: "5.66", bluetoothd: "/usr/libexec/bluetooth/bluetoothd", toolDirectory: nil)
     private static let built = BlueZInstall(
         version: "5.82", bluetoothd: "/cache/bluez/5.82/bin/bluetoothd", toolDirectory: "/cache/bluez/5.82/bin")
-    private static let copies = ["/work/results/r1/profiles/hci0-a.yaml", "/work/results/r1/profiles/hci1-b.yaml"]
+    private static let copies = [
+        GuestStack.Peripheral(profile: "/work/results/r1/profiles/hci0-a.yaml", nameSuffix: nil),
+        GuestStack.Peripheral(profile: "/work/results/r1/profiles/hci1-b.yaml", nameSuffix: " 2"),
+    ]
 
     /// The guest script for `configuration` booting `bluez` (the system's by default), with the two profile copies.
     private func guestScript(_ configuration: LabConfiguration, _ bluez: BlueZInstall = Self.system) -> String {
@@ -76,7 +79,7 @@ struct LabGenerationTests {
                     + "    --events \"$W/events-hci0.jsonl\" '/work/results/r1/profiles/hci0-a.yaml'"))
         #expect(
             script.contains(
-                "'/opt/blemu/bin/blemu' run --adapter hci1 --bus system --control /run/blemu/hci1.sock \\\n"
+                "'/opt/blemu/bin/blemu' run --adapter hci1 --bus system --control /run/blemu/hci1.sock --name-suffix ' 2' \\\n"
                     + "    --events \"$W/events-hci1.jsonl\" '/work/results/r1/profiles/hci1-b.yaml'"))
         #expect(script.contains("export BLEMU_LAB_PERIPHERAL=hci0,hci1\n"))
         #expect(script.contains("export BLEMU_LAB_CENTRAL=hci2\n"))
@@ -269,5 +272,22 @@ struct LabGenerationTests {
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         #expect(text == "dead\nself-alive\n")
+    }
+}
+
+/// A fleet's copies: `{n}` numbers them where the profile says, else the copies after the first get a suffix.
+struct ProfileCopiesTests {
+    @Test func aPlaceholderIsNumberedPerProfileAndAProfileWithoutOneGetsSuffixes() {
+        let copies = ProfileCopies.plan([
+            ("/p/sensor.yaml", "name: Sensor {n}\n"), ("/p/strap.yaml", "name: Strap\n"),
+            ("/p/sensor.yaml", "name: Sensor {n}\n"), ("/p/strap.yaml", "name: Strap\n"),
+            ("/p/strap.yaml", "name: Strap\n"), ("/p/single.yaml", "name: Single\n"),
+        ])
+        #expect(
+            copies.map(\.text) == [
+                "name: Sensor 1\n", "name: Strap\n", "name: Sensor 2\n", "name: Strap\n", "name: Strap\n",
+                "name: Single\n",
+            ])
+        #expect(copies.map(\.nameSuffix) == [nil, nil, nil, " 2", " 3", nil])
     }
 }

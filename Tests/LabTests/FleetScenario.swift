@@ -1,0 +1,29 @@
+import Foundation
+
+@testable import Lab
+
+/// One boot per BlueZ with a fleet: profiles/heart-rate.yaml served by the lab's stack on four controllers (each copy
+/// named apart, `ProfileCopies`), and examples/central-tests/gateway_test.py on the fifth holding a connection to
+/// every strap at once through bleak (issue 15).
+enum FleetScenario {
+    /// Boots on first use; every test awaits the same run.
+    static let shared = LabScenario(boot: boot)
+
+    /// How many straps the fleet has.
+    static let devices = 4
+    /// The profile every strap serves, relative to the checkout.
+    static let profile = "profiles/heart-rate.yaml"
+    /// The README's gateway example.
+    static let gateway = LabScenario.package + "/examples/central-tests/gateway_test.py"
+
+    private static func boot(bluez: BlueZInstall) async throws -> LabRun {
+        let results = try LabScenario.freshResultsDirectory()
+        let configuration = LabConfiguration(
+            resultsDirectory: results, controllers: devices + 1,
+            profiles: Array(repeating: LabScenario.package + "/" + profile, count: devices), timeout: .seconds(300),
+            stepTimeout: .seconds(30), blemuExecutable: LabScenario.blemuExecutable,
+            workingDirectory: LabScenario.package, bluez: bluez)
+        return try await LabScenario.boot(
+            configuration, running: [HeartRateScenario.bleakPython, gateway, String(devices)])
+    }
+}

@@ -1,0 +1,100 @@
+"""A gateway's test: one central holds a connection to every heart-rate strap of a fleet at once, subscribes to all,
+and checks each strap's stream. With bleak, as a Linux gateway would:
+
+    blemu lab run --profile profiles/heart-rate.yaml --copies 4 -- \
+        ~/.cache/blemu/venv/bin/python examples/central-tests/gateway_test.py 4
+
+The argument is how many straps the gateway expects. Nothing here knows about the lab: it scans for the Heart Rate
+service, connects to each strap it found, one after the other (a controller creates one connection at a time), then
+listens to all of them together. Every strap must send at least MEASUREMENTS plausible measurements, under its own
+name. It prints one line per strap and exits 0 when every check passed, 1 otherwise.
+"""
+
+import asyncio
+import sys
+import time
+
+from bleak import BleakClient, BleakScanner
+
+HEART_RATE = "0000180d-0000-1000-8000-00805f9b34fb"
+HEART_RATE_MEASUREMENT = "00002a37-0000-1000-8000-00805f9b34fb"
+MEASUREMENTS = 3
+SCAN_SECONDS = 60
+LISTEN_SECONDS = 30
+
+
+async def find(count):
+    """The first `count` distinct straps advertising Heart Rate, by address, within SCAN_SECONDS."""
+    found = {}
+    done = asyncio.Event()
+
+    def seen(device, advertisement):
+        if HEART_RATE in advertisement.service_uuids and device.address not in found:
+            found[device.address] = (device, advertisement.local_name or device.name)
+            if len(found) >= count:
+                done.set()
+
+    async with BleakScanner(seen):
+        try:
+            await asyncio.wait_for(done.wait(), timeout=SCAN_SECONDS)
+        except asyncio.TimeoutError:
+            pass
+    return found
+
+
+async def main(count):
+    found = await find(count)
+    if len(found) < count:
+        print(f"found {len(found)} of {count} straps in {SCAN_SECONDS} s: {sorted(found)}")
+        return 1
+    clients = {}
+    streams = {address: [] for address in found}
+    enough = asyncio.Event()
+
+    def measured(address):
+        def record(_, value):
+            streams[address].append((time.monotonic(), bytes(value)))
+            if all(len(values) >= MEASUREMENTS for values in streams.values()):
+                enough.set()
+        return record
+
+    try:
+        for address, (device, _) in found.items():
+            client = BleakClient(device)
+            await client.connect()
+            clients[address] = client
+        print(f"connected to {len(clients)} straps at once")
+        started = time.monotonic()
+        for address, client in clients.items():
+            await client.start_notify(HEART_RATE_MEASUREMENT, measured(address))
+        try:
+            await asyncio.wait_for(enough.wait(), timeout=LISTEN_SECONDS)
+        except asyncio.TimeoutError:
+            pass
+        elapsed = time.monotonic() - started
+    finally:
+        for client in clients.values():
+            try:
+                await client.disconnect()
+            except Exception as error:  # a strap that went away is reported by its stream below
+                print(f"disconnect: {error}")
+
+    failures = 0
+    for address, (_, name) in sorted(found.items()):
+        values = streams[address]
+        bpms = [value[1] for _, value in values if len(value) >= 2]
+        plausible = all(value[0] & 0x01 == 0 and 40 <= value[1] <= 200 for _, value in values if len(value) >= 2)
+        ok = len(values) >= MEASUREMENTS and plausible
+        failures += 0 if ok else 1
+        print(f"strap {address} {name!r}: {len(values)} measurements, bpm {bpms} {'ok' if ok else 'FAILED'}")
+    names = [name for _, name in found.values()]
+    if len(set(names)) != len(names):
+        print(f"FAILED: the straps' names are not distinct: {names}")
+        failures += 1
+    total = sum(len(values) for values in streams.values())
+    print(f"{total} measurements from {len(found)} straps in {elapsed:.1f} s ({total / max(elapsed, 0.001):.1f}/s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 4)))
