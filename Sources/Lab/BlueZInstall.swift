@@ -90,7 +90,8 @@ public struct BlueZInstall: Sendable, Equatable, CustomStringConvertible {
     /// The file beside a build's `bin/` naming the patches scripts/build-bluez applied to its btvirt.
     static let radioPatchesFile = "btvirt-patches"
 
-    /// The lab's radio: a btvirt built with scripts/btvirt-ll-timing.patch, which completes the LL feature exchange
+    /// The lab's radio: a btvirt built with scripts/btvirt-ll-timing.patch (and btvirt-conn-handles.patch, for a
+    /// central with links to several peripherals), which completes the LL feature exchange
     /// 200 ms after the link comes up, as a link's connection events take time, instead of at once. Without it bluetoothd
     /// sees a central's ATT socket connect before MGMT Device Connected and never signals `Connected` (the patch
     /// says why), and bleak drops the link. `bluez`'s own btvirt when its build is patched, else the newest

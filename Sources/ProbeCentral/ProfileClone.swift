@@ -155,7 +155,8 @@ extension ProfileClone {
                 serviceLines += serviceBlock(service, id: id, index: index + 1)
             }
             lines += advertisement(device, published: services)
-            lines.append("services:")
+            // Comments alone under `services:` would leave it null: a device with only bluetoothd's services gets [].
+            lines.append(services.isEmpty ? "services: []" : "services:")
             lines += serviceLines
             if !schedules.isEmpty {
                 lines += ["behaviour:", "  schedules:"] + schedules

@@ -162,6 +162,17 @@ struct ProfileCloneTests {
                 == ["strap.heart-rate-measurement.csv": "time,value\n0.100,0648\n1.100,064A\n2.120,0647\n3.100,0649\n"])
     }
 
+    @Test func aDeviceWithOnlyBluetoothdsOwnServicesIsAnEmptyProfileThatStillValidates() throws {
+        let report = Self.report(
+            name: "Beacon", uuids: [],
+            services: [
+                ProbeService(uuid: "1801", name: nil, isPrimary: true, path: "/s", characteristics: [])
+            ])
+        let text = ProfileClone.yaml(from: report, source: Self.source)
+        #expect(try Self.load(text).services.isEmpty)
+        #expect(text.contains("services: []\n  # skipped: service 1801"))
+    }
+
     @Test func everyBundledProfileAsACentralSeesItClonesToTheSameTree() throws {
         let directory = Self.root.appendingPathComponent("profiles")
         let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".yaml") }
