@@ -156,12 +156,20 @@ public struct LabConfiguration: Sendable, Equatable {
     /// The first controller after the peripherals: the central the command drives.
     public var centralController: String { "hci\(max(profiles.count, 1))" }
 
+    /// The most controllers one btvirt makes: its device table has 16 entries (emulator/btdev.c
+    /// `MAX_BTDEV_ENTRIES`, 5.66 and 5.82), and a central reaches only the controllers of its own btvirt.
+    public static let maximumControllers = 16
+
     /// The first reason this configuration cannot boot, or nil when it can.
     public func validationProblem() -> String? {
         if controllers < 2 {
             return "--controllers must be at least 2 (a peripheral and a central), got \(controllers)"
         }
-        if controllers > 16 { return "--controllers must be at most 16, got \(controllers)" }
+        if controllers > Self.maximumControllers {
+            return "--controllers must be at most \(Self.maximumControllers), got \(controllers): btvirt holds "
+                + "\(Self.maximumControllers) controllers (emulator/btdev.c MAX_BTDEV_ENTRIES), so a fleet is at most "
+                + "\(Self.maximumControllers - 1) devices and the central per VM (docs/lab.md, \"A fleet\")"
+        }
         if profiles.count + 1 > controllers {
             return "\(profiles.count) profile(s) need \(profiles.count + 1) controllers (one more for the central); "
                 + "got --controllers \(controllers)"

@@ -71,9 +71,8 @@ extension LabCommand {
         @Flag(help: "Virtual controllers with BR/EDR as well as LE (default: LE only).")
         var dualMode = false
 
-        /// The most copies of one profile `--copies` takes: well past what one VM was measured to hold
-        /// (docs/lab.md, "A fleet").
-        static let maximumCopies = 32
+        /// The most copies of one profile `--copies` takes: every controller btvirt makes but the central's.
+        static let maximumCopies = LabConfiguration.maximumControllers - 1
 
         @Argument(parsing: .postTerminator, help: "The command to run in the VM, after --.")
         var command: [String] = []
