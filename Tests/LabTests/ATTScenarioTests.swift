@@ -8,8 +8,7 @@ import Testing
 /// ATT as centrals that bypass bluetoothd's client API see it (gatttool and a raw L2CAP client on hci1), against the
 /// real `blemu run` on hci0 (`ATTScenario`: one boot, one guest script, assertions on its files and btmon's trace).
 @Suite(
-    .enabled(if: LabScenario.isAvailable, "needs the lab rig (blemu lab check) and BLEMU_LAB_TESTS unset or 1"),
-    .enabled(if: HeartRateScenario.blemuCanRun, "needs `blemu run` (blemu run --help must succeed)"),
+    .needsLab, .needsBlemuRun,
     .timeLimit(.minutes(30)))
 struct ATTScenarioTests {
     /// gatttool's text for each code (5.66 attrib/att.c `att_ecode2str`; 0x80 is its ATT_ECODE_IO).

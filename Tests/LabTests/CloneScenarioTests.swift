@@ -8,8 +8,7 @@ import Testing
 /// of its clone is the same, apart from what bluetoothd adds itself (GAP, GATT, and its PnP-only Device
 /// Information).
 @Suite(
-    .enabled(if: LabScenario.isAvailable, "needs the lab rig (blemu lab check) and BLEMU_LAB_TESTS unset or 1"),
-    .enabled(if: HeartRateScenario.blemuCanRun, "needs `blemu run` (blemu run --help must succeed)"),
+    .needsLab, .needsBlemuRun,
     .timeLimit(.minutes(30)))
 struct CloneScenarioTests {
     /// What the comparison keeps of a report: the device as scanned and the services a profile declares.

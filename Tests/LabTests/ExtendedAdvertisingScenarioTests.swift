@@ -7,8 +7,7 @@ import Testing
 /// central receives them whole; BlueZ 5.66, which caps advertising data at 31 bytes, is refused with one line
 /// naming the fix (`ExtendedAdvertisingScenario`: one boot per version, dual-mode controllers).
 @Suite(
-    .enabled(if: LabScenario.isAvailable, "needs the lab rig (blemu lab check) and BLEMU_LAB_TESTS unset or 1"),
-    .enabled(if: HeartRateScenario.blemuCanRun, "needs `blemu run` (blemu run --help must succeed)"),
+    .needsLab, .needsBlemuRun,
     .timeLimit(.minutes(30)))
 struct ExtendedAdvertisingScenarioTests {
     /// What `blemu adv --json` predicts for the scenario's profile, as bytes.

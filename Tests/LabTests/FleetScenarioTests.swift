@@ -6,8 +6,7 @@ import Testing
 /// A fleet of four straps and one gateway central (`FleetScenario`): every strap is found under its own name, held
 /// connected at once, and streams plausible measurements; each strap's own counters agree.
 @Suite(
-    .enabled(if: LabScenario.isAvailable, "needs the lab rig (blemu lab check) and BLEMU_LAB_TESTS unset or 1"),
-    .enabled(if: HeartRateScenario.blemuCanRun, "needs `blemu run` (blemu run --help must succeed)"),
+    .needsLab, .needsBlemuRun,
     .enabled(
         if: FileManager.default.isExecutableFile(atPath: HeartRateScenario.bleakPython),
         "needs the venv with bleak (scripts/setup --lab)"),

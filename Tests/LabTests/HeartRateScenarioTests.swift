@@ -8,8 +8,7 @@ import Testing
 /// What a phone sees of profiles/heart-rate.yaml served by the real `blemu run`, probed with `blemu probe --json`.
 /// Enables itself once the built blemu has `run` (`blemu run --help` exits 0).
 @Suite(
-    .enabled(if: LabScenario.isAvailable, "needs the lab rig (blemu lab check) and BLEMU_LAB_TESTS unset or 1"),
-    .enabled(if: HeartRateScenario.blemuCanRun, "needs `blemu run` (blemu run --help must succeed)"),
+    .needsLab, .needsBlemuRun,
     .timeLimit(.minutes(30)))
 struct HeartRateScenarioTests {
     private func report(_ bluez: BlueZInstall) async throws -> ProbeReport {

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Testing
 
 @testable import Lab
 
@@ -126,5 +127,17 @@ actor LabScenario {
                 "/bin/sh", fixtures + "/lab-scenario.sh", blemuExecutable, String(probeListenSeconds),
                 String(commandExitCode),
             ])
+    }
+}
+
+extension Trait where Self == ConditionTrait {
+    /// Runs only where the lab can boot (`blemu lab check`) and BLEMU_LAB_TESTS is unset or 1.
+    static var needsLab: Self {
+        .enabled(if: LabScenario.isAvailable, "needs the lab rig (blemu lab check) and BLEMU_LAB_TESTS unset or 1")
+    }
+
+    /// Runs only where the built `blemu run` works (`blemu run --help` succeeds).
+    static var needsBlemuRun: Self {
+        .enabled(if: HeartRateScenario.blemuCanRun, "needs `blemu run` (blemu run --help must succeed)")
     }
 }

@@ -7,7 +7,7 @@ import Testing
 /// Assertions on the one shared VM boot (`LabScenario`): real bluetoothd 5.66, btvirt controllers, a stand-in
 /// peripheral on hci0, then `blemu probe` and a python central on hci1.
 @Suite(
-    .enabled(if: LabScenario.isAvailable, "needs the lab rig (blemu lab check) and BLEMU_LAB_TESTS unset or 1"),
+    .needsLab,
     .timeLimit(.minutes(30)))
 struct LabScenarioTests {
     private func read(_ run: LabRun, _ name: String) throws -> String {

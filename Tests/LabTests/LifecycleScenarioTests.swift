@@ -6,8 +6,7 @@ import Testing
 /// The real `blemu run` on hci0 through a bluetoothd restart, an adapter power cycle and its own `disconnect` fault,
 /// with a python3-dbus central on hci1 reading after each (`LifecycleScenario`: one boot, assertions on its files).
 @Suite(
-    .enabled(if: LabScenario.isAvailable, "needs the lab rig (blemu lab check) and BLEMU_LAB_TESTS unset or 1"),
-    .enabled(if: HeartRateScenario.blemuCanRun, "needs `blemu run` (blemu run --help must succeed)"),
+    .needsLab, .needsBlemuRun,
     .timeLimit(.minutes(30)))
 struct LifecycleScenarioTests {
     /// The run, checked to have finished the script: a failed step names itself in the message.

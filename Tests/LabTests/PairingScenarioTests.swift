@@ -7,8 +7,7 @@ import Testing
 /// script, assertions on its files): a fixed passkey works only when it is the one typed, and a displayed passkey
 /// reaches the central through the control socket.
 @Suite(
-    .enabled(if: LabScenario.isAvailable, "needs the lab rig (blemu lab check) and BLEMU_LAB_TESTS unset or 1"),
-    .enabled(if: HeartRateScenario.blemuCanRun, "needs `blemu run` (blemu run --help must succeed)"),
+    .needsLab, .needsBlemuRun,
     .timeLimit(.minutes(30)))
 struct PairingScenarioTests {
     private static let logs = [

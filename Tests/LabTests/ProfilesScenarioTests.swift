@@ -9,8 +9,7 @@ import Testing
 /// (`ProfilesScenario`: one boot, one guest script, assertions on its files). What to expect comes from the host's
 /// `blemu show --json` and `blemu adv --json`, plus what bluetoothd 5.66 adds (`bluetoothdServices`).
 @Suite(
-    .enabled(if: LabScenario.isAvailable, "needs the lab rig (blemu lab check) and BLEMU_LAB_TESTS unset or 1"),
-    .enabled(if: HeartRateScenario.blemuCanRun, "needs `blemu run` (blemu run --help must succeed)"),
+    .needsLab, .needsBlemuRun,
     .timeLimit(.minutes(30)))
 struct ProfilesScenarioTests {
     /// A service as a central sees it: UUID, then each characteristic's UUID, flags and descriptor UUIDs.

@@ -7,8 +7,7 @@ import Testing
 /// The real `blemu run` on hci0 steered through `blemu ctl` while `blemu probe` watches on hci1, then restored
 /// after `kill -9` (`ThermostatScenario`: one boot, one guest script, assertions on its files).
 @Suite(
-    .enabled(if: LabScenario.isAvailable, "needs the lab rig (blemu lab check) and BLEMU_LAB_TESTS unset or 1"),
-    .enabled(if: HeartRateScenario.blemuCanRun, "needs `blemu run` (blemu run --help must succeed)"),
+    .needsLab, .needsBlemuRun,
     .timeLimit(.minutes(30)))
 struct ThermostatScenarioTests {
     /// The run, checked to have finished the script: a failed step names itself in the message.
