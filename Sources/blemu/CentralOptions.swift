@@ -32,14 +32,14 @@ struct CentralOptions: ParsableArguments {
     }
 
     /// The request for this device, with the command's own service filter and listening time.
-    func request(service: String? = nil, listen: Double) -> ProbeRequest {
+    func request(service: String? = nil, listen: Duration) -> ProbeRequest {
         ProbeRequest(
             adapter: adapter, address: address, name: name, service: service,
-            timeout: .milliseconds(Int64(timeout * 1000)), listen: .milliseconds(Int64(listen * 1000)))
+            timeout: .milliseconds(Int64(timeout * 1000)), listen: listen)
     }
 
     /// Probes the device: the report, or the error's message on stderr and its exit code.
-    func probe(service: String? = nil, listen: Double, label: String) async throws -> ProbeReport {
+    func probe(service: String? = nil, listen: Duration, label: String) async throws -> ProbeReport {
         var logger = Logger(label: label, factory: { StreamLogHandler.standardError(label: $0) })
         logger.logLevel = verbose ? .trace : .warning
         do {

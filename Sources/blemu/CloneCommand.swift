@@ -61,8 +61,7 @@ struct CloneCommand: AsyncParsableCommand {
 
     func run() async throws {
         // Without --record no listening: a clone holds what a central reads.
-        let listen = record.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 } ?? 0
-        let report = try await central.probe(listen: listen, label: "blemu.clone")
+        let report = try await central.probe(listen: record ?? .zero, label: "blemu.clone")
         let source = ProfileClone.Source(adapter: report.adapter, date: Date().formatted(.iso8601))
         let stem = output.map { URL(fileURLWithPath: $0).deletingPathExtension().lastPathComponent } ?? "clone"
         let clone = ProfileClone.clone(from: report, source: source, recordingStem: stem)

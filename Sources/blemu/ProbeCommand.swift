@@ -45,7 +45,8 @@ struct ProbeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let report = try await central.probe(service: service, listen: listen, label: "blemu.probe")
+        let report = try await central.probe(
+            service: service, listen: .milliseconds(Int64(listen * 1000)), label: "blemu.probe")
         print(json ? report.json : report.text, terminator: "")
     }
 }
