@@ -151,6 +151,20 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: output))
     }
 
+    @Test func labCopiesMakeOnePeripheralEachAndStopWhereBtvirtDoes() throws {
+        // Two profiles, eight copies each: 16 peripherals and the central need 17 controllers, one more than btvirt
+        // makes; refused before anything boots, naming why.
+        let fleet = try BlemuProcess.run(
+            "lab", "run", "--profile", "profiles/heart-rate.yaml", "--profile", "profiles/battery.yaml", "--copies",
+            "8", "--results", "/tmp/blemu-fleet-refused", "--", "true")
+        #expect(fleet.status == 64)
+        #expect(fleet.stderr.contains("--controllers must be at most 16, got 17"), "\(fleet.stderr)")
+        #expect(fleet.stderr.contains("a fleet is at most 15 devices"), "\(fleet.stderr)")
+        let zero = try BlemuProcess.run("lab", "run", "--profile", "profiles/heart-rate.yaml", "--copies", "0")
+        #expect(zero.status == 64)
+        #expect(zero.stderr.contains("--copies must be 1...15, got 0"), "\(zero.stderr)")
+    }
+
     @Test func cloneNeedsAnAddressOrAName() throws {
         let outcome = try BlemuProcess.run("clone")
         #expect(outcome.status == 64)
