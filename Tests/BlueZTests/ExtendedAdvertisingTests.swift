@@ -31,13 +31,21 @@ struct ExtendedAdvertisingTests {
         }
     }
 
+    /// Why the backend found extended advertising unavailable; any other outcome fails the test.
+    private func unavailability(_ advertisement: Advertisement, on rig: BackendRig) async throws -> String {
+        let error = await refusal(advertisement, on: rig)
+        guard case .extendedAdvertisingUnavailable(let why)? = error else {
+            throw ExpectedRefusal(
+                description: "expected extendedAdvertisingUnavailable, got \(String(describing: error))")
+        }
+        return why
+    }
+
+    private struct ExpectedRefusal: Error, CustomStringConvertible { var description: String }
+
     @Test func aControllerWithoutExtendedAdvertisingIsToldBeforeAnythingIsRegistered() async throws {
         let rig = try await BackendRig(HeartRate.service, hasExtendedAdvertising: false)
-        let error = await refusal(Self.advertisement(manufacturer: 100), on: rig)
-        guard case .extendedAdvertisingUnavailable(let why)? = error else {
-            Issue.record("expected extendedAdvertisingUnavailable, got \(String(describing: error))")
-            return
-        }
+        let why = try await unavailability(Self.advertisement(manufacturer: 100), on: rig)
         #expect(why.contains("SupportedSecondaryChannels") && why.contains("`mode: legacy`"), "\(why)")
         #expect(await rig.fake.advertisementRegistrations == 0)
         #expect(await !rig.manager.isAdvertising)
@@ -48,11 +56,7 @@ struct ExtendedAdvertisingTests {
         // A Bluetooth 5 controller (SupportedSecondaryChannels, MaxAdvLen 251) under 5.66, which still caps each
         // manufacturer data entry at 27 bytes.
         let rig = try await BackendRig(HeartRate.service, hasExtendedAdvertising: true)
-        let error = await refusal(Self.advertisement(manufacturer: 100), on: rig)
-        guard case .extendedAdvertisingUnavailable(let why)? = error else {
-            Issue.record("expected extendedAdvertisingUnavailable, got \(String(describing: error))")
-            return
-        }
+        let why = try await unavailability(Self.advertisement(manufacturer: 100), on: rig)
         #expect(why.contains("BlueZ before 5.69") && why.contains("BlueZ >= 5.69"), "\(why)")
         #expect(why.contains("bluetoothd refused 117 bytes"), "\(why)")  // 104 + 10 (name) + 3 (Flags)
         #expect(await rig.fake.advertisementRegistrations == 0)
