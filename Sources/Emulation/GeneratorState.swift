@@ -12,7 +12,7 @@ public struct GeneratorState: Hashable, Sendable {
         case counter(next: Double, step: Double, range: ClosedRange<Double>, wraps: Bool)
         case randomWalk(next: Double, step: Double, range: ClosedRange<Double>, random: SplitMix64)
         case sine(period: Double, amplitude: Double, offset: Double)
-        case replay(ReplayTrack)
+        case replay(ReplayTrack, repeats: Bool)
     }
 
     private var kind: Kind
@@ -35,10 +35,12 @@ public struct GeneratorState: Hashable, Sendable {
                 random: SplitMix64(seed: seed))
         case .sine(let period, let amplitude, let offset):
             kind = .sine(period: period.seconds, amplitude: amplitude, offset: offset)
-        case .replay(let file, let column):
-            var path = file
-            if let baseDirectory, !file.hasPrefix("/") { path = baseDirectory + "/" + file }
-            kind = .replay(try ReplayTrack(contentsOf: path, column: column))
+        case .replay(let replay):
+            var path = replay.file
+            if let baseDirectory, !path.hasPrefix("/") { path = baseDirectory + "/" + path }
+            kind = .replay(
+                try ReplayTrack(contentsOf: path, column: replay.column, format: replay.format), repeats: replay.repeats
+            )
         }
     }
 
@@ -67,9 +69,23 @@ public struct GeneratorState: Hashable, Sendable {
         case .sine(let period, let amplitude, let offset):
             guard period > 0 else { return .real(offset) }
             return .real(offset + amplitude * sin(2 * Double.pi * elapsed.seconds / period))
-        case .replay(let track):
-            return .real(track.value(at: elapsed.seconds))
+        case .replay(let track, let repeats):
+            return track.recordedValue(at: elapsed.seconds, repeats: repeats)
         }
+    }
+
+    /// For a replay sent at its recorded times: when its next row is due, strictly after `elapsed` (the time since
+    /// the schedule started); nil when the recording is over, or for every other generator.
+    public func nextRecordedTime(after elapsed: Duration) -> Duration? {
+        guard case .replay(let track, let repeats) = kind,
+            let seconds = track.nextRowTime(after: elapsed.seconds, repeats: repeats)
+        else { return nil }
+        return .nanoseconds(Int64((seconds * 1e9).rounded(.up)))
+    }
+
+    /// The rows of a replay, for checks made when a profile loads; nil for every other generator.
+    public var replayValues: [FieldValue]? {
+        if case .replay(let track, _) = kind { track.values } else { nil }
     }
 
     /// A counter's next value: past a bound it wraps to the other bound, or stops at the bound it reached.

@@ -12,6 +12,9 @@ import GATTModel
 ///   **once** and re-aligns to its grid (start + k * interval), rather than catching up with a burst of stale values.
 ///   So a counter advances one step per fired tick, never per missed one.
 /// - Generators see the time since `start(at:)`, so a sine or a replay follows the clock even across pauses.
+/// - A schedule paced by its recording (a whole-value `replay` without interval, `Schedule.isRecordedPace`) fires at
+///   each row's time, counted from when it starts or resumes, and sends that row; a missed row is skipped the same
+///   way (one firing, the latest row due). A recording that does not repeat stops after its last row.
 /// - Schedules that fire at the same instant act in declaration order.
 /// - `pause` holds a characteristic's schedules whatever their start rule, so a test can set a value and keep it;
 ///   `resume` lets them run again from that moment (first tick one interval later), when their rule says they run.
@@ -144,19 +147,29 @@ public struct Schedules: Sendable {
         for index in runs.indices {
             guard let due = runs[index].nextTick, let anchor = runs[index].anchor, due <= now else { continue }
             let id = runs[index].schedule.characteristicID
-            let composition = runs[index].composer.next(current: values[id] ?? [], at: now - startTime)
+            let isRecordedPace = runs[index].schedule.isRecordedPace
+            // A recording's times count from the schedule's own start; other generators see the device's clock.
+            let elapsed = isRecordedPace ? now - anchor : now - startTime
+            let composition = runs[index].composer.next(current: values[id] ?? [], at: elapsed)
             values[id] = composition.value
             actions += composition.warnings.map { .warning(characteristicID: id, message: $0) }
             actions.append(.storing(composition.value, in: id, by: runs[index].schedule.action))
-            runs[index].nextTick = Self.firstGridPoint(
-                after: now, anchor: anchor, interval: runs[index].schedule.interval)
+            runs[index].nextTick =
+                isRecordedPace
+                ? runs[index].composer.nextRecordedTime(after: now - anchor).map { anchor + $0 }
+                : Self.firstGridPoint(after: now, anchor: anchor, interval: runs[index].schedule.interval)
         }
         return actions
     }
 
     private mutating func resume(_ index: Int, at now: Duration) {
         runs[index].anchor = now
-        runs[index].nextTick = now + runs[index].schedule.interval
+        guard runs[index].schedule.isRecordedPace else {
+            runs[index].nextTick = now + runs[index].schedule.interval
+            return
+        }
+        // Just before zero, so a row recorded at 0 s is due at once.
+        runs[index].nextTick = runs[index].composer.nextRecordedTime(after: .milliseconds(-1)).map { now + $0 }
     }
 
     /// The first `anchor + k * interval` strictly after `now`: one division, then exact `Duration` fix-ups,

@@ -45,10 +45,28 @@ public struct ValueComposer: Sendable {
                 }
                 index = found
             }
-            bindings.append(
-                Binding(index: index, state: try GeneratorState(generator.generator, baseDirectory: baseDirectory)))
+            let state = try GeneratorState(generator.generator, baseDirectory: baseDirectory)
+            // Hex rows are whole values: each must fit the characteristic as a written value would.
+            if index == nil, case .replay(let replay) = generator.generator {
+                let lengths = (state.replayValues ?? []).map { value in
+                    if case .bytes(let bytes) = value { bytes.count } else { 0 }
+                }
+                if let row = lengths.firstIndex(where: { $0 > characteristic.maximumLength }) {
+                    throw .replay(
+                        file: replay.file, line: 0,
+                        message: "data row \(row + 1) is \(lengths[row]) bytes, over `max-length` "
+                            + "\(characteristic.maximumLength) of `\(characteristic.id)`")
+                }
+            }
+            bindings.append(Binding(index: index, state: state))
         }
         self.bindings = bindings
+    }
+
+    /// For a schedule paced by its recording: when the next row is due after `elapsed` (since the schedule
+    /// started); nil when the recording is over or the value has no replay.
+    public func nextRecordedTime(after elapsed: Duration) -> Duration? {
+        bindings.first { $0.index == nil }?.state.nextRecordedTime(after: elapsed)
     }
 
     /// Advances every generator once and returns the new value built on `current`.

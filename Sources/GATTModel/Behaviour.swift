@@ -70,7 +70,8 @@ public struct Schedule: Hashable, Sendable {
     public var characteristicID: String
     /// What a tick does.
     public var action: Action
-    /// The time between ticks; zero for a `transfer`, which goes at the link's pace.
+    /// The time between ticks; zero for a `transfer`, which goes at the link's pace, and for a schedule paced by
+    /// its recording (`isRecordedPace`).
     public var interval: Duration
     /// When ticking starts.
     public var start: Start
@@ -86,6 +87,13 @@ public struct Schedule: Hashable, Sendable {
         self.interval = interval
         self.start = start
         self.generators = generators
+    }
+
+    /// Whether the schedule sends each row of a whole-value `replay` at the row's recorded time instead of ticking
+    /// at an interval (a schedule with a whole-value replay and no `interval`).
+    public var isRecordedPace: Bool {
+        action != .transfer && interval == .zero && generators.count == 1 && generators[0].field == nil
+            && generators[0].generator.isReplay
     }
 }
 
@@ -115,8 +123,39 @@ public enum Generator: Hashable, Sendable {
     case randomWalk(start: Double, step: Double, range: ClosedRange<Double>, seed: UInt64)
     /// `offset + amplitude * sin(2 pi t / period)`.
     case sine(period: Duration, amplitude: Double, offset: Double)
-    /// Values replayed from a CSV file of `time,value` rows (time in seconds), optionally a named column.
-    case replay(file: String, column: String?)
+    /// Values replayed from a CSV file of `time,value` rows (time in seconds).
+    case replay(Replay)
+
+    /// Whether this is a `replay`.
+    public var isReplay: Bool { if case .replay = self { true } else { false } }
+}
+
+/// A `replay` generator's source: which CSV file, which column, and how its values read.
+public struct Replay: Hashable, Sendable {
+    /// How the value column is spelled.
+    public enum Format: String, Hashable, Sendable, CaseIterable {
+        /// A number per row, for a numeric field (or a value that is one field).
+        case number
+        /// Hex bytes per row ("0648"), the whole value: what `blemu clone --record` writes.
+        case hex
+    }
+
+    /// The CSV file, relative to the profile's directory unless absolute.
+    public var file: String
+    /// The value column's name in the header; nil for the second column.
+    public var column: String?
+    /// How the values are spelled.
+    public var format: Format
+    /// Whether a recording sent at its own times plays again after its last row (`Schedule.isRecordedPace`).
+    public var repeats: Bool
+
+    /// A replay from its parts; numbers from the second column, no repeating, by default.
+    public init(file: String, column: String? = nil, format: Format = .number, repeats: Bool = false) {
+        self.file = file
+        self.column = column
+        self.format = format
+        self.repeats = repeats
+    }
 }
 
 /// What happens when a central writes one characteristic: the actions in order, stopping at the first rejection.

@@ -21,8 +21,6 @@ extension ProfileDecoder {
             interval = nil
         } else if isTransfer {
             interval = .zero
-        } else if map["interval"] == nil {
-            report(node, "missing key `interval` in schedule")
         }
         var start = Schedule.Start.launch
         if let value = map["start"],
@@ -42,7 +40,7 @@ extension ProfileDecoder {
         }
         guard let target, let action else { return nil }
         let characteristic = target.characteristic
-        var isValid = interval.map { $0 > .zero || isTransfer } ?? false
+        var isValid = interval.map { $0 > .zero || isTransfer } ?? (map["interval"] == nil)
         if let at = map["characteristic"] {
             if characteristic.value.isCached {
                 report(at, "characteristic `\(characteristic.id)` has a constant (cached) value, which cannot change")
@@ -111,6 +109,22 @@ extension ProfileDecoder {
             } else {
                 isValid = false
             }
+        }
+        // Without an interval, a replay of the whole value sends each row at its recorded time; every other
+        // schedule needs one.
+        let isWholeReplay = generators.count == 1 && generators[0].field == nil && generators[0].generator.isReplay
+        if map["interval"] == nil && !isTransfer {
+            if isWholeReplay {
+                interval = .zero
+            } else {
+                report(node, "missing key `interval` in schedule (only a `replay` of the whole value goes without)")
+                isValid = false
+            }
+        }
+        if case .replay(let replay)? = generators.first?.generator, replay.repeats, map["interval"] != nil {
+            report(
+                map["value"] ?? node, "`repeats` is for a replay sent at its recorded times: remove `interval`")
+            isValid = false
         }
         if isValid && action == .transfer && Schedule.transferText(of: generators) == nil {
             report(
@@ -209,11 +223,31 @@ extension ProfileDecoder {
             }
             return .sine(period: period, amplitude: amplitude, offset: offset)
         default:  // replay
-            guard let map = fields(body, in: "`replay`", allowed: ["file", "column"], required: ["file"]),
+            guard
+                let map = fields(
+                    body, in: "`replay`", allowed: ["file", "column", "format", "repeats"], required: ["file"]),
                 let file = map["file"].flatMap({ string($0, for: "`file`") })
             else { return nil }
-            let column = map["column"].flatMap { string($0, for: "`column`") }
-            return .replay(file: file, column: column)
+            var replay = Replay(file: file, column: map["column"].flatMap { string($0, for: "`column`") })
+            if let value = map["format"] {
+                guard let name = choice(value, for: "replay format", from: Replay.Format.allCases.map(\.rawValue)),
+                    let format = Replay.Format(rawValue: name)
+                else { return nil }
+                if format == .hex, let field {
+                    report(value, "`format: hex` replays whole values; field `\(field.name)` takes numbers")
+                    return nil
+                }
+                replay.format = format
+            }
+            if let value = map["repeats"] {
+                guard let flag = boolean(value, for: "`repeats`") else { return nil }
+                if flag, field != nil {
+                    report(value, "`repeats` is for a replay of the whole value sent at its recorded times")
+                    return nil
+                }
+                replay.repeats = flag
+            }
+            return .replay(replay)
         }
     }
 

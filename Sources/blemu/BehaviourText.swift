@@ -17,9 +17,9 @@ struct BehaviourText {
         }
         for schedule in behaviour.schedules where schedule.action != .transfer {
             let start = schedule.start == .launch ? "from launch" : "while subscribed"
-            lines.append(
-                "    schedule \(schedule.characteristicID): \(schedule.action.rawValue) every "
-                    + "\(Self.duration(schedule.interval)), \(start)")
+            let pace =
+                schedule.isRecordedPace ? "at the recorded times" : "every \(Self.duration(schedule.interval))"
+            lines.append("    schedule \(schedule.characteristicID): \(schedule.action.rawValue) \(pace), \(start)")
             for generator in schedule.generators {
                 lines.append("      \(generator.field ?? "value"): \(Self.describe(generator.generator))")
             }
@@ -48,7 +48,9 @@ struct BehaviourText {
                 + "\(number(range.lowerBound))...\(number(range.upperBound)) (seed \(seed))"
         case .sine(let period, let amplitude, let offset):
             "sine around \(number(offset)), amplitude \(number(amplitude)), period \(duration(period))"
-        case .replay(let file, let column): "replay of \(file)" + (column.map { ", column \($0)" } ?? "")
+        case .replay(let replay):
+            "replay of \(replay.file)" + (replay.column.map { ", column \($0)" } ?? "")
+                + (replay.format == .hex ? ", hex values" : "") + (replay.repeats ? ", repeating" : "")
         }
     }
 

@@ -72,14 +72,14 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         try "time,bpm,spo2\n0,70,98\n1.5,75,97\n\n3,80,96\n".write(
             to: directory.appendingPathComponent("run.csv"), atomically: true, encoding: .utf8)
-        var state = try GeneratorState(.replay(file: "run.csv", column: "spo2"), baseDirectory: directory.path)
+        var state = try GeneratorState(.replay(Replay(file: "run.csv", column: "spo2")), baseDirectory: directory.path)
         let times: [Duration] = [.zero, .seconds(1), .milliseconds(1500), .seconds(2), .seconds(3), .seconds(60)]
         #expect(times.map { state.next(at: $0).number! } == [98, 98, 97, 97, 96, 96])
     }
 
     @Test func replayWithoutAHeaderUsesTheSecondColumn() throws {
         let track = try ReplayTrack(csv: "0,1\n2,5\n", file: "t.csv", column: nil)
-        #expect([-1.0, 0, 1.9, 2, 9].map(track.value(at:)) == [1, 1, 1, 5, 5])
+        #expect([-1.0, 0, 1.9, 2, 9].map { track.value(at: $0).number } == [1, 1, 1, 5, 5])
     }
 
     @Test func malformedReplayRowIsReportedWithFileAndLine() {
@@ -92,9 +92,34 @@ import Testing
         #expect(error?.description == "bad.csv:1: no value column `bpm` in header (time, value)")
     }
 
+    @Test func hexReplayRowsAreWholeValuesAndAMalformedOneIsReported() throws {
+        let track = try ReplayTrack(csv: "time,value\n0,0648\n1,06 4A\n", file: "hr.csv", column: nil, format: .hex)
+        #expect(track.values == [.bytes([0x06, 0x48]), .bytes([0x06, 0x4A])])
+        #expect(throws: BehaviourError.replay(file: "hr.csv", line: 2, message: "value `6G` is not hex bytes")) {
+            try ReplayTrack(csv: "time,value\n0,6G\n", file: "hr.csv", column: nil, format: .hex)
+        }
+    }
+
+    @Test func aHexReplayRowLongerThanTheCharacteristicTakesFailsAtStart() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("blemu-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try "time,value\n0,01\n1,010203\n".write(
+            to: directory.appendingPathComponent("long.csv"), atomically: true, encoding: .utf8)
+        var characteristic = Characteristic(id: "level", uuid: BluetoothUUID(0x2A19), properties: [.notify])
+        characteristic.maximumLength = 2
+        let error = #expect(throws: BehaviourError.self) {
+            try ValueComposer(
+                characteristic: characteristic,
+                generators: [FieldGenerator(field: nil, generator: .replay(Replay(file: "long.csv", format: .hex)))],
+                baseDirectory: directory.path)
+        }
+        #expect(error?.description == "long.csv: data row 2 is 3 bytes, over `max-length` 2 of `level`")
+    }
+
     @Test func missingReplayFileFailsAtStart() {
         #expect(throws: BehaviourError.self) {
-            try GeneratorState(.replay(file: "/nonexistent/blemu.csv", column: nil))
+            try GeneratorState(.replay(Replay(file: "/nonexistent/blemu.csv")))
         }
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import GATTModel
 import Testing
 
@@ -135,6 +136,46 @@ import Testing
         engine.start(at: .zero)
         let values = [50, 100, 150].flatMap { engine.tick(at: .milliseconds($0)) }.compactMap(\.value)
         #expect(values == [Array("Hi".utf8), Array("EOM".utf8), Array("EOM".utf8)])
+    }
+
+    /// Issue 15: a clone's recording is sent at the times it arrived, from the first subscription, and plays
+    /// again one median gap after its last row.
+    @Test func aRecordingIsSentAtItsOwnTimesFromTheFirstSubscriptionAndRepeats() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("blemu-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try "time,value\n0.400,0648\n1.400,064A\n1.900,064C\n".write(
+            to: directory.appendingPathComponent("hr.csv"), atomically: true, encoding: .utf8)
+        let schedule = Schedule(
+            characteristicID: "heart-rate-measurement", action: .notify, interval: .zero, start: .firstSubscription,
+            generators: [
+                FieldGenerator(field: nil, generator: .replay(Replay(file: "hr.csv", format: .hex, repeats: true)))
+            ])
+        #expect(schedule.isRecordedPace)
+        var engine = try Schedules(profile: Fixtures.heartRate(schedules: [schedule]), baseDirectory: directory.path)
+        engine.start(at: .zero)
+        #expect(engine.nextDeadline == nil)
+        engine.subscribersChanged("heart-rate-measurement", count: 1, at: .seconds(10))
+        // Rows at +0.4, +1.4, +1.9; the pass lasts 1.5 s + the median gap (the upper of 0.5 and 1.0) = 2.5 s.
+        var sent: [(Duration, [UInt8])] = []
+        while let due = engine.nextDeadline, due < .seconds(15) {
+            sent += engine.tick(at: due).compactMap { action in action.value.map { (due, $0) } }
+        }
+        let milliseconds = sent.map { Int($0.0 / .milliseconds(1)) }
+        #expect(milliseconds == [10_400, 11_400, 11_900, 12_900, 13_900, 14_400])
+        #expect(sent.map { $0.1[1] } == [0x48, 0x4A, 0x4C, 0x48, 0x4A, 0x4C])
+    }
+
+    @Test func aRecordingThatDoesNotRepeatStopsAfterItsLastRowAndSkipsMissedRows() throws {
+        let track = try ReplayTrack(csv: "time,value\n0,01\n1,02\n2,03\n", file: "t.csv", column: nil, format: .hex)
+        #expect(track.nextRowTime(after: -0.001, repeats: false) == 0)
+        #expect(track.nextRowTime(after: 1, repeats: false) == 2)
+        #expect(track.nextRowTime(after: 2, repeats: false) == nil)
+        // Late by one and a half rows: one firing sends the latest row due, and the next row keeps its time.
+        #expect(track.recordedValue(at: 1.5, repeats: false) == .bytes([0x02]))
+        #expect(track.nextRowTime(after: 1.5, repeats: true) == 2)
+        #expect(track.nextRowTime(after: 2, repeats: true) == 3)
+        #expect(track.recordedValue(at: 3.2, repeats: true) == .bytes([0x01]))
     }
 
     @Test func unknownCharacteristicIsRefused() {
