@@ -68,7 +68,9 @@ let package = Package(
         // The central side of bluetoothd's client API, for `blemu probe`; apart from BlueZ, the peripheral backend.
         .target(
             name: "ProbeCentral",
-            dependencies: ["DBus", "GATTModel", "BlueZModel", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "BlueZ", "DBus", "GATTModel", "BlueZModel", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict),
         .target(
             name: "PeripheralTesting",
@@ -129,7 +131,8 @@ let package = Package(
             name: "LabTests", dependencies: ["Lab", "ProbeCentral", "GATTModel", "ScenarioList"], exclude: ["Fixtures"],
             swiftSettings: strict),
         .testTarget(
-            name: "ProbeCentralTests", dependencies: ["ProbeCentral", "GATTProfile", "GATTModel"], swiftSettings: strict
+            name: "ProbeCentralTests", dependencies: ["ProbeCentral", "GATTProfile", "GATTModel", "DBus"],
+            swiftSettings: strict
         ),
         .testTarget(
             name: "blemuTests", dependencies: ["blemu", "BlueZ", "BlueZModel", "DBus", "GATTModel", "Peripheral"],

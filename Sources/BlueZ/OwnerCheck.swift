@@ -5,12 +5,12 @@ import Synchronization
 
 /// Admits method calls only from the connection that owns `org.bluez` now: anyone on the system bus could
 /// otherwise call ReadValue or the agent's RequestPasskey and see or change what centrals see.
-final class OwnerCheck: Sendable {
+package final class OwnerCheck: Sendable {
     private let owner: Mutex<String?>
     private let logger: Logger
 
     /// A check that admits `owner` (nil admits nobody, while bluetoothd is away).
-    init(owner: String?, logger: Logger) {
+    package init(owner: String?, logger: Logger) {
         self.owner = Mutex(owner)
         self.logger = logger
     }

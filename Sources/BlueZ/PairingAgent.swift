@@ -7,9 +7,9 @@ import Peripheral
 /// The `org.bluez.Agent1` object that answers pairing (5.66:doc/agent-api.txt): a fixed passkey for
 /// `RequestPasskey`, yes to confirmations and authorizations, so pairing works unattended as the profile says.
 /// Each step is reported (`report`) so the event log and `ctl pairing` show a displayed passkey to type.
-enum PairingAgent {
+package enum PairingAgent {
     /// The interface; calls from anyone but bluetoothd are refused by `owner`.
-    static func interface(
+    package static func interface(
         _ settings: PairingSettings, owner: OwnerCheck, logger: Logger,
         report: @escaping @Sendable (PairingEvent) -> Void = { _ in }
     ) -> Interface {

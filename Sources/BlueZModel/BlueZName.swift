@@ -53,6 +53,7 @@ package enum BlueZName {
         package static let rejected = "org.bluez.Error.Rejected"
         package static let canceled = "org.bluez.Error.Canceled"
         package static let alreadyConnected = "org.bluez.Error.AlreadyConnected"
+        package static let alreadyExists = "org.bluez.Error.AlreadyExists"
         package static let invalidArguments = "org.bluez.Error.InvalidArguments"
         /// What a caller other than bluetoothd gets (the D-Bus standard name, spelled here for the BlueZ module).
         package static let accessDenied = "org.freedesktop.DBus.Error.AccessDenied"
@@ -69,6 +70,7 @@ package enum BlueZName {
         package static let unregisterAgent = "UnregisterAgent"
         package static let disconnect = "Disconnect"
         package static let connect = "Connect"
+        package static let pair = "Pair"
         package static let setDiscoveryFilter = "SetDiscoveryFilter"
         package static let startDiscovery = "StartDiscovery"
         package static let stopDiscovery = "StopDiscovery"
@@ -81,6 +83,7 @@ package enum BlueZName {
     package enum Property {
         package static let powered = "Powered"
         package static let connected = "Connected"
+        package static let paired = "Paired"
         package static let alias = "Alias"
         package static let uuid = "UUID"
         package static let primary = "Primary"

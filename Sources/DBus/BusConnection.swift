@@ -128,6 +128,13 @@ public final class BusConnection: Sendable {
         }
     }
 
+    /// The process ID of the connection `name` (a unique or well-known name), as the bus daemon saw it connect
+    /// (`GetConnectionUnixProcessID`, D-Bus Specification, "Message Bus Messages"); throws `DBusError` when the
+    /// bus cannot tell (no such name, or a peer on another machine).
+    public func processID(of name: String) async throws -> UInt32 {
+        try await callBus("GetConnectionUnixProcessID", [.string(name)]).first?.asUInt32() ?? 0
+    }
+
     func callBus(_ member: String, _ arguments: [DBusValue]) async throws -> [DBusValue] {
         try await call(
             "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: member,

@@ -1,3 +1,4 @@
+import BlueZ
 import BlueZModel
 import DBus
 import Foundation
@@ -73,14 +74,20 @@ public struct Central: Sendable {
         // bluetoothd recommends no discovery while connecting (device-api.txt, Connect); errors here are harmless.
         _ = try? await call(adapterPath, BlueZName.Interface.adapter, BlueZName.Member.stopDiscovery)
         guard let devicePath = found else {
-            throw ProbeError.notFound(target: request.targetDescription, seconds: request.timeout.components.seconds)
+            throw ProbeError.notFound(
+                target: request.targetDescription, seconds: request.timeout.components.seconds,
+                seen: Self.seenDevices(on: adapterPath, in: mirror.objects))
         }
         let timeFound = seconds()
         // The scan's view (RSSI above all) before connecting changes it.
         let scanned = mirror.objects[devicePath]?[BlueZName.Interface.device] ?? [:]
         logger.debug("found", metadata: ["device": "\(devicePath)"])
 
-        try await connect(devicePath, mirror: mirror, timeout: request.timeout)
+        if let pairing = request.pairing {
+            try await pair(devicePath, settings: pairing, owner: owner, mirror: mirror, timeout: request.timeout)
+        } else {
+            try await connect(devicePath, mirror: mirror, timeout: request.timeout)
+        }
         let timeConnected = seconds()
         let resolved = await mirror.wait(upTo: request.timeout) { objects in
             Self.bool(objects[devicePath]?[BlueZName.Interface.device]?[BlueZName.Property.servicesResolved])
@@ -94,15 +101,24 @@ public struct Central: Sendable {
         let timeResolved = seconds()
         try await refresh(mirror)
 
-        var services = try await readTree(of: devicePath, objects: mirror.objects)
-        services = try await listen(services, mirror: mirror, for: request.listen)
+        var (services, reads) = try await readTree(of: devicePath, mirror: mirror)
+        var linkLoss: ProbeLinkLoss?
+        if mirror.hasDisconnected(devicePath) {
+            linkLoss = ProbeLinkLoss(phase: .reading, readsDone: reads.done, readsSkipped: reads.skipped)
+        } else {
+            services = try await listen(services, mirror: mirror, for: request.listen)
+            if mirror.hasDisconnected(devicePath) {
+                linkLoss = ProbeLinkLoss(phase: .listening, readsDone: reads.done, readsSkipped: 0)
+            }
+        }
         _ = try? await call(devicePath, BlueZName.Interface.device, BlueZName.Member.disconnect)
 
         let device = Self.device(devicePath, scanned: scanned, now: mirror.objects[devicePath] ?? [:])
         return ProbeReport(
             adapter: adapterName, device: device, services: services, listenSeconds: Self.seconds(request.listen),
             timings: ProbeTimings(
-                found: timeFound, connected: timeConnected, resolved: timeResolved, total: seconds()))
+                found: timeFound, connected: timeConnected, resolved: timeResolved, total: seconds()),
+            linkLoss: linkLoss)
     }
 
     // MARK: Steps
@@ -169,8 +185,57 @@ public struct Central: Sendable {
         }
     }
 
-    /// Builds the GATT tree under `device` and reads every readable characteristic and every descriptor.
-    private func readTree(of device: ObjectPath, objects: ManagedObjects) async throws -> [ProbeService] {
+    /// Pairs with `Device1.Pair`, which connects first (5.66 src/device.c pair_device), answering bluetoothd through
+    /// blemu's pairing agent (the one `blemu run` registers) for this call only: bluetoothd asks the agent of
+    /// the caller of Pair (adapter_create_bonding keeps it), so no default agent is touched. A device already
+    /// paired is only connected.
+    private func pair(
+        _ device: ObjectPath, settings: PairingSettings, owner: String, mirror: ObjectMirror, timeout: Duration
+    ) async throws {
+        if Self.bool(mirror.objects[device]?[BlueZName.Interface.device]?[BlueZName.Property.paired]) == true {
+            return try await connect(device, mirror: mirror, timeout: timeout)
+        }
+        let agent: ObjectPath = "/org/blemu/probe/agent"
+        let check = OwnerCheck(owner: owner, logger: logger)
+        try connection.export(agent, [PairingAgent.interface(settings, owner: check, logger: logger)])
+        defer { connection.unexport(agent) }
+        let manager = ObjectPath(stringLiteral: BlueZName.agentManagerPath)
+        try await call(
+            manager, BlueZName.Interface.agentManager, BlueZName.Member.registerAgent,
+            [.objectPath(agent), .string(BlueZName.capability(settings.ioCapability))])
+        let outcome: Result<Void, ProbeError>
+        do {
+            _ = try await connection.call(
+                BlueZName.service, path: device, interface: BlueZName.Interface.device, member: BlueZName.Member.pair,
+                timeout: timeout)
+            outcome = .success(())
+        } catch let error as DBusError where error.name == BlueZName.Error.alreadyExists {
+            outcome = .success(())
+        } catch let error as DBusError {
+            outcome = .failure(.pairingFailed("Pair with \(device) failed: \(error.description)"))
+        }
+        // A failure here only means bluetoothd already forgot the agent.
+        _ = try? await call(
+            manager, BlueZName.Interface.agentManager, BlueZName.Member.unregisterAgent, [.objectPath(agent)])
+        try outcome.get()
+        try await connect(device, mirror: mirror, timeout: timeout)
+    }
+
+    /// Builds the GATT tree under `device` and reads every readable characteristic and every descriptor, until
+    /// the link drops: the reads after that are not tried (each would only wait for bluetoothd's "Not connected").
+    private func readTree(
+        of device: ObjectPath, mirror: ObjectMirror
+    ) async throws -> ([ProbeService], reads: (done: Int, skipped: Int)) {
+        let objects = mirror.objects
+        var reads = (done: 0, skipped: 0)
+        func read(_ path: ObjectPath, _ interface: String, uuid: String) async -> ProbeRead? {
+            guard !mirror.hasDisconnected(device) else {
+                reads.skipped += 1
+                return nil
+            }
+            reads.done += 1
+            return await self.read(path, interface, uuid: uuid)
+        }
         func children(_ interface: String, _ parentKey: String, of parent: ObjectPath) -> [ObjectPath] {
             objects.keys.filter { path in
                 (try? objects[path]?[interface]?[parentKey]?.asObjectPath()) == parent
@@ -212,7 +277,7 @@ public struct Central: Sendable {
                     isPrimary: Self.bool(service[BlueZName.Property.primary]) ?? true, path: servicePath.rawValue,
                     characteristics: characteristics))
         }
-        return services
+        return (services, reads)
     }
 
     /// One `ReadValue({})`; an error reply is recorded, not thrown.
@@ -305,6 +370,22 @@ public struct Central: Sendable {
             }
             return true
         }
+    }
+
+    /// The LE devices `adapter` knows, for a not-found message: `00:AA:01:00:00:01 "Thermostat" (RSSI -60)`,
+    /// strongest first, at most ten.
+    static func seenDevices(on adapter: ObjectPath, in objects: ManagedObjects) -> [String] {
+        let devices = objects.values.compactMap { interfaces -> (text: String, rssi: Int)? in
+            guard let device = interfaces[BlueZName.Interface.device],
+                (try? device[BlueZName.Property.adapter]?.asObjectPath()) == adapter,
+                let address = try? device[BlueZName.Property.address]?.asString()
+            else { return nil }
+            let name = (try? device[BlueZName.Property.name]?.asString()).map { " \"\($0)\"" } ?? ""
+            let rssi = reportedRSSI(try? device[BlueZName.Property.rssi]?.asInt16())
+            return (address + name + (rssi.map { " (RSSI \($0))" } ?? ""), rssi ?? .min)
+        }
+        let sorted = devices.sorted { ($0.rssi, $1.text) > ($1.rssi, $0.text) }
+        return sorted.prefix(10).map(\.text) + (sorted.count > 10 ? ["\(sorted.count - 10) more"] : [])
     }
 
     /// The report's device from its Device1 properties at discovery (`scanned`) and now.

@@ -23,6 +23,8 @@ final class ObjectMirror: Sendable {
         var objects: ManagedObjects = [:]
         var listening: [ObjectPath: ContinuousClock.Instant] = [:]
         var notifications: [ObjectPath: [(at: Duration, bytes: [UInt8])]] = [:]
+        /// Devices whose `Connected` turned false since the mirror was made: a link that dropped.
+        var disconnected: Set<ObjectPath> = []
         var waiters: [Int: Waiter] = [:]
         var nextWaiter = 0
     }
@@ -58,6 +60,11 @@ final class ObjectMirror: Sendable {
                     let changed = try? signal.arguments[1].asVardict()
                 else { return [] }
                 state.objects[signal.path, default: [:]][interface, default: [:]].merge(changed) { _, new in new }
+                if interface == BlueZName.Interface.device,
+                    (try? changed[BlueZName.Property.connected]?.asBool()) == false
+                {
+                    state.disconnected.insert(signal.path)
+                }
                 if signal.arguments.count == 3, let invalidated = try? signal.arguments[2].asStrings() {
                     for name in invalidated { state.objects[signal.path]?[interface]?[name] = nil }
                 }
@@ -77,6 +84,12 @@ final class ObjectMirror: Sendable {
 
     /// A snapshot of the copy.
     var objects: ManagedObjects { state.withLock { $0.objects } }
+
+    /// Whether `device`'s link dropped (bluetoothd reported `Connected` false) since the mirror was made. Signals
+    /// come before later replies, so a read that failed because the link dropped finds this already true.
+    func hasDisconnected(_ device: ObjectPath) -> Bool {
+        state.withLock { $0.disconnected.contains(device) }
+    }
 
     /// Starts recording `Value` changes of `path` as notifications, timed from `since`.
     func listen(to path: ObjectPath, since: ContinuousClock.Instant) {

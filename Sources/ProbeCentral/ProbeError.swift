@@ -6,19 +6,22 @@ public enum ProbeError: Error, Sendable, Equatable, CustomStringConvertible {
     case bluetoothdNotRunning
     /// No adapter fits: none at all, the named one is missing, or every one is advertising.
     case noAdapter(String)
-    /// The device was not seen before the timeout.
-    case notFound(target: String, seconds: Int64)
+    /// The device was not seen before the timeout; `seen` describes the devices the adapter did see.
+    case notFound(target: String, seconds: Int64, seen: [String])
     /// The device was seen but Connect or service resolution failed (bluetoothd's error, or a timeout).
     case connectFailed(String)
+    /// The device was seen but `Device1.Pair` failed (bluetoothd's error, or a timeout).
+    case pairingFailed(String)
     /// bluetoothd answered in a way the probe does not understand (a changed API, a bug).
     case unexpectedReply(String)
 
-    /// The exit code `blemu probe` ends with: 69 unavailable, 1 not found, 2 connect failed, 70 unexpected.
+    /// The exit code `blemu probe` ends with: 69 unavailable, 1 not found, 2 connect or pairing failed, 70
+    /// unexpected.
     public var exitCode: Int32 {
         switch self {
         case .busUnavailable, .bluetoothdNotRunning, .noAdapter: 69
         case .notFound: 1
-        case .connectFailed: 2
+        case .connectFailed, .pairingFailed: 2
         case .unexpectedReply: 70
         }
     }
@@ -29,8 +32,11 @@ public enum ProbeError: Error, Sendable, Equatable, CustomStringConvertible {
         case .busUnavailable(let text): "probe: cannot reach the bus: \(text)"
         case .bluetoothdNotRunning: "probe: bluetoothd is not running (nobody owns org.bluez on the bus)"
         case .noAdapter(let text): "probe: \(text)"
-        case .notFound(let target, let seconds): "probe: \(target) not found within \(seconds) s"
+        case .notFound(let target, let seconds, let seen):
+            "probe: \(target) not found within \(seconds) s; "
+                + (seen.isEmpty ? "the adapter saw no LE device" : "the adapter saw \(seen.joined(separator: ", "))")
         case .connectFailed(let text): "probe: \(text)"
+        case .pairingFailed(let text): "probe: pairing failed: \(text)"
         case .unexpectedReply(let text): "probe: unexpected reply from bluetoothd: \(text)"
         }
     }

@@ -10,6 +10,7 @@ extension ProbeReport {
         let type = device.addressType.map { " (\($0))" } ?? ""
         lines.append("\(device.address)\(type) \(name)\(rssi), via \(adapter)")
         if !device.uuids.isEmpty { lines.append("  advertised: \(device.uuids.joined(separator: ", "))") }
+        if let linkLoss { lines.append("the link dropped \(linkLoss.summary): this report is incomplete") }
         for service in services {
             let kind = service.isPrimary ? "" : " (secondary)"
             lines.append("service \(Self.label(service.uuid, service.name))\(kind)")

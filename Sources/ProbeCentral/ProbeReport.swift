@@ -14,20 +14,59 @@ public struct ProbeReport: Codable, Sendable, Equatable {
     public var listenSeconds: Double
     /// Seconds from the start of the probe to each milestone.
     public var timings: ProbeTimings
+    /// Where the link dropped before the probe was done with it; nil when it held. A report with a lost link is
+    /// incomplete: what came after the drop is missing.
+    public var linkLoss: ProbeLinkLoss?
 
     /// A report from its parts.
     public init(
-        adapter: String, device: ProbeDevice, services: [ProbeService], listenSeconds: Double, timings: ProbeTimings
+        adapter: String, device: ProbeDevice, services: [ProbeService], listenSeconds: Double, timings: ProbeTimings,
+        linkLoss: ProbeLinkLoss? = nil
     ) {
         self.adapter = adapter
         self.device = device
         self.services = services
         self.listenSeconds = listenSeconds
         self.timings = timings
+        self.linkLoss = linkLoss
     }
 
     /// Every characteristic of every service, in order.
     public var characteristics: [ProbeCharacteristic] { services.flatMap(\.characteristics) }
+}
+
+/// The link dropping under the probe (bluetoothd reported `Connected` false before the probe disconnected), and how
+/// far the probe had got.
+public struct ProbeLinkLoss: Codable, Sendable, Equatable {
+    /// What the probe was doing when the link dropped.
+    public enum Phase: String, Codable, Sendable {
+        /// Reading characteristics and descriptors: the reads after the drop were not tried.
+        case reading
+        /// Listening for notifications: the recording ends early.
+        case listening
+    }
+
+    /// What the probe was doing.
+    public var phase: Phase
+    /// Reads answered before the link dropped (with a value or an error).
+    public var readsDone: Int
+    /// Reads not tried because the link was gone.
+    public var readsSkipped: Int
+
+    /// A link loss from its parts.
+    public init(phase: Phase, readsDone: Int, readsSkipped: Int) {
+        self.phase = phase
+        self.readsDone = readsDone
+        self.readsSkipped = readsSkipped
+    }
+
+    /// One clause for messages: "while reading, after 3 reads (4 not tried)".
+    public var summary: String {
+        switch phase {
+        case .reading: "while reading, after \(readsDone) reads (\(readsSkipped) not tried)"
+        case .listening: "while listening for notifications, after all \(readsDone) reads"
+        }
+    }
 }
 
 /// The peripheral as bluetoothd's Device1 describes it.

@@ -1,3 +1,5 @@
+import GATTModel
+
 /// What to probe and how long to try: the `blemu probe` command line as a value.
 public struct ProbeRequest: Sendable, Equatable {
     /// The adapter to use ("hci1"); nil picks the first adapter that is not advertising.
@@ -12,11 +14,14 @@ public struct ProbeRequest: Sendable, Equatable {
     public var timeout: Duration
     /// How long to collect notifications after subscribing.
     public var listen: Duration
+    /// Pair before reading (`Device1.Pair`, which connects), answering bluetoothd through blemu's pairing agent
+    /// with these settings; nil connects without pairing.
+    public var pairing: PairingSettings?
 
     /// A request; at least one of address, name and service should be set, else the first LE device seen matches.
     public init(
         adapter: String? = nil, address: String? = nil, name: String? = nil, service: String? = nil,
-        timeout: Duration = .seconds(20), listen: Duration = .seconds(3)
+        timeout: Duration = .seconds(20), listen: Duration = .seconds(3), pairing: PairingSettings? = nil
     ) {
         self.adapter = adapter
         self.address = address
@@ -24,6 +29,7 @@ public struct ProbeRequest: Sendable, Equatable {
         self.service = service
         self.timeout = timeout
         self.listen = listen
+        self.pairing = pairing
     }
 
     /// A description of the target for messages: `00:AA:01:00:00:00 named "x" advertising 180D`.

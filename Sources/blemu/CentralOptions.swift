@@ -1,5 +1,8 @@
 import ArgumentParser
+import BlueZModel
 import DBus
+import GATTModel
+import Lab
 import Logging
 import ProbeCentral
 
@@ -15,8 +18,21 @@ struct CentralOptions: ParsableArguments {
     @Option(help: "The adapter to use (default: the first one that is not advertising).")
     var adapter: String?
 
-    @Option(help: "Seconds to wait for each of: the device to appear, Connect, service resolution.")
+    @Option(help: "Seconds to wait for each of: the device to appear, Connect (or Pair), service resolution.")
     var timeout: Double = 20
+
+    @Flag(
+        help: ArgumentHelp(
+            "Pair before reading, with blemu's pairing agent.",
+            discussion: "Device1.Pair connects and pairs; without --passkey the agent has no input and no output "
+                + "(Just Works: encrypted, not authenticated)."))
+    var pair = false
+
+    @Option(
+        help: ArgumentHelp(
+            "With --pair: type this six-digit passkey (the agent is keyboard-only), e.g. a profile's `passkey`.",
+            valueName: "PASSKEY"))
+    var passkey: UInt32?
 
     @Option(help: "The bus: system (default), session, or a D-Bus address such as unix:path=/run/bus.")
     var bus = BusAddress.system
@@ -26,6 +42,10 @@ struct CentralOptions: ParsableArguments {
 
     func validate() throws {
         guard timeout > 0 else { throw ValidationError("--timeout must be > 0") }
+        if let passkey {
+            guard pair else { throw ValidationError("--passkey needs --pair") }
+            guard passkey <= 999_999 else { throw ValidationError("--passkey takes six digits, got \(passkey)") }
+        }
         if let address, address.split(separator: ":").count != 6 {
             throw ValidationError("ADDRESS must look like 00:AA:01:00:00:00, got \(address)")
         }
@@ -35,7 +55,27 @@ struct CentralOptions: ParsableArguments {
     func request(service: String? = nil, listen: Duration) -> ProbeRequest {
         ProbeRequest(
             adapter: adapter, address: address, name: name, service: service,
-            timeout: .milliseconds(Int64(timeout * 1000)), listen: listen)
+            timeout: .milliseconds(Int64(timeout * 1000)), listen: listen,
+            pairing: pair
+                ? PairingSettings(ioCapability: passkey == nil ? .noInputNoOutput : .keyboardOnly, passkey: passkey)
+                : nil)
+    }
+
+    /// The version of the bluetoothd on the bus ("5.82"): `--version` of the running process's executable
+    /// (`/proc/PID/exe`, readable by its user and root), else of Debian's `/usr/libexec/bluetooth/bluetoothd`; nil
+    /// when neither runs.
+    func bluetoothdVersion() async -> String? {
+        let logger = Logger(label: "blemu.version", factory: { _ in SwiftLogNoOpLogHandler() })
+        var candidates = ["/usr/libexec/bluetooth/bluetoothd"]
+        if let connection = try? BusConnection(bus, logger: logger) {
+            defer { connection.close() }
+            if let owner = try? await connection.nameOwner(BlueZName.service),
+                let pid = try? await connection.processID(of: owner)
+            {
+                candidates.insert("/proc/\(pid)/exe", at: 0)
+            }
+        }
+        return candidates.lazy.compactMap(BlueZInstall.version(of:)).first
     }
 
     /// Probes the device: the report, or the error's message on stderr and its exit code.

@@ -1,3 +1,4 @@
+import DBus
 import Foundation
 import Testing
 
@@ -69,6 +70,49 @@ struct ProbeReportTests {
         let error = try #require((control["read"] as? [String: Any])?["error"] as? [String: Any])
         #expect(error["attError"] as? Int == 2)
         #expect(try JSONDecoder().decode(ProbeReport.self, from: Data(json.utf8)) == Self.report)
+    }
+
+    @Test func aLostLinkIsInTheTextAndTheJSONAndNowhereWhenTheLinkHeld() throws {
+        var report = Self.report
+        report.linkLoss = ProbeLinkLoss(phase: .reading, readsDone: 3, readsSkipped: 4)
+        #expect(
+            report.text.contains(
+                "the link dropped while reading, after 3 reads (4 not tried): this report is incomplete\n"))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(report.json.utf8)) as? [String: Any])
+        let linkLoss = try #require(object["linkLoss"] as? [String: Any])
+        #expect(linkLoss["phase"] as? String == "reading")
+        #expect(linkLoss["readsDone"] as? Int == 3 && linkLoss["readsSkipped"] as? Int == 4)
+        #expect(!Self.report.text.contains("link dropped"))
+    }
+
+    @Test func notFoundSaysWhatTheAdapterSawStrongestFirst() {
+        func device(_ address: String, adapter: String, name: String?, rssi: Int16?) -> [String: [String: DBusValue]] {
+            var properties: [String: DBusValue] = [
+                "Address": .string(address), "Adapter": .objectPath(ObjectPath(stringLiteral: adapter)),
+            ]
+            if let name { properties["Name"] = .string(name) }
+            if let rssi { properties["RSSI"] = .int16(rssi) }
+            return ["org.bluez.Device1": properties]
+        }
+        let objects: ManagedObjects = [
+            "/org/bluez/hci1/dev_1": device("00:AA:01:00:00:01", adapter: "/org/bluez/hci1", name: nil, rssi: -80),
+            "/org/bluez/hci1/dev_2": device("00:AA:01:00:00:02", adapter: "/org/bluez/hci1", name: "Strap", rssi: -40),
+            "/org/bluez/hci1/dev_3": device("00:AA:01:00:00:03", adapter: "/org/bluez/hci1", name: "Old", rssi: nil),
+            "/org/bluez/hci0/dev_4": device("00:AA:01:00:00:04", adapter: "/org/bluez/hci0", name: "Other", rssi: -1),
+        ]
+        let seen = Central.seenDevices(on: "/org/bluez/hci1", in: objects)
+        #expect(
+            seen == [
+                "00:AA:01:00:00:02 \"Strap\" (RSSI -40)", "00:AA:01:00:00:01 (RSSI -80)", "00:AA:01:00:00:03 \"Old\"",
+            ])
+        let error = ProbeError.notFound(target: "00:AA:01:00:00:09", seconds: 5, seen: seen)
+        #expect(error.exitCode == 1)
+        #expect(
+            error.description.hasPrefix(
+                "probe: 00:AA:01:00:00:09 not found within 5 s; the adapter saw 00:AA:01:00:00:02"))
+        #expect(
+            ProbeError.notFound(target: "x", seconds: 5, seen: []).description
+                == "probe: x not found within 5 s; the adapter saw no LE device")
     }
 
     @Test func rssi127MeansNotAvailableAndIsNotReportedAsDBm() {
