@@ -16,10 +16,13 @@ public enum ProfileClone {
         public var adapter: String
         /// When the device was probed, as text (ISO 8601).
         public var date: String
+        /// The version of the bluetoothd the central used ("5.82"); nil when it could not be told.
+        public var bluez: String?
         /// A source from its parts.
-        public init(adapter: String, date: String) {
+        public init(adapter: String, date: String, bluez: String? = nil) {
             self.adapter = adapter
             self.date = date
+            self.bluez = bluez
         }
     }
 
@@ -37,9 +40,8 @@ public enum ProfileClone {
         clone(from: report, source: source, recordingStem: "clone").yaml
     }
 
-    /// The clone of `report`. Characteristics that notified or indicated while the probe listened get a schedule
-    /// that sends what arrived, in order, at the recording's median pace; each recording is also a CSV named after
-    /// `recordingStem`.
+    /// The clone of `report`. What each characteristic notified or indicated while the probe listened becomes a
+    /// `time,value` CSV named after `recordingStem`, and a schedule that replays it at the times it arrived.
     public static func clone(from report: ProbeReport, source: Source, recordingStem: String) -> Clone {
         var writer = Writer(recordingStem: recordingStem)
         writer.write(report, source: source)
@@ -139,7 +141,7 @@ extension ProfileClone {
             let name = ProfileClone.gapName(report) ?? device.name ?? "Clone of \(device.address)"
             lines += [
                 "# Cloned by `blemu clone` from \(device.address)\(device.name.map { " (\($0))" } ?? ""), through "
-                    + "bluetoothd on \(source.adapter), \(source.date).",
+                    + "bluetoothd \(source.bluez ?? "(version unknown)") on \(source.adapter), \(source.date).",
                 "# What a central saw: the advertisement as scanned, the GATT tree, every value it could read.",
                 "name: \(ProfileClone.quoted(name))",
             ]
@@ -163,31 +165,24 @@ extension ProfileClone {
             }
         }
 
-        /// A schedule that sends `characteristic`'s recorded values in order, looping, at the median gap between
-        /// them; and the recording as CSV.
+        /// The recording of `characteristic` as CSV (seconds since the central subscribed, hex value), and a
+        /// schedule that replays it at those times from each first subscription, again and again.
         mutating func record(_ characteristic: ProbeCharacteristic, id: String, properties: [String]) {
             let values = characteristic.notifications
             guard !values.isEmpty else { return }
-            let times = values.map { $0.at ?? 0 }
-            let gaps = zip(times.dropFirst(), times).map { $0 - $1 }.sorted()
-            // One value alone has no pace: a second is as good as any, and the comment says so.
-            let median = gaps.isEmpty ? 1 : gaps[gaps.count / 2]
-            let interval = Duration.milliseconds(max(Int64((median * 1000).rounded()), 20))
             let file = "\(recordingStem).\(id).csv"
             recordings[file] =
                 "time,value\n"
                 + values.map { "\(String(format: "%.3f", $0.at ?? 0)),\($0.hex)" }.joined(separator: "\n")
                 + "\n"
             let action = properties.contains("notify") ? "notify" : "indicate"
-            let span = String(format: "%.1f", (times.last ?? 0) - (times.first ?? 0))
+            let span = String(format: "%.1f", (values.last?.at ?? 0) - (values.first?.at ?? 0))
             schedules += [
-                "    # recorded: \(values.count) values in \(span) s (\(file)); sent in order, looping, one every "
-                    + "\(DurationText.spell(interval)) (the median gap) from the first subscription",
+                "    # recorded: \(values.count) values in \(span) s; sent at the times they arrived, counted from "
+                    + "the first subscription, then again",
                 "    - characteristic: \(id)", "      action: \(action)",
-                "      interval: \(DurationText.spell(interval))",
                 "      start: first-subscription",
-                "      value: { sequence: { values: [\(values.map { "{ hex: \"\($0.hex)\" }" }.joined(separator: ", "))], "
-                    + "repeats: true } }",
+                "      value: { replay: { file: \(file), format: hex, repeats: true } }",
             ]
         }
 
@@ -254,6 +249,8 @@ extension ProfileClone {
                 // Core Spec Vol 3, Part F, 3.2.9: an attribute value holds at most 512 bytes.
                 if bytes > 512 {
                     block.append("        # no value: \(bytes) bytes, more than the 512 a profile holds")
+                } else if !isConstant, let fields = ProfileClone.fieldLines(uuid: characteristic.uuid, hex: value.hex) {
+                    block += fields
                 } else {
                     block.append(
                         "        \(isConstant ? "value" : "initial"): "

@@ -15,20 +15,24 @@ struct CloneCommand: AsyncParsableCommand {
             Probes the device as `blemu probe` does (bluetoothd's client API on the central's adapter), then writes \
             a profile: the advertisement as scanned (name, service UUIDs, appearance, manufacturer and service \
             data, TX power), every service and characteristic with the properties a central sees, SIG keys as ids \
-            where known, each readable value as hex (a constant `value` when the characteristic only reads, else \
+            where known, each readable value (typed `fields` where blemu knows the SIG layout, such as a heart rate \
+            measurement or a battery level; else hex: a constant `value` when the characteristic only reads, else \
             `initial`), user descriptions and presentation formats. What a profile cannot declare is left out with \
             a comment saying what and why (GAP and GATT, the CCCD, values over 512 bytes); a read refused for \
-            encryption or authentication becomes the `encryption` it implies. The profile is checked before it is \
-            written, and FILE appears whole or not at all. With --record, what the device notifies or indicates \
-            during DURATION becomes schedules that send it again, in order.
+            encryption or authentication becomes the `encryption` it implies (or pair first: --pair, with \
+            --passkey when the device needs one typed). The header names the address, bluetoothd's version and \
+            the date. The profile is checked before it is written, and FILE appears whole or not at all: when the \
+            link drops midway, nothing is written and the message says how far the reads got. With --record, what \
+            the device notifies or indicates during DURATION is written as `time,value` CSV files next to FILE and \
+            replayed by schedules at the times it arrived, from each first subscription, over and over.
 
             Example:
               blemu clone --adapter hci1 00:AA:01:00:00:00 -o sensor.yaml
               blemu lab run --profile profiles/heart-rate.yaml -- \\
                   sh -c 'blemu clone --adapter $BLEMU_LAB_CENTRAL $BLEMU_LAB_PERIPHERAL_ADDRESS'
 
-            Exit codes: 0 written; 1 not found within --timeout; 2 found but Connect or service resolution \
-            failed; 64 usage; 69 no bus, no bluetoothd or no usable adapter; 70 the clone did not validate (a blemu \
+            Exit codes: 0 written; 1 not found within --timeout (the message lists the devices seen); 2 found but \
+            Connect, Pair or service resolution failed, or the link dropped midway; 64 usage; 69 no bus, no bluetoothd or no usable adapter; 70 the clone did not validate (a blemu \
             bug: please report it); 73 FILE cannot be written.
             """)
 
@@ -42,9 +46,9 @@ struct CloneCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Subscribe to everything that notifies or indicates for DURATION (5s, 500ms) and replay it.",
-            discussion: "Each stream becomes a schedule that sends what arrived, in order, at its median pace, and "
-                + "a `time,value` CSV next to FILE."),
+            "Subscribe to everything that notifies or indicates for DURATION (5s, 500ms) and replay it (needs -o).",
+            discussion: "Each stream becomes a `time,value` CSV next to FILE and a schedule that replays it at the "
+                + "times it arrived."),
         transform: { text in
             guard let duration = DurationText.parse(text) else {
                 throw ValidationError("--record takes a duration such as 5s or 500ms, got \(text)")
@@ -57,12 +61,23 @@ struct CloneCommand: AsyncParsableCommand {
         guard central.address != nil || central.name != nil else {
             throw ValidationError("give the device's ADDRESS or --name")
         }
+        if record != nil && output == nil {
+            throw ValidationError("--record needs -o FILE: the recordings are CSV files written next to it")
+        }
     }
 
     func run() async throws {
         // Without --record no listening: a clone holds what a central reads.
         let report = try await central.probe(listen: record ?? .zero, label: "blemu.clone")
-        let source = ProfileClone.Source(adapter: report.adapter, date: Date().formatted(.iso8601))
+        if let linkLoss = report.linkLoss {
+            let read = report.characteristics.filter { $0.read?.value != nil }.count
+            Console.error(
+                "blemu: the link to \(report.device.address) dropped \(linkLoss.summary); got \(report.services.count) "
+                    + "services, \(report.characteristics.count) characteristics, \(read) values; nothing written")
+            throw ExitCode(2)
+        }
+        let source = ProfileClone.Source(
+            adapter: report.adapter, date: Date().formatted(.iso8601), bluez: await central.bluetoothdVersion())
         let stem = output.map { URL(fileURLWithPath: $0).deletingPathExtension().lastPathComponent } ?? "clone"
         let clone = ProfileClone.clone(from: report, source: source, recordingStem: stem)
         let text = clone.yaml
@@ -74,9 +89,6 @@ struct CloneCommand: AsyncParsableCommand {
         }
         if let probeJSON { try write(report.json, to: probeJSON) }
         guard let output else {
-            if !clone.recordings.isEmpty {
-                Console.error("blemu: the recordings are in the schedules only: give -o FILE to keep their CSV files")
-            }
             print(text, terminator: "")
             return
         }
@@ -86,7 +98,10 @@ struct CloneCommand: AsyncParsableCommand {
             try write(csv, to: directory.appendingPathComponent(name).path)
         }
         try write(text, to: output)
-        Console.error("blemu: wrote \(output): \(report.services.count) services from \(report.device.address)")
+        let kept = report.services.filter { ProfileClone.skippedService($0) == nil }.count
+        Console.error(
+            "blemu: wrote \(output): \(kept) services from \(report.device.address)"
+                + (clone.recordings.isEmpty ? "" : ", \(clone.recordings.count) recordings"))
     }
 
     /// Writes `text` next to `path` and renames it into place, so the file appears whole or not at all.

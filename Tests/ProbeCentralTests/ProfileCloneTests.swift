@@ -7,7 +7,7 @@ import Testing
 
 /// `blemu clone`'s writer: a probe report in, a profile that validates out, holding what the central saw.
 struct ProfileCloneTests {
-    static let source = ProfileClone.Source(adapter: "hci1", date: "2026-11-26T05:30:00Z")
+    static let source = ProfileClone.Source(adapter: "hci1", date: "2026-11-26T05:30:00Z", bluez: "5.82")
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
@@ -91,7 +91,9 @@ struct ProfileCloneTests {
         let profile = try Self.load(text)
 
         #expect(
-            text.hasPrefix("# Cloned by `blemu clone` from 00:AA:01:00:00:00 (Polar H10), through bluetoothd on hci1"))
+            text.hasPrefix(
+                "# Cloned by `blemu clone` from 00:AA:01:00:00:00 (Polar H10), through bluetoothd 5.82 on hci1, "
+                    + "2026-11-26T05:30:00Z."))
         #expect(profile.name == "Polar")  // the GAP Device Name read from 0x2A00, not the advertised name
         #expect(text.contains("# skipped: service 1800: GAP (0x1800) is bluetoothd's own"))
         #expect(profile.services.map(\.id) == ["heart-rate", "battery", "service-4"])
@@ -109,6 +111,9 @@ struct ProfileCloneTests {
         #expect(byID["body-sensor-location"]?.value.isCached == true)  // read-only: a constant `value`
         #expect(byID["heart-rate-control-point"]?.descriptors == [.userDescription("Reset \"EE\"")])
         #expect(byID["battery-level"]?.value.bytes == [0x50] && byID["battery-level"]?.value.isCached == false)
+        // A SIG layout blemu knows: typed fields, as the bundled battery profile writes them.
+        #expect(byID["battery-level"]?.layout?.fields == [FieldSpec(name: "percent", type: .unsigned(bytes: 1))])
+        #expect(text.contains("- { name: percent, type: u8, value: 80 }"))
         #expect(
             byID["battery-level"]?.descriptors
                 == [
@@ -136,7 +141,7 @@ struct ProfileCloneTests {
         #expect(profile.advertisement.localName == name)
     }
 
-    @Test func aRecordedStreamBecomesAScheduleThatSendsItAgainInOrderAndACSV() throws {
+    @Test func aRecordedStreamBecomesACSVAndAScheduleThatReplaysItAtItsOwnTimes() throws {
         var measurement = Self.characteristic("2A37", ["notify"])
         measurement.notifications = [
             (0.10, [0x06, 0x48]), (1.10, [0x06, 0x4A]), (2.12, [0x06, 0x47]), (3.10, [0x06, 0x49]),
@@ -152,14 +157,51 @@ struct ProfileCloneTests {
         let schedule = try #require(profile.behaviour.schedules.first)
         #expect(schedule.characteristicID == "heart-rate-measurement" && schedule.action == .notify)
         #expect(schedule.start == .firstSubscription)
-        // Gaps 1.00, 1.02, 0.98 s: the median, 1 s.
-        #expect(schedule.interval == .seconds(1))
-        let values = [[0x06, 0x48], [0x06, 0x4A], [0x06, 0x47], [0x06, 0x49]].map { FieldValue.bytes($0) }
-        #expect(schedule.generators == [FieldGenerator(field: nil, generator: .sequence(values, repeats: true))])
-        #expect(clone.yaml.contains("# recorded: 4 values in 3.0 s (strap.heart-rate-measurement.csv)"))
+        #expect(schedule.isRecordedPace)
+        let replay = Replay(file: "strap.heart-rate-measurement.csv", format: .hex, repeats: true)
+        #expect(schedule.generators == [FieldGenerator(field: nil, generator: .replay(replay))])
+        #expect(clone.yaml.contains("# recorded: 4 values in 3.0 s; sent at the times they arrived"))
         #expect(
             clone.recordings
                 == ["strap.heart-rate-measurement.csv": "time,value\n0.100,0648\n1.100,064A\n2.120,0647\n3.100,0649\n"])
+    }
+
+    /// Typed fields only where the bytes decode with the SIG layout and encode back to themselves.
+    @Test func sigValuesBecomeTypedFieldsOnlyWhenTheyEncodeBackToTheSameBytes() throws {
+        let cases: [(uuid: UInt16, bytes: [UInt8], fields: [String]?)] = [
+            (0x2A37, [0x06, 0x48], ["flags", "bpm"]),
+            (0x2A37, [0x19, 0x40, 0x01, 0x10, 0x00, 0x20, 0x03], ["flags", "bpm", "energy-expended", "rr-intervals"]),
+            (0x2A37, [0x06], nil),  // the flags promise a bpm the value lacks
+            (0x2A37, [0x86, 0x48], nil),  // a reserved bit: its name is unknown, so it cannot be spelled
+            (0x2A1C, [0x04, 0x6E, 0x01, 0x00, 0xFF, 0x02], ["flags", "celsius", "type"]),
+            (0x2A1C, [0x02, 0x6E, 0x01, 0x00, 0xFF] + [UInt8](repeating: 0, count: 7), nil),  // a time stamp
+            (
+                0x2A5B, [0x03, 0x28, 0x32, 0, 0, 0x00, 0x7C, 0x3A, 0x11, 0x00, 0x78],
+                [
+                    "flags", "wheel-revolutions", "last-wheel-event-time", "crank-revolutions", "last-crank-event-time",
+                ]
+            ),
+            (0x2A19, [0x50, 0x00], nil),
+            (0x2A6E, [0x3A, 0x09], ["celsius-hundredths"]),
+            (0x2A00, Array("Name".utf8), nil),
+        ]
+        for (uuid, bytes, fields) in cases {
+            #expect(ProfileClone.sigLayout(uuid: uuid, bytes: bytes)?.fields.map(\.name) == fields, "\(uuid) \(bytes)")
+        }
+        // Spelled in the profile, they load and encode to the bytes that were read.
+        for (uuid, bytes, fields) in cases where fields != nil {
+            let characteristic = Self.characteristic(
+                String(format: "%04X", uuid), ["read", "notify"], read: Self.value(bytes))
+            let report = Self.report(
+                name: "T", uuids: [],
+                services: [
+                    ProbeService(
+                        uuid: "FFF0", name: nil, isPrimary: true, path: "/s", characteristics: [characteristic])
+                ])
+            let profile = try Self.load(ProfileClone.yaml(from: report, source: Self.source))
+            let loaded = try #require(profile.services.first?.characteristics.first)
+            #expect(loaded.layout?.fields.map(\.name) == fields && loaded.value.bytes == bytes, "\(uuid)")
+        }
     }
 
     @Test func aDeviceWithOnlyBluetoothdsOwnServicesIsAnEmptyProfileThatStillValidates() throws {
