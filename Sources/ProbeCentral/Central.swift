@@ -102,6 +102,14 @@ public struct Central: Sendable {
         try await refresh(mirror)
 
         var (services, reads) = try await readTree(of: devicePath, mirror: mirror)
+        if reads.unexplained > 0 && !mirror.hasDisconnected(devicePath) {
+            // A read that failed without an ATT error may be the link going: bluetoothd fails the pending reads and
+            // reports Connected from two sources (the ATT socket, the management event) in either order.
+            _ = await mirror.wait(upTo: .seconds(1)) { objects in
+                Self.bool(objects[devicePath]?[BlueZName.Interface.device]?[BlueZName.Property.connected]) == false
+                    ? true : nil
+            }
+        }
         var linkLoss: ProbeLinkLoss?
         if mirror.hasDisconnected(devicePath) {
             linkLoss = ProbeLinkLoss(phase: .reading, readsDone: reads.done, readsSkipped: reads.skipped)
@@ -225,16 +233,18 @@ public struct Central: Sendable {
     /// the link drops: the reads after that are not tried (each would only wait for bluetoothd's "Not connected").
     private func readTree(
         of device: ObjectPath, mirror: ObjectMirror
-    ) async throws -> ([ProbeService], reads: (done: Int, skipped: Int)) {
+    ) async throws -> ([ProbeService], reads: (done: Int, skipped: Int, unexplained: Int)) {
         let objects = mirror.objects
-        var reads = (done: 0, skipped: 0)
+        var reads = (done: 0, skipped: 0, unexplained: 0)
         func read(_ path: ObjectPath, _ interface: String, uuid: String) async -> ProbeRead? {
             guard !mirror.hasDisconnected(device) else {
                 reads.skipped += 1
                 return nil
             }
             reads.done += 1
-            return await self.read(path, interface, uuid: uuid)
+            let result = await self.read(path, interface, uuid: uuid)
+            if let failure = result.failure, failure.attError == nil { reads.unexplained += 1 }
+            return result
         }
         func children(_ interface: String, _ parentKey: String, of parent: ObjectPath) -> [ObjectPath] {
             objects.keys.filter { path in

@@ -21,13 +21,21 @@ enum CloneScenario {
     /// first subscription, so 4 s records 3 or 4 measurements, and the clone's probe listens as long.
     static let recorded = (name: "heart-rate", seconds: 4)
 
+    /// The profile cloned with `--pair --passkey`, and the passkey its `pairing` section types (profiles/secure.yaml).
+    static let paired = (name: "secure", passkey: "246810")
+
     private static func boot(bluez: BlueZInstall) async throws -> LabRun {
         let results = try LabScenario.freshResultsDirectory()
         let arguments = profiles.map { path in
-            path.hasSuffix("/\(recorded.name).yaml") ? path + "|\(recorded.seconds)s" : path
+            if path.hasSuffix("/\(recorded.name).yaml") { return path + "|\(recorded.seconds)s" }
+            if path.hasSuffix("/\(paired.name).yaml") { return path + "||\(paired.passkey)" }
+            return path
         }
         return try await LabScenario.bootScripted(
             in: results, timeout: .seconds(600), on: bluez,
-            running: ["/bin/sh", LabScenario.fixtures + "/lab-clone.sh", LabScenario.blemuExecutable] + arguments)
+            running: [
+                "/bin/sh", LabScenario.fixtures + "/lab-clone.sh", LabScenario.blemuExecutable,
+                LabScenario.fixtures + "/lab-clone-drop.yaml",
+            ] + arguments)
     }
 }

@@ -1,15 +1,18 @@
 #!/bin/sh
 # The clone scenario (Tests/LabTests/CloneScenario.swift), run inside the VM:
-#   lab-clone.sh BLEMU PROFILE[|RECORD]...
+#   lab-clone.sh BLEMU DROP-PROFILE PROFILE[|RECORD[|PASSKEY]]...
 # For each profile: `blemu run PROFILE` on the peripheral controller, `blemu clone` from the central's (the profile
 # and the probe report it was made from; with RECORD, `--record RECORD` too, and the clone's probe listens as
-# long), then `blemu run` of the clone and `blemu probe --json` of it. Files per
-# profile NAME: NAME.clone.yaml, NAME.original.json, NAME.clone.json, NAME.clone-rc, NAME.probe-rc and the logs.
-# Each profile is a story in a subshell: a failed step writes NAME.failure and the next profile still runs.
+# long; with PASSKEY, `--pair --passkey PASSKEY`), then `blemu run` of the clone and `blemu probe --json` of it.
+# Files per profile NAME: NAME.clone.yaml, NAME.original.json, NAME.clone.json, NAME.clone-rc, NAME.probe-rc and
+# the logs. Each profile is a story in a subshell: a failed step writes NAME.failure and the next profile still
+# runs. Then the bad cases, with DROP-PROFILE served (it drops the link during the reads): `blemu clone` of it
+# (drop.clone-rc, drop.clone.out; drop.clone.yaml must not appear), and of an address nobody has (missing.*).
 # Progress goes to scenario-steps.
 R="$BLEMU_LAB_RESULTS"
 B=$1
-shift
+DROP=$2
+shift 2
 F=$(dirname "$0")
 SCENARIO=clone
 . "$F/guest-lib.sh"
@@ -33,9 +36,10 @@ stop() {
     forget "$C" "$ADDR"
 }
 
-clone_one() { # NAME PROFILE [RECORD]
+clone_one() { # NAME PROFILE [RECORD [PASSKEY]]
     current=$1
     record=${3:-}
+    passkey=${4:-}
     listen=0
     [ -n "$record" ] && listen=${record%s}
     fail() {
@@ -45,7 +49,7 @@ clone_one() { # NAME PROFILE [RECORD]
     }
     serve "$2" "$R/$1.original-run.log"
     "$B" clone --adapter "$C" --timeout 20 -o "$R/$1.clone.yaml" --probe-json "$R/$1.original.json" \
-        ${record:+--record "$record"} "$ADDR" > "$R/$1.clone.out" 2>&1
+        ${record:+--record "$record"} ${passkey:+--pair --passkey "$passkey"} "$ADDR" > "$R/$1.clone.out" 2>&1
     echo $? > "$R/$1.clone-rc"
     stop "$R/$1.original-run-rc"
     [ -f "$R/$1.clone.yaml" ] || fail "blemu clone wrote no profile: $(tail -3 "$R/$1.clone.out")"
@@ -56,12 +60,25 @@ clone_one() { # NAME PROFILE [RECORD]
 }
 
 for argument in "$@"; do
-    profile=${argument%%|*}
-    record=
-    [ "$profile" != "$argument" ] && record=${argument#*|}
+    IFS='|' read -r profile record passkey <<EOF_ARGUMENT
+$argument
+EOF_ARGUMENT
     name=$(basename "$profile" .yaml)
     step "$name"
-    ( clone_one "$name" "$profile" "$record" )
+    ( clone_one "$name" "$profile" "$record" "$passkey" )
 done
+
+step drop
+(
+    current=drop
+    echo "$ADDR" > "$R/peripheral-address"
+    serve "$DROP" "$R/drop.run.log"
+    "$B" clone --adapter "$C" --timeout 20 -o "$R/drop.clone.yaml" "$ADDR" > "$R/drop.clone.out" 2>&1
+    echo $? > "$R/drop.clone-rc"
+    forget "$C" "$ADDR"
+    "$B" clone --adapter "$C" --timeout 3 -o "$R/missing.clone.yaml" 00:AA:01:00:00:99 > "$R/missing.clone.out" 2>&1
+    echo $? > "$R/missing.clone-rc"
+    stop "$R/drop.run-rc"
+)
 step done
 echo "clone scenario done"
