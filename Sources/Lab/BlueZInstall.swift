@@ -135,7 +135,7 @@ public struct BlueZInstall: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The first line `bluetoothd --version` prints ("5.82"), or nil when it cannot be run.
-    public static func version(of bluetoothd: String) -> String? {
+    static func version(of bluetoothd: String) -> String? {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: bluetoothd)
         process.arguments = ["--version"]

@@ -2,7 +2,6 @@ import ArgumentParser
 import BlueZModel
 import DBus
 import GATTModel
-import Lab
 import Logging
 import ProbeCentral
 
@@ -59,23 +58,6 @@ struct CentralOptions: ParsableArguments {
             pairing: pair
                 ? PairingSettings(ioCapability: passkey == nil ? .noInputNoOutput : .keyboardOnly, passkey: passkey)
                 : nil)
-    }
-
-    /// The version of the bluetoothd on the bus ("5.82"): `--version` of the running process's executable
-    /// (`/proc/PID/exe`, readable by its user and root), else of Debian's `/usr/libexec/bluetooth/bluetoothd`; nil
-    /// when neither runs.
-    func bluetoothdVersion() async -> String? {
-        let logger = Logger(label: "blemu.version", factory: { _ in SwiftLogNoOpLogHandler() })
-        var candidates = ["/usr/libexec/bluetooth/bluetoothd"]
-        if let connection = try? BusConnection(bus, logger: logger) {
-            defer { connection.close() }
-            if let owner = try? await connection.nameOwner(BlueZName.service),
-                let pid = try? await connection.processID(of: owner)
-            {
-                candidates.insert("/proc/\(pid)/exe", at: 0)
-            }
-        }
-        return candidates.lazy.compactMap(BlueZInstall.version(of:)).first
     }
 
     /// Probes the device: the report, or the error's message on stderr and its exit code.

@@ -77,7 +77,8 @@ struct CloneCommand: AsyncParsableCommand {
             throw ExitCode(2)
         }
         let source = ProfileClone.Source(
-            adapter: report.adapter, date: Date().formatted(.iso8601), bluez: await central.bluetoothdVersion())
+            adapter: report.adapter, date: Date().formatted(.iso8601),
+            bluez: await BluetoothdVersion.of(bus: central.bus))
         let stem = output.map { URL(fileURLWithPath: $0).deletingPathExtension().lastPathComponent } ?? "clone"
         let clone = ProfileClone.clone(from: report, source: source, recordingStem: stem)
         let text = clone.yaml

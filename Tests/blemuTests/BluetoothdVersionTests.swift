@@ -1,0 +1,34 @@
+import Foundation
+import Testing
+
+@testable import blemu
+
+/// `blemu clone`'s header names bluetoothd's version: the first line a program's `--version` prints, read without
+/// Foundation's `Process` (which hung in the lab's guest).
+struct BluetoothdVersionTests {
+    /// A script at a fresh path that runs `body`; removed with its directory by the caller.
+    static func script(_ body: String) throws -> (path: String, directory: URL) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("blemu-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let path = directory.appendingPathComponent("bluetoothd").path
+        try "#!/bin/sh\n\(body)\n".write(toFile: path, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: path)
+        return (path, directory)
+    }
+
+    @Test func theFirstLineOfASuccessfulRunIsTheVersion() throws {
+        let (path, directory) = try Self.script(#"[ "$1" = --version ] && printf '5.82\nmore\n' && echo noise >&2"#)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        #expect(BluetoothdVersion.firstLine(of: path) == "5.82")
+    }
+
+    @Test func aFailingMissingOrSilentProgramHasNoVersion() throws {
+        let (failing, directory) = try Self.script("echo 5.82; exit 1")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        #expect(BluetoothdVersion.firstLine(of: failing) == nil)
+        #expect(BluetoothdVersion.firstLine(of: directory.appendingPathComponent("absent").path) == nil)
+        let (silent, other) = try Self.script("exit 0")
+        defer { try? FileManager.default.removeItem(at: other) }
+        #expect(BluetoothdVersion.firstLine(of: silent) == nil)
+    }
+}
