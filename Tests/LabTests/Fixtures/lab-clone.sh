@@ -29,11 +29,16 @@ serve() { # PROFILE LOG
     blemu_pid=$!
     within 20 "blemu run $1 to advertise" advertising "$2"
 }
-# stop RC-FILE: stop_blemu, then forget the device on the central, so the next probe resolves from nothing.
+# stop RC-FILE: stop_blemu, then forget the device on the central, so the next probe resolves from nothing, and
+# the central on the peripheral's adapter: a bond the peripheral kept (secure.yaml is cloned after pairing) makes
+# bluetoothd send a Security Request on the next connection (5.66 src/device.c device_attach_att: "Elevating
+# security level since LTK is available"), which the central, having forgotten its key, answers with a pairing of
+# its own that fails and drops the link.
 stop() {
     stop_blemu "$1"
     blemu_pid=
     forget "$C" "$ADDR"
+    forget "$BLEMU_LAB_PERIPHERAL" "$(sed -n "s/^$C //p" "$R/controllers")"
 }
 
 clone_one() { # NAME PROFILE [RECORD [PASSKEY]]
