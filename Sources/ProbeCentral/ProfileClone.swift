@@ -269,7 +269,14 @@ extension ProfileClone {
                             + "clone with a paired central to learn the value)")
                 }
             case nil:
-                break
+                // Not readable, but recorded: the first value that arrived is the value before the replay starts
+                // (and shows the layout), as a device's own initial value would.
+                if let first = characteristic.notifications.first {
+                    block.append("        # value: the first one recorded")
+                    block +=
+                        ProfileClone.fieldLines(uuid: characteristic.uuid, hex: first.hex)
+                        ?? ["        initial: " + ProfileClone.value(first.hex, uuid: characteristic.uuid)]
+                }
             }
             var descriptors: [String] = []
             for descriptor in characteristic.descriptors {

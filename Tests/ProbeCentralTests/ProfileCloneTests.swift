@@ -158,6 +158,10 @@ struct ProfileCloneTests {
         #expect(schedule.characteristicID == "heart-rate-measurement" && schedule.action == .notify)
         #expect(schedule.start == .firstSubscription)
         #expect(schedule.isRecordedPace)
+        // Notify-only, so never read: the first recorded value is its value until the replay starts, typed.
+        let characteristic = try #require(profile.characteristic(id: "heart-rate-measurement"))
+        #expect(
+            characteristic.value.bytes == [0x06, 0x48] && characteristic.layout?.fields.map(\.name) == ["flags", "bpm"])
         let replay = Replay(file: "strap.heart-rate-measurement.csv", format: .hex, repeats: true)
         #expect(schedule.generators == [FieldGenerator(field: nil, generator: .replay(replay))])
         #expect(clone.yaml.contains("# recorded: 4 values in 3.0 s; sent at the times they arrived"))
