@@ -13,6 +13,13 @@ func temporaryDirectory() throws -> String {
     return path
 }
 
+/// A fresh directory holding one file, `name` with `text`, for replays; the caller removes it.
+func temporaryDirectory(holding name: String, _ text: String) throws -> String {
+    let directory = try temporaryDirectory()
+    try text.write(toFile: directory + "/" + name, atomically: true, encoding: .utf8)
+    return directory
+}
+
 /// Runs blocking socket I/O on a thread of its own. On a 2-core machine Swift's cooperative pool has two threads:
 /// two tests blocked in read() on a reply that the emulator actor must produce would hold both, and the actor
 /// could never run. Seen as a whole-suite hang in CI-like runs.

@@ -67,12 +67,9 @@ import Testing
     }
 
     @Test func replayReadsAHeaderedCSVFromAFileByColumnName() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("blemu-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        try "time,bpm,spo2\n0,70,98\n1.5,75,97\n\n3,80,96\n".write(
-            to: directory.appendingPathComponent("run.csv"), atomically: true, encoding: .utf8)
-        var state = try GeneratorState(.replay(Replay(file: "run.csv", column: "spo2")), baseDirectory: directory.path)
+        let directory = try temporaryDirectory(holding: "run.csv", "time,bpm,spo2\n0,70,98\n1.5,75,97\n\n3,80,96\n")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var state = try GeneratorState(.replay(Replay(file: "run.csv", column: "spo2")), baseDirectory: directory)
         let times: [Duration] = [.zero, .seconds(1), .milliseconds(1500), .seconds(2), .seconds(3), .seconds(60)]
         #expect(times.map { state.next(at: $0).number! } == [98, 98, 97, 97, 96, 96])
     }
@@ -101,18 +98,15 @@ import Testing
     }
 
     @Test func aHexReplayRowLongerThanTheCharacteristicTakesFailsAtStart() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("blemu-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        try "time,value\n0,01\n1,010203\n".write(
-            to: directory.appendingPathComponent("long.csv"), atomically: true, encoding: .utf8)
+        let directory = try temporaryDirectory(holding: "long.csv", "time,value\n0,01\n1,010203\n")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
         var characteristic = Characteristic(id: "level", uuid: BluetoothUUID(0x2A19), properties: [.notify])
         characteristic.maximumLength = 2
         let error = #expect(throws: BehaviourError.self) {
             try ValueComposer(
                 characteristic: characteristic,
                 generators: [FieldGenerator(field: nil, generator: .replay(Replay(file: "long.csv", format: .hex)))],
-                baseDirectory: directory.path)
+                baseDirectory: directory)
         }
         #expect(error?.description == "long.csv: data row 2 is 3 bytes, over `max-length` 2 of `level`")
     }

@@ -141,18 +141,15 @@ import Testing
     /// Issue 15: a clone's recording is sent at the times it arrived, from the first subscription, and plays
     /// again one median gap after its last row.
     @Test func aRecordingIsSentAtItsOwnTimesFromTheFirstSubscriptionAndRepeats() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("blemu-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        try "time,value\n0.400,0648\n1.400,064A\n1.900,064C\n".write(
-            to: directory.appendingPathComponent("hr.csv"), atomically: true, encoding: .utf8)
+        let directory = try temporaryDirectory(holding: "hr.csv", "time,value\n0.400,0648\n1.400,064A\n1.900,064C\n")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
         let schedule = Schedule(
             characteristicID: "heart-rate-measurement", action: .notify, interval: .zero, start: .firstSubscription,
             generators: [
                 FieldGenerator(field: nil, generator: .replay(Replay(file: "hr.csv", format: .hex, repeats: true)))
             ])
         #expect(schedule.isRecordedPace)
-        var engine = try Schedules(profile: Fixtures.heartRate(schedules: [schedule]), baseDirectory: directory.path)
+        var engine = try Schedules(profile: Fixtures.heartRate(schedules: [schedule]), baseDirectory: directory)
         engine.start(at: .zero)
         #expect(engine.nextDeadline == nil)
         engine.subscribersChanged("heart-rate-measurement", count: 1, at: .seconds(10))

@@ -98,28 +98,34 @@ struct CloneScenarioTests {
         }
     }
 
+    /// The bad case `name` of the scenario's run: it ended with `exitCode` and left no profile; its output.
+    static func refusedClone(
+        _ name: String, exitCode: Int, on bluez: BlueZInstall
+    ) async throws -> (run: LabRun, output: String) {
+        let run = try await CloneScenario.shared.run(on: bluez)
+        let output = read(run, "\(name).clone.out")
+        #expect(
+            read(run, "\(name).clone-rc").trimmingCharacters(in: .whitespacesAndNewlines) == "\(exitCode)", "\(output)")
+        #expect(!FileManager.default.fileExists(atPath: run.file("\(name).clone.yaml")), "\(output)")
+        return (run, output)
+    }
+
     @Test(arguments: LabScenario.versions) func aLinkDroppedMidwayWritesNothingAndSaysHowFarItGot(
         bluez: BlueZInstall
     ) async throws {
-        let run = try await CloneScenario.shared.run(on: bluez)
-        let output = read(run, "drop.clone.out")
-        #expect(read(run, "drop.clone-rc").trimmingCharacters(in: .whitespacesAndNewlines) == "2", "\(output)")
+        let output = try await Self.refusedClone("drop", exitCode: 2, on: bluez).output
         #expect(output.contains("dropped while reading"), "\(output)")
         #expect(output.contains("nothing written"), "\(output)")
-        #expect(!FileManager.default.fileExists(atPath: run.file("drop.clone.yaml")))
     }
 
     @Test(arguments: LabScenario.versions) func anAddressThatNeverAdvertisesExits1WithWhatWasSeen(
         bluez: BlueZInstall
     ) async throws {
-        let run = try await CloneScenario.shared.run(on: bluez)
-        let output = read(run, "missing.clone.out")
-        #expect(read(run, "missing.clone-rc").trimmingCharacters(in: .whitespacesAndNewlines) == "1", "\(output)")
+        let (run, output) = try await Self.refusedClone("missing", exitCode: 1, on: bluez)
         #expect(output.contains("00:AA:01:00:00:99 not found within 3 s; the adapter saw "), "\(output)")
         // The device served meanwhile (on hci0) is among what was seen.
         let served = read(run, "peripheral-address").trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(!served.isEmpty && output.contains(served), "\(output)")
-        #expect(!FileManager.default.fileExists(atPath: run.file("missing.clone.yaml")))
     }
 
     @Test(arguments: LabScenario.versions) func everyBundledProfileAndItsCloneLookTheSameToACentral(
