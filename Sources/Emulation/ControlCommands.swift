@@ -103,7 +103,7 @@ struct ControlCommands: Sendable {
             let schedules = await emulator.schedules().map {
                 [
                     "id": $0.characteristicID, "intervalMs": Int($0.interval / .milliseconds(1)),
-                    "paused": $0.isPaused, "running": $0.isRunning,
+                    "recorded": $0.isRecordedPace, "paused": $0.isPaused, "running": $0.isRunning,
                 ] as [String: Any]
             }
             return ["schedules": schedules]

@@ -33,8 +33,10 @@ public struct Schedules: Sendable {
     public struct Status: Sendable, Equatable {
         /// The characteristic the schedule writes.
         public let characteristicID: String
-        /// Its interval.
+        /// Its interval; zero for a schedule paced by its recording.
         public let interval: Duration
+        /// True when it sends a recording's rows at their own times (`Schedule.isRecordedPace`).
+        public let isRecordedPace: Bool
         /// True while `pause` holds it.
         public let isPaused: Bool
         /// True while it ticks (started, not held, and subscribed when it starts on the first subscription).
@@ -103,8 +105,8 @@ public struct Schedules: Sendable {
     public var statuses: [Status] {
         runs.map {
             Status(
-                characteristicID: $0.schedule.characteristicID, interval: $0.schedule.interval, isPaused: $0.isHeld,
-                isRunning: $0.nextTick != nil)
+                characteristicID: $0.schedule.characteristicID, interval: $0.schedule.interval,
+                isRecordedPace: $0.schedule.isRecordedPace, isPaused: $0.isHeld, isRunning: $0.nextTick != nil)
         }
     }
 

@@ -99,23 +99,26 @@ public struct Central: Sendable {
                 "services of \(devicePath) not resolved within \(request.timeout.components.seconds) s")
         }
         let timeResolved = seconds()
+        // A disconnection before this link (someone else's, or a stale one) is not this link dropping.
+        mirror.watchLink(of: devicePath)
         try await refresh(mirror)
 
         var (services, reads) = try await readTree(of: devicePath, mirror: mirror)
-        if reads.unexplained > 0 && !mirror.hasDisconnected(devicePath) {
+        let isDown: @Sendable (ManagedObjects) -> Bool = { objects in
+            Self.bool(objects[devicePath]?[BlueZName.Interface.device]?[BlueZName.Property.connected]) == false
+        }
+        func linkDropped() -> Bool { mirror.hasDisconnected(devicePath) || isDown(mirror.objects) }
+        if reads.unexplained > 0 && !linkDropped() {
             // A read that failed without an ATT error may be the link going: bluetoothd fails the pending reads and
             // reports Connected from two sources (the ATT socket, the management event) in either order.
-            _ = await mirror.wait(upTo: .seconds(1)) { objects in
-                Self.bool(objects[devicePath]?[BlueZName.Interface.device]?[BlueZName.Property.connected]) == false
-                    ? true : nil
-            }
+            _ = await mirror.wait(upTo: .seconds(1)) { isDown($0) ? true : nil }
         }
         var linkLoss: ProbeLinkLoss?
-        if mirror.hasDisconnected(devicePath) {
+        if linkDropped() {
             linkLoss = ProbeLinkLoss(phase: .reading, readsDone: reads.done, readsSkipped: reads.skipped)
         } else {
             services = try await listen(services, mirror: mirror, for: request.listen)
-            if mirror.hasDisconnected(devicePath) {
+            if linkDropped() {
                 linkLoss = ProbeLinkLoss(phase: .listening, readsDone: reads.done, readsSkipped: 0)
             }
         }

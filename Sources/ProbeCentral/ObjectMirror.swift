@@ -85,10 +85,16 @@ final class ObjectMirror: Sendable {
     /// A snapshot of the copy.
     var objects: ManagedObjects { state.withLock { $0.objects } }
 
-    /// Whether `device`'s link dropped (bluetoothd reported `Connected` false) since the mirror was made. Signals
-    /// come before later replies, so a read that failed because the link dropped finds this already true.
+    /// Whether `device`'s link dropped (bluetoothd reported `Connected` false) since the mirror was made or
+    /// `watchLink(of:)` was called. Signals come before later replies, so a read that failed because the link
+    /// dropped usually finds this already true.
     func hasDisconnected(_ device: ObjectPath) -> Bool {
         state.withLock { $0.disconnected.contains(device) }
+    }
+
+    /// Forgets earlier disconnections of `device`: from now on `hasDisconnected` tells of the link just made.
+    func watchLink(of device: ObjectPath) {
+        _ = state.withLock { $0.disconnected.remove(device) }
     }
 
     /// Starts recording `Value` changes of `path` as notifications, timed from `since`.

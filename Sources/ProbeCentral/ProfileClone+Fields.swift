@@ -65,6 +65,17 @@ extension ProfileClone {
         return layout
     }
 
+    /// The length of `hex` when its SIG layout has one fixed size: fixed-size fields and no flags (flags make
+    /// fields optional, so the size varies); nil otherwise.
+    static func fixedLength(uuid: String, hex: String) -> Int? {
+        guard let short = BluetoothUUID(uuid)?.uint16, let bytes = Hex.bytes(hex),
+            let layout = sigLayout(uuid: short, bytes: bytes),
+            layout.fields.allSatisfy({ $0.type.byteCount != nil }),
+            !layout.fields.contains(where: { if case .flags = $0.type { true } else { false } })
+        else { return nil }
+        return bytes.count
+    }
+
     /// The `fields:` block of a characteristic whose value `hex` has a SIG layout, indented for a characteristic;
     /// nil when it has none (the value stays hex).
     static func fieldLines(uuid: String, hex: String) -> [String]? {

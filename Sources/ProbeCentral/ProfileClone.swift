@@ -251,6 +251,12 @@ extension ProfileClone {
                     block.append("        # no value: \(bytes) bytes, more than the 512 a profile holds")
                 } else if !isConstant, let fields = ProfileClone.fieldLines(uuid: characteristic.uuid, hex: value.hex) {
                     block += fields
+                    // A writable value of a fixed-size SIG layout: a longer write is one the device would refuse.
+                    if properties.contains(where: { $0.hasPrefix("write") }),
+                        let length = ProfileClone.fixedLength(uuid: characteristic.uuid, hex: value.hex)
+                    {
+                        block.append("        max-length: \(length)  # the SIG layout's fixed size")
+                    }
                 } else {
                     block.append(
                         "        \(isConstant ? "value" : "initial"): "

@@ -16,7 +16,7 @@ struct CloneCommand: AsyncParsableCommand {
             a profile: the advertisement as scanned (name, service UUIDs, appearance, manufacturer and service \
             data, TX power), every service and characteristic with the properties a central sees, SIG keys as ids \
             where known, each readable value (typed `fields` where blemu knows the SIG layout, such as a heart rate \
-            measurement or a battery level; else hex: a constant `value` when the characteristic only reads, else \
+            measurement or a battery level, with `max-length` when such a value is writable and of fixed size; else hex: a constant `value` when the characteristic only reads, else \
             `initial`), user descriptions and presentation formats. What a profile cannot declare is left out with \
             a comment saying what and why (GAP and GATT, the CCCD, values over 512 bytes); a read refused for \
             encryption or authentication becomes the `encryption` it implies (or pair first: --pair, with \

@@ -152,6 +152,7 @@ import Testing
         var engine = try Schedules(profile: Fixtures.heartRate(schedules: [schedule]), baseDirectory: directory)
         engine.start(at: .zero)
         #expect(engine.nextDeadline == nil)
+        #expect(engine.statuses.map(\.isRecordedPace) == [true] && engine.statuses.map(\.interval) == [.zero])
         engine.subscribersChanged("heart-rate-measurement", count: 1, at: .seconds(10))
         // Rows at +0.4, +1.4, +1.9; the pass lasts 1.5 s + the median gap (the upper of 0.5 and 1.0) = 2.5 s.
         var sent: [(Duration, [UInt8])] = []

@@ -204,10 +204,15 @@ struct ATTScenarioTests {
         #expect(requests.values.reduce(0, +) > 100, "\(requests)")
         // A request whose link went down first cannot be answered: seen on bonded reconnects, where bluetoothd held
         // a read while raising the link's security and the link dropped (docs/bluez.md). The fixture retries such a
-        // read and counts the retries: each may have cut off one read, and nothing else may.
+        // read and counts the retries: each may have cut off one read. The guarded read after them may meet the
+        // same end (the central's bluetoothd asks for a MITM pairing the Just Works peripheral cannot give, and the
+        // failed pairing drops the link): gatttool then reports 0x0E instead of 0x05. Nothing else may be cut off.
         #expect(requests == answers.merging(cutOff, uniquingKeysWith: +), "cut off: \(cutOff)")
         let retries = Int(read(run, "secret-medium-retries").trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
-        #expect(cutOff.values.reduce(0, +) <= max(1, retries), "\(cutOff), \(retries) retries")
+        let guardedCutOff = read(run, "gt-read-guarded.err").contains(Self.gatttoolText[0x0E] ?? "?") ? 1 : 0
+        #expect(
+            cutOff.values.reduce(0, +) <= max(1, retries + guardedCutOff),
+            "\(cutOff), \(retries) retries, guarded read cut off: \(guardedCutOff)")
         // Every ReadValue/WriteValue blemu received has one answer in its log and one event with a result.
         // Write Commands are answered by bluetoothd, so blemu logs them as expecting no reply instead.
         let logged = read(run, "blemu-run.log").split(separator: "\n").filter {

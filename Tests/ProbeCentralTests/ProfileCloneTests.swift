@@ -208,6 +208,24 @@ struct ProfileCloneTests {
         }
     }
 
+    /// `max-length` where the value's length says so: a writable value of a fixed-size SIG layout.
+    @Test func aWritableFixedSizeSIGValueGetsItsLengthAsMaxLength() throws {
+        let report = Self.report(
+            name: "T", uuids: [],
+            services: [
+                ProbeService(
+                    uuid: "1809", name: nil, isPrimary: true, path: "/s",
+                    characteristics: [
+                        Self.characteristic("2A21", ["read", "write", "indicate"], read: Self.value([0x05, 0x00])),
+                        Self.characteristic("2A19", ["read", "notify"], read: Self.value([0x50])),
+                        Self.characteristic("FFF1", ["read", "write"], read: Self.value([0x01, 0x02])),
+                    ])
+            ])
+        let profile = try Self.load(ProfileClone.yaml(from: report, source: Self.source))
+        let lengths = profile.services.flatMap(\.characteristics).map(\.maximumLength)
+        #expect(lengths == [2, Characteristic.maximumValueLength, Characteristic.maximumValueLength])
+    }
+
     @Test func aDeviceWithOnlyBluetoothdsOwnServicesIsAnEmptyProfileThatStillValidates() throws {
         let report = Self.report(
             name: "Beacon", uuids: [],

@@ -44,6 +44,8 @@ class Schedule:
     interval_ms: int
     paused: bool
     running: bool
+    recorded: bool = False
+    """A replay sent at its rows' own times (no interval: ``interval_ms`` is 0)."""
 
 
 @dataclass(frozen=True)
@@ -223,6 +225,12 @@ def _value(response: Mapping[str, Any]) -> Value:
 
 def _schedules(response: Mapping[str, Any]) -> List[Schedule]:
     return [
-        Schedule(id=item["id"], interval_ms=item["intervalMs"], paused=item["paused"], running=item["running"])
+        Schedule(
+            id=item["id"],
+            interval_ms=item["intervalMs"],
+            paused=item["paused"],
+            running=item["running"],
+            recorded=item.get("recorded", False),
+        )
         for item in response["schedules"]
     ]
