@@ -7,10 +7,14 @@ import GATTModel
 /// The file is read once, when the schedule is built, so a malformed row stops the device at start-up with
 /// `file:line: message` instead of failing in the middle of a run.
 public struct ReplayTrack: Hashable, Sendable {
-    /// The row times in seconds since the device started, never decreasing.
+    /// The row times in seconds, never decreasing: since the device started, or since the schedule started for a
+    /// replay sent at its recorded times.
     public let times: [Double]
     /// The value of each row: `.real` numbers, or `.bytes` for the hex format.
     public let values: [FieldValue]
+    /// How long one pass lasts when the track repeats: from its first row to its last, plus the median gap between
+    /// rows (a second for a single row), so that passes join at the recording's own pace.
+    public let period: Double
 
     /// Reads a CSV file. Throws `BehaviourError.replay` when it cannot be read or a row is malformed.
     public init(contentsOf path: String, column: String?, format: Replay.Format = .number) throws(BehaviourError) {
@@ -88,20 +92,15 @@ public struct ReplayTrack: Hashable, Sendable {
         guard !times.isEmpty else { throw .replay(file: file, line: 0, message: "no data rows") }
         self.times = times
         self.values = values
+        let gaps = zip(times.dropFirst(), times).map { $0 - $1 }.sorted()
+        let gap = gaps.isEmpty ? 1 : max(gaps[gaps.count / 2], 0.001)
+        period = times[times.count - 1] - times[0] + gap
     }
 
     /// The value at `seconds`: the last row at or before it; the first row's before the track begins, and the
     /// last row's after it ends (the recording holds its final value rather than looping).
     public func value(at seconds: Double) -> FieldValue {
         values[max(firstRow(after: seconds) - 1, 0)]
-    }
-
-    /// How long one pass lasts when the track repeats: from its first row to its last, plus the median gap between
-    /// rows (a second for a single row), so that passes join at the recording's own pace.
-    public var period: Double {
-        let gaps = zip(times.dropFirst(), times).map { $0 - $1 }.sorted()
-        let gap = gaps.isEmpty ? 1 : max(gaps[gaps.count / 2], 0.001)
-        return times[times.count - 1] - times[0] + gap
     }
 
     /// The value of the row sent last at `seconds` when rows are sent at their own times, passes repeating every
