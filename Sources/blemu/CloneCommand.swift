@@ -16,8 +16,9 @@ struct CloneCommand: AsyncParsableCommand {
             a profile: the advertisement as scanned (name, service UUIDs, appearance, manufacturer and service \
             data, TX power), every service and characteristic with the properties a central sees, SIG keys as ids \
             where known, each readable value (typed `fields` where blemu knows the SIG layout, such as a heart rate \
-            measurement or a battery level, with `max-length` when such a value is writable and of fixed size; else hex: a constant `value` when the characteristic only reads, else \
-            `initial`), user descriptions and presentation formats. What a profile cannot declare is left out with \
+            measurement or a battery level, with `max-length` when such a value is writable and of fixed size; \
+            else hex: a constant `value` when the characteristic only reads, else `initial`), user descriptions \
+            and presentation formats. What a profile cannot declare is left out with \
             a comment saying what and why (GAP and GATT, the CCCD, values over 512 bytes); a read refused for \
             encryption or authentication becomes the `encryption` it implies (or pair first: --pair, with \
             --passkey when the device needs one typed). The header names the address, bluetoothd's version and \
@@ -32,8 +33,9 @@ struct CloneCommand: AsyncParsableCommand {
                   sh -c 'blemu clone --adapter $BLEMU_LAB_CENTRAL $BLEMU_LAB_PERIPHERAL_ADDRESS'
 
             Exit codes: 0 written; 1 not found within --timeout (the message lists the devices seen); 2 found but \
-            Connect, Pair or service resolution failed, or the link dropped midway; 64 usage; 69 no bus, no bluetoothd or no usable adapter; 70 the clone did not validate (a blemu \
-            bug: please report it); 73 FILE cannot be written.
+            Connect, Pair or service resolution failed, or the link dropped midway (--probe-json still gets the \
+            report, which says so); 64 usage; 69 no bus, no bluetoothd or no usable adapter; 70 the clone did not \
+            validate (a blemu bug: please report it); 73 FILE cannot be written.
             """)
 
     @OptionGroup var central: CentralOptions
@@ -69,6 +71,8 @@ struct CloneCommand: AsyncParsableCommand {
     func run() async throws {
         // Without --record no listening: a clone holds what a central reads.
         let report = try await central.probe(listen: record ?? .zero, label: "blemu.clone")
+        // The report is whole even when the link dropped (it says so): the evidence of what the central got.
+        if let probeJSON { try write(report.json, to: probeJSON) }
         if let linkLoss = report.linkLoss {
             let read = report.characteristics.filter { $0.read?.value != nil }.count
             Console.error(
@@ -88,7 +92,6 @@ struct CloneCommand: AsyncParsableCommand {
             Console.error("blemu: the clone of \(report.device.address) does not validate; nothing written")
             throw ExitCode.software
         }
-        if let probeJSON { try write(report.json, to: probeJSON) }
         guard let output else {
             print(text, terminator: "")
             return

@@ -113,9 +113,12 @@ struct CloneScenarioTests {
     @Test(arguments: LabScenario.versions) func aLinkDroppedMidwayWritesNothingAndSaysHowFarItGot(
         bluez: BlueZInstall
     ) async throws {
-        let output = try await Self.refusedClone("drop", exitCode: 2, on: bluez).output
+        let (run, output) = try await Self.refusedClone("drop", exitCode: 2, on: bluez)
         #expect(output.contains("dropped while reading"), "\(output)")
         #expect(output.contains("nothing written"), "\(output)")
+        // The probe report is still written, whole, and says where the link dropped.
+        let report = try? JSONDecoder().decode(ProbeReport.self, from: Data(read(run, "drop.original.json").utf8))
+        #expect(report?.linkLoss?.phase == .reading, "\(read(run, "drop.original.json"))")
     }
 
     @Test(arguments: LabScenario.versions) func anAddressThatNeverAdvertisesExits1WithWhatWasSeen(

@@ -7,7 +7,8 @@
 # Files per profile NAME: NAME.clone.yaml, NAME.original.json, NAME.clone.json, NAME.clone-rc, NAME.probe-rc and
 # the logs. Each profile is a story in a subshell: a failed step writes NAME.failure and the next profile still
 # runs. Then the bad cases, with DROP-PROFILE served (it drops the link during the reads): `blemu clone` of it
-# (drop.clone-rc, drop.clone.out; drop.clone.yaml must not appear), and of an address nobody has (missing.*).
+# (drop.clone-rc, drop.clone.out, drop.original.json; drop.clone.yaml must not appear), and of an address nobody
+# has (missing.*).
 # Progress goes to scenario-steps.
 R="$BLEMU_LAB_RESULTS"
 B=$1
@@ -78,7 +79,8 @@ step drop
     current=drop
     echo "$ADDR" > "$R/peripheral-address"
     serve "$DROP" "$R/drop.run.log"
-    "$B" clone --adapter "$C" --timeout 20 -o "$R/drop.clone.yaml" "$ADDR" > "$R/drop.clone.out" 2>&1
+    "$B" clone --adapter "$C" --timeout 20 -o "$R/drop.clone.yaml" --probe-json "$R/drop.original.json" "$ADDR" \
+        > "$R/drop.clone.out" 2>&1
     echo $? > "$R/drop.clone-rc"
     forget "$C" "$ADDR"
     "$B" clone --adapter "$C" --timeout 3 -o "$R/missing.clone.yaml" 00:AA:01:00:00:99 > "$R/missing.clone.out" 2>&1
