@@ -1,5 +1,3 @@
-import Foundation
-
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -22,11 +20,8 @@ public struct ControlClient: Sendable {
 
     /// Sends a request object and returns the response object's text (one line, no newline).
     /// Throws `Unreachable` when the socket cannot be reached or closes before answering.
-    public func send(_ request: [String: any Sendable]) throws(Unreachable) -> String {
-        guard let data = try? JSONSerialization.data(withJSONObject: request, options: [.sortedKeys]) else {
-            throw Unreachable(description: "request not encodable as JSON")
-        }
-        return try send(line: String(decoding: data, as: UTF8.self))
+    public func send(_ request: [String: JSONValue]) throws(Unreachable) -> String {
+        try send(line: JSONValue.object(request).text)
     }
 
     /// Sends one raw line and returns the response line. Throws `Unreachable`.
@@ -72,7 +67,6 @@ public struct ControlClient: Sendable {
 
     /// Whether a response line says `"ok":true`.
     public static func isOK(_ response: String) -> Bool {
-        let object = try? JSONSerialization.jsonObject(with: Data(response.utf8)) as? [String: Any]
-        return (object?["ok"] as? Bool) == true
+        (try? JSONValue(parsing: response))?["ok"] == .bool(true)
     }
 }

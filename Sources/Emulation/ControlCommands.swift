@@ -1,4 +1,3 @@
-import Foundation
 import GATTModel
 import Peripheral
 
@@ -25,29 +24,22 @@ struct ControlCommands: Sendable {
 
     /// The response line (without newline) for a request line.
     func respond(to line: String) async -> String {
-        let response: [String: Any]
+        let response: [String: JSONValue]
         do {
-            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+            guard let object = (try? JSONValue(parsing: line))?.object else {
                 throw ControlError.badRequest("not a JSON object")
             }
-            response = try await run(object).merging(["ok": true]) { _, new in new }
+            response = try await run(object).merging(["ok": .bool(true)]) { _, new in new }
         } catch let error as ControlError {
-            response = ["ok": false, "error": error.description]
+            response = ["ok": .bool(false), "error": .string(error.description)]
         } catch {
-            response = ["ok": false, "error": "\(error)"]
+            response = ["ok": .bool(false), "error": .string("\(error)")]
         }
-        return Self.encode(response)
+        return JSONValue.object(response).text
     }
 
-    static func encode(_ object: [String: Any]) -> String {
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else {
-            return #"{"error":"response not encodable","ok":false}"#
-        }
-        return String(decoding: data, as: UTF8.self)
-    }
-
-    private func run(_ request: [String: Any]) async throws(ControlError) -> [String: Any] {
-        guard let command = request["command"] as? String else { throw .badRequest("missing `command`") }
+    private func run(_ request: [String: JSONValue]) async throws(ControlError) -> [String: JSONValue] {
+        guard let command = request["command"]?.string else { throw .badRequest("missing `command`") }
         switch command {
         case "get":
             let id = try string("id", in: request)
@@ -60,30 +52,31 @@ struct ControlCommands: Sendable {
         case "notify":
             let id = try string("id", in: request)
             // A burst in one line: a script (or the benchmark) measures the notification path, not the socket.
-            let count = request["count"].map { ($0 as? NSNumber).map { $0.doubleValue } ?? -1 } ?? 1
+            let count = request["count"].map { $0.number ?? -1 } ?? 1
             guard count == count.rounded(), (1...100_000).contains(count) else {
                 throw .badValue("`count` must be a whole number from 1 to 100000")
             }
             let times = Int(count)
             let central = try request["central"].map { value throws(ControlError) -> String in
-                guard let central = value as? String else { throw .badValue("`central` must be a string") }
+                guard let central = value.string else { throw .badValue("`central` must be a string") }
                 return central
             }
             for _ in 0..<times { try await emulator.notify(id, to: central) }
             return describe(id, try await emulator.value(of: id))
         case "centrals":
             let centrals = await emulator.centrals().map {
-                [
-                    "id": $0.central.id, "maximumUpdateValueLength": $0.central.maximumUpdateValueLength,
-                    "subscriptions": $0.subscriptions,
-                ] as [String: Any]
+                JSONValue.object([
+                    "id": .string($0.central.id),
+                    "maximumUpdateValueLength": .integer(Int64($0.central.maximumUpdateValueLength)),
+                    "subscriptions": .array($0.subscriptions.map(JSONValue.string)),
+                ])
             }
-            return ["centrals": centrals]
+            return ["centrals": .array(centrals)]
         case "fault":
             try await emulator.inject(try fault(from: request))
             return [:]
         case "advertising":
-            switch request["action"] as? String {
+            switch request["action"]?.string {
             case "start": try await emulator.setAdvertising(true)
             case "stop": try await emulator.setAdvertising(false)
             default: throw .badRequest("`advertising` needs `action`: start or stop")
@@ -91,82 +84,82 @@ struct ControlCommands: Sendable {
             return [:]
         case "schedules":
             let id = try request["id"].map { value throws(ControlError) -> String in
-                guard let id = value as? String else { throw .badValue("`id` must be a string") }
+                guard let id = value.string else { throw .badValue("`id` must be a string") }
                 return id
             }
-            switch request["action"] as? String {
+            switch request["action"]?.string {
             case nil: break
             case "pause": try await emulator.pauseSchedules(id)
             case "resume": try await emulator.resumeSchedules(id)
             default: throw .badRequest("`schedules` takes `action`: pause or resume (or none, to list them)")
             }
             let schedules = await emulator.schedules().map {
-                [
-                    "id": $0.characteristicID, "intervalMs": Int($0.interval / .milliseconds(1)),
-                    "recorded": $0.isRecordedPace, "paused": $0.isPaused, "running": $0.isRunning,
-                ] as [String: Any]
+                JSONValue.object([
+                    "id": .string($0.characteristicID), "intervalMs": .integer(Int64($0.interval / .milliseconds(1))),
+                    "recorded": .bool($0.isRecordedPace), "paused": .bool($0.isPaused), "running": .bool($0.isRunning),
+                ])
             }
-            return ["schedules": schedules]
+            return ["schedules": .array(schedules)]
         case "pairing":
             let pairings = await emulator.pairings.map { pairing in
-                var entry: [String: Any] = [
-                    "central": pairing.central, "method": pairing.method.rawValue, "accepted": pairing.accepted,
+                var entry: [String: JSONValue] = [
+                    "central": .string(pairing.central), "method": .string(pairing.method.rawValue),
+                    "accepted": .bool(pairing.accepted),
                 ]
-                if let passkey = pairing.passkey { entry["passkey"] = PairingEvent.spelled(passkey) }
-                return entry
+                if let passkey = pairing.passkey { entry["passkey"] = .string(PairingEvent.spelled(passkey)) }
+                return JSONValue.object(entry)
             }
-            return ["pairings": pairings]
+            return ["pairings": .array(pairings)]
         case "counters":
             let counters = await emulator.counters()
             let requests = counters.requests
-            return [
-                "counters": [
-                    "requests": requests.requests, "answered": requests.answered, "responded": requests.responded,
-                    "rejected": requests.rejected, "expired": requests.expired, "dropped": requests.dropped,
-                    "writesWithoutResponse": requests.withoutReply,
-                    "notificationsQueued": counters.queued, "notificationsSent": counters.sent,
-                    "queueFull": counters.refusedFull, "waiting": counters.waiting,
-                    "notificationsDropped": counters.dropped, "eventLinesLost": counters.eventLinesLost,
-                    "notificationsToNobody": counters.withoutSubscribers,
-                ]
+            let numbers: [String: Int] = [
+                "requests": requests.requests, "answered": requests.answered, "responded": requests.responded,
+                "rejected": requests.rejected, "expired": requests.expired, "dropped": requests.dropped,
+                "writesWithoutResponse": requests.withoutReply,
+                "notificationsQueued": counters.queued, "notificationsSent": counters.sent,
+                "queueFull": counters.refusedFull, "waiting": counters.waiting,
+                "notificationsDropped": counters.dropped, "eventLinesLost": counters.eventLinesLost,
+                "notificationsToNobody": counters.withoutSubscribers,
             ]
+            return ["counters": .object(numbers.mapValues { .integer(Int64($0)) })]
         default:
             throw .badRequest("unknown command `\(command)`")
         }
     }
 
-    private func string(_ key: String, in request: [String: Any]) throws(ControlError) -> String {
-        guard let value = request[key] as? String else { throw .badRequest("missing `\(key)`") }
+    private func string(_ key: String, in request: [String: JSONValue]) throws(ControlError) -> String {
+        guard let value = request[key]?.string else { throw .badRequest("missing `\(key)`") }
         return value
     }
 
-    private func describe(_ id: String, _ value: [UInt8]) -> [String: Any] {
-        var response: [String: Any] = ["id": id, "hex": StateStore.hex(value)]
+    private func describe(_ id: String, _ value: [UInt8]) -> [String: JSONValue] {
+        var response: [String: JSONValue] = ["id": .string(id), "hex": .string(StateStore.hex(value))]
         if let layout = emulator.profile.characteristic(id: id)?.layout, let fields = layout.decode(value) {
-            var decoded: [String: Any] = [:]
+            var decoded: [String: JSONValue] = [:]
             for (spec, field) in zip(layout.fields, fields) { decoded[spec.name] = Self.json(field) }
-            response["fields"] = decoded
+            response["fields"] = .object(decoded)
         }
         return response
     }
 
-    private static func json(_ value: FieldValue) -> Any {
+    private static func json(_ value: FieldValue) -> JSONValue {
         switch value {
-        case .integer(let number): number
-        case .real(let number): number
-        case .boolean(let flag): flag
-        case .flags(let names): names
-        case .text(let text): text
-        case .bytes(let bytes): StateStore.hex(bytes)
+        case .integer(let number): .integer(number)
+        case .real(let number): .real(number)
+        case .boolean(let flag): .bool(flag)
+        case .flags(let names): .array(names.map(JSONValue.string))
+        case .text(let text): .string(text)
+        case .bytes(let bytes): .string(StateStore.hex(bytes))
         }
     }
 
-    private func newValue(for id: String, from request: [String: Any]) async throws(ControlError) -> [UInt8] {
-        if let hex = request["hex"] as? String {
+    private func newValue(for id: String, from request: [String: JSONValue]) async throws(ControlError) -> [UInt8] {
+        if let hex = request["hex"]?.string {
             guard let bytes = Hex.bytes(hex) else { throw .badValue("`hex` is not hex: \(hex)") }
             return bytes
         }
-        guard let fields = request["fields"] as? [String: Any] else {
+        guard let fields = request["fields"]?.object else {
             throw .badRequest("`set` needs `hex` or `fields`")
         }
         guard let layout = emulator.profile.characteristic(id: id)?.layout else {
@@ -177,7 +170,7 @@ struct ControlCommands: Sendable {
         for (name, raw) in fields.sorted(by: { $0.key < $1.key }) {
             guard let index = layout.index(of: name) else { throw .badValue("\(id) has no field `\(name)`") }
             guard let value = Self.fieldValue(raw, for: layout.fields[index].type) else {
-                throw .badValue("`\(name)`: \(raw) is not a \(layout.fields[index].type.name)")
+                throw .badValue("`\(name)`: \(raw.text) is not a \(layout.fields[index].type.name)")
             }
             updates.append((index, value))
         }
@@ -191,42 +184,46 @@ struct ControlCommands: Sendable {
         return ValueComposer.compose(updates, into: current, layout: layout).value
     }
 
-    private static func fieldValue(_ raw: Any, for type: FieldType) -> FieldValue? {
+    private static func fieldValue(_ raw: JSONValue, for type: FieldType) -> FieldValue? {
         switch type {
-        case .utf8: return (raw as? String).map(FieldValue.text)
-        case .bytes: return (raw as? String).flatMap(Hex.bytes).map(FieldValue.bytes)
+        case .utf8: return raw.string.map(FieldValue.text)
+        case .bytes: return raw.string.flatMap(Hex.bytes).map(FieldValue.bytes)
         case .flags:
-            return (raw as? [String]).map(FieldValue.flags) ?? (raw as? NSNumber).map { .integer($0.int64Value) }
-        case .boolean: return (raw as? NSNumber).map { .boolean($0.boolValue) }
-        default:
-            guard let number = (raw as? NSNumber)?.doubleValue ?? (raw as? String).flatMap(Double.init) else {
-                return nil
+            if let names = raw.array {
+                let strings = names.compactMap(\.string)
+                return strings.count == names.count ? .flags(strings) : nil
             }
+            return raw.integer.map { .integer(Int64($0)) }
+        // A 0 or 1 is a flag too, as JSONSerialization's NSNumber let it be.
+        case .boolean:
+            return (raw.bool ?? raw.integer.flatMap { [0, 1].contains($0) ? $0 == 1 : nil }).map { .boolean($0) }
+        default:
+            guard let number = raw.number ?? raw.string.flatMap(Double.init) else { return nil }
             return number == number.rounded() && abs(number) < 1e15 ? .integer(Int64(number)) : .real(number)
         }
     }
 
-    private func fault(from request: [String: Any]) throws(ControlError) -> Fault {
-        guard let operationName = request["operation"] as? String,
+    private func fault(from request: [String: JSONValue]) throws(ControlError) -> Fault {
+        guard let operationName = request["operation"]?.string,
             let operation = AttributeOperation(rawValue: operationName), operation == .read || operation == .write
         else { throw .badRequest("`fault` needs `operation`: read or write") }
-        let nth = (request["nth"] as? NSNumber)?.intValue ?? 1
+        let nth = request["nth"]?.integer ?? 1
         guard nth >= 1 else { throw .badValue("`nth` must be 1 or more") }
-        let trigger = Fault.Trigger.request(operation, characteristicID: request["id"] as? String, nth: nth)
-        switch request["effect"] as? String {
+        let trigger = Fault.Trigger.request(operation, characteristicID: request["id"]?.string, nth: nth)
+        switch request["effect"]?.string {
         case nil: break
         case "disconnect": return Fault(trigger: trigger, effect: .disconnect)
         case "stop-advertising": return Fault(trigger: trigger, effect: .stopAdvertising)
         case let other?: throw .badValue("`effect` must be disconnect or stop-advertising, not `\(other)`")
         }
-        if let milliseconds = (request["delayMs"] as? NSNumber)?.intValue {
+        if let milliseconds = request["delayMs"]?.integer {
             guard milliseconds >= 0 else { throw .badValue("`delayMs` must not be negative") }
             return Fault(trigger: trigger, effect: .delay(.milliseconds(milliseconds)))
         }
         let error: ATTError? =
-            if let name = request["error"] as? String {
+            if let name = request["error"]?.string {
                 ATTError(name: name)
-            } else if let code = (request["error"] as? NSNumber)?.intValue, (0...255).contains(code) {
+            } else if let code = request["error"]?.integer, (0...255).contains(code) {
                 ATTError(rawValue: UInt8(code))
             } else { nil }
         guard let error else { throw .badValue("`fault` needs `error` (a name, 0x80, or a code) or `delayMs`") }

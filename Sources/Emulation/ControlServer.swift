@@ -1,4 +1,4 @@
-import Foundation
+import Dispatch
 import GATTModel
 import Logging
 import Synchronization
@@ -95,9 +95,12 @@ public final class ControlServer: Sendable {
             throw StartError(description: "\(path): \(reason)")
         }
         sockets.withLock { $0.listener = fd }
-        let thread = Thread { [self] in acceptLoop(fd) }
-        thread.name = "blemu control accept"
-        thread.start()
+        do { try DetachedThread.start { [self] in acceptLoop(fd) } } catch {
+            sockets.withLock { $0.listener = -1 }
+            closeDescriptor(fd)
+            unlink(path)
+            throw StartError(description: "\(path): \(error)")
+        }
         logger.info("control socket listening at \(path)")
     }
 
@@ -167,9 +170,12 @@ public final class ControlServer: Sendable {
                 tv_sec: Int(idleTimeout.components.seconds),
                 tv_usec: Int(idleTimeout.components.attoseconds / 1_000_000_000_000))
             setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            let thread = Thread { [self] in serve(connection) }
-            thread.name = "blemu control connection"
-            thread.start()
+            do { try DetachedThread.start { [self] in serve(connection) } } catch {
+                // At the thread limit: said, like a full server, and the device keeps running.
+                _ = reply(#"{"error":"\#(error)","ok":false}"# + "\n", to: connection)
+                sockets.withLock { _ = $0.connections.remove(connection) }
+                closeDescriptor(connection)
+            }
         }
         closeDescriptor(listener)
     }

@@ -1,4 +1,3 @@
-import Foundation
 import GATTModel
 import Peripheral
 
@@ -46,12 +45,12 @@ public enum EmulationEvent: Hashable, Sendable {
 /// An event with the wall-clock time it happened: what one line of the event log holds.
 public struct EventRecord: Hashable, Sendable {
     /// When it happened.
-    public var time: Date
+    public var time: WallTime
     /// What happened.
     public var event: EmulationEvent
 
     /// A record from its parts.
-    public init(time: Date, event: EmulationEvent) {
+    public init(time: WallTime, event: EmulationEvent) {
         self.time = time
         self.event = event
     }

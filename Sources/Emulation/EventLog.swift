@@ -1,5 +1,4 @@
 import Dispatch
-import Foundation
 import Synchronization
 
 #if canImport(Glibc)
@@ -84,7 +83,7 @@ public final class EventLog: Sendable {
 
     /// Records an event at `time` (now by default), without waiting for the write. A failed write is dropped: the
     /// log must never stop the device.
-    public func record(_ event: EmulationEvent, at time: Date = Date()) {
+    public func record(_ event: EmulationEvent, at time: WallTime = .now) {
         let record = EventRecord(time: time, event: event)
         observer?(record)
         guard descriptor.load(ordering: .acquiring) >= 0 else { return }
@@ -109,7 +108,7 @@ public final class EventLog: Sendable {
                 return backlog.unreported
             }
             if dropped > 0 {
-                write(EventLineEncoder.encode(EventRecord(time: Date(), event: .linesDropped(dropped))) + "\n")
+                write(EventLineEncoder.encode(EventRecord(time: .now, event: .linesDropped(dropped))) + "\n")
             }
         }
     }

@@ -1,5 +1,10 @@
-import Foundation
 import GATTModel
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A running `Generator`: the state that makes successive calls produce the declared series.
 ///

@@ -1,4 +1,3 @@
-import Foundation
 import GATTModel
 
 /// A recorded series of `time,value` rows replayed by time: the value at `t` is the last row at or before `t`.
@@ -18,13 +17,13 @@ public struct ReplayTrack: Hashable, Sendable {
 
     /// Reads a CSV file. Throws `BehaviourError.replay` when it cannot be read or a row is malformed.
     public init(contentsOf path: String, column: String?, format: Replay.Format = .number) throws(BehaviourError) {
-        let data: Data
+        let bytes: [UInt8]
         do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
+            bytes = try LocalFile.bytes(atPath: path)
         } catch {
             throw .replay(file: path, line: 0, message: "cannot read the replay file")
         }
-        try self.init(csv: String(decoding: data, as: UTF8.self), file: path, column: column, format: format)
+        try self.init(csv: String(decoding: bytes, as: UTF8.self), file: path, column: column, format: format)
     }
 
     /// Parses CSV text: an optional header row, then `time,value[,...]` rows; blank lines and `#` lines are skipped.
@@ -39,10 +38,10 @@ public struct ReplayTrack: Hashable, Sendable {
         var sawFirstRow = false
         for (offset, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = offset + 1
-            let trimmed = rawLine.trimmingCharacters(in: .whitespacesAndNewlines)
+            let trimmed = rawLine.trimmingWhitespace
             if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
             let cells = trimmed.split(separator: ",", omittingEmptySubsequences: false).map {
-                $0.trimmingCharacters(in: .whitespaces)
+                String($0.trimmingWhitespace)
             }
             if !sawFirstRow {
                 sawFirstRow = true
@@ -136,5 +135,14 @@ public struct ReplayTrack: Hashable, Sendable {
             if times[middle] <= seconds { low = middle + 1 } else { high = middle }
         }
         return low
+    }
+}
+
+extension Substring {
+    /// The text without leading and trailing whitespace (spaces, tabs, a CSV line's `\r`).
+    fileprivate var trimmingWhitespace: Substring {
+        let start = firstIndex { !$0.isWhitespace } ?? endIndex
+        let end = lastIndex { !$0.isWhitespace }.map(index(after:)) ?? start
+        return self[start..<Swift.max(start, end)]
     }
 }

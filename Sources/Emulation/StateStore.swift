@@ -1,4 +1,3 @@
-import Foundation
 import GATTModel
 import Logging
 import Peripheral
@@ -34,24 +33,67 @@ public final class StateStore: Sendable {
         var subscriptions: [String: [String]] = [:]
     }
 
-    private struct File: Codable {
+    /// The file's JSON object: `version`, `profile`, `fingerprint`, `values` (id to hex) and `subscriptions` (id to
+    /// centrals), written with sorted keys and two-space indentation.
+    private struct File {
         var version: Int
         var profile: String
         var fingerprint: String
         var values: [String: String]
         var subscriptions: [String: [String]]
+
+        var json: JSONValue {
+            .object([
+                "version": .integer(Int64(version)), "profile": .string(profile), "fingerprint": .string(fingerprint),
+                "values": .object(values.mapValues(JSONValue.string)),
+                "subscriptions": .object(subscriptions.mapValues { .array($0.map(JSONValue.string)) }),
+            ])
+        }
+
+        /// Decodes the object, or says which member is missing or of the wrong type.
+        init(json: JSONValue) throws(FileError) {
+            func member<T>(_ key: String, _ read: (JSONValue) -> T?) throws(FileError) -> T {
+                guard let value = json[key].flatMap(read) else { throw FileError(description: "no valid `\(key)`") }
+                return value
+            }
+            func strings(_ value: JSONValue) -> [String]? {
+                let strings = value.array?.compactMap(\.string)
+                return strings?.count == value.array?.count ? strings : nil
+            }
+            version = try member("version") { $0.integer }
+            profile = try member("profile") { $0.string }
+            fingerprint = try member("fingerprint") { $0.string }
+            values = try member("values") { value in
+                let members = value.object?.compactMapValues(\.string)
+                return members?.count == value.object?.count ? members : nil
+            }
+            subscriptions = try member("subscriptions") { value in
+                let members = value.object?.compactMapValues(strings)
+                return members?.count == value.object?.count ? members : nil
+            }
+        }
+
+        init(
+            version: Int, profile: String, fingerprint: String, values: [String: String],
+            subscriptions: [String: [String]]
+        ) {
+            self.version = version
+            self.profile = profile
+            self.fingerprint = fingerprint
+            self.values = values
+            self.subscriptions = subscriptions
+        }
     }
 
     /// Removes `<file>.tmp-<pid>` files whose process is gone: `kill -9` during a save leaves one each time (the
     /// rename never came), and nothing else would ever remove them. A live process's file is its save in progress.
     func removeStaleTemporaries() {
-        let directory = (path as NSString).deletingLastPathComponent
-        let prefix = (path as NSString).lastPathComponent + ".tmp-"
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        for name in names where name.hasPrefix(prefix) {
+        let (directory, fileName) = Self.split(path)
+        let prefix = fileName + ".tmp-"
+        for name in Self.entries(of: directory) where name.hasPrefix(prefix) {
             guard let pid = pid_t(name.dropFirst(prefix.count)), pid > 0 else { continue }
             if kill(pid, 0) != 0 && errno == ESRCH {
-                try? FileManager.default.removeItem(atPath: directory + "/" + name)
+                unlink(directory + "/" + name)
                 logger.info("removed \(name), left by a run that ended during a save")
             }
         }
@@ -59,9 +101,13 @@ public final class StateStore: Sendable {
 
     /// Where state files go by default: `$XDG_STATE_HOME/blemu`, else `~/.local/state/blemu`.
     public static var defaultDirectory: String {
-        let environment = ProcessInfo.processInfo.environment
-        if let home = environment["XDG_STATE_HOME"], home.hasPrefix("/") { return home + "/blemu" }
-        return (environment["HOME"] ?? NSHomeDirectory()) + "/.local/state/blemu"
+        if let home = getenv("XDG_STATE_HOME").map({ String(cString: $0) }), home.hasPrefix("/") {
+            return home + "/blemu"
+        }
+        // $HOME, else the password database's home directory, as NSHomeDirectory() would.
+        let home =
+            getenv("HOME").map { String(cString: $0) } ?? getpwuid(getuid()).map { String(cString: $0.pointee.pw_dir) }
+        return (home ?? "/") + "/.local/state/blemu"
     }
 
     /// A store for `profile` under `restoreID` (a file name: `/` is replaced) in `directory`, by default
@@ -70,7 +116,7 @@ public final class StateStore: Sendable {
         restoreID: String, directory: String? = nil, profile: PeripheralProfile,
         logger: Logger = Logger(label: "blemu.state")
     ) {
-        let name = restoreID.replacingOccurrences(of: "/", with: "_")
+        let name = String(restoreID.map { $0 == "/" ? "_" : $0 })
         path = (directory ?? Self.defaultDirectory) + "/" + name + ".json"
         profileName = profile.name
         fingerprint = Self.fingerprint(of: profile)
@@ -84,10 +130,10 @@ public final class StateStore: Sendable {
     /// files a killed run left mid-save are removed first.
     public func restore() -> RestoredState? {
         removeStaleTemporaries()
-        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        guard let bytes = try? LocalFile.bytes(atPath: path) else { return nil }
         let problem: String
         do {
-            let file = try JSONDecoder().decode(File.self, from: data)
+            let file = try File(json: try JSONValue(parsing: String(decoding: bytes, as: UTF8.self)))
             if file.version != Self.version {
                 problem = "version \(file.version), expected \(Self.version)"
             } else if file.profile != profileName || file.fingerprint != fingerprint {
@@ -102,7 +148,7 @@ public final class StateStore: Sendable {
         } catch {
             problem = "not a state file: \(error)"
         }
-        let aside = path + ".corrupt-" + String(Int64(Date().timeIntervalSince1970 * 1000))
+        let aside = path + ".corrupt-" + String(WallTime.now.millisecondsSince1970)
         let moved = rename(path, aside) == 0
         logger.warning(
             "state file \(path) ignored (\(problem)); \(moved ? "moved to \(aside)" : "could not move it aside")")
@@ -168,27 +214,24 @@ public final class StateStore: Sendable {
             let file = File(
                 version: Self.version, profile: profileName, fingerprint: fingerprint,
                 values: snapshot.values.mapValues(Self.hex), subscriptions: snapshot.subscriptions)
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
             do {
-                try writeAtomically(try encoder.encode(file))
+                try writeAtomically(Array((file.json.prettyText + "\n").utf8))
             } catch {
                 logger.error("cannot save state to \(path): \(error)")
             }
         }
     }
 
-    private struct WriteError: Error, CustomStringConvertible {
+    private struct FileError: Error, CustomStringConvertible {
         var description: String
     }
 
-    private func writeAtomically(_ data: Data) throws {
-        let directory = (path as NSString).deletingLastPathComponent
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    private func writeAtomically(_ bytes: [UInt8]) throws(FileError) {
+        let directory = Self.split(path).directory
+        try Self.makeDirectories(directory)
         let temporary = path + ".tmp-\(getpid())"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw WriteError(description: "\(temporary): \(String(cString: strerror(errno)))") }
-        let bytes = [UInt8](data)
+        guard fd >= 0 else { throw FileError(description: "\(temporary): \(String(cString: strerror(errno)))") }
         var written = 0
         while written < bytes.count {
             let result = bytes[written...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
@@ -196,7 +239,7 @@ public final class StateStore: Sendable {
             guard result > 0 else {
                 closeDescriptor(fd)
                 unlink(temporary)
-                throw WriteError(description: "write: \(String(cString: strerror(errno)))")
+                throw FileError(description: "write: \(String(cString: strerror(errno)))")
             }
             written += result
         }
@@ -205,7 +248,7 @@ public final class StateStore: Sendable {
         closeDescriptor(fd)
         guard synced, rename(temporary, path) == 0 else {
             unlink(temporary)
-            throw WriteError(description: "fsync or rename: \(String(cString: strerror(errno)))")
+            throw FileError(description: "fsync or rename: \(String(cString: strerror(errno)))")
         }
         // And the rename itself must reach the disk: fsync the directory.
         let directoryFD = open(directory, O_RDONLY | O_CLOEXEC)
@@ -216,6 +259,39 @@ public final class StateStore: Sendable {
     }
 
     /// FNV-1a over the services' and characteristics' ids and UUIDs: a different GATT tree means a foreign file.
+    /// The directory part and the last component of a path (`.` for a bare name), as `dirname` and `basename` would.
+    static func split(_ path: String) -> (directory: String, name: String) {
+        guard let slash = path.lastIndex(of: "/") else { return (".", path) }
+        let directory = String(path[..<slash])
+        return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
+    }
+
+    /// The names in a directory (without `.` and `..`); none when it cannot be read.
+    private static func entries(of directory: String) -> [String] {
+        guard let stream = opendir(directory) else { return [] }
+        defer { closedir(stream) }
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// `mkdir -p`: each missing component of `directory`, mode 0777 less the umask, as FileManager made them.
+    private static func makeDirectories(_ directory: String) throws(FileError) {
+        var prefix = directory.hasPrefix("/") ? "/" : ""
+        for component in directory.split(separator: "/") {
+            prefix += component
+            if mkdir(prefix, 0o777) != 0 && errno != EEXIST {
+                throw FileError(description: "\(prefix): \(String(cString: strerror(errno)))")
+            }
+            prefix += "/"
+        }
+    }
+
     static func fingerprint(of profile: PeripheralProfile) -> String {
         var text = ""
         for service in profile.services {

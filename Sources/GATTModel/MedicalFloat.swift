@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// IEEE 11073-20601 SFLOAT (16-bit) and FLOAT (32-bit): a base-10 exponent and a mantissa, with reserved
 /// mantissas for NaN, NRes and infinities (Personal Health Devices Transcoding, 2.2.2 and 2.2.3).

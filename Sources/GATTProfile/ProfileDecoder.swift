@@ -1,4 +1,3 @@
-import Foundation
 import GATTModel
 
 /// Decodes the YAML node tree of one profile into a `PeripheralProfile`, collecting every problem instead of
@@ -178,7 +177,7 @@ struct ProfileDecoder {
     mutating func number(_ node: YAMLNode, for what: String) -> Double? {
         guard let text = plain(node, expecting: "a number", for: what) else { return nil }
         if let integer = Self.integer(text) { return Double(integer) }
-        guard let value = Double(text.replacingOccurrences(of: "_", with: "")) else {
+        guard let value = Double(text.filter { $0 != "_" }) else {
             report(node, "expected a number for \(what), found `\(EditDistance.echo(text))`")
             return nil
         }
@@ -235,7 +234,7 @@ struct ProfileDecoder {
 
     /// Parses `72`, `-3`, `0x2A`, `1_000`; nil for anything else.
     static func integer(_ text: String) -> Int64? {
-        var digits = Substring(text.replacingOccurrences(of: "_", with: ""))
+        var digits = Substring(text.filter { $0 != "_" })
         let negative = digits.hasPrefix("-")
         if negative || digits.hasPrefix("+") { digits = digits.dropFirst() }
         let value: Int64?

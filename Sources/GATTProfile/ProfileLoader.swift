@@ -1,14 +1,13 @@
-import Foundation
 import GATTModel
 
 /// Loads profiles: YAML text -> `PeripheralProfile`, with every problem reported as a `Diagnostic`.
 public enum ProfileLoader {
     /// Reads and decodes the profile at `path`; an unreadable or non-UTF-8 file is an error diagnostic at 1:1.
     public static func load(path: String) -> ProfileResult {
-        guard let data = FileManager.default.contents(atPath: path) else {
+        guard let bytes = try? LocalFile.bytes(atPath: path) else {
             return failure(file: path, message: "cannot read the file")
         }
-        guard let text = String(data: data, encoding: .utf8) else {
+        guard let text = String(validating: bytes, as: UTF8.self) else {
             return failure(file: path, message: "the file is not UTF-8 text")
         }
         return decode(text: text, fileName: path)

@@ -65,7 +65,7 @@ struct CtlCommand: ParsableCommand {
         if !ControlClient.isOK(response) { throw ExitCode.badProfile }
     }
 
-    private func makeRequest() throws -> [String: any Sendable] {
+    private func makeRequest() throws -> [String: JSONValue] {
         guard let command = words.first else { throw ValidationError("Give a command: get, set, notify, ...") }
         let arguments = Array(words.dropFirst())
         func argument(_ index: Int, _ name: String) throws -> String {
@@ -74,42 +74,42 @@ struct CtlCommand: ParsableCommand {
         }
         switch command {
         case "get":
-            return ["command": command, "id": try argument(0, "an ID")]
+            return ["command": .string(command), "id": .string(try argument(0, "an ID"))]
         case "notify":
-            var request: [String: any Sendable] = ["command": command, "id": try argument(0, "an ID")]
-            if let count { request["count"] = count }
-            if let central { request["central"] = central }
+            var request: [String: JSONValue] = ["command": .string(command), "id": .string(try argument(0, "an ID"))]
+            if let count { request["count"] = .integer(Int64(count)) }
+            if let central { request["central"] = .string(central) }
             return request
         case "set":
             let id = try argument(0, "an ID")
-            if arguments.count > 1 { return ["command": "set", "id": id, "hex": arguments[1]] }
+            if arguments.count > 1 { return ["command": "set", "id": .string(id), "hex": .string(arguments[1])] }
             guard !fields.isEmpty else { throw ValidationError("`set` needs HEX or --field NAME=VALUE.") }
-            var values: [String: any Sendable] = [:]
+            var values: [String: JSONValue] = [:]
             for field in fields {
                 guard let equals = field.firstIndex(of: "=") else { throw ValidationError("--field wants NAME=VALUE") }
                 values[String(field[..<equals])] = Self.value(String(field[field.index(after: equals)...]))
             }
-            return ["command": "set", "id": id, "fields": values]
+            return ["command": "set", "id": .string(id), "fields": .object(values)]
         case "centrals", "counters", "pairing":
-            return ["command": command]
+            return ["command": .string(command)]
         case "advertising":
-            return ["command": command, "action": try argument(0, "start or stop")]
+            return ["command": .string(command), "action": .string(try argument(0, "start or stop"))]
         case "schedules":
-            var request: [String: any Sendable] = ["command": command]
-            if let action = arguments.first { request["action"] = action }
-            if arguments.count > 1 { request["id"] = arguments[1] }
+            var request: [String: JSONValue] = ["command": .string(command)]
+            if let action = arguments.first { request["action"] = .string(action) }
+            if arguments.count > 1 { request["id"] = .string(arguments[1]) }
             return request
         case "fault":
-            var request: [String: any Sendable] = [
-                "command": "fault", "operation": try argument(0, "read or write"), "nth": nth,
+            var request: [String: JSONValue] = [
+                "command": "fault", "operation": .string(try argument(0, "read or write")), "nth": .integer(Int64(nth)),
             ]
-            if arguments.count > 1 { request["id"] = arguments[1] }
+            if arguments.count > 1 { request["id"] = .string(arguments[1]) }
             if let effect {
-                request["effect"] = effect
+                request["effect"] = .string(effect)
             } else if let delayMs {
-                request["delayMs"] = delayMs
+                request["delayMs"] = .integer(Int64(delayMs))
             } else if let error {
-                request["error"] = error
+                request["error"] = .string(error)
             }
             return request
         default:
@@ -118,11 +118,11 @@ struct CtlCommand: ParsableCommand {
     }
 
     /// A field's text as JSON: a number, true/false, a list (flags) when it has commas, else text.
-    private static func value(_ text: String) -> any Sendable {
-        if let integer = Int(text) { return integer }
-        if let number = Double(text) { return number }
-        if text == "true" || text == "false" { return text == "true" }
-        if text.contains(",") { return text.split(separator: ",").map(String.init) }
-        return text
+    private static func value(_ text: String) -> JSONValue {
+        if let integer = Int64(text) { return .integer(integer) }
+        if let number = Double(text) { return .number(number) }
+        if text == "true" || text == "false" { return .bool(text == "true") }
+        if text.contains(",") { return .array(text.split(separator: ",").map { .string(String($0)) }) }
+        return .string(text)
     }
 }

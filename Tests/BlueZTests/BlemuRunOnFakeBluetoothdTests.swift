@@ -12,7 +12,7 @@ import Testing
     .enabled(if: FileManager.default.isExecutableFile(atPath: ChildProcess.blemu), "needs the built blemu"),
     .serialized, .timeLimit(.minutes(2)))
 struct BlemuRunOnFakeBluetoothdTests {
-    private func send(_ client: ControlClient, _ request: [String: any Sendable]) async throws -> [String: Any] {
+    private func send(_ client: ControlClient, _ request: [String: JSONValue]) async throws -> [String: Any] {
         let line = try await blocking { try client.send(request) }
         return (try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]) ?? [:]
     }

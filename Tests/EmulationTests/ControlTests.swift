@@ -118,7 +118,9 @@ func object(_ line: String) -> [String: Any] {
         for _ in 0..<3 { #expect(await updates.next()?.bytes == [87]) }
         for bad in [0, 100_001] {
             let refused = object(
-                try await offPool { try client.send(["command": "notify", "id": "battery-level", "count": bad]) })
+                try await offPool {
+                    try client.send(["command": "notify", "id": "battery-level", "count": .integer(Int64(bad))])
+                })
             #expect(refused["ok"] as? Bool == false && (refused["error"] as? String)?.contains("count") == true)
         }
     }
@@ -135,7 +137,7 @@ func object(_ line: String) -> [String: Any] {
         try await rig.subscribe(central, to: "heart-rate-measurement")
         var updates = central.notifications.makeAsyncIterator()
         let client = ControlClient(path: server.path)
-        func send(_ request: [String: any Sendable]) async throws -> [String: Any] {
+        func send(_ request: [String: JSONValue]) async throws -> [String: Any] {
             object(try await offPool { try client.send(request) })
         }
 

@@ -5,17 +5,17 @@ import Testing
 @testable import Emulation
 
 @Suite struct EventLineEncoderTests {
-    let time = Date(timeIntervalSince1970: 1_714_566_896.789)  // 2024-05-01T12:34:56.789Z
+    let time = WallTime(secondsSince1970: 1_714_566_896.789)  // 2024-05-01T12:34:56.789Z
 
     func object(_ line: String) throws -> [String: Any] {
         try #require(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
     }
 
     @Test func timestampsAreISO8601InUTCWithMilliseconds() {
-        #expect(EventLineEncoder.timestamp(time) == "2024-05-01T12:34:56.789Z")
-        #expect(EventLineEncoder.timestamp(Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000Z")
-        #expect(EventLineEncoder.timestamp(Date(timeIntervalSince1970: 951_782_400.5)) == "2000-02-29T00:00:00.500Z")
-        #expect(EventLineEncoder.timestamp(Date(timeIntervalSince1970: -0.001)) == "1969-12-31T23:59:59.999Z")
+        #expect(time.iso8601 == "2024-05-01T12:34:56.789Z")
+        #expect(WallTime(secondsSince1970: 0).iso8601 == "1970-01-01T00:00:00.000Z")
+        #expect(WallTime(secondsSince1970: 951_782_400.5).iso8601 == "2000-02-29T00:00:00.500Z")
+        #expect(WallTime(secondsSince1970: -0.001).iso8601 == "1969-12-31T23:59:59.999Z")
     }
 
     @Test func rejectedRequestParsesBackWithItsAnswerAndLatency() throws {
