@@ -18,6 +18,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "blemu", targets: ["blemu"]),
+        .executable(name: "blemu-serve", targets: ["blemu-serve"]),
         .library(name: "GATTModel", targets: ["GATTModel"]),
         .library(name: "BlueZModel", targets: ["BlueZModel"]),
         .library(name: "GATTProfile", targets: ["GATTProfile"]),
@@ -76,11 +77,22 @@ let package = Package(
             name: "PeripheralTesting",
             dependencies: ["Peripheral", "GATTModel", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
+        // `blemu run`'s work: options handed over as arguments, the device served until a stop signal. Links neither
+        // ArgumentParser nor Foundation, so the process that serves stays small (issue 14).
+        .target(
+            name: "Serving",
+            dependencies: [
+                "GATTModel", "BlueZModel", "GATTProfile", "Emulation", "Peripheral", "BlueZ", "DBus",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
+        // What `blemu run` execs: Serving alone, installed beside blemu (or in ../libexec/blemu).
+        .executableTarget(name: "blemu-serve", dependencies: ["Serving"], swiftSettings: strict),
         .executableTarget(
             name: "blemu",
             dependencies: [
                 "GATTModel", "BlueZModel", "GATTProfile", "Emulation", "Peripheral", "BlueZ", "DBus", "Lab",
-                "ProbeCentral",
+                "ProbeCentral", "Serving",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -135,7 +147,8 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
-            name: "blemuTests", dependencies: ["blemu", "BlueZ", "BlueZModel", "DBus", "GATTModel", "Peripheral"],
+            name: "blemuTests",
+            dependencies: ["blemu", "BlueZ", "BlueZModel", "DBus", "GATTModel", "Peripheral", "Serving"],
             swiftSettings: strict),
     ]
 )

@@ -8,6 +8,24 @@ public enum BusAddress: Sendable, Hashable {
     case session
     /// A bus daemon at a D-Bus address such as `unix:path=/tmp/bus`.
     case address(String)
+
+    /// The bus a name selects: `system`, `session`, or else a D-Bus address such as `unix:path=/tmp/bus`.
+    public init(name: String) {
+        switch name {
+        case "system": self = .system
+        case "session": self = .session
+        default: self = .address(name)
+        }
+    }
+
+    /// The name `init(name:)` reads back: `system`, `session`, or the address.
+    public var name: String {
+        switch self {
+        case .system: "system"
+        case .session: "session"
+        case .address(let address): address
+        }
+    }
 }
 
 /// A private connection to a message bus, served by its own loop thread (see `ConnectionCore` for the threading

@@ -88,7 +88,7 @@ public final class StateStore: Sendable {
     /// Removes `<file>.tmp-<pid>` files whose process is gone: `kill -9` during a save leaves one each time (the
     /// rename never came), and nothing else would ever remove them. A live process's file is its save in progress.
     func removeStaleTemporaries() {
-        let (directory, fileName) = Self.split(path)
+        let (directory, fileName) = LocalFile.split(path)
         let prefix = fileName + ".tmp-"
         for name in Self.entries(of: directory) where name.hasPrefix(prefix) {
             guard let pid = pid_t(name.dropFirst(prefix.count)), pid > 0 else { continue }
@@ -227,7 +227,7 @@ public final class StateStore: Sendable {
     }
 
     private func writeAtomically(_ bytes: [UInt8]) throws(FileError) {
-        let directory = Self.split(path).directory
+        let directory = LocalFile.split(path).directory
         try Self.makeDirectories(directory)
         let temporary = path + ".tmp-\(getpid())"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
@@ -259,13 +259,6 @@ public final class StateStore: Sendable {
     }
 
     /// FNV-1a over the services' and characteristics' ids and UUIDs: a different GATT tree means a foreign file.
-    /// The directory part and the last component of a path (`.` for a bare name), as `dirname` and `basename` would.
-    static func split(_ path: String) -> (directory: String, name: String) {
-        guard let slash = path.lastIndex(of: "/") else { return (".", path) }
-        let directory = String(path[..<slash])
-        return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
-    }
-
     /// The names in a directory (without `.` and `..`); none when it cannot be read.
     private static func entries(of directory: String) -> [String] {
         guard let stream = opendir(directory) else { return [] }

@@ -30,6 +30,14 @@ public enum LocalFile {
         }
     }
 
+    /// The directory part and the last component of a path (`.` for a bare name, `/` for one at the root), as
+    /// `dirname` and `basename` would give them.
+    public static func split(_ path: String) -> (directory: String, name: String) {
+        guard let slash = path.lastIndex(of: "/") else { return (".", path) }
+        let directory = String(path[..<slash])
+        return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
+    }
+
     /// Whether the file exists and this process may read it (`access(2)`, R_OK).
     public static func isReadable(_ path: String) -> Bool { access(path, R_OK) == 0 }
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import BlueZModel
 import GATTModel
+import Serving
 
 /// `blemu adv FILE`: the advertising plan of a profile, byte for byte.
 struct AdvCommand: ParsableCommand {

@@ -4,6 +4,7 @@ import DBus
 import GATTModel
 import Logging
 import ProbeCentral
+import Serving
 
 /// The options of a command that acts as a central through bluetoothd (`probe`, `clone`): which device, from which
 /// adapter, how long to wait, on which bus.

@@ -5,6 +5,7 @@ import GATTModel
 import GATTProfile
 import Logging
 import ProbeCentral
+import Serving
 
 /// `blemu clone`: be the phone, then write down what it saw as a profile that validates and runs.
 struct CloneCommand: AsyncParsableCommand {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Emulation
 import Foundation
+import Serving
 
 /// `blemu ctl PATH COMMAND...`: talks to a running emulator's control socket.
 struct CtlCommand: ParsableCommand {

@@ -4,6 +4,7 @@ import Foundation
 import GATTModel
 import Logging
 import ProbeCentral
+import Serving
 
 /// `blemu probe`: be the phone. Discover a peripheral through bluetoothd, connect, read and listen to everything.
 struct ProbeCommand: AsyncParsableCommand {

@@ -1,15 +1,16 @@
 import ArgumentParser
-import BlueZ
 import DBus
-import Dispatch
-import Emulation
-import Foundation
-import GATTModel
-import Logging
-import Peripheral
+import Serving
 
-/// `blemu run PROFILE`: publishes a profile through bluetoothd and serves it until SIGINT or SIGTERM.
-struct RunCommand: AsyncParsableCommand {
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `blemu run PROFILE`: publishes a profile through bluetoothd and serves it until SIGINT or SIGTERM. This command
+/// parses and checks the options; `blemu-serve`, which it replaces itself with, does the serving (`DeviceRun`).
+struct RunCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
         abstract: "Run a profile as a Bluetooth LE peripheral on a BlueZ adapter.",
@@ -86,196 +87,57 @@ struct RunCommand: AsyncParsableCommand {
             """)
     var acquireNotify = true
 
+    /// The options as `blemu-serve` takes them.
+    var options: RunOptions {
+        var options = RunOptions(file: file)
+        options.nameSuffix = nameSuffix
+        options.adapter = adapter
+        options.bus = bus
+        options.logLevel = logLevel.level
+        options.verbose = verbose
+        options.requestDeadline = requestDeadline
+        options.control = control
+        options.events = events
+        options.restoreID = restoreId
+        options.stateDirectory = stateDir
+        options.acquireWrite = acquireWrite
+        options.acquireNotify = acquireNotify
+        return options
+    }
+
     func validate() throws {
-        guard requestDeadline > 0, requestDeadline < 30 else {
-            throw ValidationError("--request-deadline must be between 0 and 30 seconds (ATT times out at 30)")
-        }
+        if let problem = options.problem { throw ValidationError(problem) }
     }
 
-    func run() async throws {
-        // A reader of stdout (`--events - | head`) that goes away must not kill the device with its services and
-        // advertisement registered: with SIGPIPE ignored, the write fails with EPIPE, which the event log counts.
-        signal(SIGPIPE, SIG_IGN)
-        var profile = try ProfileInput.load(file)
-        if let nameSuffix {
-            profile.name += nameSuffix
-            profile.advertisement.localName = profile.advertisement.localName.map { $0 + nameSuffix }
+    /// Replaces this process with `blemu-serve` (same process id, so signals, exit codes and a waiting script see
+    /// one program): the serving process then holds ~6 MiB where this one, with ArgumentParser, Foundation and the
+    /// lab linked, would hold ~16 (issue 14; Benchmarks/README.md).
+    func run() throws {
+        guard let serve = Self.serveExecutable() else {
+            Console.error("blemu: blemu-serve is not installed beside \(Self.ownPath ?? "blemu") (nor in ../libexec/blemu)")
+            throw ExitCode.software
         }
-        let plan = try ProfileInput.plan(profile, file: file)
-        say(plan.report)
-        var logger = Logger(label: "blemu") { StreamLogHandler.standardError(label: $0) }
-        // One formatted line per request costs more CPU than answering it: only when asked for (issue 14).
-        logger.logLevel = verbose ? min(logLevel.level, .debug) : logLevel.level
-        let stops = StopSignals()
-        defer { stops.cancel() }
-
-        let device = try await start(profile, logger: logger)
-        let name = plan.localName ?? profile.name
-        say("advertising \"\(name)\" on \(adapter): \(profile.services.count) services published; Ctrl-C to stop")
-        for await number in stops.numbers {
-            logger.info("signal \(number): unregistering")
-            break
-        }
-        await device.stop()
-        let counts = device.manager.requestCounts
-        say("stopped: \(counts.requests) requests, \(counts.answered) answered")
-        if let eventLog = device.eventLog, eventLog.lostLines > 0 {
-            let reason = eventLog.writeFailure.map { "; writing failed: \($0)" } ?? ""
-            Console.error("blemu: event log: \(eventLog.lostLines) lines lost\(reason)")
-        }
+        let arguments = [serve] + options.arguments
+        var pointers = arguments.map { strdup($0) } + [nil]
+        execv(serve, &pointers)
+        Console.error("blemu: cannot run \(serve): \(String(cString: strerror(errno)))")
+        throw ExitCode.software
     }
 
-    /// Builds the behaviour, connects to bluetoothd, publishes, advertises and opens the control socket; on a failure
-    /// says why, unregisters what was registered and throws the exit code.
-    private func start(_ profile: PeripheralProfile, logger: Logger) async throws -> RunningDevice {
-        // The behaviour (schedules, rules, replay files) is built before bluetoothd is touched: a bad profile is 65
-        // whatever the bus, and nothing is registered to undo.
-        let stateStore = restoreId.map {
-            StateStore(restoreID: $0, directory: stateDir, profile: profile, logger: logger)
-        }
-        let restored = stateStore?.restore()
-        if let restored, let restoreId {
-            let history = "\(restored.subscriptions.count) subscriptions, as history"
-            logger.notice("restoring \(restored.values.count) values saved as \(restoreId) (and \(history))")
-        }
-        let configuration = PeripheralManager.Configuration(
-            requestDeadline: .milliseconds(Int(requestDeadline * 1000)))
-        let eventLog: EventLog?
-        let emulator: Emulator
-        do { eventLog = try events.map { try EventLog(path: $0) } } catch {
-            Console.error("blemu: \(error)")
-            throw ExitCode.badProfile
-        }
-        do {
-            emulator = try Emulator(
-                profile: profile, server: ProfileServer(store: ValueStore(restored?.values ?? [:]), logger: logger),
-                requestDeadline: configuration.requestDeadline,
-                baseDirectory: URL(fileURLWithPath: file).deletingLastPathComponent().path, eventLog: eventLog,
-                stateStore: stateStore, logger: logger)
-        } catch {
-            Console.error("\(file): error: \(error)")
-            throw ExitCode.badProfile
-        }
-        let backend: BlueZBackend
-        do {
-            backend = try await BlueZBackend(
-                bus: bus, adapter: adapter,
-                options: BlueZOptions(
-                    pairing: profile.pairing, deviceName: profile.name, useAcquireNotify: acquireNotify,
-                    useAcquireWrite: acquireWrite),
-                logger: logger)
-        } catch {
-            Console.error(
-                "blemu: \(error). Check that bluetoothd runs (systemctl status bluetooth) and that \(adapter) exists (bluetoothctl list)."
-            )
-            throw ExitCode.unavailable
-        }
-        var device = RunningDevice(
-            manager: PeripheralManager(
-                backend: backend, handler: emulator.handler, configuration: configuration, restoring: restored,
-                logger: logger),
-            emulator: emulator, backend: backend, eventLog: eventLog, control: nil)
-        do {
-            if await device.manager.state != .poweredOn { logger.info("waiting for \(adapter) to be powered on") }
-            try await device.manager.waitUntilPoweredOn()
-            for service in profile.services { try await device.manager.publish(service) }
-            try await device.manager.startAdvertising(profile.advertisement)
-            await emulator.start(on: device.manager)
-        } catch {
-            Console.error("blemu: \(error)")
-            await device.stop()
-            throw Self.exitCode(for: error)
-        }
-        if let control {
-            let server = ControlServer(path: control, emulator: emulator, logger: logger)
-            do { try server.start() } catch {
-                Console.error("blemu: control socket \(control): \(error)")
-                await device.stop()
-                throw ExitCode.unavailable
-            }
-            device.control = server
-        }
-        // bluetoothd adds a Device Information service of its own unless main.conf says `DeviceID = false`
-        // (src/gatt-database.c populate_devinfo_service): a central would see two 0x180A.
-        if profile.services.contains(where: { $0.uuid == BluetoothUUID(0x180A) }) {
-            logger.notice(
-                "the profile declares Device Information (180A): unless bluetoothd's main.conf has [General] DeviceID = false, centrals also see bluetoothd's own 180A (PnP ID)"
-            )
-        }
-        return device
+    /// This executable's real path (symbolic links resolved), from /proc/self/exe.
+    static var ownPath: String? {
+        guard let resolved = realpath("/proc/self/exe", nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
     }
 
-    /// Writes a line to stdout at once (unbuffered), so a script waiting for "advertising" sees it.
-    /// With `--events -` stdout carries the JSON lines, so the human lines go to stderr. A write that fails (a
-    /// reader that went away) is ignored: the device keeps running.
-    private func say(_ line: String) {
-        let descriptor = events == "-" ? STDERR_FILENO : STDOUT_FILENO
-        _ = Array((line + "\n").utf8).withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-    }
-}
-
-extension RunCommand {
-    /// The sysexits code for a failure to publish or advertise, from the stack's typed error: an advertisement that
-    /// cannot be laid out is the profile's fault (65), an object tree we could not export is ours (70), and anything
-    /// bluetoothd refused or could not be asked is the service's (69).
-    static func exitCode(for error: any Error) -> ExitCode {
-        guard case PeripheralError.backendFailed(let failure) = error, let bluez = failure.error as? BlueZError else {
-            return .unavailable
-        }
-        switch bluez {
-        case .invalidAdvertisement: return .badProfile
-        case .export: return .software
-        case .unavailable, .rejected, .extendedAdvertisingUnavailable, .shutDown: return .unavailable
+    /// `blemu-serve` beside this executable (a build directory, or the lab's copy) or in `../libexec/blemu` (the
+    /// Debian package: /usr/bin/blemu, /usr/libexec/blemu/blemu-serve).
+    static func serveExecutable() -> String? {
+        guard let own = ownPath else { return nil }
+        let directory = String(own[..<(own.lastIndex(of: "/") ?? own.startIndex)])
+        return [directory + "/blemu-serve", directory + "/../libexec/blemu/blemu-serve"].first {
+            access($0, X_OK) == 0
         }
     }
-}
-
-/// What `blemu run` started, stopped in one way whether it ends on a signal or on a failure half-way.
-private struct RunningDevice {
-    let manager: PeripheralManager
-    let emulator: Emulator
-    let backend: BlueZBackend
-    let eventLog: EventLog?
-    var control: ControlServer?
-
-    /// Closes the control socket, answers the requests a delay fault holds, stops the behaviour, unregisters from
-    /// bluetoothd and closes the event log.
-    func stop() async {
-        control?.stop()
-        // Requests a delay fault holds are answered now, while the application is still registered: left held,
-        // bluetoothd would answer them itself after its timeout and `requests == answered` would not hold.
-        emulator.releaseHeldRequests()
-        let answeredBy = ContinuousClock.now + .seconds(2)
-        while manager.requestCounts.requests != manager.requestCounts.answered, ContinuousClock.now < answeredBy {
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        await emulator.stop()
-        await backend.shutdown()
-        eventLog?.close()
-    }
-}
-
-/// SIGINT, SIGTERM, SIGHUP and SIGQUIT as an async stream of their numbers, with the default handlers ignored so
-/// the process can unregister first. SIGHUP (a closed terminal) and SIGQUIT (Ctrl-\\) end the run the same way:
-/// left to their defaults they would exit (or dump core) with the application, the advertisement and the alias
-/// still registered.
-private struct StopSignals {
-    let numbers: AsyncStream<Int32>
-    private let sources: [any DispatchSourceSignal]
-
-    init() {
-        let (numbers, stop) = AsyncStream<Int32>.makeStream()
-        let queue = DispatchQueue(label: "blemu.signals")
-        self.numbers = numbers
-        sources = [SIGINT, SIGTERM, SIGHUP, SIGQUIT].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler { stop.yield(number) }
-            source.resume()
-            return source
-        }
-    }
-
-    /// Stops listening.
-    func cancel() { for source in sources { source.cancel() } }
 }

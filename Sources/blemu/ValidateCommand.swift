@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GATTProfile
+import Serving
 
 /// `blemu validate FILE...`: every diagnostic of every profile.
 struct ValidateCommand: ParsableCommand {
@@ -37,7 +38,7 @@ struct ValidateCommand: ParsableCommand {
             let warnings = result.diagnostics.count - errors
             // What `blemu run` and `blemu adv` check beyond the file itself: the advertising plan and the
             // behaviour (replay files next to the profile), so `validate` passing means `run` will start.
-            if errors == 0, let profile = result.profile, let problem = ProfileInput.runProblem(profile, file: file) {
+            if errors == 0, let profile = result.profile, let problem = ProfileFile.runProblem(profile, file: file) {
                 Console.error(problem)
                 errors += 1
             }

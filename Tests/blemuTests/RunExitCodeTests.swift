@@ -3,6 +3,7 @@ import BlueZModel
 import DBus
 import GATTModel
 import Peripheral
+import Serving
 import Testing
 
 @testable import blemu
@@ -13,19 +14,19 @@ struct RunExitCodeTests {
     @Test func anAdvertisementThatCannotBeLaidOutIsTheProfilesFault() {
         let error = PeripheralError.backendFailed(
             BackendFailure(BlueZError.invalidAdvertisement(.localNameContainsNUL)))
-        #expect(RunCommand.exitCode(for: error) == .badProfile)
+        #expect(DeviceRun.exitStatus(for: error) == .badProfile)
     }
 
     @Test func anObjectTreeWeCouldNotExportIsOurs() {
         let error = PeripheralError.backendFailed(BackendFailure(BlueZError.export("duplicate path")))
-        #expect(RunCommand.exitCode(for: error) == .software)
+        #expect(DeviceRun.exitStatus(for: error) == .software)
     }
 
     @Test func whatBluetoothdRefusesIsTheServicesFault() {
         let refusal = BlueZError.rejected(
             operation: "RegisterAdvertisement", DBusError(name: "org.bluez.Error.Failed", message: "Failed"))
-        #expect(RunCommand.exitCode(for: PeripheralError.backendFailed(BackendFailure(refusal))) == .unavailable)
-        #expect(RunCommand.exitCode(for: PeripheralError.notPoweredOn(.poweredOff)) == .unavailable)
+        #expect(DeviceRun.exitStatus(for: PeripheralError.backendFailed(BackendFailure(refusal))) == .unavailable)
+        #expect(DeviceRun.exitStatus(for: PeripheralError.notPoweredOn(.poweredOff)) == .unavailable)
     }
 
     @Test func theWrappedErrorKeepsItsTypeAndItsWords() throws {

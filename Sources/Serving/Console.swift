@@ -1,0 +1,24 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Lines for a person, written at once (unbuffered) with write(2): a script waiting for a line sees it, and a reader
+/// that went away costs the line, never the device (SIGPIPE is ignored while serving).
+public enum Console {
+    /// Writes `text` and a newline to stderr.
+    public static func error(_ text: String) { line(text, to: STDERR_FILENO) }
+
+    /// Writes `text` and a newline to `descriptor`; a failed write is ignored.
+    public static func line(_ text: String, to descriptor: Int32) {
+        let bytes = Array((text + "\n").utf8)
+        var written = 0
+        while written < bytes.count {
+            let result = bytes[written...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            if result < 0 && errno == EINTR { continue }
+            guard result > 0 else { return }
+            written += result
+        }
+    }
+}

@@ -1,0 +1,158 @@
+import BlueZ
+import DBus
+import Emulation
+import GATTModel
+import Logging
+import Peripheral
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `blemu run`'s work, in the `blemu-serve` process: publishes a profile through bluetoothd and serves it until
+/// SIGINT, SIGTERM, SIGHUP or SIGQUIT; every failure is said on stderr in one line and ends with its exit status.
+public struct DeviceRun: Sendable {
+    /// What to run and how.
+    public let options: RunOptions
+
+    /// A run of `options`.
+    public init(_ options: RunOptions) { self.options = options }
+
+    /// Serves until a stop signal, then unregisters everything. Throws the exit status of a failure.
+    public func run() async throws(ExitStatus) {
+        // A reader of stdout (`--events - | head`) that goes away must not kill the device with its services and
+        // advertisement registered: with SIGPIPE ignored, the write fails with EPIPE, which the event log counts.
+        signal(SIGPIPE, SIG_IGN)
+        var profile = try ProfileFile.load(options.file)
+        if let nameSuffix = options.nameSuffix {
+            profile.name += nameSuffix
+            profile.advertisement.localName = profile.advertisement.localName.map { $0 + nameSuffix }
+        }
+        let plan = try ProfileFile.plan(profile, file: options.file)
+        say(plan.report)
+        var logger = Logger(label: "blemu") { StreamLogHandler.standardError(label: $0) }
+        // One formatted line per request costs more CPU than answering it: only when asked for (issue 14).
+        logger.logLevel = options.verbose ? min(options.logLevel, .debug) : options.logLevel
+        let stops = StopSignals()
+        defer { stops.cancel() }
+
+        let device = try await start(profile, logger: logger)
+        let name = plan.localName ?? profile.name
+        say(
+            "advertising \"\(name)\" on \(options.adapter): \(profile.services.count) services published; Ctrl-C to stop")
+        for await number in stops.numbers {
+            logger.info("signal \(number): unregistering")
+            break
+        }
+        await device.stop()
+        let counts = device.manager.requestCounts
+        say("stopped: \(counts.requests) requests, \(counts.answered) answered")
+        if let eventLog = device.eventLog, eventLog.lostLines > 0 {
+            let reason = eventLog.writeFailure.map { "; writing failed: \($0)" } ?? ""
+            Console.error("blemu: event log: \(eventLog.lostLines) lines lost\(reason)")
+        }
+    }
+
+    /// Builds the behaviour, connects to bluetoothd, publishes, advertises and opens the control socket; on a failure
+    /// says why, unregisters what was registered and throws the exit status.
+    private func start(_ profile: PeripheralProfile, logger: Logger) async throws(ExitStatus) -> RunningDevice {
+        // The behaviour (schedules, rules, replay files) is built before bluetoothd is touched: a bad profile is 65
+        // whatever the bus, and nothing is registered to undo.
+        let stateStore = options.restoreID.map {
+            StateStore(restoreID: $0, directory: options.stateDirectory, profile: profile, logger: logger)
+        }
+        let restored = stateStore?.restore()
+        if let restored, let restoreID = options.restoreID {
+            let history = "\(restored.subscriptions.count) subscriptions, as history"
+            logger.notice("restoring \(restored.values.count) values saved as \(restoreID) (and \(history))")
+        }
+        let configuration = PeripheralManager.Configuration(
+            requestDeadline: .milliseconds(Int(options.requestDeadline * 1000)))
+        let eventLog: EventLog?
+        let emulator: Emulator
+        do { eventLog = try options.events.map { path throws(EventLog.OpenError) in try EventLog(path: path) } } catch {
+            Console.error("blemu: \(error)")
+            throw .badProfile
+        }
+        do {
+            emulator = try Emulator(
+                profile: profile, server: ProfileServer(store: ValueStore(restored?.values ?? [:]), logger: logger),
+                requestDeadline: configuration.requestDeadline,
+                baseDirectory: LocalFile.split(options.file).directory, eventLog: eventLog,
+                stateStore: stateStore, logger: logger)
+        } catch {
+            Console.error("\(options.file): error: \(error)")
+            throw .badProfile
+        }
+        let adapter = options.adapter
+        let backend: BlueZBackend
+        do {
+            backend = try await BlueZBackend(
+                bus: options.bus, adapter: adapter,
+                options: BlueZOptions(
+                    pairing: profile.pairing, deviceName: profile.name, useAcquireNotify: options.acquireNotify,
+                    useAcquireWrite: options.acquireWrite),
+                logger: logger)
+        } catch {
+            Console.error(
+                "blemu: \(error). Check that bluetoothd runs (systemctl status bluetooth) and that \(adapter) exists (bluetoothctl list)."
+            )
+            throw .unavailable
+        }
+        var device = RunningDevice(
+            manager: PeripheralManager(
+                backend: backend, handler: emulator.handler, configuration: configuration, restoring: restored,
+                logger: logger),
+            emulator: emulator, backend: backend, eventLog: eventLog, control: nil)
+        do {
+            if await device.manager.state != .poweredOn { logger.info("waiting for \(adapter) to be powered on") }
+            try await device.manager.waitUntilPoweredOn()
+            for service in profile.services { try await device.manager.publish(service) }
+            try await device.manager.startAdvertising(profile.advertisement)
+            await emulator.start(on: device.manager)
+        } catch {
+            Console.error("blemu: \(error)")
+            await device.stop()
+            throw Self.exitStatus(for: error)
+        }
+        if let control = options.control {
+            let server = ControlServer(path: control, emulator: emulator, logger: logger)
+            do { try server.start() } catch {
+                Console.error("blemu: control socket \(control): \(error)")
+                await device.stop()
+                throw .unavailable
+            }
+            device.control = server
+        }
+        // bluetoothd adds a Device Information service of its own unless main.conf says `DeviceID = false`
+        // (src/gatt-database.c populate_devinfo_service): a central would see two 0x180A.
+        if profile.services.contains(where: { $0.uuid == BluetoothUUID(0x180A) }) {
+            logger.notice(
+                "the profile declares Device Information (180A): unless bluetoothd's main.conf has [General] DeviceID = false, centrals also see bluetoothd's own 180A (PnP ID)"
+            )
+        }
+        return device
+    }
+
+    /// Writes a line to stdout at once, so a script waiting for "advertising" sees it. With `--events -` stdout
+    /// carries the JSON lines, so the human lines go to stderr.
+    private func say(_ line: String) {
+        Console.line(line, to: options.events == "-" ? STDERR_FILENO : STDOUT_FILENO)
+    }
+
+    /// The exit status for a failure to publish or advertise, from the stack's typed error: an advertisement that
+    /// cannot be laid out is the profile's fault (65), an object tree we could not export is ours (70), and anything
+    /// bluetoothd refused or could not be asked is the service's (69).
+    public static func exitStatus(for error: any Error) -> ExitStatus {
+        guard case PeripheralError.backendFailed(let failure) = error, let bluez = failure.error as? BlueZError else {
+            return .unavailable
+        }
+        switch bluez {
+        case .invalidAdvertisement: return .badProfile
+        case .export: return .software
+        case .unavailable, .rejected, .extendedAdvertisingUnavailable, .shutDown: return .unavailable
+        }
+    }
+}

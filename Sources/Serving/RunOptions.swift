@@ -1,0 +1,111 @@
+import DBus
+import Logging
+
+/// What `blemu run` was asked to do, as `blemu-serve` receives it: `blemu run` parses and documents the options
+/// (ArgumentParser: help, man page, completions) and hands them over as `arguments`, which `init(arguments:)` reads
+/// back. The serving process so links neither ArgumentParser nor Foundation (issue 14: each costs MiB of memory in
+/// every running device).
+public struct RunOptions: Hashable, Sendable {
+    /// The profile file (YAML).
+    public var file: String
+    /// Text added to the profile's name and local name (the lab names the copies of a fleet so).
+    public var nameSuffix: String?
+    /// The adapter to use.
+    public var adapter = "hci0"
+    /// The bus bluetoothd is on.
+    public var bus = BusAddress.system
+    /// How much to log on stderr.
+    public var logLevel = Logger.Level.info
+    /// One log line per request and its answer (at least `debug`).
+    public var verbose = false
+    /// Seconds a request may wait for its answer before the engine answers an error.
+    public var requestDeadline = 10.0
+    /// The control socket's path, if any.
+    public var control: String?
+    /// Where every event goes as a JSON line: a file, or `-` for stdout.
+    public var events: String?
+    /// The name written values are kept under across runs.
+    public var restoreID: String?
+    /// Where `restoreID`'s state file lives.
+    public var stateDirectory: String?
+    /// Write-without-response through AcquireWrite sockets.
+    public var acquireWrite = false
+    /// Notifications through AcquireNotify sockets.
+    public var acquireNotify = true
+
+    /// Options with their defaults for `file`.
+    public init(file: String) { self.file = file }
+
+    /// Why the options cannot run, in the words `--help` uses; nil when they can.
+    public var problem: String? {
+        // ATT gives a request 30 s (Core 5.4 Vol 3 Part F 3.3.3); bluetoothd then drops the link.
+        guard requestDeadline > 0, requestDeadline < 30 else {
+            return "--request-deadline must be between 0 and 30 seconds (ATT times out at 30)"
+        }
+        return nil
+    }
+
+    /// The command line that carries these options, spelled as `blemu run` spells them: the file, then every option
+    /// that is set (an adapter, a bus, a log level and a deadline always are).
+    public var arguments: [String] {
+        var arguments = [file]
+        func add(_ name: String, _ value: String?) { if let value { arguments += ["--" + name, value] } }
+        add("name-suffix", nameSuffix)
+        add("adapter", adapter)
+        add("bus", bus.name)
+        add("log-level", logLevel.rawValue)
+        if verbose { arguments.append("--verbose") }
+        add("request-deadline", "\(requestDeadline)")
+        add("control", control)
+        add("events", events)
+        add("restore-id", restoreID)
+        add("state-dir", stateDirectory)
+        if acquireWrite { arguments.append("--acquire-write") }
+        if !acquireNotify { arguments.append("--no-acquire-notify") }
+        return arguments
+    }
+
+    /// Reads what `arguments` wrote (and nothing else: `blemu run` is the command people type). Throws a one-line
+    /// message for anything else.
+    public init(arguments: some Sequence<String>) throws(UsageError) {
+        var words = Array(arguments)[...]
+        guard let file = words.popFirst(), !file.hasPrefix("--") else { throw UsageError("expected a profile file") }
+        self.init(file: file)
+        while let word = words.popFirst() {
+            func value() throws(UsageError) -> String {
+                guard let value = words.popFirst() else { throw UsageError("\(word) needs a value") }
+                return value
+            }
+            switch word {
+            case "--name-suffix": nameSuffix = try value()
+            case "--adapter": adapter = try value()
+            case "--bus": bus = BusAddress(name: try value())
+            case "--log-level":
+                let name = try value()
+                guard let level = Logger.Level(rawValue: name) else { throw UsageError("no log level \(name)") }
+                logLevel = level
+            case "--verbose": verbose = true
+            case "--request-deadline":
+                let text = try value()
+                guard let seconds = Double(text) else { throw UsageError("--request-deadline \(text) is not seconds") }
+                requestDeadline = seconds
+            case "--control": control = try value()
+            case "--events": events = try value()
+            case "--restore-id": restoreID = try value()
+            case "--state-dir": stateDirectory = try value()
+            case "--acquire-write": acquireWrite = true
+            case "--no-acquire-notify": acquireNotify = false
+            default: throw UsageError("unknown option \(word)")
+            }
+        }
+        if let problem { throw UsageError(problem) }
+    }
+
+    /// A command line `init(arguments:)` cannot read.
+    public struct UsageError: Error, Hashable, Sendable, CustomStringConvertible {
+        /// What was wrong, in one line.
+        public var description: String
+
+        init(_ description: String) { self.description = description }
+    }
+}
