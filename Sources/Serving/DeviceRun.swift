@@ -41,7 +41,8 @@ public struct DeviceRun: Sendable {
         let device = try await start(profile, logger: logger)
         let name = plan.localName ?? profile.name
         say(
-            "advertising \"\(name)\" on \(options.adapter): \(profile.services.count) services published; Ctrl-C to stop")
+            "advertising \"\(name)\" on \(options.adapter): \(profile.services.count) services published; Ctrl-C to stop"
+        )
         for await number in stops.numbers {
             logger.info("signal \(number): unregistering")
             break

@@ -114,11 +114,17 @@ struct RunCommand: ParsableCommand {
     /// lab linked, would hold ~16 (issue 14; Benchmarks/README.md).
     func run() throws {
         guard let serve = Self.serveExecutable() else {
-            Console.error("blemu: blemu-serve is not installed beside \(Self.ownPath ?? "blemu") (nor in ../libexec/blemu)")
+            Console.error(
+                "blemu: blemu-serve is not installed beside \(Self.ownPath ?? "blemu") (nor in ../libexec/blemu)")
             throw ExitCode.software
         }
         let arguments = [serve] + options.arguments
         var pointers = arguments.map { strdup($0) } + [nil]
+        // exec keeps the calling thread's signal mask (execve(2)), and this runs on a pool thread that blocks
+        // nearly every signal: blemu-serve must start with none blocked, as if started from a shell.
+        var none = sigset_t()
+        sigemptyset(&none)
+        pthread_sigmask(SIG_SETMASK, &none, nil)
         execv(serve, &pointers)
         Console.error("blemu: cannot run \(serve): \(String(cString: strerror(errno)))")
         throw ExitCode.software

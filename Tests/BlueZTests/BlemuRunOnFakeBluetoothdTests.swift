@@ -278,6 +278,19 @@ struct BlemuRunOnFakeBluetoothdTests {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
+    /// Issue 14: `blemu run` replaces itself with blemu-serve, so a script's process id, its signals and the exit
+    /// code reach the process that serves.
+    @Test func blemuRunServesAsBlemuServeUnderTheProcessIDItWasStartedWith() async throws {
+        let (bus, fake, directory) = try await rig()
+        let run = try await heartRate(on: bus, [], in: directory)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let name = try String(contentsOfFile: "/proc/\(run.pid)/comm", encoding: .utf8)
+        #expect(name == "blemu-serve\n")
+        run.signal(SIGTERM)
+        #expect(await run.exitStatus() == 0)
+        #expect(await fake.applications.isEmpty, "the application is still registered")
+    }
+
     @Test(arguments: [SIGHUP, SIGQUIT, SIGINT])
     func everyStopSignalUnregistersAndExitsCleanly(signal: Int32) async throws {
         let (bus, fake, directory) = try await rig()
