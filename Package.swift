@@ -17,8 +17,9 @@ let package = Package(
     name: "blemu",
     platforms: [.macOS(.v15)],
     products: [
+        // What people type: serves `blemu run` itself, hands every other command to blemu-cli.
         .executable(name: "blemu", targets: ["blemu"]),
-        .executable(name: "blemu-serve", targets: ["blemu-serve"]),
+        .executable(name: "blemu-cli", targets: ["BlemuCLI"]),
         .library(name: "GATTModel", targets: ["GATTModel"]),
         .library(name: "BlueZModel", targets: ["BlueZModel"]),
         .library(name: "GATTProfile", targets: ["GATTProfile"]),
@@ -77,8 +78,9 @@ let package = Package(
             name: "PeripheralTesting",
             dependencies: ["Peripheral", "GATTModel", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
-        // `blemu run`'s work: options handed over as arguments, the device served until a stop signal. Links neither
-        // ArgumentParser nor Foundation, so the process that serves stays small (issue 14).
+        // `blemu run`'s work: its options as arguments, the device served until a stop signal, and the hand-over
+        // between the two executables. Links neither ArgumentParser nor Foundation, so the process that serves stays
+        // small (issue 14).
         .target(
             name: "Serving",
             dependencies: [
@@ -86,10 +88,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
-        // What `blemu run` execs: Serving alone, installed beside blemu (or in ../libexec/blemu).
-        .executableTarget(name: "blemu-serve", dependencies: ["Serving"], swiftSettings: strict),
+        // `blemu`: Serving alone. `blemu run FILE --option value...` is served here; anything else goes to blemu-cli.
+        .executableTarget(name: "blemu", dependencies: ["Serving"], swiftSettings: strict),
+        // `blemu-cli`: every command (ArgumentParser, Foundation, the lab), installed beside blemu or in
+        // ../libexec/blemu; its `run` checks the options and hands them back to blemu.
         .executableTarget(
-            name: "blemu",
+            name: "BlemuCLI",
             dependencies: [
                 "GATTModel", "BlueZModel", "GATTProfile", "Emulation", "Peripheral", "BlueZ", "DBus", "Lab",
                 "ProbeCentral", "Serving",
@@ -148,7 +152,7 @@ let package = Package(
         ),
         .testTarget(
             name: "blemuTests",
-            dependencies: ["blemu", "BlueZ", "BlueZModel", "DBus", "GATTModel", "Peripheral", "Serving"],
+            dependencies: ["BlemuCLI", "BlueZ", "BlueZModel", "DBus", "GATTModel", "Peripheral", "Serving"],
             swiftSettings: strict),
     ]
 )

@@ -94,21 +94,21 @@ extension LabMachine {
     }
 
     /// Copies the blemu binary into `<results>/bin` when the VM cannot see it where it is (a checkout under /tmp),
-    /// with the `blemu-serve` beside it that `blemu run` execs.
+    /// with the `blemu-cli` beside it that blemu hands every command but `run` to.
     func copyBlemuWhereTheGuestSeesIt() throws {
         guard let blemu = configuration.blemuExecutable, let guest = configuration.guestBlemuExecutable,
             guest != blemu
         else { return }
         let files = FileManager.default
-        let serve = (blemu as NSString).deletingLastPathComponent + "/blemu-serve"
+        let commands = (blemu as NSString).deletingLastPathComponent + "/blemu-cli"
         let guestDirectory = (guest as NSString).deletingLastPathComponent
         do {
             try files.createDirectory(atPath: guestDirectory, withIntermediateDirectories: true)
             try? files.removeItem(atPath: guest)
             try files.copyItem(atPath: blemu, toPath: guest)
-            if files.isExecutableFile(atPath: serve) {
-                try? files.removeItem(atPath: guestDirectory + "/blemu-serve")
-                try files.copyItem(atPath: serve, toPath: guestDirectory + "/blemu-serve")
+            if files.isExecutableFile(atPath: commands) {
+                try? files.removeItem(atPath: guestDirectory + "/blemu-cli")
+                try files.copyItem(atPath: commands, toPath: guestDirectory + "/blemu-cli")
             }
         } catch {
             throw LabError.io("cannot copy \(blemu) into the results directory for the VM: \(error)")

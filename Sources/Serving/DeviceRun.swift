@@ -11,7 +11,7 @@ import Glibc
 import Darwin
 #endif
 
-/// `blemu run`'s work, in the `blemu-serve` process: publishes a profile through bluetoothd and serves it until
+/// `blemu run`'s work, in the `blemu` process: publishes a profile through bluetoothd and serves it until
 /// SIGINT, SIGTERM, SIGHUP or SIGQUIT; every failure is said on stderr in one line and ends with its exit status.
 public struct DeviceRun: Sendable {
     /// What to run and how.

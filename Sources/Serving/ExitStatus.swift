@@ -1,5 +1,5 @@
 /// The exit codes blemu uses, from sysexits.h, so scripts and CI can tell the failures apart; thrown to end a run
-/// with that code. The `blemu` command maps them to ArgumentParser's `ExitCode`, `blemu-serve` exits with them.
+/// with that code. blemu-cli maps them to ArgumentParser's `ExitCode`; `blemu` exits with them.
 public struct ExitStatus: Error, Hashable, Sendable {
     /// The process's exit code.
     public var code: Int32

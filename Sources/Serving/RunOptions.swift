@@ -1,10 +1,10 @@
 import DBus
 import Logging
 
-/// What `blemu run` was asked to do, as `blemu-serve` receives it: `blemu run` parses and documents the options
-/// (ArgumentParser: help, man page, completions) and hands them over as `arguments`, which `init(arguments:)` reads
-/// back. The serving process so links neither ArgumentParser nor Foundation (issue 14: each costs MiB of memory in
-/// every running device).
+/// What `blemu run` was asked to do. `blemu` reads the common spelling itself (`init(arguments:)`); blemu-cli parses
+/// every other one and documents the options (ArgumentParser: help, man page, completions), then hands them back as
+/// `arguments` (`Handover`). The serving process so links neither ArgumentParser nor Foundation (issue 14: each costs
+/// MiB of memory in every running device, and milliseconds at every start).
 public struct RunOptions: Hashable, Sendable {
     /// The profile file (YAML).
     public var file: String
@@ -65,15 +65,21 @@ public struct RunOptions: Hashable, Sendable {
         return arguments
     }
 
-    /// Reads what `arguments` wrote (and nothing else: `blemu run` is the command people type). Throws a one-line
+    /// Reads what `arguments` writes: the file first, then each option once, spelled `--name value`, and no value
+    /// that looks like an option (`--events -` aside). That is a strict subset of what ArgumentParser reads the same
+    /// way, so `blemu` can serve such a line itself and leave every other spelling to blemu-cli. Throws a one-line
     /// message for anything else.
     public init(arguments: some Sequence<String>) throws(UsageError) {
         var words = Array(arguments)[...]
-        guard let file = words.popFirst(), !file.hasPrefix("--") else { throw UsageError("expected a profile file") }
+        guard let file = words.popFirst(), !file.hasPrefix("-") else { throw UsageError("expected a profile file") }
         self.init(file: file)
+        var seen: Set<String> = []
         while let word = words.popFirst() {
+            guard seen.insert(word).inserted else { throw UsageError("\(word) given twice") }
             func value() throws(UsageError) -> String {
-                guard let value = words.popFirst() else { throw UsageError("\(word) needs a value") }
+                guard let value = words.popFirst(), !value.hasPrefix("-") || (word == "--events" && value == "-") else {
+                    throw UsageError("\(word) needs a value")
+                }
                 return value
             }
             switch word {

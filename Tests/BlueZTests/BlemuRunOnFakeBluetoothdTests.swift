@@ -278,14 +278,21 @@ struct BlemuRunOnFakeBluetoothdTests {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    /// Issue 14: `blemu run` replaces itself with blemu-serve, so a script's process id, its signals and the exit
-    /// code reach the process that serves.
-    @Test func blemuRunServesAsBlemuServeUnderTheProcessIDItWasStartedWith() async throws {
+    /// Issue 14: `blemu run` with its options first is blemu-cli's to parse; it hands them back to blemu, replacing
+    /// itself, so a script's process id, its signals and the exit code reach the process that serves.
+    @Test func aRunBlemuCLIParsesIsServedByBlemuUnderTheProcessIDItWasStartedWith() async throws {
         let (bus, fake, directory) = try await rig()
-        let run = try await heartRate(on: bus, [], in: directory)
+        let run = try ChildProcess(
+            ChildProcess.blemu,
+            [
+                "run", "--bus", bus.address, "-v", "--adapter=hci0",
+                ChildProcess.repositoryRoot + "/profiles/heart-rate.yaml",
+            ],
+            outputIn: directory)
         defer { try? FileManager.default.removeItem(atPath: directory) }
+        try #require(await eventually(within: .seconds(30)) { run.stdout.contains("advertising \"") }, "\(run.stderr)")
         let name = try String(contentsOfFile: "/proc/\(run.pid)/comm", encoding: .utf8)
-        #expect(name == "blemu-serve\n")
+        #expect(name == "blemu\n")
         run.signal(SIGTERM)
         #expect(await run.exitStatus() == 0)
         #expect(await fake.applications.isEmpty, "the application is still registered")

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import blemu
+@testable import BlemuCLI
 
 /// `blemu lab run` without a command: the probe line the VM runs, checked by letting sh expand it here.
 struct LabDefaultCommandTests {

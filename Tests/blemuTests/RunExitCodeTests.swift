@@ -6,7 +6,7 @@ import Peripheral
 import Serving
 import Testing
 
-@testable import blemu
+@testable import BlemuCLI
 
 /// `blemu run`'s exit code when publishing or advertising fails comes from the stack's typed error, which
 /// `PeripheralError.backendFailed` now carries whole.

@@ -3,10 +3,10 @@ import Logging
 import Serving
 import Testing
 
-@testable import blemu
+@testable import BlemuCLI
 
-/// `blemu run` hands its options to `blemu-serve` as a command line (issue 14): what one writes the other reads
-/// back whole, and nothing else is read.
+/// blemu-cli hands `run`'s options back to `blemu` as a command line (issue 14): what one writes the other reads back
+/// whole, and anything ArgumentParser might read differently is left to blemu-cli.
 struct RunOptionsTests {
     @Test func everyOptionSurvivesTheHandOver() throws {
         var options = RunOptions(file: "profiles/heart rate.yaml")
@@ -23,6 +23,8 @@ struct RunOptionsTests {
         options.acquireWrite = true
         options.acquireNotify = false
         #expect(try RunOptions(arguments: options.arguments) == options)
+        // `--events -` (stdout) is the one value that may start with a dash.
+        #expect(try RunOptions(arguments: ["p.yaml", "--events", "-"]).events == "-")
         let defaults = RunOptions(file: "x.yaml")
         #expect(try RunOptions(arguments: defaults.arguments) == defaults)
     }
@@ -40,11 +42,15 @@ struct RunOptionsTests {
         #expect(command.options == expected)
     }
 
+    /// What blemu-cli (ArgumentParser) must read instead: options first, `=` spellings, short flags, a value that
+    /// looks like an option, an option twice, and mistakes, which ArgumentParser explains.
     @Test(arguments: [
-        [], ["--adapter", "hci0"], ["p.yaml", "--adapter"], ["p.yaml", "--fly"], ["p.yaml", "--log-level", "loud"],
-        ["p.yaml", "--request-deadline", "soon"], ["p.yaml", "--request-deadline", "30.0"],
+        [], ["--adapter", "hci0"], ["-v", "p.yaml"], ["p.yaml", "--adapter"], ["p.yaml", "--adapter=hci1"],
+        ["p.yaml", "-v"], ["p.yaml", "--adapter", "-x"], ["p.yaml", "--adapter", "a", "--adapter", "b"],
+        ["p.yaml", "--fly"], ["p.yaml", "--log-level", "loud"], ["p.yaml", "--request-deadline", "soon"],
+        ["p.yaml", "--request-deadline", "30.0"], ["p.yaml", "--help"],
     ])
-    func anythingElseIsAUsageError(arguments: [String]) {
+    func anythingElseIsLeftToBlemuCLI(arguments: [String]) {
         #expect(throws: RunOptions.UsageError.self) { try RunOptions(arguments: arguments) }
     }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Lab
 import Logging
+import Serving
 
 /// `blemu lab`: run a command next to real bluetoothd and virtual controllers in a VM (see docs/lab.md).
 struct LabCommand: AsyncParsableCommand {
@@ -203,22 +204,10 @@ extension LabCommand {
             }
         }
 
-        /// This binary's absolute path, as the VM sees it through the read-only root share: argv[0] made absolute
-        /// (looked up in PATH when it has no slash), else the kernel's /proc/self/exe.
+        /// The `blemu` the VM runs, by its real path (the VM sees the host's root read-only at the same paths): the one
+        /// beside this blemu-cli, or the package's /usr/bin/blemu; blemu-cli itself when neither is there.
         static func executablePath() -> String {
-            let zeroth = CommandLine.arguments.first ?? ""
-            let files = FileManager.default
-            if zeroth.contains("/") {
-                return URL(fileURLWithPath: absolute(zeroth, in: files.currentDirectoryPath)).resolvingSymlinksInPath()
-                    .path
-            }
-            for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
-                let candidate = "\(directory)/\(zeroth)"
-                if !zeroth.isEmpty, files.isExecutableFile(atPath: candidate) {
-                    return URL(fileURLWithPath: candidate).resolvingSymlinksInPath().path
-                }
-            }
-            return (try? files.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? zeroth
+            Handover.locate(Handover.serving) ?? Handover.ownPath ?? CommandLine.arguments[0]
         }
     }
 

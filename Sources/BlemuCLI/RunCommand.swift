@@ -2,14 +2,8 @@ import ArgumentParser
 import DBus
 import Serving
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// `blemu run PROFILE`: publishes a profile through bluetoothd and serves it until SIGINT or SIGTERM. This command
-/// parses and checks the options; `blemu-serve`, which it replaces itself with, does the serving (`DeviceRun`).
+/// parses and checks the options; `blemu`, which it replaces itself with, serves them (`DeviceRun`).
 struct RunCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
@@ -87,7 +81,7 @@ struct RunCommand: ParsableCommand {
             """)
     var acquireNotify = true
 
-    /// The options as `blemu-serve` takes them.
+    /// The options as `blemu` serves them.
     var options: RunOptions {
         var options = RunOptions(file: file)
         options.nameSuffix = nameSuffix
@@ -109,41 +103,15 @@ struct RunCommand: ParsableCommand {
         if let problem = options.problem { throw ValidationError(problem) }
     }
 
-    /// Replaces this process with `blemu-serve` (same process id, so signals, exit codes and a waiting script see
-    /// one program): the serving process then holds ~6 MiB where this one, with ArgumentParser, Foundation and the
-    /// lab linked, would hold ~16 (issue 14; Benchmarks/README.md).
+    /// Hands the checked options back to `blemu` (beside this executable, or /usr/bin/blemu from the package), which
+    /// serves them without ArgumentParser or Foundation in the process (issue 14; `Handover`).
     func run() throws {
-        guard let serve = Self.serveExecutable() else {
-            Console.error(
-                "blemu: blemu-serve is not installed beside \(Self.ownPath ?? "blemu") (nor in ../libexec/blemu)")
+        guard let blemu = Handover.locate(Handover.serving) else {
+            Console.error("blemu: blemu is not installed beside blemu-cli (nor in ../../bin); reinstall blemu")
             throw ExitCode.software
         }
-        let arguments = [serve] + options.arguments
-        var pointers = arguments.map { strdup($0) } + [nil]
-        // exec keeps the calling thread's signal mask (execve(2)), and this runs on a pool thread that blocks
-        // nearly every signal: blemu-serve must start with none blocked, as if started from a shell.
-        var none = sigset_t()
-        sigemptyset(&none)
-        pthread_sigmask(SIG_SETMASK, &none, nil)
-        execv(serve, &pointers)
-        Console.error("blemu: cannot run \(serve): \(String(cString: strerror(errno)))")
+        let reason = Handover.exec(blemu, ["run"] + options.arguments, marked: true)
+        Console.error("blemu: cannot run \(blemu): \(reason)")
         throw ExitCode.software
-    }
-
-    /// This executable's real path (symbolic links resolved), from /proc/self/exe.
-    static var ownPath: String? {
-        guard let resolved = realpath("/proc/self/exe", nil) else { return nil }
-        defer { free(resolved) }
-        return String(cString: resolved)
-    }
-
-    /// `blemu-serve` beside this executable (a build directory, or the lab's copy) or in `../libexec/blemu` (the
-    /// Debian package: /usr/bin/blemu, /usr/libexec/blemu/blemu-serve).
-    static func serveExecutable() -> String? {
-        guard let own = ownPath else { return nil }
-        let directory = String(own[..<(own.lastIndex(of: "/") ?? own.startIndex)])
-        return [directory + "/blemu-serve", directory + "/../libexec/blemu/blemu-serve"].first {
-            access($0, X_OK) == 0
-        }
     }
 }

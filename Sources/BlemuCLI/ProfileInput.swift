@@ -4,7 +4,7 @@ import Foundation
 import GATTModel
 import Serving
 
-/// The commands' way to a profile: Serving's `ProfileFile` (shared with `blemu-serve`), its exit status as
+/// The commands' way to a profile: Serving's `ProfileFile` (shared with `blemu`, which serves), its exit status as
 /// ArgumentParser's exit code.
 enum ProfileInput {
     /// The decoded profile; `ExitCode.noInput` or `.badProfile` after saying why.
