@@ -65,19 +65,24 @@ public struct RunOptions: Hashable, Sendable {
         return arguments
     }
 
-    /// Reads what `arguments` writes: the file first, then each option once, spelled `--name value`, and no value
-    /// that looks like an option (`--events -` aside). That is a strict subset of what ArgumentParser reads the same
-    /// way, so `blemu` can serve such a line itself and leave every other spelling to blemu-cli. Throws a one-line
-    /// message for anything else.
-    public init(arguments: some Sequence<String>) throws(UsageError) {
+    /// Reads what `arguments` writes: the file first, then each option once, spelled `--name value`. A line a person
+    /// typed (`handedOver` false) must also have no file or value that looks like an option (`--events -` aside):
+    /// that is a strict subset of what ArgumentParser reads the same way, so `blemu` can serve such a line itself and
+    /// leave every other spelling to blemu-cli. A line blemu-cli handed over takes every value as it is (a name
+    /// suffix `-2` it parsed from `--name-suffix=-2`). Throws a one-line message for anything else.
+    public init(arguments: some Sequence<String>, handedOver: Bool = false) throws(UsageError) {
         var words = Array(arguments)[...]
-        guard let file = words.popFirst(), !file.hasPrefix("-") else { throw UsageError("expected a profile file") }
+        guard let file = words.popFirst(), handedOver || !file.hasPrefix("-") else {
+            throw UsageError("expected a profile file")
+        }
         self.init(file: file)
         var seen: Set<String> = []
         while let word = words.popFirst() {
             guard seen.insert(word).inserted else { throw UsageError("\(word) given twice") }
             func value() throws(UsageError) -> String {
-                guard let value = words.popFirst(), !value.hasPrefix("-") || (word == "--events" && value == "-") else {
+                guard let value = words.popFirst(),
+                    handedOver || !value.hasPrefix("-") || (word == "--events" && value == "-")
+                else {
                     throw UsageError("\(word) needs a value")
                 }
                 return value

@@ -7,14 +7,14 @@ import Darwin
 #endif
 
 // `blemu`: the command people type, and the process that serves (issue 14). `blemu run FILE --option value...`, as
-// blemu-cli writes it (RunOptions.arguments), is served here: no ArgumentParser, no Foundation, a third of the memory
-// and half the start-up of the full CLI. Every other command line, and any other spelling of `run` (options first,
+// blemu-cli writes it (RunOptions.arguments), is served here: no ArgumentParser, no Foundation, so about half the
+// memory and start-up the CLI needed as one binary (Benchmarks/README.md). Every other command line, and any other spelling of `run` (options first,
 // `--option=value`, `-v`, `--help`, a mistake), goes to blemu-cli, which parses it and, for `run`, hands it back.
 let arguments = Array(CommandLine.arguments.dropFirst())
 let handedOver = Handover.takeMarker()
 if arguments.first == "run" {
     do {
-        let options = try RunOptions(arguments: arguments.dropFirst())
+        let options = try RunOptions(arguments: arguments.dropFirst(), handedOver: handedOver)
         do { try await DeviceRun(options).run() } catch { exit(error.code) }
         exit(ExitStatus.success.code)
     } catch {

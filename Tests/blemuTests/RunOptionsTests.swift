@@ -29,6 +29,18 @@ struct RunOptionsTests {
         #expect(try RunOptions(arguments: defaults.arguments) == defaults)
     }
 
+    /// ArgumentParser reads `--name-suffix=-2` and `-- -odd.yaml`; handed over, they must come back whole, where the
+    /// same line typed is left to blemu-cli.
+    @Test func valuesThatLookLikeOptionsSurviveTheHandOverOnly() throws {
+        var options = RunOptions(file: "-odd.yaml")
+        options.nameSuffix = "-2"
+        options.control = "--sock"
+        #expect(try RunOptions(arguments: options.arguments, handedOver: true) == options)
+        #expect(throws: RunOptions.UsageError.self) { try RunOptions(arguments: options.arguments) }
+        let command = try RunCommand.parse(["--name-suffix=-2", "--", "-odd.yaml"])
+        #expect(try RunOptions(arguments: command.options.arguments, handedOver: true).nameSuffix == "-2")
+    }
+
     @Test func theParsedCommandHandsOverWhatWasTyped() throws {
         let command = try RunCommand.parse([
             "p.yaml", "--adapter", "hci2", "--bus", "session", "--events", "e.jsonl", "--no-acquire-notify", "-v",
