@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import GATTModel
 import Lab
 import Logging
 import Serving
@@ -160,15 +161,7 @@ extension LabCommand {
         /// Writes all of `data` to stdout; a reader that went away (`| head`) costs the output, never the run:
         /// SIGPIPE is ignored (`run()`), and EPIPE ends the write.
         @Sendable static func writeToStandardOutput(_ data: Data) {
-            data.withUnsafeBytes { buffer in
-                var done = 0
-                while done < buffer.count {
-                    let wrote = write(STDOUT_FILENO, buffer.baseAddress! + done, buffer.count - done)
-                    if wrote < 0 && errno == EINTR { continue }
-                    guard wrote > 0 else { return }
-                    done += wrote
-                }
-            }
+            try? LocalFile.writeAll([UInt8](data), to: STDOUT_FILENO)
         }
 
         /// The command run when none is given: `blemu probe --adapter $BLEMU_LAB_CENTRAL <first peripheral>`.

@@ -189,10 +189,7 @@ struct ControlCommands: Sendable {
         case .utf8: return raw.string.map(FieldValue.text)
         case .bytes: return raw.string.flatMap(Hex.bytes).map(FieldValue.bytes)
         case .flags:
-            if let names = raw.array {
-                let strings = names.compactMap(\.string)
-                return strings.count == names.count ? .flags(strings) : nil
-            }
+            if raw.array != nil { return raw.strings.map(FieldValue.flags) }
             return raw.integer.map { .integer(Int64($0)) }
         // A 0 or 1 is a flag too, as JSONSerialization's NSNumber let it be.
         case .boolean:

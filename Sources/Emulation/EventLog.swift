@@ -1,4 +1,5 @@
 import Dispatch
+import GATTModel
 import Synchronization
 
 #if canImport(Glibc)
@@ -142,16 +143,7 @@ public final class EventLog: Sendable {
             backlog.withLock { $0.failed += 1 }
             return
         }
-        var written = 0
-        while written < bytes.count {
-            let result = bytes[written...].withUnsafeBytes { writeDescriptor(fd, $0.baseAddress, $0.count) }
-            if result < 0 && errno == EINTR { continue }
-            guard result > 0 else {
-                failed(reason: result < 0 ? String(cString: strerror(errno)) : "nothing written")
-                return
-            }
-            written += result
-        }
+        do { try LocalFile.writeAll(bytes, to: fd) } catch { failed(reason: error.description) }
     }
 
     private static let brokenPipe = String(cString: strerror(EPIPE))

@@ -82,6 +82,13 @@ public enum JSONValue: Hashable, Sendable {
         }
     }
 
+    /// The elements, when this is an array of strings only.
+    public var strings: [String]? {
+        guard let elements = array else { return nil }
+        let strings = elements.compactMap(\.string)
+        return strings.count == elements.count ? strings : nil
+    }
+
     /// The elements, when this is an array.
     public var array: [JSONValue]? {
         if case .array(let elements) = self { elements } else { nil }

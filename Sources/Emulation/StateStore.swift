@@ -35,7 +35,7 @@ public final class StateStore: Sendable {
 
     /// The file's JSON object: `version`, `profile`, `fingerprint`, `values` (id to hex) and `subscriptions` (id to
     /// centrals), written with sorted keys and two-space indentation.
-    private struct File {
+    fileprivate struct File {
         var version: Int
         var profile: String
         var fingerprint: String
@@ -48,40 +48,6 @@ public final class StateStore: Sendable {
                 "values": .object(values.mapValues(JSONValue.string)),
                 "subscriptions": .object(subscriptions.mapValues { .array($0.map(JSONValue.string)) }),
             ])
-        }
-
-        /// Decodes the object, or says which member is missing or of the wrong type.
-        init(json: JSONValue) throws(FileError) {
-            func member<T>(_ key: String, _ read: (JSONValue) -> T?) throws(FileError) -> T {
-                guard let value = json[key].flatMap(read) else { throw FileError(description: "no valid `\(key)`") }
-                return value
-            }
-            func strings(_ value: JSONValue) -> [String]? {
-                let strings = value.array?.compactMap(\.string)
-                return strings?.count == value.array?.count ? strings : nil
-            }
-            version = try member("version") { $0.integer }
-            profile = try member("profile") { $0.string }
-            fingerprint = try member("fingerprint") { $0.string }
-            values = try member("values") { value in
-                let members = value.object?.compactMapValues(\.string)
-                return members?.count == value.object?.count ? members : nil
-            }
-            subscriptions = try member("subscriptions") { value in
-                let members = value.object?.compactMapValues(strings)
-                return members?.count == value.object?.count ? members : nil
-            }
-        }
-
-        init(
-            version: Int, profile: String, fingerprint: String, values: [String: String],
-            subscriptions: [String: [String]]
-        ) {
-            self.version = version
-            self.profile = profile
-            self.fingerprint = fingerprint
-            self.values = values
-            self.subscriptions = subscriptions
         }
     }
 
@@ -222,7 +188,7 @@ public final class StateStore: Sendable {
         }
     }
 
-    private struct FileError: Error, CustomStringConvertible {
+    fileprivate struct FileError: Error, CustomStringConvertible {
         var description: String
     }
 
@@ -232,16 +198,10 @@ public final class StateStore: Sendable {
         let temporary = path + ".tmp-\(getpid())"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw FileError(description: "\(temporary): \(String(cString: strerror(errno)))") }
-        var written = 0
-        while written < bytes.count {
-            let result = bytes[written...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            if result < 0 && errno == EINTR { continue }
-            guard result > 0 else {
-                closeDescriptor(fd)
-                unlink(temporary)
-                throw FileError(description: "write: \(String(cString: strerror(errno)))")
-            }
-            written += result
+        do { try LocalFile.writeAll(bytes, to: fd) } catch {
+            closeDescriptor(fd)
+            unlink(temporary)
+            throw FileError(description: "write: \(error)")
         }
         // The data must be on disk before the rename makes it the state file, or a crash could leave it empty.
         let synced = fsync(fd) == 0
@@ -317,5 +277,29 @@ extension Result {
     /// The error of a failure, nil for a success.
     fileprivate var failure: Failure? {
         if case .failure(let error) = self { error } else { nil }
+    }
+}
+
+// In an extension, so the memberwise initializer `save` uses stays.
+extension StateStore.File {
+    /// Decodes the object, or says which member is missing or of the wrong type.
+    init(json: JSONValue) throws(StateStore.FileError) {
+        func member<T>(_ key: String, _ read: (JSONValue) -> T?) throws(StateStore.FileError) -> T {
+            guard let value = json[key].flatMap(read) else {
+                throw StateStore.FileError(description: "no valid `\(key)`")
+            }
+            return value
+        }
+        version = try member("version") { $0.integer }
+        profile = try member("profile") { $0.string }
+        fingerprint = try member("fingerprint") { $0.string }
+        values = try member("values") { value in
+            let members = value.object?.compactMapValues(\.string)
+            return members?.count == value.object?.count ? members : nil
+        }
+        subscriptions = try member("subscriptions") { value in
+            let members = value.object?.compactMapValues(\.strings)
+            return members?.count == value.object?.count ? members : nil
+        }
     }
 }

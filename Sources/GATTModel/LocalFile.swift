@@ -4,8 +4,9 @@ import Glibc
 import Darwin
 #endif
 
-/// Reads a whole local file with POSIX calls: the one file read the profile loader, replay tracks and state files
-/// share, so nothing on the serving path links Foundation (issue 14: linking it costs ~5 MiB of every process).
+/// Reads a whole local file and writes whole buffers with POSIX calls: the one file read the profile loader, replay
+/// tracks and state files share, and the one write loop of the event log, state files and console lines, so nothing
+/// on the serving path links Foundation (issue 14: linking it costs ~5 MiB of every process).
 public enum LocalFile {
     /// Why a file could not be read: the path and the system's reason (`strerror`).
     public struct ReadError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -36,6 +37,26 @@ public enum LocalFile {
         guard let slash = path.lastIndex(of: "/") else { return (".", path) }
         let directory = String(path[..<slash])
         return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
+    }
+
+    /// Why bytes could not all be written: the system's reason (`strerror`), or "nothing written".
+    public struct WriteError: Error, Hashable, Sendable, CustomStringConvertible {
+        /// The reason, as a one-line message.
+        public var description: String
+    }
+
+    /// Writes all of `bytes` to `descriptor`, again after EINTR and after a short write. Throws at the first write
+    /// that fails (EPIPE when the reader went away: SIGPIPE must be ignored for that to come back) or writes nothing.
+    public static func writeAll(_ bytes: [UInt8], to descriptor: Int32) throws(WriteError) {
+        var written = 0
+        while written < bytes.count {
+            let result = bytes[written...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            if result < 0 && errno == EINTR { continue }
+            guard result > 0 else {
+                throw WriteError(description: result < 0 ? String(cString: strerror(errno)) : "nothing written")
+            }
+            written += result
+        }
     }
 
     /// Whether the file exists and this process may read it (`access(2)`, R_OK).

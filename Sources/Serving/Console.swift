@@ -1,3 +1,5 @@
+import GATTModel
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -12,13 +14,6 @@ public enum Console {
 
     /// Writes `text` and a newline to `descriptor`; a failed write is ignored.
     public static func line(_ text: String, to descriptor: Int32) {
-        let bytes = Array((text + "\n").utf8)
-        var written = 0
-        while written < bytes.count {
-            let result = bytes[written...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-            if result < 0 && errno == EINTR { continue }
-            guard result > 0 else { return }
-            written += result
-        }
+        try? LocalFile.writeAll(Array((text + "\n").utf8), to: descriptor)
     }
 }
