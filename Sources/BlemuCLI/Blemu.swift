@@ -1,7 +1,6 @@
 import ArgumentParser
 
-/// The `blemu` command: a BlueZ peripheral emulator.
-@main
+/// The `blemu` command: a BlueZ peripheral emulator (started by main.swift).
 struct Blemu: AsyncParsableCommand {
     /// blemu's version: `blemu --version`, and the Python package's (python/pyproject.toml; a test keeps them equal).
     static let version = "0.4.0"

@@ -298,6 +298,29 @@ struct BlemuRunOnFakeBluetoothdTests {
         #expect(await fake.applications.isEmpty, "the application is still registered")
     }
 
+    /// Both hand-overs (blemu to blemu-cli, and blemu-cli's `run` back to blemu) exec from the process's first thread:
+    /// from any other, the kernel retires the first thread and /proc/PID/stat says Z until the caller takes the
+    /// process id over, and the lab's guest stack took a fleet's peripheral for dead in that window (5.82, CI).
+    /// strace marks such an exec "superseded by execve in pid N".
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/strace"), "needs strace"))
+    func everyHandOverExecsFromTheFirstThread() async throws {
+        let directory = "/tmp/blemu-run-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let trace = directory + "/execve.txt"
+        let run = try ChildProcess(
+            "/usr/bin/strace",
+            [
+                "-f", "-e", "trace=execve", "-o", trace, ChildProcess.blemu, "run", "--bus", "unix:path=/nonexistent",
+                ChildProcess.repositoryRoot + "/profiles/heart-rate.yaml",
+            ],
+            outputIn: directory)
+        #expect(await run.exitStatus() == 69, "\(run.stderr)")
+        let lines = try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n")
+        #expect(lines.filter { $0.contains("execve(") && $0.contains("= 0") }.count == 3, "\(lines)")
+        #expect(!lines.contains { $0.contains("superseded by execve") }, "\(lines.joined(separator: "\n"))")
+    }
+
     @Test(arguments: [SIGHUP, SIGQUIT, SIGINT])
     func everyStopSignalUnregistersAndExitsCleanly(signal: Int32) async throws {
         let (bus, fake, directory) = try await rig()
