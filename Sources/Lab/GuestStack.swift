@@ -45,6 +45,12 @@ struct GuestStack {
         static let btsnoop = "btmon.snoop"
         /// `bluetoothd --version` of the BlueZ that booted.
         static let bluezVersion = "bluez-version"
+        /// `uname -r` in the VM: the kernel that booted.
+        static let kernelRelease = "kernel-release"
+        /// gdb's backtrace of a bluetoothd that crashed (the VM keeps its core in /run; gdb from the host's root).
+        static let bluetoothdBacktrace = "bluetoothd-backtrace.txt"
+        /// One line per process that dumped core in the VM: `core.NAME.PID`.
+        static let cores = "cores"
         static let dbus = "dbus-daemon.log"
         static let btvirt = "btvirt.log"
         static let mainConf = "main.conf"
@@ -217,6 +223,17 @@ struct GuestStack {
                 [ "$1" != failed ] && [ -n "$bluetoothd_pid" ] && kill -TERM "$bluetoothd_pid" 2>/dev/null && sleep 0.2
                 # Both btmons (one may have crashed): the capture's last records are flushed on SIGINT.
                 kill -INT $btmon_pid $btsnoop_pid 2>/dev/null; sleep 0.3
+                # A process that crashed left its core in /run/blemu-cores: name each, and let gdb (when the host
+                # has it) say where bluetoothd died, since its log just stops.
+                for core in /run/blemu-cores/core.*; do
+                    [ -e "$core" ] || continue
+                    echo "${core##*/}" >> "$W/\(File.cores)"
+                    case "${core##*/}" in
+                        core.bluetoothd.*)
+                            command -v gdb >/dev/null && timeout 60 gdb -batch -ex "thread apply all bt" \\
+                                \(Self.shellQuote(bluez.bluetoothd)) "$core" >> "$W/\(File.bluetoothdBacktrace)" 2>&1 ;;
+                    esac
+                done
                 sync
                 \(Self.shellQuote(busybox)) poweroff -f
                 sleep 10
@@ -263,6 +280,11 @@ struct GuestStack {
 
             \(checkoutMount)
             step kernel-modules
+            uname -r >"$W/\(File.kernelRelease)"
+            # Cores stay in the VM's memory, named by program and pid, for power_off to read.
+            mkdir -p /run/blemu-cores
+            echo "/run/blemu-cores/core.%e.%p" > /proc/sys/kernel/core_pattern
+            ulimit -c unlimited
             mkdir -p /dev/pts /dev/shm
             mount -t devpts devpts /dev/pts
             mount -t tmpfs tmpfs /dev/shm

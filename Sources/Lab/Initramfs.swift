@@ -17,18 +17,27 @@ struct Initramfs {
     /// The archive's members, in order: parents before children.
     var entries: [Entry]
 
-    /// The rig's initramfs for `kernelVersion`, with `busybox` and the init script.
-    static func rig(kernelVersion: String, busybox: String, initScript: String) throws -> Initramfs {
+    /// The rig's initramfs for `kernel`, with `busybox` and the init script: the modules that mount the host's
+    /// root, in /modules, and their load order in /modules/order (`GuestInit` reads it).
+    static func rig(kernel: LabKernel, busybox: String, initScript: String) throws -> Initramfs {
         var entries: [Entry] = ["/bin", "/dev", "/proc", "/sys", "/newroot", "/modules"].map { .directory($0) }
         entries.append(.characterDevice("/dev/console", major: 5, minor: 1))
         entries.append(.file("/bin/busybox", try Data(contentsOf: URL(fileURLWithPath: busybox)), executable: true))
-        for module in LabPrerequisites.initramfsModules {
-            guard let path = LabPrerequisites.moduleFile(module, version: kernelVersion) else {
-                throw LabError.prerequisitesMissing("kernel module \(module).ko for \(kernelVersion)")
-            }
-            let name = "/modules/" + (module.split(separator: "/").last.map(String.init) ?? module) + ".ko"
-            entries.append(.file(name, try Data(contentsOf: URL(fileURLWithPath: path)), executable: false))
+        let modules: [String]
+        do { modules = try kernel.initramfsModules() } catch {
+            throw LabError.prerequisitesMissing("\(kernel): \(error.description)")
         }
+        var names: [String] = []
+        for module in modules {
+            guard let path = kernel.moduleFile(module) else {
+                throw LabError.prerequisitesMissing("kernel module \(module).ko for \(kernel.release)")
+            }
+            let name = module.split(separator: "/").last.map(String.init) ?? module
+            names.append(name)
+            entries.append(
+                .file("/modules/\(name).ko", try Data(contentsOf: URL(fileURLWithPath: path)), executable: false))
+        }
+        entries.append(.file("/modules/order", Data((names.joined(separator: "\n") + "\n").utf8), executable: false))
         entries.append(.file("/init", Data(initScript.utf8), executable: true))
         return Initramfs(entries: entries)
     }
@@ -73,17 +82,19 @@ struct Initramfs {
     /// The path of the cached archive for these inputs, writing it first when missing; the write is atomic (a
     /// rename), so concurrent runs never read half an archive.
     static func cached(
-        in directory: String, kernelVersion: String, busybox: String, initScript: String
+        in directory: String, kernel: LabKernel, busybox: String, initScript: String
     ) throws -> String {
         let files = FileManager.default
         let attributes = try files.attributesOfItem(atPath: busybox)
         let busyboxIdentity =
             "\((attributes[.size] as? Int) ?? 0)-\(Int((attributes[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0))"
-        let key = "\(kernelVersion)-\(busyboxIdentity)-\(fnv1a(initScript))"
+        // The image's path is in the key: a release unpacked into the cache and the same release installed would
+        // share a name but not their modules' place.
+        let key = "\(kernel.release)-\(busyboxIdentity)-\(fnv1a(initScript + kernel.image))"
         let path = "\(directory)/initramfs-\(key).cpio"
         if files.fileExists(atPath: path) { return path }
         try files.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let archive = try rig(kernelVersion: kernelVersion, busybox: busybox, initScript: initScript).archive()
+        let archive = try rig(kernel: kernel, busybox: busybox, initScript: initScript).archive()
         // Unique per build, not per process: the lab suites of both BlueZ versions boot at once in one test
         // process, and with a fresh cache both build this archive; each renames its own file over the other's.
         let temporary = "\(path).\(ProcessInfo.processInfo.processIdentifier).\(UUID().uuidString.prefix(8)).partial"

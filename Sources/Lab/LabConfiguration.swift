@@ -39,6 +39,8 @@ public struct LabConfiguration: Sendable, Equatable {
     public var cacheDirectory: String
     /// The BlueZ to boot (bluetoothd and its tools together); nil for the system's own.
     public var bluez: BlueZInstall?
+    /// The kernel to boot; nil for the system's newest (docs/lab.md, "Kernels and systems").
+    public var kernel: LabKernel?
     /// Whether the virtual controllers do BR/EDR as well as LE. Off by default: pairing on a dual-mode controller
     /// pages the central over BR/EDR and hits a kernel BUG in `hci_chan_del` (docs/bluez.md, Pairing).
     public var isDualMode: Bool
@@ -57,6 +59,7 @@ public struct LabConfiguration: Sendable, Equatable {
         workingDirectory: String = FileManager.default.currentDirectoryPath,
         cacheDirectory: String = LabConfiguration.defaultCacheDirectory(),
         bluez: BlueZInstall? = nil,
+        kernel: LabKernel? = nil,
         isDualMode: Bool = false
     ) {
         self.controllers = controllers
@@ -70,6 +73,7 @@ public struct LabConfiguration: Sendable, Equatable {
         self.workingDirectory = workingDirectory
         self.cacheDirectory = cacheDirectory
         self.bluez = bluez
+        self.kernel = kernel
         self.isDualMode = isDualMode
     }
 
@@ -160,6 +164,10 @@ public struct LabConfiguration: Sendable, Equatable {
     /// `MAX_BTDEV_ENTRIES`, 5.66 and 5.82), and a central reaches only the controllers of its own btvirt.
     public static let maximumControllers = 16
 
+    /// What a path may hold to travel as a qemu option value (commas split it) and a kernel command line word.
+    static let wordCharacters = CharacterSet(
+        charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+@")
+
     /// The first reason this configuration cannot boot, or nil when it can.
     public func validationProblem() -> String? {
         if controllers < 2 {
@@ -182,12 +190,21 @@ public struct LabConfiguration: Sendable, Equatable {
             return "the BlueZ build \(tools) must be outside \(GuestInit.tmpfsMounts.joined(separator: ", ")): "
                 + "the VM mounts its own file systems there"
         }
+        if let kernel, !kernel.isSystem {
+            if Self.isHiddenFromGuest(kernel.modules) {
+                return "the kernel's modules \(kernel.modules) must be outside "
+                    + "\(GuestInit.tmpfsMounts.joined(separator: ", ")): the VM mounts its own file systems there"
+            }
+            if kernel.modules.unicodeScalars.contains(where: { !Self.wordCharacters.contains($0) }) {
+                return "the kernel's modules \(kernel.modules) may only hold letters, digits and / . _ - + @: the path "
+                    + "is a kernel command line word"
+            }
+        }
         if timeout <= .zero || stepTimeout <= .zero { return "timeouts must be positive" }
         if memoryMiB < 256 { return "the VM needs at least 256 MiB, got \(memoryMiB)" }
         guard resultsDirectory.hasPrefix("/") else { return "the results directory must be absolute" }
         // The path travels as a qemu option value (commas split it) and a kernel command line word (spaces split it).
-        let allowed = CharacterSet(
-            charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+@")
+        let allowed = Self.wordCharacters
         if resultsDirectory.unicodeScalars.contains(where: { !allowed.contains($0) }) {
             return "the results directory \(resultsDirectory) may only hold letters, digits and / . _ - + @"
         }

@@ -35,6 +35,12 @@ extension LabMachine {
             in: .whitespacesAndNewlines)
     }
 
+    /// The kernel release the VM wrote; nil when it did not get that far.
+    func readKernelRelease() -> String? {
+        let path = configuration.resultsDirectory + "/" + GuestStack.File.kernelRelease
+        return (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     /// The controllers and addresses the VM wrote (`hci0 00:AA:01:00:00:00` lines).
     func readControllers() -> [LabRun.Controller] {
         let path = configuration.resultsDirectory + "/" + GuestStack.File.controllers

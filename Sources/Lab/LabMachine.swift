@@ -37,9 +37,9 @@ public struct LabMachine: Sendable {
     public func run(_ command: [String]) async throws -> LabRun {
         if let problem = configuration.validationProblem() { throw LabError.invalidConfiguration(problem) }
         guard !command.isEmpty else { throw LabError.invalidConfiguration("no command to run") }
-        let prerequisites = LabPrerequisites.check(bluez: configuration.bluez)
-        guard prerequisites.isSatisfied, let kernelVersion = prerequisites.kernelVersion,
-            let kernel = prerequisites.path(of: "kernel"), let busybox = prerequisites.path(of: "busybox (static)"),
+        let prerequisites = LabPrerequisites.check(bluez: configuration.bluez, kernel: configuration.kernel)
+        guard prerequisites.isSatisfied, let kernel = prerequisites.kernel,
+            let busybox = prerequisites.path(of: "busybox (static)"),
             let qemu = prerequisites.path(of: "qemu-system-x86_64"), let timeout = prerequisites.path(of: "timeout"),
             let bluez = configuration.bluez ?? BlueZInstall.system(),
             let btvirt = prerequisites.path(of: "btvirt")
@@ -49,7 +49,7 @@ public struct LabMachine: Sendable {
 
         let results = configuration.resultsDirectory
         let transcript = try Transcript(path: results + "/" + Self.transcriptFile, logger: logger)
-        transcript.log("\(bluez)")
+        transcript.log("\(bluez), \(kernel)")
         transcript.log(
             patchedRadio == nil
                 ? "radio: \(radio), unpatched: bluetoothd will miss Connected for centrals (run scripts/build-bluez 5.82)"
@@ -76,7 +76,7 @@ public struct LabMachine: Sendable {
         let initramfs: String
         do {
             initramfs = try Initramfs.cached(
-                in: configuration.cacheDirectory, kernelVersion: kernelVersion, busybox: busybox,
+                in: configuration.cacheDirectory, kernel: kernel, busybox: busybox,
                 initScript: GuestInit.script)
         } catch let error as LabError {
             throw error
@@ -93,8 +93,8 @@ public struct LabMachine: Sendable {
             ? (Self.kvmIsUsable && !kvmFailedBefore ? .kvm : .tcg) : attempt.accelerator
         while true {
             let qemuCommand = QEMUCommand(
-                configuration: attempt, timeout: timeout, qemu: qemu, kernel: kernel, initramfs: initramfs,
-                script: script)
+                configuration: attempt, timeout: timeout, qemu: qemu, kernel: kernel.image,
+                modules: kernel.isSystem ? nil : kernel.modules, initramfs: initramfs, script: script)
             transcript.log("booting: \(qemuCommand.arguments.joined(separator: " "))")
             transcript.log("command: \(command.joined(separator: " "))")
 
@@ -186,11 +186,12 @@ public struct LabMachine: Sendable {
         let results = configuration.resultsDirectory
         let lastStep = steps.last?.name ?? "boot"
         if let exitCode = readExitCode() {
-            return .success(
-                LabRun(
-                    exitCode: exitCode, resultsDirectory: results, controllers: readControllers(),
-                    peripherals: configuration.peripheralControllers, central: configuration.centralController,
-                    steps: steps, total: total, bluezVersion: readBlueZVersion()))
+            var run = LabRun(
+                exitCode: exitCode, resultsDirectory: results, controllers: readControllers(),
+                peripherals: configuration.peripheralControllers, central: configuration.centralController,
+                steps: steps, total: total, bluezVersion: readBlueZVersion())
+            run.kernelRelease = readKernelRelease()
+            return .success(run)
         }
         if let failure = try? String(contentsOfFile: results + "/" + GuestStack.File.failure, encoding: .utf8) {
             let lines = failure.split(separator: "\n", maxSplits: 1).map(String.init)

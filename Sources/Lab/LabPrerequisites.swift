@@ -22,8 +22,10 @@ public struct LabPrerequisites: Sendable {
         public var isPresent: Bool { path != nil && problem == nil }
     }
 
-    /// The kernel the VM boots (`/boot/vmlinuz-<version>`), whose modules go into the initramfs.
-    public let kernelVersion: String?
+    /// The kernel the VM boots, whose modules go into the initramfs; nil when none is there.
+    public let kernel: LabKernel?
+    /// The release of the kernel the VM boots ("6.1.0-41-amd64").
+    public var kernelVersion: String? { kernel?.release }
     /// Every checked item, required or not.
     public let items: [Item]
 
@@ -40,17 +42,12 @@ public struct LabPrerequisites: Sendable {
     /// The path of a present item by name; nil when it is missing.
     func path(of name: String) -> String? { items.first { $0.name == name && $0.isPresent }?.path }
 
-    /// The kernel modules the initramfs loads, in dependency order (docs/lab.md): virtio transport, then 9p.
-    static let initramfsModules = [
-        "kernel/drivers/virtio/virtio_ring", "kernel/drivers/virtio/virtio",
-        "kernel/drivers/virtio/virtio_pci_modern_dev", "kernel/drivers/virtio/virtio_pci_legacy_dev",
-        "kernel/drivers/virtio/virtio_pci", "kernel/fs/netfs/netfs", "kernel/fs/fscache/fscache",
-        "kernel/net/9p/9pnet", "kernel/net/9p/9pnet_virtio", "kernel/fs/9p/9p",
-    ]
-
     /// Checks this machine (or a tree rooted at `root`, for tests); never throws.
-    /// With `bluez`, bluetoothd and its tools are looked for in that build's directory first.
-    public static func check(root: String = "", bluez: BlueZInstall? = nil) -> LabPrerequisites {
+    /// With `bluez`, bluetoothd and its tools are looked for in that build's directory first; with `kernel`, that
+    /// kernel is checked instead of the system's newest.
+    public static func check(
+        root: String = "", bluez: BlueZInstall? = nil, kernel chosen: LabKernel? = nil
+    ) -> LabPrerequisites {
         let files = FileManager.default
         func executable(_ name: String, _ candidates: [String], package: String, required: Bool = true) -> Item {
             let found = candidates.map { root + $0 }.first { files.isExecutableFile(atPath: $0) }
@@ -63,33 +60,31 @@ public struct LabPrerequisites: Sendable {
         items.append(executable("qemu-system-x86_64", ["/usr/bin/qemu-system-x86_64"], package: "qemu-system-x86"))
         items.append(executable("timeout", ["/usr/bin/timeout", "/bin/timeout"], package: "coreutils"))
 
-        // The newest kernel whose modules are installed: the VM runs the host's userland, so modprobe inside it
-        // must find /lib/modules/<version>.
-        let versions = ((try? files.contentsOfDirectory(atPath: root + "/boot")) ?? [])
-            .filter { $0.hasPrefix("vmlinuz-") }.map { String($0.dropFirst("vmlinuz-".count)) }
-            .filter { files.fileExists(atPath: root + "/lib/modules/\($0)/kernel") }
-            .sorted { $0.compare($1, options: .numeric) == .orderedAscending }
-        let version = versions.last
-        let kernelPath = version.map { root + "/boot/vmlinuz-\($0)" }
+        // The VM runs the host's userland, so modprobe inside it must find /lib/modules/<release>: the system's
+        // newest kernel with its modules, or a kernel unpacked by scripts/fetch-kernel (mounted there in the VM).
+        let kernel = chosen ?? LabKernel.system(root: root)
         let kernelProblem: String? =
-            if let kernelPath {
+            if let kernel {
                 // Ubuntu ships kernels readable by root only; qemu run by a user cannot load them.
-                files.isReadableFile(atPath: kernelPath) ? nil : "\(kernelPath) is not readable"
+                files.isReadableFile(atPath: kernel.image) ? nil : "\(kernel.image) is not readable"
             } else {
                 "no /boot/vmlinuz-* with matching /lib/modules"
             }
         items.append(
             Item(
-                name: "kernel", path: kernelPath, package: "linux-image-amd64", isRequired: true,
+                name: "kernel", path: kernel?.image, package: "linux-image-amd64", isRequired: true,
                 problem: kernelProblem))
-        if let version {
-            let wanted = initramfsModules + ["kernel/drivers/bluetooth/hci_vhci"]
-            let missing = wanted.filter { moduleFile($0, version: version, root: root) == nil }
+        if let kernel {
+            var problems: [String] = []
+            do { _ = try kernel.initramfsModules() } catch { problems.append(error.description) }
+            let vhci = ["ko", "ko.xz", "ko.zst"].contains {
+                files.fileExists(atPath: "\(kernel.modules)/kernel/drivers/bluetooth/hci_vhci.\($0)")
+            }
+            if !vhci { problems.append("no hci_vhci module (the virtual controllers' driver)") }
             items.append(
                 Item(
-                    name: "kernel modules", path: root + "/lib/modules/\(version)", package: "linux-image-amd64",
-                    isRequired: true,
-                    problem: missing.isEmpty ? nil : "missing \(missing.map { $0 + ".ko" }.joined(separator: ", "))"))
+                    name: "kernel modules", path: kernel.modules, package: "linux-image-amd64", isRequired: true,
+                    problem: problems.isEmpty ? nil : problems.joined(separator: "; ")))
         }
 
         var busybox = executable("busybox (static)", ["/bin/busybox", "/usr/bin/busybox"], package: "busybox-static")
@@ -137,14 +132,7 @@ public struct LabPrerequisites: Sendable {
                 name: "python3-gi", path: files.fileExists(atPath: pythonGI) ? pythonGI : nil,
                 package: "python3-gi", isRequired: false,
                 problem: files.fileExists(atPath: pythonGI) ? nil : "\(pythonGI) not found"))
-        return LabPrerequisites(kernelVersion: version, items: items)
-    }
-
-    /// The module file for `name` (path under /lib/modules/<version> without extension); Debian ships them
-    /// uncompressed, other kernels as .ko.xz or .ko.zst, which busybox insmod cannot load.
-    static func moduleFile(_ name: String, version: String, root: String = "") -> String? {
-        let path = root + "/lib/modules/\(version)/\(name).ko"
-        return FileManager.default.fileExists(atPath: path) ? path : nil
+        return LabPrerequisites(kernel: kernel, items: items)
     }
 
     /// True when the ELF file at `path` has no program interpreter (PT_INTERP), so it runs without a libc on disk.

@@ -35,6 +35,8 @@ public struct LabRun: Sendable {
     public let total: Duration
     /// The BlueZ that booted, as `bluetoothd --version` prints it: "5.66", "5.82".
     public let bluezVersion: String
+    /// The kernel that booted, as `uname -r` said in the VM; nil when the VM did not write it.
+    public var kernelRelease: String? = nil
     /// What `summary.json` holds, read once when the run ended; nil until `LabMachine` has read it.
     public internal(set) var summary: LabSummary? = nil
 

@@ -27,6 +27,8 @@ public struct LabSummary: Codable, Sendable, Equatable {
 
     /// `bluetoothd --version` of the BlueZ that booted.
     public let bluezVersion: String
+    /// `uname -r` of the kernel that booted; nil when the VM did not say.
+    public let kernelRelease: String?
     /// Seconds from qemu start until COMMAND began.
     public let bootSeconds: Double?
     /// COMMAND's exit code.
@@ -44,6 +46,7 @@ public struct LabSummary: Codable, Sendable, Equatable {
     /// The summary of `run`, whose peripherals served `profiles` in order.
     public init(run: LabRun, profiles: [String]) {
         bluezVersion = run.bluezVersion
+        kernelRelease = run.kernelRelease
         bootSeconds = run.untilCommand.map(Self.seconds)
         exitCode = run.exitCode
         let uptime = { (name: String) in run.steps.first { $0.name == name }?.guestUptime }
@@ -63,9 +66,11 @@ public struct LabSummary: Codable, Sendable, Equatable {
         }
     }
 
-    /// "exit 0 on BlueZ 5.66: boot 17.2 s, command 24.6 s; hci0 12 requests, 12 answered, 30 notifications sent".
+    /// "exit 0 on BlueZ 5.66, kernel 6.1.0-41-amd64: boot 17.2 s, command 24.6 s; hci0 12 requests, 12 answered,
+    /// 30 notifications sent".
     public var line: String {
-        var parts = ["exit \(exitCode) on BlueZ \(bluezVersion): boot \(Self.format(bootSeconds))"]
+        let kernel = kernelRelease.map { ", kernel \($0)" } ?? ""
+        var parts = ["exit \(exitCode) on BlueZ \(bluezVersion)\(kernel): boot \(Self.format(bootSeconds))"]
         parts[0] += ", command \(Self.format(commandSeconds))"
         for peripheral in peripherals {
             guard let requests = peripheral.requests, let answered = peripheral.answered else {

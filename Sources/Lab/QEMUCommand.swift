@@ -11,6 +11,9 @@ struct QEMUCommand {
     var qemu: String
     /// The kernel image (`/boot/vmlinuz-<version>`).
     var kernel: String
+    /// The kernel's modules directory when it is not the host's own /lib/modules/<release> (`LabKernel`):
+    /// `GuestInit` mounts it there.
+    var modules: String? = nil
     /// The initramfs archive (`Initramfs.cached`).
     var initramfs: String
     /// The stage 2 script, a file in the work share.
@@ -22,7 +25,7 @@ struct QEMUCommand {
         [
             "console=ttyS0", "panic=-1", "quiet", "loglevel=4",
             "blemu.work=\(configuration.resultsDirectory)", "blemu.script=\(script)",
-        ].joined(separator: " ")
+        ].joined(separator: " ") + (modules.map { " blemu.modules=\($0)" } ?? "")
     }
 
     /// The accelerator flags: TCG multi-threaded with a 128 MiB translation cache (docs/lab.md), or KVM.
