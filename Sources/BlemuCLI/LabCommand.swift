@@ -32,7 +32,10 @@ extension LabCommand {
 
                 --bluez picks the BlueZ that boots (bluetoothd, btvirt, btmon, bluetoothctl and gatttool together; \
                 btmgmt is always the system's): "system" (the default), a version built by scripts/build-bluez ("5.82"), or a directory \
-                of such binaries. `blemu lab check` lists the versions installed.
+                of such binaries. --kernel picks the guest kernel: "system" (the newest installed, the default), a \
+                series unpacked by scripts/fetch-kernel ("6.12", "7.2"), or such a directory. --system names a pair \
+                users run: debian-12 (kernel 6.1, BlueZ 5.66), debian-13 (6.12, 5.82) or current (7.2, 5.87); \
+                --kernel and --bluez override its parts. `blemu lab check` lists what is installed.
 
                 Example:
                   blemu lab run --profile profiles/heart-rate.yaml -- \\
@@ -68,7 +71,13 @@ extension LabCommand {
         var accel: String = LabConfiguration.Accelerator.auto.rawValue
 
         @Option(help: "The BlueZ to boot: system, a version from scripts/build-bluez (5.82), or a directory.")
-        var bluez: String = "system"
+        var bluez: String?
+
+        @Option(help: "The guest kernel: system, a series from scripts/fetch-kernel (6.12, 7.2), or a directory.")
+        var kernel: String?
+
+        @Option(help: "A kernel and BlueZ users run together: debian-12, debian-13 or current (docs/lab.md).")
+        var system: String?
 
         @Flag(help: "Virtual controllers with BR/EDR as well as LE (default: LE only).")
         var dualMode = false
@@ -95,11 +104,7 @@ extension LabCommand {
             // Each profile gets blemu run's whole check here, before the VM boots: 66 unreadable, 65 invalid, with
             // diagnostics naming the user's path, not the copy the VM runs.
             for profile in profiles { try ProfileInput.check(profile) }
-            let install: BlueZInstall
-            do { install = try BlueZInstall.resolve(bluez) } catch {
-                FileHandle.standardError.write(Data("lab: \(error.description)\n".utf8))
-                throw ExitCode(69)
-            }
+            let (install, guestKernel) = try Self.resolve(system: system, kernel: kernel, bluez: bluez)
             let here = FileManager.default.currentDirectoryPath
             var argv = command
             if argv.isEmpty {
@@ -130,7 +135,7 @@ extension LabCommand {
                 timeout: .seconds(timeout),
                 stepTimeout: .seconds(stepTimeout),
                 accelerator: LabConfiguration.Accelerator(rawValue: accel) ?? .auto,
-                blemuExecutable: Self.executablePath(), bluez: install, isDualMode: dualMode)
+                blemuExecutable: Self.executablePath(), bluez: install, kernel: guestKernel, isDualMode: dualMode)
             do {
                 // COMMAND's output as it comes: a hung test shows where it hangs, long before --timeout.
                 let machine = LabMachine(
@@ -153,6 +158,37 @@ extension LabCommand {
                 FileHandle.standardError.write(Data("lab: interrupted; the VM was stopped\n".utf8))
                 throw ExitCode(130)
             }
+        }
+
+        /// The BlueZ and kernel to boot: `--system`'s pair with `--kernel` and `--bluez` over its parts, each
+        /// "system" when nothing names it; exit 69 naming the command that installs what is missing.
+        static func resolve(
+            system: String?, kernel: String?, bluez: String?
+        ) throws -> (BlueZInstall, LabKernel) {
+            func fail(_ message: String) -> ExitCode {
+                FileHandle.standardError.write(Data("lab: \(message)\n".utf8))
+                return ExitCode(69)
+            }
+            var named: LabSystem.Name?
+            if let system {
+                guard let name = LabSystem.names.first(where: { $0.name == system }) else {
+                    FileHandle.standardError.write(
+                        Data(
+                            ("lab: --system \(system): not a named system ("
+                                + LabSystem.names.map(\.name).joined(separator: ", ") + ")\n").utf8))
+                    throw ExitCode(64)
+                }
+                named = name
+            }
+            let install: BlueZInstall
+            do { install = try BlueZInstall.resolve(bluez ?? named?.bluez ?? "system") } catch {
+                throw fail(error.description + (named.map { " (--system \($0.name))" } ?? ""))
+            }
+            let guestKernel: LabKernel
+            do { guestKernel = try LabKernel.resolve(kernel ?? named?.kernel ?? "system") } catch {
+                throw fail(error.description + (named.map { " (--system \($0.name))" } ?? ""))
+            }
+            return (install, guestKernel)
         }
 
         /// How many runs' default results directories the cache keeps.
@@ -215,12 +251,26 @@ extension LabCommand {
             print(prerequisites.report)
             let versions = BlueZInstall.available()
             for install in versions { print("bluez   \(install)") }
-            if versions.count < 2 {
-                print("absent  BlueZ 5.82: build it with scripts/build-bluez 5.82 (scripts/setup --lab does)")
+            let kernels = LabKernel.available()
+            for kernel in kernels { print("kernel  \(kernel)") }
+            let systems = LabSystem.available()
+            for named in LabSystem.names {
+                if let system = systems.first(where: { $0.name == named.name }) {
+                    print("system  \(system): \(named.standsFor)")
+                } else {
+                    let missing = named.installCommands.filter { command in
+                        command.hasSuffix(" " + named.kernel)
+                            ? !kernels.contains { $0.series == named.kernel }
+                            : !versions.contains { $0.version == named.bluez }
+                    }
+                    print(
+                        "absent  system \(named.name) (kernel \(named.kernel), BlueZ \(named.bluez)): "
+                            + missing.joined(separator: " && "))
+                }
             }
             if prerequisites.isSatisfied {
                 print(
-                    "the lab can run here (kernel \(prerequisites.kernelVersion ?? "?"); BlueZ "
+                    "the lab can run here (kernel \(kernels.map(\.series).joined(separator: ", ")); BlueZ "
                         + "\(versions.map(\.version).joined(separator: ", ")))")
             } else {
                 print("the lab cannot run here; or run scripts/setup --lab")

@@ -18,10 +18,10 @@ enum ATTScenario {
     static let plainWrite = (0..<16).map { UInt8($0) }
     static let preparedWrite = (100..<150).map { UInt8($0) }
 
-    private static func boot(bluez: BlueZInstall) async throws -> LabRun {
+    private static func boot(system: LabSystem) async throws -> LabRun {
         let results = try LabScenario.freshResultsDirectory()
         return try await LabScenario.bootScripted(
-            in: results, timeout: .seconds(420), on: bluez,
+            in: results, timeout: .seconds(420), on: system,
             running: [
                 "/bin/sh", LabScenario.fixtures + "/lab-att.sh", LabScenario.blemuExecutable, LabScenario.fixtures,
             ])

@@ -24,7 +24,7 @@ enum CloneScenario {
     /// The profile cloned with `--pair --passkey`, and the passkey its `pairing` section types (profiles/secure.yaml).
     static let paired = (name: "secure", passkey: "246810")
 
-    private static func boot(bluez: BlueZInstall) async throws -> LabRun {
+    private static func boot(system: LabSystem) async throws -> LabRun {
         let results = try LabScenario.freshResultsDirectory()
         let arguments = profiles.map { path in
             if path.hasSuffix("/\(recorded.name).yaml") { return path + "|\(recorded.seconds)s" }
@@ -32,7 +32,7 @@ enum CloneScenario {
             return path
         }
         return try await LabScenario.bootScripted(
-            in: results, timeout: .seconds(600), on: bluez,
+            in: results, timeout: .seconds(600), on: system,
             running: [
                 "/bin/sh", LabScenario.fixtures + "/lab-clone.sh", LabScenario.blemuExecutable,
                 LabScenario.fixtures + "/lab-clone-drop.yaml",

@@ -74,10 +74,10 @@ struct CloneScenarioTests {
         }
     }
 
-    @Test(arguments: LabScenario.versions) func aRecordedStreamPlaysAgainInOrderFromTheClone(
-        bluez: BlueZInstall
+    @Test(arguments: LabScenario.smokeSystems) func aRecordedStreamPlaysAgainInOrderFromTheClone(
+        system: LabSystem
     ) async throws {
-        let run = try await CloneScenario.shared.run(on: bluez)
+        let run = try await CloneScenario.shared.run(on: system)
         let name = CloneScenario.recorded.name
         let original = try JSONDecoder().decode(ProbeReport.self, from: Data(read(run, "\(name).original.json").utf8))
         let clone = try JSONDecoder().decode(ProbeReport.self, from: Data(read(run, "\(name).clone.json").utf8))
@@ -100,9 +100,9 @@ struct CloneScenarioTests {
 
     /// The bad case `name` of the scenario's run: it ended with `exitCode` and left no profile; its output.
     static func refusedClone(
-        _ name: String, exitCode: Int, on bluez: BlueZInstall
+        _ name: String, exitCode: Int, on system: LabSystem
     ) async throws -> (run: LabRun, output: String) {
-        let run = try await CloneScenario.shared.run(on: bluez)
+        let run = try await CloneScenario.shared.run(on: system)
         let output = read(run, "\(name).clone.out")
         #expect(
             read(run, "\(name).clone-rc").trimmingCharacters(in: .whitespacesAndNewlines) == "\(exitCode)", "\(output)")
@@ -110,10 +110,10 @@ struct CloneScenarioTests {
         return (run, output)
     }
 
-    @Test(arguments: LabScenario.versions) func aLinkDroppedMidwayWritesNothingAndSaysHowFarItGot(
-        bluez: BlueZInstall
+    @Test(arguments: LabScenario.systems) func aLinkDroppedMidwayWritesNothingAndSaysHowFarItGot(
+        system: LabSystem
     ) async throws {
-        let (run, output) = try await Self.refusedClone("drop", exitCode: 2, on: bluez)
+        let (run, output) = try await Self.refusedClone("drop", exitCode: 2, on: system)
         #expect(output.contains("dropped while reading"), "\(output)")
         #expect(output.contains("nothing written"), "\(output)")
         // The probe report is still written, whole, and says where the link dropped.
@@ -121,20 +121,20 @@ struct CloneScenarioTests {
         #expect(report?.linkLoss?.phase == .reading, "\(read(run, "drop.original.json"))")
     }
 
-    @Test(arguments: LabScenario.versions) func anAddressThatNeverAdvertisesExits1WithWhatWasSeen(
-        bluez: BlueZInstall
+    @Test(arguments: LabScenario.systems) func anAddressThatNeverAdvertisesExits1WithWhatWasSeen(
+        system: LabSystem
     ) async throws {
-        let (run, output) = try await Self.refusedClone("missing", exitCode: 1, on: bluez)
+        let (run, output) = try await Self.refusedClone("missing", exitCode: 1, on: system)
         #expect(output.contains("00:AA:01:00:00:99 not found within 3 s; the adapter saw "), "\(output)")
         // The device served meanwhile (on hci0) is among what was seen.
         let served = read(run, "peripheral-address").trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(!served.isEmpty && output.contains(served), "\(output)")
     }
 
-    @Test(arguments: LabScenario.versions) func everyBundledProfileAndItsCloneLookTheSameToACentral(
-        bluez: BlueZInstall
+    @Test(arguments: LabScenario.systems) func everyBundledProfileAndItsCloneLookTheSameToACentral(
+        system: LabSystem
     ) async throws {
-        let run = try await CloneScenario.shared.run(on: bluez)
+        let run = try await CloneScenario.shared.run(on: system)
         try #require(CloneScenario.profiles.count >= 5)
         for profile in CloneScenario.profiles {
             let name = URL(fileURLWithPath: profile).deletingPathExtension().lastPathComponent

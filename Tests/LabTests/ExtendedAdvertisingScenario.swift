@@ -13,10 +13,10 @@ enum ExtendedAdvertisingScenario {
     /// The profile the scenario serves.
     static let profile = LabScenario.fixtures + "/lab-extended.yaml"
 
-    private static func boot(bluez: BlueZInstall) async throws -> LabRun {
+    private static func boot(system: LabSystem) async throws -> LabRun {
         let results = try LabScenario.freshResultsDirectory()
         return try await LabScenario.bootScripted(
-            in: results, timeout: .seconds(180), on: bluez, dualMode: true,
+            in: results, timeout: .seconds(180), on: system, dualMode: true,
             running: [
                 "/bin/sh", LabScenario.fixtures + "/lab-extended.sh", LabScenario.blemuExecutable, LabScenario.fixtures,
             ])

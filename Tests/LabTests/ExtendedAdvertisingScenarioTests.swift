@@ -22,22 +22,22 @@ struct ExtendedAdvertisingScenarioTests {
         }
     }
 
-    private func finishedRun(_ bluez: BlueZInstall) async throws -> LabRun {
+    private func finishedRun(_ system: LabSystem) async throws -> LabRun {
         try await LabTests.finishedRun(
-            of: ExtendedAdvertisingScenario.shared, on: bluez, showing: ["blemu-run.log", "bluetoothd.log"])
+            of: ExtendedAdvertisingScenario.shared, on: system, showing: ["blemu-run.log", "bluetoothd.log"])
     }
 
     /// Whether this BlueZ sends more than 31 bytes of advertising data (5.69 and later).
-    private static func sendsExtendedData(_ bluez: BlueZInstall) -> Bool {
-        let parts = bluez.version.split(separator: ".").compactMap { Int($0) }
+    private static func sendsExtendedData(_ system: LabSystem) -> Bool {
+        let parts = system.bluez.version.split(separator: ".").compactMap { Int($0) }
         return parts.count >= 2 && (parts[0], parts[1]) >= (5, 69)
     }
 
-    @Test(arguments: LabScenario.versions) func aCentralReceivesTheExtendedAdvertisementWholeAsBlemuAdvPredicts(
-        bluez: BlueZInstall
+    @Test(arguments: LabScenario.smokeSystems) func aCentralReceivesTheExtendedAdvertisementWholeAsBlemuAdvPredicts(
+        system: LabSystem
     ) async throws {
-        guard Self.sendsExtendedData(bluez) else { return }
-        let run = try await finishedRun(bluez)
+        guard Self.sendsExtendedData(system) else { return }
+        let run = try await finishedRun(system)
         let expected = try predicted()
         #expect(expected.count == 152)
         let capture = try BTSnoop(
@@ -52,11 +52,11 @@ struct ExtendedAdvertisingScenarioTests {
         #expect(read(run, "blemu-run-rc").trimmingCharacters(in: .whitespacesAndNewlines) == "0")
     }
 
-    @Test(arguments: LabScenario.versions) func bluetoothdBefore569RefusesItAndBlemuSaysWhatToDoInOneLine(
-        bluez: BlueZInstall
+    @Test(arguments: LabScenario.smokeSystems) func bluetoothdBefore569RefusesItAndBlemuSaysWhatToDoInOneLine(
+        system: LabSystem
     ) async throws {
-        guard !Self.sendsExtendedData(bluez) else { return }
-        let run = try await finishedRun(bluez)
+        guard !Self.sendsExtendedData(system) else { return }
+        let run = try await finishedRun(system)
         #expect(read(run, "blemu-run-rc").trimmingCharacters(in: .whitespacesAndNewlines) == "69")
         let log = read(run, "blemu-run.log")
         let refusal = log.split(separator: "\n").filter { $0.contains("extended advertising unavailable") }

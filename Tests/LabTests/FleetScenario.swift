@@ -16,13 +16,13 @@ enum FleetScenario {
     /// The README's gateway example.
     static let gateway = LabScenario.package + "/examples/central-tests/gateway_test.py"
 
-    private static func boot(bluez: BlueZInstall) async throws -> LabRun {
+    private static func boot(system: LabSystem) async throws -> LabRun {
         let results = try LabScenario.freshResultsDirectory()
         let configuration = LabConfiguration(
             resultsDirectory: results, controllers: devices + 1,
             profiles: Array(repeating: LabScenario.package + "/" + profile, count: devices), timeout: .seconds(300),
             stepTimeout: .seconds(30), blemuExecutable: LabScenario.blemuExecutable,
-            workingDirectory: LabScenario.package, bluez: bluez)
+            workingDirectory: LabScenario.package, bluez: system.bluez, kernel: system.kernel)
         return try await LabScenario.boot(
             configuration, running: [HeartRateScenario.bleakPython, gateway, String(devices)])
     }

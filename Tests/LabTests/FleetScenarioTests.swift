@@ -12,10 +12,10 @@ import Testing
         "needs the venv with bleak (scripts/setup --lab)"),
     .timeLimit(.minutes(30)))
 struct FleetScenarioTests {
-    @Test(arguments: LabScenario.versions) func aGatewayHoldsEveryStrapOfTheFleetAndHearsEachStream(
-        bluez: BlueZInstall
+    @Test(arguments: LabScenario.smokeSystems) func aGatewayHoldsEveryStrapOfTheFleetAndHearsEachStream(
+        system: LabSystem
     ) async throws {
-        let run = try await FleetScenario.shared.run(on: bluez)
+        let run = try await FleetScenario.shared.run(on: system)
         let output = read(run, "command.log")
         #expect(run.exitCode == 0, "\(output)\n\(tails(run, ["peripheral-hci0.log", "bluetoothd.log"]))")
         #expect(output.contains("connected to \(FleetScenario.devices) straps at once"), "\(output)")

@@ -45,12 +45,12 @@ enum HeartRateScenario {
         return process.terminationStatus == 0 && text.contains("USAGE: blemu run")
     }()
 
-    private static func boot(bluez: BlueZInstall) async throws -> LabRun {
+    private static func boot(system: LabSystem) async throws -> LabRun {
         let results = try LabScenario.freshResultsDirectory()
         let configuration = LabConfiguration(
             resultsDirectory: results, controllers: 2, profiles: [LabScenario.package + "/" + profile],
             timeout: .seconds(180), stepTimeout: .seconds(30), blemuExecutable: LabScenario.blemuExecutable,
-            workingDirectory: LabScenario.package, bluez: bluez)
+            workingDirectory: LabScenario.package, bluez: system.bluez, kernel: system.kernel)
         return try await LabScenario.boot(
             configuration,
             running: [

@@ -11,25 +11,25 @@ import Testing
     .needsLab, .needsBlemuRun,
     .timeLimit(.minutes(30)))
 struct HeartRateScenarioTests {
-    private func report(_ bluez: BlueZInstall) async throws -> ProbeReport {
-        let run = try await HeartRateScenario.shared.run(on: bluez)
+    private func report(_ system: LabSystem) async throws -> ProbeReport {
+        let run = try await HeartRateScenario.shared.run(on: system)
         #expect(run.exitCode == 0, "blemu probe failed; see \(run.file("command.log"))")
         let json = try String(contentsOfFile: run.file("probe.json"), encoding: .utf8)
         return try JSONDecoder().decode(ProbeReport.self, from: Data(json.utf8))
     }
 
-    @Test(arguments: LabScenario.versions) func theScanSeesTheAdvertisedNameAndServices(
-        bluez: BlueZInstall
+    @Test(arguments: LabScenario.systems) func theScanSeesTheAdvertisedNameAndServices(
+        system: LabSystem
     ) async throws {
-        let device = try await report(bluez).device
+        let device = try await report(system).device
         #expect(device.name == HeartRateScenario.advertisedName)
         #expect(device.uuids.contains("180D") && device.uuids.contains("180F"), "\(device.uuids)")
     }
 
-    @Test(arguments: LabScenario.versions) func theDeclaredServicesAndCharacteristicsAreThereWithTheirFlags(
-        bluez: BlueZInstall
+    @Test(arguments: LabScenario.systems) func theDeclaredServicesAndCharacteristicsAreThereWithTheirFlags(
+        system: LabSystem
     ) async throws {
-        let report = try await report(bluez)
+        let report = try await report(system)
         let services = Set(report.services.map(\.uuid))
         #expect(services.isSuperset(of: ["180D", "180F", "180A"]), "\(services)")
         let flags = Dictionary(report.characteristics.map { ($0.uuid, $0.flags) }, uniquingKeysWith: { a, _ in a })
@@ -40,8 +40,8 @@ struct HeartRateScenarioTests {
         for uuid in ["2A29", "2A24", "2A25", "2A27", "2A26", "2A28"] { #expect(flags[uuid] == ["read"], "\(uuid)") }
     }
 
-    @Test(arguments: LabScenario.versions) func bodySensorLocationReadsAsChest(bluez: BlueZInstall) async throws {
-        let location = try #require(try await report(bluez).characteristics.first { $0.uuid == "2A38" })
+    @Test(arguments: LabScenario.systems) func bodySensorLocationReadsAsChest(system: LabSystem) async throws {
+        let location = try #require(try await report(system).characteristics.first { $0.uuid == "2A38" })
         #expect(location.read?.value?.hex == "01")
         #expect(location.read?.value?.decoded == "Chest")
     }
@@ -59,10 +59,10 @@ struct HeartRateScenarioTests {
             sourceLocation: sourceLocation)
     }
 
-    @Test(arguments: LabScenario.versions) func theReadmesCentralSideTestSuitePassesAgainstTheProfile(
-        bluez: BlueZInstall
+    @Test(arguments: LabScenario.smokeSystems) func theReadmesCentralSideTestSuitePassesAgainstTheProfile(
+        system: LabSystem
     ) async throws {
-        let run = try await HeartRateScenario.shared.run(on: bluez)
+        let run = try await HeartRateScenario.shared.run(on: system)
         expectPassed(run, "central-tests", tests: 5)
     }
 
@@ -70,10 +70,10 @@ struct HeartRateScenarioTests {
     /// exchange, bluetoothd never signalled `Connected` and bleak failed every test with "failed to discover
     /// services, device disconnected"; before the lab chose bleak's default adapter, half the runs scanned from
     /// the strap's own controller and found nothing.
-    @Test(arguments: LabScenario.versions) func anUnmodifiedBleakSuiteConnectsReadsWritesAndGetsNotifications(
-        bluez: BlueZInstall
+    @Test(arguments: LabScenario.smokeSystems) func anUnmodifiedBleakSuiteConnectsReadsWritesAndGetsNotifications(
+        system: LabSystem
     ) async throws {
-        let run = try await HeartRateScenario.shared.run(on: bluez)
+        let run = try await HeartRateScenario.shared.run(on: system)
         expectPassed(run, "bleak-tests", tests: 6)
         let log = try String(contentsOfFile: run.file("bluetoothd.log"), encoding: .utf8)
         #expect(!log.contains("is already connected"), "bluetoothd saw an ATT connection before its link")
@@ -81,10 +81,10 @@ struct HeartRateScenarioTests {
 
     /// Issue 20: the command writes beside its sources; the write is kept in the results and the checkout is
     /// untouched.
-    @Test(arguments: LabScenario.versions) func theWorkingDirectoryIsWritableAndTheCheckoutUnchanged(
-        bluez: BlueZInstall
+    @Test(arguments: LabScenario.systems) func theWorkingDirectoryIsWritableAndTheCheckoutUnchanged(
+        system: LabSystem
     ) async throws {
-        let run = try await HeartRateScenario.shared.run(on: bluez)
+        let run = try await HeartRateScenario.shared.run(on: system)
         #expect(!FileManager.default.fileExists(atPath: run.file("workdir-failed")))
         let copied = try String(
             contentsOfFile: run.file("workdir/" + HeartRateScenario.writableCheck), encoding: .utf8)
@@ -93,13 +93,13 @@ struct HeartRateScenarioTests {
     }
 
     /// Issue 20: summary.json says what the peripheral itself counted after three centrals came and went.
-    @Test(arguments: LabScenario.versions) func theSummaryHasThePeripheralsOwnCountsWithEveryRequestAnswered(
-        bluez: BlueZInstall
+    @Test(arguments: LabScenario.systems) func theSummaryHasThePeripheralsOwnCountsWithEveryRequestAnswered(
+        system: LabSystem
     ) async throws {
-        let run = try await HeartRateScenario.shared.run(on: bluez)
+        let run = try await HeartRateScenario.shared.run(on: system)
         let data = try Data(contentsOf: URL(fileURLWithPath: run.file(LabSummary.file)))
         let summary = try JSONDecoder().decode(LabSummary.self, from: data)
-        #expect(summary.bluezVersion == bluez.version && summary.exitCode == run.exitCode)
+        #expect(summary.bluezVersion == system.bluez.version && summary.exitCode == run.exitCode)
         let strap = try #require(summary.peripherals.first)
         #expect(strap.controller == "hci0" && strap.profile.hasSuffix(HeartRateScenario.profile))
         #expect((strap.requests ?? 0) >= 10, "the probe, python-dbus and bleak suites read and write")
@@ -107,10 +107,10 @@ struct HeartRateScenarioTests {
         #expect((strap.notificationsSent ?? 0) >= 6)
     }
 
-    @Test(arguments: LabScenario.versions) func heartRateMeasurementNotifiesWhileTheProbeListens(
-        bluez: BlueZInstall
+    @Test(arguments: LabScenario.systems) func heartRateMeasurementNotifiesWhileTheProbeListens(
+        system: LabSystem
     ) async throws {
-        let measurement = try #require(try await report(bluez).characteristics.first { $0.uuid == "2A37" })
+        let measurement = try #require(try await report(system).characteristics.first { $0.uuid == "2A37" })
         #expect(measurement.subscribeError == nil)
         #expect(!measurement.notifications.isEmpty)
         #expect(measurement.notifications.first?.decoded?.contains("bpm") == true)

@@ -32,32 +32,44 @@ actor LabScenario {
     /// Controllers booted: one more than the default, to exercise `--controllers`.
     static let controllers = 3
 
-    private let bootScenario: @Sendable (BlueZInstall) async throws -> LabRun
+    private let bootScenario: @Sendable (LabSystem) async throws -> LabRun
     private var boots: [String: Task<LabRun, any Error>] = [:]
 
-    /// A scenario that boots with `boot` on first use, once per BlueZ version.
-    init(boot: @escaping @Sendable (BlueZInstall) async throws -> LabRun) { bootScenario = boot }
+    /// A scenario that boots with `boot` on first use, once per system.
+    init(boot: @escaping @Sendable (LabSystem) async throws -> LabRun) { bootScenario = boot }
 
-    /// The run on `bluez`, booting it on the first call for that version; every caller gets the same run or the
+    /// The run on `system`, booting it on the first call for that system; every caller gets the same run or the
     /// same error.
-    func run(on bluez: BlueZInstall) async throws -> LabRun {
-        if let boot = boots[bluez.version] { return try await boot.value }
+    func run(on system: LabSystem) async throws -> LabRun {
+        if let boot = boots[system.name] { return try await boot.value }
         let task = Task { [bootScenario] in
-            try await LabBootGate.shared.admitted { try await bootScenario(bluez) }
+            try await LabBootGate.shared.admitted { try await bootScenario(system) }
         }
-        boots[bluez.version] = task
+        boots[system.name] = task
         return try await task.value
     }
 
-    /// Every BlueZ the lab can boot here (the system's 5.66 and the 5.82 scripts/build-bluez makes), each scenario's
-    /// tests run once per version; `BLEMU_LAB_BLUEZ=5.82` (comma-separated) narrows the list.
-    static let versions: [BlueZInstall] = {
-        let all = BlueZInstall.available()
-        guard let wanted = ProcessInfo.processInfo.environment["BLEMU_LAB_BLUEZ"]?.split(separator: ",") else {
-            return all
+    /// Every system the lab can boot here: the named ones (docs/lab.md, "Kernels and systems"), else the system's own
+    /// kernel with each installed BlueZ. `BLEMU_LAB_SYSTEMS=debian-12,current` (comma-separated) narrows the list.
+    static let allSystems: [LabSystem] = {
+        var found = LabSystem.available()
+        if found.isEmpty, let kernel = LabKernel.system() {
+            found = BlueZInstall.available().map { LabSystem(kernel: kernel, bluez: $0) }
         }
-        return all.filter { wanted.contains(Substring($0.version)) }
+        guard let wanted = ProcessInfo.processInfo.environment["BLEMU_LAB_SYSTEMS"]?.split(separator: ",") else {
+            return found
+        }
+        return found.filter { wanted.contains(Substring($0.name)) }
     }()
+
+    /// The systems every scenario's whole suite runs on: the oldest and the newest, where users' machines differ
+    /// most. The others get each suite's smoke test (`smokeSystems`): a VM boot per suite and system is the cost,
+    /// and CI has 90 minutes.
+    static let systems: [LabSystem] =
+        allSystems.count <= 2 ? allSystems : [allSystems[0], allSystems[allSystems.count - 1]]
+
+    /// Every system: what each suite's smoke test runs on.
+    static let smokeSystems: [LabSystem] = allSystems
 
     /// The checkout's root, found from this file.
     static let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -73,12 +85,12 @@ actor LabScenario {
     /// Boots a scenario whose guest script runs blemu itself: `controllers` controllers, no profiles for the stack to
     /// start, the checkout as working directory, 30 s per bring-up step; `results` already holds the script's files.
     static func bootScripted(
-        in results: String, controllers: Int = 2, timeout: Duration, on bluez: BlueZInstall, dualMode: Bool = false,
+        in results: String, controllers: Int = 2, timeout: Duration, on system: LabSystem, dualMode: Bool = false,
         running command: [String]
     ) async throws -> LabRun {
         let configuration = LabConfiguration(
             resultsDirectory: results, controllers: controllers, timeout: timeout, stepTimeout: .seconds(30),
-            workingDirectory: package, bluez: bluez, isDualMode: dualMode)
+            workingDirectory: package, bluez: system.bluez, kernel: system.kernel, isDualMode: dualMode)
         return try await boot(configuration, running: command)
     }
 
@@ -114,13 +126,14 @@ actor LabScenario {
     static let advertiser = fixtures + "/fake-blemu"
 
     /// Boots with Fixtures/fake-blemu as the stack's blemu and Fixtures/lab-scenario.sh as the command.
-    private static func bootScenario(bluez: BlueZInstall) async throws -> LabRun {
+    private static func bootScenario(system: LabSystem) async throws -> LabRun {
         let results = try freshResultsDirectory()
         try "name: lab-test\n".write(toFile: results + "/lab-test.yaml", atomically: true, encoding: .utf8)
 
         let configuration = LabConfiguration(
             resultsDirectory: results, controllers: controllers, profiles: [results + "/lab-test.yaml"],
-            timeout: .seconds(240), stepTimeout: .seconds(60), blemuExecutable: advertiser, bluez: bluez)
+            timeout: .seconds(240), stepTimeout: .seconds(60), blemuExecutable: advertiser, bluez: system.bluez,
+            kernel: system.kernel)
         return try await LabScenario.boot(
             configuration,
             running: [

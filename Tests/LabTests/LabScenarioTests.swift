@@ -14,18 +14,17 @@ struct LabScenarioTests {
         try String(contentsOfFile: run.file(name), encoding: .utf8)
     }
 
-    @Test(arguments: LabScenario.versions) func controllersComeUpWithTheAddressesBtvirtAssigns(
-        bluez: BlueZInstall
+    @Test(arguments: LabScenario.systems) func controllersComeUpWithTheAddressesBtvirtAssigns(
+        system: LabSystem
     ) async throws {
-        let run = try await LabScenario.shared.run(on: bluez)
+        let run = try await LabScenario.shared.run(on: system)
         #expect(run.controllers.map(\.name) == ["hci0", "hci1", "hci2"])
         #expect(run.address(of: "hci0") == "00:AA:01:00:00:00")
         #expect(run.address(of: "hci1") == "00:AA:01:01:00:01")
     }
 
-    @Test(arguments: LabScenario.versions) func bluetoothdOwnsOrgBluezWithEveryAdapter(bluez: BlueZInstall) async throws
-    {
-        let run = try await LabScenario.shared.run(on: bluez)
+    @Test(arguments: LabScenario.systems) func bluetoothdOwnsOrgBluezWithEveryAdapter(system: LabSystem) async throws {
+        let run = try await LabScenario.shared.run(on: system)
         #expect(try read(run, "owner.txt").contains("org.bluez bluetoothd"))
         let objects = try read(run, "objects.txt")
         for controller in ["hci0", "hci1", "hci2"] {
@@ -33,16 +32,16 @@ struct LabScenarioTests {
         }
     }
 
-    @Test(arguments: LabScenario.versions) func theCommandsExitCodeIsPropagated(bluez: BlueZInstall) async throws {
-        let run = try await LabScenario.shared.run(on: bluez)
+    @Test(arguments: LabScenario.systems) func theCommandsExitCodeIsPropagated(system: LabSystem) async throws {
+        let run = try await LabScenario.shared.run(on: system)
         #expect(run.exitCode == LabScenario.commandExitCode)
         #expect(try read(run, "vm-rc").trimmingCharacters(in: .whitespacesAndNewlines) == "3")
     }
 
-    @Test(arguments: LabScenario.versions) func theCommandSeesThePeripheralAndCentralInItsEnvironment(
-        bluez: BlueZInstall
+    @Test(arguments: LabScenario.systems) func theCommandSeesThePeripheralAndCentralInItsEnvironment(
+        system: LabSystem
     ) async throws {
-        let run = try await LabScenario.shared.run(on: bluez)
+        let run = try await LabScenario.shared.run(on: system)
         let environment = try read(run, "env.txt")
         #expect(environment.contains("BLEMU_LAB_PERIPHERAL=hci0\n"))
         #expect(environment.contains("BLEMU_LAB_PERIPHERAL_ADDRESS=00:AA:01:00:00:00\n"))
@@ -51,10 +50,10 @@ struct LabScenarioTests {
         #expect(environment.contains("BLEMU_LAB_RESULTS=\(run.resultsDirectory)\n"))
     }
 
-    @Test(arguments: LabScenario.versions) func kvmIsUsedOnlyWhereItBootsAndTCGOtherwise(
-        bluez: BlueZInstall
+    @Test(arguments: LabScenario.systems) func kvmIsUsedOnlyWhereItBootsAndTCGOtherwise(
+        system: LabSystem
     ) async throws {
-        let run = try await LabScenario.shared.run(on: bluez)
+        let run = try await LabScenario.shared.run(on: system)
         let log = try read(run, "lab.log")
         let used = log.split(separator: "\n").last { $0.contains("command exited with") }?
             .split(separator: " ").last.map(String.init)
@@ -70,29 +69,29 @@ struct LabScenarioTests {
         }
     }
 
-    @Test(arguments: LabScenario.versions) func everyLogLandsInTheResultsDirectory(bluez: BlueZInstall) async throws {
-        let run = try await LabScenario.shared.run(on: bluez)
+    @Test(arguments: LabScenario.smokeSystems) func everyLogLandsInTheResultsDirectory(system: LabSystem) async throws {
+        let run = try await LabScenario.shared.run(on: system)
         for name in ["console.log", "lab.log", "bluetoothd.log", "btmon.txt", "command.log", "blemu-hci0.log", "steps"]
         {
             let size = (try? FileManager.default.attributesOfItem(atPath: run.file(name))[.size] as? Int) ?? 0
             #expect(size > 0, "\(name) is empty or missing in \(run.resultsDirectory)")
         }
         let log = try read(run, "bluetoothd.log")
-        #expect(log.contains("Bluetooth daemon \(bluez.version)"))
+        #expect(log.contains("Bluetooth daemon \(system.bluez.version)"))
         // main.conf's one ATT channel, as each version logs it (5.66 `parse_config`: "Channels=1"; 5.82
         // `parse_config_string`: "GATT.Channels = 1").
         #expect(log.contains("Channels=1") || log.contains("GATT.Channels = 1"), "\(log.prefix(3000))")
-        #expect(run.bluezVersion == bluez.version)
-        #expect(try read(run, "bluez-version") == bluez.version + "\n")
+        #expect(run.bluezVersion == system.bluez.version)
+        #expect(try read(run, "bluez-version") == system.bluez.version + "\n")
         let capture = try BTSnoop(Array(try Data(contentsOf: URL(fileURLWithPath: run.file("btmon.snoop")))))
         #expect(!capture.commands.isEmpty, "btmon -w captured no HCI command")
         #expect(try read(run, "command.log").contains("scenario done"))
     }
 
-    @Test(arguments: LabScenario.versions) func thePeripheralIsAdvertisingBeforeTheCommandStarts(
-        bluez: BlueZInstall
+    @Test(arguments: LabScenario.systems) func thePeripheralIsAdvertisingBeforeTheCommandStarts(
+        system: LabSystem
     ) async throws {
-        let run = try await LabScenario.shared.run(on: bluez)
+        let run = try await LabScenario.shared.run(on: system)
         let steps = run.steps.map(\.name)
         let peripheral = try #require(steps.firstIndex(of: "peripheral-hci0"))
         let command = try #require(steps.firstIndex(of: "command"))
@@ -101,10 +100,10 @@ struct LabScenarioTests {
         #expect(try read(run, "blemu-hci0.log").contains("unregistered"), "the peripheral got SIGTERM at power off")
     }
 
-    @Test(arguments: LabScenario.versions) func aCentralOnHci1DiscoversAndConnectsToTheAdvertiserOnHci0(
-        bluez: BlueZInstall
+    @Test(arguments: LabScenario.systems) func aCentralOnHci1DiscoversAndConnectsToTheAdvertiserOnHci0(
+        system: LabSystem
     ) async throws {
-        let run = try await LabScenario.shared.run(on: bluez)
+        let run = try await LabScenario.shared.run(on: system)
         let central = try read(run, "central.txt")
         #expect(central.contains("found 00:AA:01:00:00:00 name \(LabScenario.localName)"), "\(central)")
         #expect(central.contains("connected"), "\(central)")
@@ -116,10 +115,10 @@ struct LabScenarioTests {
         #expect(try read(run, "btmon.txt").contains("Connection Complete"))
     }
 
-    @Test(arguments: LabScenario.versions) func blemuProbeOnHci1FindsConnectsAndReadsTheStandInPeripheral(
-        bluez: BlueZInstall
+    @Test(arguments: LabScenario.systems) func blemuProbeOnHci1FindsConnectsAndReadsTheStandInPeripheral(
+        system: LabSystem
     ) async throws {
-        let run = try await LabScenario.shared.run(on: bluez)
+        let run = try await LabScenario.shared.run(on: system)
         let errors = (try? read(run, "probe.err")) ?? ""
         #expect(try read(run, "probe-rc").trimmingCharacters(in: .whitespacesAndNewlines) == "0", "\(errors)")
         let report = try JSONDecoder().decode(ProbeReport.self, from: Data(try read(run, "probe.json").utf8))
@@ -143,8 +142,8 @@ struct LabScenarioTests {
         print("probe timings: \(report.timings)")
     }
 
-    @Test(arguments: LabScenario.versions) func timingsAreRecordedFromQemuStart(bluez: BlueZInstall) async throws {
-        let run = try await LabScenario.shared.run(on: bluez)
+    @Test(arguments: LabScenario.systems) func timingsAreRecordedFromQemuStart(system: LabSystem) async throws {
+        let run = try await LabScenario.shared.run(on: system)
         let untilCommand = try #require(run.untilCommand)
         #expect(untilCommand > .zero && untilCommand < run.total)
         print(

@@ -30,11 +30,11 @@ enum LifecycleScenario {
     /// The restore identifier both `blemu run`s share (the second one reports the saved subscription).
     static let restoreID = "lab-lifecycle"
 
-    private static func boot(bluez: BlueZInstall) async throws -> LabRun {
+    private static func boot(system: LabSystem) async throws -> LabRun {
         let results = try LabScenario.freshResultsDirectory()
         // No profiles for the stack to start: the script runs blemu itself on hci0.
         return try await LabScenario.bootScripted(
-            in: results, timeout: .seconds(240), on: bluez,
+            in: results, timeout: .seconds(240), on: system,
             running: [
                 "/bin/sh", LabScenario.fixtures + "/lab-lifecycle.sh", LabScenario.blemuExecutable, profile, restoreID,
             ])

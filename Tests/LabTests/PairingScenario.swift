@@ -34,11 +34,11 @@ enum PairingScenario {
     static let email = "ada@example.com"
     static let code = "open sesame"
 
-    private static func boot(bluez: BlueZInstall) async throws -> LabRun {
+    private static func boot(system: LabSystem) async throws -> LabRun {
         let results = try LabScenario.freshResultsDirectory()
         // No profiles for the stack to start: the script runs blemu itself on hci0, once per profile.
         return try await LabScenario.bootScripted(
-            in: results, timeout: .seconds(240), on: bluez,
+            in: results, timeout: .seconds(240), on: system,
             running: [
                 "/bin/sh", LabScenario.fixtures + "/lab-pairing.sh", LabScenario.blemuExecutable, secureProfile,
                 passkey, wrongPasskey, displayProfile,

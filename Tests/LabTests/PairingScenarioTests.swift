@@ -14,8 +14,8 @@ struct PairingScenarioTests {
         "secure-run.log", "display-run.log", "wrong-passkey.err", "right-passkey.err", "displayed-passkey.err",
     ]
 
-    private func finishedRun(_ bluez: BlueZInstall) async throws -> LabRun {
-        try await LabTests.finishedRun(of: PairingScenario.shared, on: bluez, showing: Self.logs)
+    private func finishedRun(_ system: LabSystem) async throws -> LabRun {
+        try await LabTests.finishedRun(of: PairingScenario.shared, on: system, showing: Self.logs)
     }
 
     /// A results file holding one JSON object; a failure shows the file and the tails of `logs`.
@@ -40,8 +40,8 @@ struct PairingScenarioTests {
         #expect(PairingScenario.passkey.count == 6, "blemu show --json profiles/secure.yaml has no pairing passkey")
     }
 
-    @Test(arguments: LabScenario.versions) func aWrongPasskeyFailsThePairing(bluez: BlueZInstall) async throws {
-        let run = try await finishedRun(bluez)
+    @Test(arguments: LabScenario.systems) func aWrongPasskeyFailsThePairing(system: LabSystem) async throws {
+        let run = try await finishedRun(system)
         let result = try central(run, "wrong-passkey")
         #expect(result["typed"] as? String == PairingScenario.wrongPasskey, "\(result)")
         #expect(result["pair"] as? String != "ok", "\(result)")
@@ -52,10 +52,10 @@ struct PairingScenarioTests {
         #expect(typed?["passkey"] as? String == PairingScenario.passkey)
     }
 
-    @Test(arguments: LabScenario.versions) func theProfilesPasskeyPairsWithAuthentication(
-        bluez: BlueZInstall
+    @Test(arguments: LabScenario.smokeSystems) func theProfilesPasskeyPairsWithAuthentication(
+        system: LabSystem
     ) async throws {
-        let run = try await finishedRun(bluez)
+        let run = try await finishedRun(system)
         let result = try central(run, "right-passkey")
         #expect(result["pair"] as? String == "ok", "\(result)\n\(tails(run, ["bluetoothd.log"], lines: 40))")
         #expect(result["agent"] as? [String] == ["RequestPasskey"], "the central's side is asked its own agent")
@@ -72,10 +72,10 @@ struct PairingScenarioTests {
         #expect(steps.allSatisfy { $0["passkey"] as? String == PairingScenario.passkey })
     }
 
-    @Test(arguments: LabScenario.versions) func theCentralTypesThePasskeyBlemuDisplays(
-        bluez: BlueZInstall
+    @Test(arguments: LabScenario.systems) func theCentralTypesThePasskeyBlemuDisplays(
+        system: LabSystem
     ) async throws {
-        let run = try await finishedRun(bluez)
+        let run = try await finishedRun(system)
         let result = try central(run, "displayed-passkey")
         #expect(result["pair"] as? String == "ok", "\(result)\n\(tails(run, ["bluetoothd.log"], lines: 40))")
         let shown = pairings(run, "display-events.jsonl").filter { $0["method"] as? String == "display-passkey" }

@@ -119,7 +119,7 @@ enum ProfilesScenario {
             """
     }
 
-    private static func boot(bluez: BlueZInstall) async throws -> LabRun {
+    private static func boot(system: LabSystem) async throws -> LabRun {
         let results = try LabScenario.freshResultsDirectory()
         try transferProfile.write(toFile: results + "/lab-transfer.yaml", atomically: true, encoding: .utf8)
         try guestParameters.write(toFile: results + "/profiles.env", atomically: true, encoding: .utf8)
@@ -127,7 +127,7 @@ enum ProfilesScenario {
         // No profiles for the stack to start: the script runs blemu itself on hci0, once per story. hci3 is only a
         // bystander for story 3 (see the script).
         return try await LabScenario.bootScripted(
-            in: results, controllers: 4, timeout: .seconds(420), on: bluez,
+            in: results, controllers: 4, timeout: .seconds(420), on: system,
             running: [
                 "/bin/sh", LabScenario.fixtures + "/lab-profiles.sh", results + "/profiles.env",
                 results + "/profiles.list",

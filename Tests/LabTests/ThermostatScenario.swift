@@ -35,11 +35,11 @@ enum ThermostatScenario {
         return String(format: "%02X%02X", bits & 0xFF, bits >> 8)
     }
 
-    private static func boot(bluez: BlueZInstall) async throws -> LabRun {
+    private static func boot(system: LabSystem) async throws -> LabRun {
         let results = try LabScenario.freshResultsDirectory()
         // No profiles for the stack to start: the script runs blemu itself on hci0, twice.
         return try await LabScenario.bootScripted(
-            in: results, timeout: .seconds(180), on: bluez,
+            in: results, timeout: .seconds(180), on: system,
             running: [
                 "/bin/sh", LabScenario.fixtures + "/lab-thermostat.sh", LabScenario.blemuExecutable, profile, restoreID,
                 String(listenSeconds), writtenSetPoint,

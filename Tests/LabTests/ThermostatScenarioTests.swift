@@ -11,15 +11,15 @@ import Testing
     .timeLimit(.minutes(30)))
 struct ThermostatScenarioTests {
     /// The run, checked to have finished the script: a failed step names itself in the message.
-    private func finishedRun(_ bluez: BlueZInstall) async throws -> LabRun {
+    private func finishedRun(_ system: LabSystem) async throws -> LabRun {
         try await LabTests.finishedRun(
-            of: ThermostatScenario.shared, on: bluez, showing: ["blemu-run-1.log", "blemu-run-2.log", "probe.err"])
+            of: ThermostatScenario.shared, on: system, showing: ["blemu-run-1.log", "blemu-run-2.log", "probe.err"])
     }
 
-    @Test(arguments: LabScenario.versions) func temperatureNotificationsCarryExactlyTheValuesSetThroughCtlInOrder(
-        bluez: BlueZInstall
+    @Test(arguments: LabScenario.smokeSystems) func temperatureNotificationsCarryExactlyTheValuesSetThroughCtlInOrder(
+        system: LabSystem
     ) async throws {
-        let run = try await finishedRun(bluez)
+        let run = try await finishedRun(system)
         #expect(
             read(run, "probe-rc").trimmingCharacters(in: .whitespacesAndNewlines) == "0", "\(tails(run, ["probe.err"]))"
         )
@@ -32,8 +32,8 @@ struct ThermostatScenarioTests {
             "\(temperature.notifications)\n\(tails(run, ["events.jsonl", "blemu-run-1.log"]))")
     }
 
-    @Test(arguments: LabScenario.versions) func everyCtlSetAndCountersAnswerOk(bluez: BlueZInstall) async throws {
-        let run = try await finishedRun(bluez)
+    @Test(arguments: LabScenario.systems) func everyCtlSetAndCountersAnswerOk(system: LabSystem) async throws {
+        let run = try await finishedRun(system)
         for (index, value) in ThermostatScenario.temperatures.enumerated() {
             let response = try JSONSerialization.jsonObject(with: Data(read(run, "ctl-set-\(index + 1).json").utf8))
             let object = try #require(response as? [String: Any])
@@ -49,10 +49,10 @@ struct ThermostatScenarioTests {
         #expect(sent >= ThermostatScenario.temperatures.count, "\(counters)")
     }
 
-    @Test(arguments: LabScenario.versions) func theEventLogHasParseableLinesIncludingTheNotifications(
-        bluez: BlueZInstall
+    @Test(arguments: LabScenario.systems) func theEventLogHasParseableLinesIncludingTheNotifications(
+        system: LabSystem
     ) async throws {
-        let run = try await finishedRun(bluez)
+        let run = try await finishedRun(system)
         let lines = read(run, "events.jsonl").split(separator: "\n")
         var events: [[String: Any]] = []
         for line in lines {
@@ -68,10 +68,10 @@ struct ThermostatScenarioTests {
         #expect(events.contains { $0["type"] as? String == "subscribed" }, "\(tails(run, ["events.jsonl"]))")
     }
 
-    @Test(arguments: LabScenario.versions) func aSetPointWrittenBeforeKill9IsReadBackAfterTheRestart(
-        bluez: BlueZInstall
+    @Test(arguments: LabScenario.systems) func aSetPointWrittenBeforeKill9IsReadBackAfterTheRestart(
+        system: LabSystem
     ) async throws {
-        let run = try await finishedRun(bluez)
+        let run = try await finishedRun(system)
         let write = read(run, "central-write.txt")
         #expect(write.contains("read \(ThermostatScenario.initialSetPoint)\n"), "the profile's value first: \(write)")
         #expect(write.contains("wrote \(ThermostatScenario.writtenSetPoint)\n"), "\(write)")
@@ -84,9 +84,8 @@ struct ThermostatScenarioTests {
         #expect(!readBack.contains("read \(ThermostatScenario.initialSetPoint)\n"))
     }
 
-    @Test(arguments: LabScenario.versions) func theSecondRunLogsThatItRestoredTheState(bluez: BlueZInstall) async throws
-    {
-        let run = try await finishedRun(bluez)
+    @Test(arguments: LabScenario.systems) func theSecondRunLogsThatItRestoredTheState(system: LabSystem) async throws {
+        let run = try await finishedRun(system)
         let log = read(run, "blemu-run-2.log")
         #expect(
             log.contains("restoring") && log.contains(ThermostatScenario.restoreID),
@@ -95,8 +94,8 @@ struct ThermostatScenarioTests {
         #expect(read(run, "blemu-run-2-rc").trimmingCharacters(in: .whitespacesAndNewlines) == "0", "SIGTERM exits 0")
     }
 
-    @Test(arguments: LabScenario.versions) func timingsAreRecorded(bluez: BlueZInstall) async throws {
-        let run = try await ThermostatScenario.shared.run(on: bluez)
+    @Test(arguments: LabScenario.systems) func timingsAreRecorded(system: LabSystem) async throws {
+        let run = try await ThermostatScenario.shared.run(on: system)
         print(
             "thermostat lab: qemu start to command \(run.untilCommand.map(LabMachine.seconds) ?? "?"), "
                 + "total \(LabMachine.seconds(run.total))")
