@@ -1,13 +1,13 @@
 import Foundation
 
-/// The ATT PDUs in btmon's text output (`btmon -t`, BlueZ 5.66), with the controller that logged each one and its
+/// The ATT PDUs in btmon's text output (`btmon -t`, BlueZ 5.66 to 5.87), with the controller that logged each one and its
 /// direction, so a lab test can count what really went over the air: requests received and answers sent.
 struct BtmonTrace {
     /// One ATT PDU as btmon decoded it.
     struct PDU: Equatable {
         /// `hci0`, `hci1`...
         var controller: String
-        /// True for `> ACL Data RX` (received by `controller`), false for `< ACL Data TX`.
+        /// True for `> ACL Data RX` or `> LE-ACL` (received by `controller`), false for `<`.
         var isReceived: Bool
         var opcode: UInt8
         /// The first `Handle:` line, if any.
@@ -45,12 +45,14 @@ struct BtmonTrace {
         }
         for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
             let trimmed = line.trimmingCharacters(in: .whitespaces)
-            if let first = line.first, "<>@=".contains(first) {
+            if let header = Self.header(line) {
                 finish()
                 link = nil
-                if line.contains("ACL Data"), let controller = Self.controller(in: line) {
-                    link = (controller, line.hasPrefix(">"))
-                } else if line.contains("Disconnect Complete"), let controller = Self.controller(in: line) {
+                // "> ACL Data RX" up to 5.8x; 5.87 says "> LE-ACL:" (or "BR-ACL:").
+                if header.contains("ACL Data") || header.contains("ACL: "), let controller = Self.controller(in: header)
+                {
+                    link = (controller, header.hasPrefix(">"))
+                } else if header.contains("Disconnect Complete"), let controller = Self.controller(in: header) {
                     disconnects[controller, default: 0] += 1
                 }
             } else if trimmed.hasPrefix("ATT: "), let link, let opcode = Self.lastHexCode(in: trimmed, before: " len") {
@@ -129,6 +131,16 @@ struct BtmonTrace {
     /// Requests `controller` received with `opcode` for `handle`.
     func received(_ opcode: UInt8, handle: Int, on controller: String) -> [PDU] {
         pdus.filter { $0.controller == controller && $0.isReceived && $0.opcode == opcode && $0.handle == handle }
+    }
+
+    /// A packet's first line from its direction mark on (`<`, `>`, `@`, `=`), or nil for a detail line. btmon 5.87
+    /// puts the process that sent the packet before the mark when it knows it: `gatttool[248]: < LE-ACL: ...`.
+    private static func header(_ line: Substring) -> Substring? {
+        if let first = line.first, "<>@=".contains(first) { return line }
+        guard let first = line.first, !first.isWhitespace, let close = line.range(of: "]: "),
+            line[..<close.lowerBound].contains("["), let mark = line[close.upperBound...].first, "<>@=".contains(mark)
+        else { return nil }
+        return line[close.upperBound...]
     }
 
     private static func controller(in line: Substring) -> String? {

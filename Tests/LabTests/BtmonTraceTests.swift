@@ -37,4 +37,24 @@ struct BtmonTraceTests {
         #expect(requests == [0x0A: 2] && answers == [0x0A: 1])
         #expect(cutOff.isEmpty)
     }
+
+    /// btmon 5.87 names ACL packets `LE-ACL:` and puts the sending process before the direction mark.
+    @Test func btmon587sLEACLLinesAndProcessPrefixesAreRead() {
+        let trace = """
+            > LE-ACL: Handle 1 [00:AA:01:00.. flags 0x02 dlen 7  #82 [hci1] 18:09:13.144330
+                  ATT: Exchange MTU Request (0x02) len 2
+                    Client RX MTU: 517
+            gatttool[248]: < LE-ACL: Handle.. flags 0x00 dlen 9  #83 [hci1] 18:09:13.147239
+                  ATT: Error Response (0x01) len 4
+                    Exchange MTU Request (0x02)
+                    Handle: 0x0000
+                    Error: Request Not Supported (0x06)
+            bluetoothd[158]: = [0x5557b6b2bef0] src/shared/gatt-client...   18:09:13.439771
+                  ATT: Read Request (0x0a) len 2
+            """
+        let pdus = BtmonTrace(trace).pdus
+        #expect(pdus.count == 2, "the note after bluetoothd's prefix is no packet: \(pdus)")
+        #expect(pdus.first?.isReceived == true && pdus.first?.opcode == 0x02 && pdus.first?.controller == "hci1")
+        #expect(pdus.last?.isReceived == false && pdus.last?.refusedOpcode == 0x02 && pdus.last?.errorCode == 0x06)
+    }
 }
