@@ -357,13 +357,21 @@ public struct Central: Sendable {
 
     // MARK: Reading properties
 
+    /// `name` without leading and trailing spaces, as bluetoothd 5.84+ reports names.
+    static func trimmingSpaces(_ name: String) -> String {
+        String(name.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
+    }
+
     /// A predicate matching the request's device on `adapter`.
     static func matcher(
         for request: ProbeRequest, adapter: ObjectPath
     ) -> @Sendable (ObjectPath, [String: [String: DBusValue]]) -> Bool {
         let address = request.address?.uppercased()
         let service = request.service.flatMap(BluetoothUUID.init)
-        let name = request.name
+        // bluetoothd 5.84+ strips leading and trailing spaces from every name it receives (src/eir.c name2utf8,
+        // 218db700f): a name advertised with a trailing space is `Name` without it there, so names are compared as
+        // that bluetoothd reports them.
+        let name = request.name.map(Self.trimmingSpaces)
         return { _, interfaces in
             guard let device = interfaces[BlueZName.Interface.device],
                 (try? device[BlueZName.Property.adapter]?.asObjectPath()) == adapter
@@ -373,7 +381,7 @@ public struct Central: Sendable {
             }
             if let name {
                 let names = [BlueZName.Property.name, BlueZName.Property.alias].compactMap {
-                    try? device[$0]?.asString()
+                    (try? device[$0]?.asString()).map(Self.trimmingSpaces)
                 }
                 if !names.contains(name) { return false }
             }
