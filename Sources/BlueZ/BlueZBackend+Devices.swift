@@ -8,17 +8,24 @@ import Peripheral
 // central, as Core Bluetooth would list it: reads and writes name it (`device` option), and `blemu ctl centrals`
 // shows it. A device's MTU is not a Device1 property, so its Central has the default until a request says more.
 extension BlueZBackend {
-    /// Subscribes to Device1 `PropertiesChanged` under the adapter, then reports the devices connected already;
-    /// failures are logged (the backend then only learns centrals from their requests).
+    /// Subscribes to Device1 `PropertiesChanged` and `Disconnected` under the adapter, then reports the devices
+    /// connected already; failures are logged (the backend then only learns centrals from their requests).
     func watchDevices() async {
         let rule = MatchRule(
             sender: BlueZName.service, pathNamespace: adapterPath, interface: BlueZName.FreeDesktop.properties,
             member: BlueZName.FreeDesktop.propertiesChanged, arg0: BlueZName.Interface.device)
+        // Before 5.83 no Disconnected comes; the rule is harmless there.
+        let reasons = MatchRule(
+            sender: BlueZName.service, pathNamespace: adapterPath, interface: BlueZName.Interface.device,
+            member: BlueZName.Signal.disconnected)
         do {
             let subscription = try await connection.subscribe(rule) { [weak self] signal in
                 self?.deviceSignal(signal)
             }
-            state.withLock { $0.subscriptions.append(subscription) }
+            let reasonSubscription = try await connection.subscribe(reasons) { [weak self] signal in
+                self?.disconnectSignal(signal)
+            }
+            state.withLock { $0.subscriptions += [subscription, reasonSubscription] }
         } catch {
             logger.warning("cannot watch connected devices (\(rule)): \(error)")
             return
@@ -60,6 +67,16 @@ extension BlueZBackend {
         deviceConnection(signal.path, isConnected: isConnected)
     }
 
+    /// `Device1.Disconnected(reason, message)` (5.83+): kept for the `Connected` false that follows it
+    /// (src/device.c `device_disconnected` sends the signal, then the property).
+    private func disconnectSignal(_ signal: Signal) {
+        guard let sender = signal.sender, sender == owner.current, isDevice(signal.path), signal.arguments.count >= 2,
+            case .string(let name) = signal.arguments[0], case .string(let message) = signal.arguments[1]
+        else { return }
+        let reason = DisconnectReason(name: name, message: message)
+        state.withLock { $0.disconnectReasons[signal.path] = reason }
+    }
+
     /// An object from InterfacesAdded or GetManagedObjects (`interfaces`: `a{sa{sv}}`): a connected device of
     /// this adapter is a central that connected.
     func deviceAppeared(_ path: ObjectPath, interfaces: DBusValue) {
@@ -79,15 +96,24 @@ extension BlueZBackend {
         state.withLock { $0.connectedDevices.removeAll() }
     }
 
-    /// Reports a change once: a device already known connected does not connect again.
+    /// Reports a change once: a device already known connected does not connect again. A disconnect takes the
+    /// reason `Device1.Disconnected` left for it; a reason is never kept past the change it explains.
     private func deviceConnection(_ path: ObjectPath, isConnected: Bool) {
-        let changed = state.withLock { state in
-            isConnected ? state.connectedDevices.insert(path).inserted : state.connectedDevices.remove(path) != nil
+        let (changed, reason) = state.withLock { state in
+            let reason = state.disconnectReasons.removeValue(forKey: path)
+            let changed =
+                isConnected ? state.connectedDevices.insert(path).inserted : state.connectedDevices.remove(path) != nil
+            return (changed, reason)
         }
         guard changed else { return }
-        logger.info("central \(path) \(isConnected ? "connected" : "disconnected")")
         let central = Central(id: path.rawValue)
-        continuation.yield(isConnected ? .connected(central) : .disconnected(central))
+        if isConnected {
+            logger.info("central \(path) connected")
+            continuation.yield(.connected(central))
+        } else {
+            logger.info("central \(path) disconnected\(reason.map { ": \($0)" } ?? "")")
+            continuation.yield(.disconnected(central, reason: reason))
+        }
     }
 
     /// Whether `path` is a device of this adapter: `/org/bluez/hci0/dev_...`, one level below it.

@@ -33,6 +33,8 @@ public final class BlueZBackend: PeripheralBackend {
         var writeStreams: [String: AcquiredSocket] = [:]
         /// The adapter's devices whose `Connected` is true, each reported once as a central.
         var connectedDevices: Set<ObjectPath> = []
+        /// Why a device's link went down, from `Device1.Disconnected` (5.83+), until its `Connected` turns false.
+        var disconnectReasons: [ObjectPath: DisconnectReason] = [:]
         var descriptorValues: [ObjectPath: [UInt8]] = [:]
         var previousAlias: String?
         /// Device paths bluetoothd named in requests and subscriptions (the `device` option): the centrals we know.

@@ -79,6 +79,13 @@ package enum BlueZName {
         package static let stopNotify = "StopNotify"
     }
 
+    /// Signals bluetoothd sends besides the standard ones.
+    package enum Signal {
+        /// `Device1.Disconnected(reason, message)`, just before `Connected` turns false (5.83 and later,
+        /// src/device.c `device_disconnected`).
+        package static let disconnected = "Disconnected"
+    }
+
     /// Property names of bluetoothd's and our objects.
     package enum Property {
         package static let powered = "Powered"

@@ -16,8 +16,8 @@ public enum EmulationEvent: Hashable, Sendable {
     case stateChanged(String)
     /// A central connected.
     case connected(central: String)
-    /// A central disconnected.
-    case disconnected(central: String)
+    /// A central disconnected, with the stack's reason when it gives one (BlueZ 5.83 and later).
+    case disconnected(central: String, reason: DisconnectReason? = nil)
     /// A read or write and its one answer; `value` is what was read or written, `latency` from request to answer.
     case request(
         operation: AttributeOperation, central: String, characteristicID: String, value: [UInt8], answer: Answer,

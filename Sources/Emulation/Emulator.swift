@@ -283,8 +283,8 @@ public actor Emulator {
             await saveSubscriptions()
         case .centralConnected(let central):
             log?.record(.connected(central: central.id))
-        case .centralDisconnected(let central):
-            log?.record(.disconnected(central: central.id))
+        case .centralDisconnected(let central, let reason):
+            log?.record(.disconnected(central: central.id, reason: reason))
         case .subscribed(let central, let characteristic):
             // Logged after the schedules know, so an observer that reacts to the line finds them running.
             await subscribersChanged(characteristic)

@@ -15,8 +15,9 @@ public enum EventLineEncoder {
             fields += [("type", .string("state")), ("state", .string(state))]
         case .connected(let central):
             fields += [("type", .string("connected")), ("central", .string(central))]
-        case .disconnected(let central):
+        case .disconnected(let central, let reason):
             fields += [("type", .string("disconnected")), ("central", .string(central))]
+            if let reason { fields += [("reason", .string(reason.code)), ("message", .string(reason.message))] }
         case .request(let operation, let central, let id, let value, let answer, let latency):
             fields += [
                 ("type", .string("request")), ("operation", .string(operation.rawValue)), ("central", .string(central)),

@@ -7,8 +7,9 @@ public enum BackendEvent: Sendable {
     case stateChanged(PeripheralManagerState)
     /// A central connected, or its link changed (a new MTU): the `Central` carries the new limit.
     case connected(Central)
-    /// A central disconnected: the manager drops its queue (counted) and ends its subscriptions.
-    case disconnected(Central)
+    /// A central disconnected, with the stack's reason when it gives one: the manager drops its queue (counted) and
+    /// ends its subscriptions.
+    case disconnected(Central, reason: DisconnectReason?)
     /// A central subscribed to a characteristic: the device, or one central standing for every subscriber when the
     /// stack's updates reach them all at once (BlueZ: `Central.allSubscribersID`; see `PeripheralBackend`). The
     /// stack has already checked the CCCD's security.

@@ -11,8 +11,9 @@ public enum PeripheralEvent: Hashable, Sendable {
     case willRestoreState(RestoredState)
     /// A central connected (or its link changed, e.g. a new MTU).
     case centralConnected(Central)
-    /// A central disconnected; its subscriptions ended first, each with `unsubscribed`.
-    case centralDisconnected(Central)
+    /// A central disconnected, with the stack's reason when it gives one (BlueZ 5.83 and later); its subscriptions
+    /// ended first, each with `unsubscribed`.
+    case centralDisconnected(Central, reason: DisconnectReason?)
     /// A central subscribed to a characteristic's notifications or indications (`didSubscribeTo`).
     case subscribed(Central, Characteristic)
     /// A central unsubscribed, or disconnected while subscribed (`didUnsubscribeFrom`).

@@ -242,12 +242,12 @@ public actor PeripheralManager {
             centrals[central.id] = central
             queue.connected(central)
             continuation.yield(.centralConnected(central))
-        case .disconnected(let central):
+        case .disconnected(let central, let reason):
             let known = centrals.removeValue(forKey: central.id) ?? central
             endSubscriptions(of: known)
             queue.disconnected(known)
             drain()
-            continuation.yield(.centralDisconnected(known))
+            continuation.yield(.centralDisconnected(known, reason: reason))
         case .subscribed(let central, let id, let kind):
             guard let characteristic = characteristics[id] else {
                 logger.warning("\(central) subscribed to unknown characteristic \(id): ignored")
@@ -287,7 +287,7 @@ public actor PeripheralManager {
             for central in centrals.values {
                 endSubscriptions(of: central)
                 queue.disconnected(central)
-                continuation.yield(.centralDisconnected(central))
+                continuation.yield(.centralDisconnected(central, reason: nil))
             }
             centrals.removeAll()
             isAdvertising = false

@@ -134,7 +134,7 @@ public final class InMemoryBackend: PeripheralBackend {
         state.withLock { state in
             guard let link = state.links.removeValue(forKey: central.id) else { return }
             link.delivery.finish()
-            continuation.yield(.disconnected(link.central))
+            continuation.yield(.disconnected(link.central, reason: nil))
         }
     }
 

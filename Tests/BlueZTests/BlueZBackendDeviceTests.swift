@@ -24,7 +24,10 @@ struct BlueZBackendDeviceTests {
         #expect(await rig.waitForSubscribers(1, of: HeartRate.measurement))
         #expect(await connected(rig) == devices.union([Central.allSubscribersID]))
         await rig.fake.disconnect(first)
-        #expect(await rig.events.wait(forCount: 1) { $0 == .centralDisconnected(Central(id: first.path.rawValue)) })
+        #expect(
+            await rig.events.wait(forCount: 1) {
+                $0 == .centralDisconnected(Central(id: first.path.rawValue), reason: nil)
+            })
         #expect(await connected(rig) == [second.path.rawValue, Central.allSubscribersID])
         // The other subscriber still gets what is sent to "*".
         #expect(await rig.manager.updateValue([7], for: HeartRate.measurement))
@@ -47,6 +50,44 @@ struct BlueZBackendDeviceTests {
         let later = try await rig.fake.connect(address: "11:22:33:44:55:02")
         #expect(await rig.events.wait(forCount: 1) { $0 == .centralConnected(Central(id: later.path.rawValue)) })
         #expect(await connected(rig) == [own.path.rawValue, later.path.rawValue])
+        await rig.stop()
+    }
+
+    /// BlueZ 5.83+ says why a link went down (`Device1.Disconnected`, just before `Connected` turns false): the
+    /// disconnect event carries it; before 5.83 nothing is said and the event has no reason.
+    @Test func aDisconnectCarriesBluetoothdsReasonWhereItGivesOne() async throws {
+        let rig = try await BackendRig(HeartRate.service)
+        let quiet = try await rig.fake.connect(address: "11:22:33:44:55:01")
+        #expect(await rig.events.wait(forCount: 1) { $0 == .centralConnected(Central(id: quiet.path.rawValue)) })
+        await rig.fake.disconnect(quiet)
+        #expect(
+            await rig.events.wait(forCount: 1) {
+                $0 == .centralDisconnected(Central(id: quiet.path.rawValue), reason: nil)
+            })
+
+        await rig.fake.saysWhyLinksGoDown()
+        let remote = try await rig.fake.connect(address: "11:22:33:44:55:02")
+        let local = try await rig.fake.connect(address: "11:22:33:44:55:03")
+        // Counted from the rig's start: the quiet device's connection and these two.
+        #expect(await rig.events.wait(forCount: 3) { if case .centralConnected = $0 { true } else { false } })
+        await rig.fake.disconnect(remote)
+        let hungUp = DisconnectReason(
+            name: "org.bluez.Reason.Remote", message: "Connection terminated by remote user")
+        #expect(
+            await rig.events.wait(forCount: 1) {
+                $0 == .centralDisconnected(Central(id: remote.path.rawValue), reason: hungUp)
+            })
+        #expect(hungUp.code == "Remote" && hungUp.description == "Remote (Connection terminated by remote user)")
+        // blemu asks for the disconnect (a `disconnect` fault, `ctl`): bluetoothd calls it the local host's.
+        #expect(try await rig.manager.disconnect(Central(id: local.path.rawValue)) == [local.path.rawValue])
+        #expect(
+            await rig.events.wait(forCount: 1) {
+                $0
+                    == .centralDisconnected(
+                        Central(id: local.path.rawValue),
+                        reason: DisconnectReason(
+                            name: "org.bluez.Reason.Local", message: "Connection terminated by local host"))
+            })
         await rig.stop()
     }
 }

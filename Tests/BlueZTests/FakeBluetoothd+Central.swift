@@ -120,7 +120,20 @@ extension FakeBluetoothd {
     /// StopNotify when it was the last), and its Device1 object goes (InterfacesRemoved).
     func disconnect(_ central: FakeCentral) {
         linkDown(central.path)
+        sayWhy(central.path, "org.bluez.Reason.Remote", "Connection terminated by remote user")
         connection.unexport(central.path)
+    }
+
+    /// From now on a link going down says why first: BlueZ 5.83+ sends `Device1.Disconnected(reason, message)`
+    /// before `Connected` turns false (src/device.c `device_disconnected`; names and sentences from its table).
+    func saysWhyLinksGoDown() { sendsDisconnectReasons = true }
+
+    /// `Device1.Disconnected` for `path`, when this fake plays 5.83 or later.
+    private func sayWhy(_ path: ObjectPath, _ reason: String, _ message: String) {
+        guard sendsDisconnectReasons else { return }
+        try? connection.emitSignal(
+            path: path, interface: BlueZ566.Interface.device, member: "Disconnected",
+            arguments: [.string(reason), .string(message)])
     }
 
     /// `Device1.Disconnect` (5.66 src/device.c `dev_disconnect`, `device_request_disconnect`): the link goes down
@@ -130,6 +143,7 @@ extension FakeBluetoothd {
         disconnectCalls[path, default: 0] += 1
         guard let device = devices[path] else { return }
         linkDown(path)
+        sayWhy(path, "org.bluez.Reason.Local", "Connection terminated by local host")
         device.link.isConnected.withLock { $0 = false }
         try? connection.emitPropertiesChanged(
             path: path, interface: BlueZ566.Interface.device, properties: ["Connected"])

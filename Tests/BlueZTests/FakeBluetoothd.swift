@@ -42,6 +42,8 @@ actor FakeBluetoothd {
     var nextHandle: UInt16 = 0x0010
     /// Whether notify sockets are read (see `holdNotifySockets()`).
     var notifySocketsHeld = false
+    /// Whether a link going down says why first, as 5.83 and later do (`saysWhyLinksGoDown()`).
+    var sendsDisconnectReasons = false
 
     // Counters, kept across restarts.
     /// Successful RegisterApplication calls.

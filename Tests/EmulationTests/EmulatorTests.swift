@@ -63,7 +63,7 @@ import Testing
         #expect(first.isConnected && second.isConnected)
         rig.clock.advance(by: .seconds(600))
         for central in [first, second] {
-            _ = await rig.recorder.next { if case .disconnected(central.central.id) = $0 { true } else { false } }
+            _ = await rig.recorder.next { if case .disconnected(central.central.id, _) = $0 { true } else { false } }
         }
         #expect(!first.isConnected && !second.isConnected)
         // The subscriber's notifications end: the central sees the link go.

@@ -1,5 +1,6 @@
 import Foundation
 import GATTModel
+import Peripheral
 import Testing
 
 @testable import Emulation
@@ -16,6 +17,17 @@ import Testing
         #expect(WallTime(secondsSince1970: 0).iso8601 == "1970-01-01T00:00:00.000Z")
         #expect(WallTime(secondsSince1970: 951_782_400.5).iso8601 == "2000-02-29T00:00:00.500Z")
         #expect(WallTime(secondsSince1970: -0.001).iso8601 == "1969-12-31T23:59:59.999Z")
+    }
+
+    /// BlueZ 5.83+ says why a link went down; before, the line has no reason rather than a made-up one.
+    @Test func aDisconnectCarriesTheStacksReasonOnlyWhenItGaveOne() throws {
+        let reason = DisconnectReason(name: "org.bluez.Reason.Timeout", message: "Connection timeout")
+        let said = try object(
+            EventLineEncoder.encode(EventRecord(time: time, event: .disconnected(central: "c", reason: reason))))
+        #expect(said["type"] as? String == "disconnected" && said["central"] as? String == "c")
+        #expect(said["reason"] as? String == "Timeout" && said["message"] as? String == "Connection timeout")
+        let silent = try object(EventLineEncoder.encode(EventRecord(time: time, event: .disconnected(central: "c"))))
+        #expect(silent["reason"] == nil && silent["message"] == nil)
     }
 
     @Test func rejectedRequestParsesBackWithItsAnswerAndLatency() throws {

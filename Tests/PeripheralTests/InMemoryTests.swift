@@ -262,7 +262,7 @@ extension InMemoryTests {
         let phone = VirtualCentral(connectingTo: backend)
         _ = await manager.nextEvent { $0 == .centralConnected(phone.central) }
         backend.setState(.poweredOff)
-        #expect(await manager.nextEvent { $0 == .centralDisconnected(phone.central) } != nil)
+        #expect(await manager.nextEvent { $0 == .centralDisconnected(phone.central, reason: nil) } != nil)
         #expect(await manager.nextEvent { $0 == .stateChanged(.poweredOff) } != nil)
         #expect(await manager.state == .poweredOff)
         #expect(await manager.connectedCentrals.isEmpty)
