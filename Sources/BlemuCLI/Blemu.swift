@@ -14,6 +14,6 @@ struct Blemu: AsyncParsableCommand {
         version: BuildRevision.versionLine(version),
         subcommands: [
             ValidateCommand.self, ShowCommand.self, AdvCommand.self, RunCommand.self, LabCommand.self,
-            ProbeCommand.self, CloneCommand.self, CtlCommand.self,
+            ProbeCommand.self, CloneCommand.self, CtlCommand.self, DoctorCommand.self,
         ])
 }

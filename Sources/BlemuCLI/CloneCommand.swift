@@ -1,4 +1,5 @@
 import ArgumentParser
+import BlueZ
 import DBus
 import Foundation
 import GATTModel

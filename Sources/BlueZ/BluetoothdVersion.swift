@@ -1,17 +1,19 @@
 import BlueZModel
 import DBus
+import GATTModel
 import Glibc
 import Logging
 
-/// The version of the bluetoothd on a bus, for `blemu clone`'s header: `--version` of the running process's
-/// executable (`/proc/PID/exe`, which its user and root can read), else of Debian's
+/// The version of the bluetoothd on a bus, for `blemu clone`'s header, `blemu doctor` and `blemu run`'s diagnosis of
+/// a refused registration: `--version` of the running process's executable (`/proc/PID/exe`, which its user and root
+/// can read, else the program its command line names), else of Debian's
 /// `/usr/libexec/bluetooth/bluetoothd` (or `/usr/sbin/bluetoothd`, where other distributions put it).
 ///
 /// The program runs through `posix_spawn` rather than Foundation's `Process`, which needs a run loop wake-up socket
 /// pair and, where it cannot make one (it could not in the lab's guest), waits forever.
-enum BluetoothdVersion {
+public enum BluetoothdVersion {
     /// "5.82"; nil when neither executable runs or prints a version.
-    static func of(bus: BusAddress) async -> String? {
+    public static func of(bus: BusAddress) async -> String? {
         let logger = Logger(label: "blemu.version", factory: { _ in SwiftLogNoOpLogHandler() })
         var candidates = ["/usr/libexec/bluetooth/bluetoothd", "/usr/sbin/bluetoothd"]
         if let connection = try? BusConnection(bus, logger: logger) {
@@ -19,6 +21,11 @@ enum BluetoothdVersion {
             if let owner = try? await connection.nameOwner(BlueZName.service),
                 let pid = try? await connection.processID(of: owner)
             {
+                // /proc/PID/exe is readable by bluetoothd's user and root only; anyone may read the command line,
+                // whose first word is the program that runs (the lab's builds name their path there).
+                let program = (try? LocalFile.bytes(atPath: "/proc/\(pid)/cmdline"))
+                    .map { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                if let program, program.hasPrefix("/") { candidates.insert(program, at: 0) }
                 candidates.insert("/proc/\(pid)/exe", at: 0)
             }
         }

@@ -1,4 +1,5 @@
 import BlueZ
+import BlueZModel
 import DBus
 import Emulation
 import GATTModel
@@ -114,7 +115,7 @@ public struct DeviceRun: Sendable {
             try await device.manager.startAdvertising(profile.advertisement)
             await emulator.start(on: device.manager)
         } catch {
-            Console.error("blemu: \(error)")
+            Console.error("blemu: \(error)\(await diagnosis(of: error))")
             await device.stop()
             throw Self.exitStatus(for: error)
         }
@@ -135,6 +136,20 @@ public struct DeviceRun: Sendable {
             )
         }
         return device
+    }
+
+    /// The cause and fix `blemu doctor` would give for a registration bluetoothd refused (a known bad kernel/BlueZ
+    /// pair, every advertising instance taken), else where to look; empty for failures that are not bluetoothd's.
+    private func diagnosis(of error: any Error) async -> String {
+        guard case PeripheralError.backendFailed(let failure) = error,
+            case .rejected(let operation, let refusal)? = failure.error as? BlueZError
+        else { return "" }
+        var name = utsname()
+        uname(&name)
+        let kernel = withUnsafeBytes(of: &name.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        return RegistrationDiagnosis.explain(
+            operation: operation, errorName: refusal.name, kernel: kernel,
+            bluez: await BluetoothdVersion.of(bus: options.bus), adapter: options.adapter)
     }
 
     /// Writes a line to stdout at once, so a script waiting for "advertising" sees it. With `--events -` stdout

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import BlemuCLI
+@testable import BlueZ
 
 /// `blemu clone`'s header names bluetoothd's version: the first line a program's `--version` prints, read without
 /// Foundation's `Process` (which hung in the lab's guest).
