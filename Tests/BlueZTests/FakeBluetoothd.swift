@@ -99,6 +99,9 @@ actor FakeBluetoothd {
     func restart() async throws {
         setPowered(false)
         releaseAdvertisements()
+        // Released with a round trip before the connection closes: a close alone reaches the bus daemon some time
+        // later, and the new connection's RequestName could come first and find the name still owned.
+        try? await connection.releaseName(BlueZ566.service)
         stop()
         adapter.state.withLock { $0.isPowered = true }
         connection = try BusConnection(.address(busAddress), logger: logger)
