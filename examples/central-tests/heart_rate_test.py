@@ -16,6 +16,7 @@ import dbus
 import dbus.mainloop.glib
 from gi.repository import GLib
 
+HEART_RATE_SERVICE = '0000180d-0000-1000-8000-00805f9b34fb'
 HEART_RATE_MEASUREMENT = '00002a37-0000-1000-8000-00805f9b34fb'
 BODY_SENSOR_LOCATION = '00002a38-0000-1000-8000-00805f9b34fb'
 CONTROL_POINT = '00002a39-0000-1000-8000-00805f9b34fb'
@@ -48,11 +49,14 @@ class HeartRateStrap(unittest.TestCase):
         def strap():
             for path, interfaces in objects.GetManagedObjects().items():
                 device = interfaces.get('org.bluez.Device1', {})
-                if device.get('Adapter') == adapter_path and str(device.get('Address')).upper() == address:
+                if (device.get('Adapter') == adapter_path and str(device.get('Address')).upper() == address
+                        and HEART_RATE_SERVICE in device.get('UUIDs', [])):
                     return path
             return None
 
-        adapter.SetDiscoveryFilter({'Transport': 'le', 'UUIDs': ['180d']})
+        # The Heart Rate service is matched here, not in the filter: bluetoothd 5.87 crashes when a discovery filter
+        # names UUIDs and a device matches (bluez issue 2282, fixed after 5.87).
+        adapter.SetDiscoveryFilter({'Transport': 'le'})
         adapter.StartDiscovery()
         try:
             cls.device_path = wait_for(strap, 30, 'strap advertising Heart Rate')
