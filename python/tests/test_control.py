@@ -61,6 +61,27 @@ class PeripheralAgainstBlemuRun(unittest.TestCase):
         self.assertIsNone(log.wait_for(lambda event: event["type"] == "state", timeout=0.2))
 
 
+class EventLogWithoutBlemu(unittest.TestCase):
+    def test_a_disconnect_is_found_with_the_reason_bluetoothd_gave(self):
+        import tempfile
+
+        with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as file:
+            file.write('{"time":"t","type":"connected","central":"/org/bluez/hci0/dev_A"}\n')
+            file.write('{"time":"t","type":"disconnected","central":"/org/bluez/hci0/dev_B"}\n')
+            file.write(
+                '{"time":"t","type":"disconnected","central":"/org/bluez/hci0/dev_A",'
+                '"reason":"Remote","message":"Connection terminated by remote user"}\n'
+            )
+        try:
+            event = EventLog(file.name).wait_for_disconnect("/org/bluez/hci0/dev_A", timeout=0)
+            self.assertEqual(event["reason"], "Remote")
+            self.assertEqual(event["message"], "Connection terminated by remote user")
+            self.assertNotIn("reason", EventLog(file.name).wait_for_disconnect(timeout=0))
+            self.assertIsNone(EventLog(file.name).wait_for_disconnect("/org/bluez/hci0/dev_C", timeout=0))
+        finally:
+            os.unlink(file.name)
+
+
 class PeripheralWithoutBlemu(unittest.TestCase):
     def test_an_unreachable_socket_is_control_unavailable(self):
         with self.assertRaises(ControlUnavailable) as unreachable:

@@ -53,3 +53,12 @@ class EventLog:
             if time.monotonic() >= deadline:
                 return None
             time.sleep(poll)
+
+    def wait_for_disconnect(self, central: Optional[str] = None, timeout: float = 10.0) -> Optional[Event]:
+        """The next `disconnected` event (of `central` when given), or None after `timeout` seconds. Where
+        bluetoothd says why (5.83 and later) it carries `reason` (Remote, Local, Timeout, Authentication, Suspend,
+        Unknown) and `message`; earlier releases say nothing and the event has neither."""
+        return self.wait_for(
+            lambda event: event.get("type") == "disconnected" and central in (None, event.get("central")),
+            timeout=timeout,
+        )
