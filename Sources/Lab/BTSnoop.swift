@@ -1,4 +1,5 @@
-/// A reader for the captures `btmon -w FILE` writes, enough to find what the host programmed into a controller.
+/// A reader for the captures `btmon -w FILE` writes: what the host programmed into a controller, and every packet in
+/// order for the lab's tests (ATT over ACL data, events).
 ///
 /// The format is btsnoop (RFC 1761's snoop layout, big-endian): a 16-byte header ("btsnoop\0", version 1, the
 /// datalink type), then records of a 24-byte header (original length, included length, flags, drops, timestamp)
@@ -50,6 +51,22 @@ public struct BTSnoop: Sendable, Equatable {
     static let monitorDatalink: UInt32 = 2001
     /// The monitor opcode of an event packet (BTSNOOP_OPCODE_EVENT_PKT).
     static let eventPacket: UInt32 = 3
+    /// The monitor opcodes of ACL data the host sent and received (BTSNOOP_OPCODE_ACL_TX_PKT, _ACL_RX_PKT).
+    static let aclSent: UInt32 = 4
+    static let aclReceived: UInt32 = 5
+
+    /// One record of the capture.
+    public struct Packet: Sendable, Equatable {
+        /// The controller's index: 0 for hci0.
+        public var index: UInt16
+        /// The monitor opcode: 2 command, 3 event, 4 ACL sent, 5 ACL received, ...
+        public var opcode: UInt32
+        /// The packet as the monitor recorded it (for ACL: handle and flags, length, then the L2CAP bytes).
+        public var bytes: [UInt8]
+    }
+
+    /// Every record, in the capture's order.
+    public var packets: [Packet]
 
     /// Every HCI command in the capture, in order. A record cut short at the end (btmon killed mid-write) ends
     /// the list.
@@ -72,12 +89,17 @@ public struct BTSnoop: Sendable, Equatable {
         guard datalink == Self.monitorDatalink else { throw .unsupportedDatalink(datalink) }
         var commands: [Command] = []
         var events: [Event] = []
+        var packets: [Packet] = []
         var offset = 16
         while offset + 24 <= bytes.count {
             let included = Int(Self.uint32(bytes, at: offset + 4))
             let flags = Self.uint32(bytes, at: offset + 8)
             let start = offset + 24
             guard start + included <= bytes.count else { break }
+            packets.append(
+                Packet(
+                    index: UInt16(flags >> 16), opcode: flags & 0xFFFF, bytes: Array(bytes[start..<(start + included)]))
+            )
             if flags & 0xFFFF == Self.commandPacket, included >= 3 {
                 let opcode = UInt16(bytes[start]) | UInt16(bytes[start + 1]) << 8
                 let length = min(Int(bytes[start + 2]), included - 3)
@@ -92,6 +114,7 @@ public struct BTSnoop: Sendable, Equatable {
         }
         self.commands = commands
         self.events = events
+        self.packets = packets
     }
 
     /// The data of every advertising-data command (legacy or extended) sent to controller `index`, in order.

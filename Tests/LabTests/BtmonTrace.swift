@@ -1,18 +1,24 @@
 import Foundation
 
-/// The ATT PDUs in btmon's text output (`btmon -t`, BlueZ 5.66 to 5.87), with the controller that logged each one and its
-/// direction, so a lab test can count what really went over the air: requests received and answers sent.
+@testable import Lab
+
+/// The ATT PDUs in btmon's binary capture (`btmon -w`, btmon.snoop), with the controller that carried each one and
+/// its direction, so a lab test can count what really went over the air: requests received and answers sent.
+///
+/// The capture, not btmon's text: btmon 5.87's text output left out packets the capture holds (an Execute Write
+/// Request received on hci0, seen in the ATT scenario; its frame numbers run on without it), and its lines changed
+/// form (`> LE-ACL:`, a process before the direction mark). The capture is whole on every version.
 struct BtmonTrace {
-    /// One ATT PDU as btmon decoded it.
+    /// One ATT PDU.
     struct PDU: Equatable {
         /// `hci0`, `hci1`...
         var controller: String
-        /// True for `> ACL Data RX` or `> LE-ACL` (received by `controller`), false for `<`.
+        /// True for ACL data the controller received, false for data its host sent.
         var isReceived: Bool
         var opcode: UInt8
-        /// The first `Handle:` line, if any.
+        /// The attribute handle the PDU names, where it names one (Core Spec Vol 3, Part F, 3.4).
         var handle: Int?
-        /// The `Offset:` line (Read Blob, Prepare Write), if any.
+        /// The value offset (Read Blob, Prepare Write), where the PDU has one.
         var offset: Int?
         /// For an Error Response: the request it refuses and its error code.
         var refusedOpcode: UInt8?
@@ -23,59 +29,65 @@ struct BtmonTrace {
     static let requestOpcodes: Set<UInt8> = [0x02, 0x04, 0x06, 0x08, 0x0A, 0x0C, 0x0E, 0x10, 0x12, 0x16, 0x18, 0x20]
     static let errorResponse: UInt8 = 0x01
 
-    /// Every ATT PDU, in btmon's order.
+    /// Every ATT PDU, in the capture's order.
     let pdus: [PDU]
     /// For each PDU index, how many Disconnect Complete events each controller logged before it (and, at
     /// `pdus.count`, in all): lets `requestsAndAnswers` tell a request whose link went down from one left unanswered.
     private let disconnectsBefore: [[String: Int]]
 
-    /// Parses btmon's text; lines it does not know are skipped.
-    init(_ text: String) {
+    /// The ATT PDUs of `capture`: the first fragment of each ACL packet on the ATT channel (L2CAP CID 4), and the
+    /// Disconnect Complete events (0x05) between them.
+    init(_ capture: BTSnoop?) {
         var pdus: [PDU] = []
         var disconnects: [String: Int] = [:]
         var disconnectsBefore: [[String: Int]] = []
-        var link: (controller: String, isReceived: Bool)?
-        var current: PDU?
-        func finish() {
-            if let pdu = current {
-                pdus.append(pdu)
-                disconnectsBefore.append(disconnects)
+        for packet in capture?.packets ?? [] {
+            let controller = "hci\(packet.index)"
+            let bytes = packet.bytes
+            if packet.opcode == BTSnoop.eventPacket, bytes.first == 0x05 {
+                disconnects[controller, default: 0] += 1
+                continue
             }
-            current = nil
+            // ACL: handle and flags (2), data length (2), then L2CAP: length (2), channel (2), payload. A packet
+            // whose boundary flag says "continuing fragment" (0b01) holds no L2CAP header.
+            guard packet.opcode == BTSnoop.aclSent || packet.opcode == BTSnoop.aclReceived, bytes.count >= 9,
+                (bytes[1] >> 4) & 0x3 != 0x1, Int(bytes[6]) | Int(bytes[7]) << 8 == 4
+            else { continue }
+            let att = Array(bytes[8...])
+            pdus.append(Self.pdu(att, controller: controller, isReceived: packet.opcode == BTSnoop.aclReceived))
+            disconnectsBefore.append(disconnects)
         }
-        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
-            if let header = Self.header(line) {
-                finish()
-                link = nil
-                // "> ACL Data RX" up to 5.8x; 5.87 says "> LE-ACL:" (or "BR-ACL:").
-                if header.contains("ACL Data") || header.contains("ACL: "), let controller = Self.controller(in: header)
-                {
-                    link = (controller, header.hasPrefix(">"))
-                } else if header.contains("Disconnect Complete"), let controller = Self.controller(in: header) {
-                    disconnects[controller, default: 0] += 1
-                }
-            } else if trimmed.hasPrefix("ATT: "), let link, let opcode = Self.lastHexCode(in: trimmed, before: " len") {
-                finish()
-                current = PDU(controller: link.controller, isReceived: link.isReceived, opcode: opcode)
-            } else if current != nil {
-                if trimmed.hasPrefix("Handle: "), current?.handle == nil {
-                    current?.handle = Self.hexNumber(after: "Handle: ", in: trimmed)
-                } else if trimmed.hasPrefix("Offset: ") {
-                    current?.offset = Self.hexNumber(after: "Offset: ", in: trimmed)
-                } else if trimmed.hasPrefix("Error: ") {
-                    current?.errorCode = Self.lastHexCode(in: trimmed, before: nil)
-                } else if current?.opcode == Self.errorResponse, current?.refusedOpcode == nil,
-                    trimmed.hasSuffix(")"), let code = Self.lastHexCode(in: trimmed, before: nil)
-                {
-                    current?.refusedOpcode = code
-                }
-            }
-        }
-        finish()
         disconnectsBefore.append(disconnects)
         self.pdus = pdus
         self.disconnectsBefore = disconnectsBefore
+    }
+
+    /// The capture at `path` (a run's btmon.snoop); no PDU when it cannot be read.
+    init(capture path: String) {
+        let bytes = FileManager.default.contents(atPath: path).map { [UInt8]($0) } ?? []
+        self.init(try? BTSnoop(bytes))
+    }
+
+    /// One ATT PDU's fields, by its opcode's layout (Core Spec Vol 3, Part F, 3.4).
+    private static func pdu(_ att: [UInt8], controller: String, isReceived: Bool) -> PDU {
+        func uint16(_ offset: Int) -> Int? {
+            att.count >= offset + 2 ? Int(att[offset]) | Int(att[offset + 1]) << 8 : nil
+        }
+        var pdu = PDU(controller: controller, isReceived: isReceived, opcode: att[0])
+        switch att[0] {
+        case errorResponse:
+            pdu.refusedOpcode = att.count > 1 ? att[1] : nil
+            pdu.handle = uint16(2)
+            pdu.errorCode = att.count > 4 ? att[4] : nil
+        case 0x0A, 0x12, 0x52, 0x1B, 0x1D:  // Read, Write, Write Command, Notification, Indication
+            pdu.handle = uint16(1)
+        case 0x0C, 0x16, 0x17:  // Read Blob, Prepare Write Request and Response
+            pdu.handle = uint16(1)
+            pdu.offset = uint16(3)
+        default:
+            break
+        }
+        return pdu
     }
 
     /// Requests `controller` received, and answers it sent: for a server, equal when every request was answered.
@@ -131,38 +143,5 @@ struct BtmonTrace {
     /// Requests `controller` received with `opcode` for `handle`.
     func received(_ opcode: UInt8, handle: Int, on controller: String) -> [PDU] {
         pdus.filter { $0.controller == controller && $0.isReceived && $0.opcode == opcode && $0.handle == handle }
-    }
-
-    /// A packet's first line from its direction mark on (`<`, `>`, `@`, `=`), or nil for a detail line. btmon 5.87
-    /// puts the process that sent the packet before the mark when it knows it: `gatttool[248]: < LE-ACL: ...`.
-    private static func header(_ line: Substring) -> Substring? {
-        if let first = line.first, "<>@=".contains(first) { return line }
-        guard let first = line.first, !first.isWhitespace, let close = line.range(of: "]: "),
-            line[..<close.lowerBound].contains("["), let mark = line[close.upperBound...].first, "<>@=".contains(mark)
-        else { return nil }
-        return line[close.upperBound...]
-    }
-
-    private static func controller(in line: Substring) -> String? {
-        guard let open = line.range(of: "[hci"), let close = line[open.upperBound...].firstIndex(of: "]") else {
-            return nil
-        }
-        return "hci" + line[open.upperBound..<close]
-    }
-
-    /// The last `(0xNN)` in `text` (before `marker` when given).
-    private static func lastHexCode(in text: String, before marker: String?) -> UInt8? {
-        var scope = Substring(text)
-        if let marker, let end = text.range(of: marker) { scope = text[..<end.lowerBound] }
-        guard let open = scope.range(of: "(0x", options: .backwards),
-            let close = scope[open.upperBound...].firstIndex(of: ")")
-        else { return nil }
-        return UInt8(scope[open.upperBound..<close], radix: 16)
-    }
-
-    private static func hexNumber(after prefix: String, in text: String) -> Int? {
-        let rest = text.dropFirst(prefix.count).prefix { !$0.isWhitespace }
-        guard rest.hasPrefix("0x") else { return nil }
-        return Int(rest.dropFirst(2), radix: 16)
     }
 }

@@ -67,7 +67,7 @@ step discover
 gt characteristics --characteristics
 [ "$(cat "$R/gt-characteristics.rc")" = 0 ] || fail "gatttool --characteristics failed: $(cat "$R/gt-characteristics.err")"
 for pair in write-only:8d3a2002 read-only:8d3a2003 long:8d3a2004 big:8d3a2005 limited:8d3a2006 ruled:8d3a2007 \
-    secret:8d3a2008 guarded:8d3a2009 left:8d3a200a right:8d3a200b stream:8d3a200c; do
+    secret:8d3a2008 guarded:8d3a2009 left:8d3a200a right:8d3a200b stream:8d3a200c both:8d3a200d; do
     h=$(handle "${pair#*:}")
     [ -n "$h" ] || fail "no handle for ${pair%%:*} in gatttool --characteristics"
     echo "${pair%%:*} $h" >> "$R/handles.txt"
@@ -138,6 +138,9 @@ step stream
 # over max-length 4, which only blemu's log can tell. The read at the end is answered only once the writes before
 # it are processed.
 session stream
+# A central asking for notifications and indications at once (CCCD 0x0003), then each alone, then neither.
+cccd=$(printf '0x%04x' $(($(H both) + 1)))
+raw cccd "write:$cccd:0300" "write:$cccd:0100" "write:$cccd:0200" "write:$cccd:0000"
 
 step pairing
 # gatttool at the default security: bluetoothd's bt_att answers Insufficient Encryption by raising the link's security
