@@ -8,7 +8,7 @@ import Peripheral
 /// | `{"command":"get","id":"battery-level"}` | `id`, `hex`, `fields` (decoded by the layout) |
 /// | `{"command":"set","id":"battery-level","hex":"50"}` or `"fields":{"percent":80}` | `id`, `hex` |
 /// | `{"command":"notify","id":"battery-level"}` (`"count":N` sends it N times, 1...100000; `"central":ID` to one) | `id`, `hex` |
-/// | `{"command":"centrals"}` | `centrals`: `[{id, maximumUpdateValueLength, subscriptions}]` |
+/// | `{"command":"centrals"}` | `centrals`: `[{id, maximumUpdateValueLength, subscriptions}]`; `disconnects`: `[{central, reason?, message?}]`, the latest 16, oldest first |
 /// | `{"command":"fault","operation":"read","id":"x","nth":2,"error":"unlikely-error"}` (or `"delayMs":500`) | |
 /// | `{"command":"fault","operation":"read","nth":1,"effect":"disconnect"}` (or `stop-advertising`), after answering | |
 /// | `{"command":"advertising","action":"start"}` (or `stop`) | |
@@ -71,7 +71,15 @@ struct ControlCommands: Sendable {
                     "subscriptions": .array($0.subscriptions.map(JSONValue.string)),
                 ])
             }
-            return ["centrals": .array(centrals)]
+            let disconnects = await emulator.disconnects.map { disconnect in
+                var members: [String: JSONValue] = ["central": .string(disconnect.central)]
+                if let reason = disconnect.reason {
+                    members["reason"] = .string(reason.code)
+                    members["message"] = .string(reason.message)
+                }
+                return JSONValue.object(members)
+            }
+            return ["centrals": .array(centrals), "disconnects": .array(disconnects)]
         case "fault":
             try await emulator.inject(try fault(from: request))
             return [:]

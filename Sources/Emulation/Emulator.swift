@@ -55,6 +55,9 @@ public actor Emulator {
     private var lastState: PeripheralManagerState?
     /// The latest pairing steps, oldest first (`ctl pairing`).
     private(set) var pairings: [PairingEvent] = []
+    /// The latest centrals that disconnected, newest last, with the stack's reason where it gave one: what the
+    /// control socket's `centrals` answers beside who is connected.
+    private(set) var disconnects: [(central: String, reason: DisconnectReason?)] = []
 
     /// An emulator for `profile`, serving values from `server`'s store. `clock` drives the schedules and fault
     /// delays (tests pass a manual one); `requestDeadline` must be the manager's, so delays stay under it.
@@ -284,6 +287,7 @@ public actor Emulator {
         case .centralConnected(let central):
             log?.record(.connected(central: central.id))
         case .centralDisconnected(let central, let reason):
+            disconnects = Array((disconnects + [(central.id, reason)]).suffix(Self.keptPairings))
             log?.record(.disconnected(central: central.id, reason: reason))
         case .subscribed(let central, let characteristic):
             // Logged after the schedules know, so an observer that reacts to the line finds them running.
@@ -321,7 +325,7 @@ public actor Emulator {
         }
     }
 
-    /// How many pairing steps `pairings` keeps, newest last.
+    /// How many pairing steps `pairings` keeps, and disconnects `disconnects`, newest last.
     static let keptPairings = 16
 
     private func subscribersChanged(_ characteristic: Characteristic) async {

@@ -56,7 +56,9 @@ struct BlemuRunOnFakeBluetoothdTests {
         let (bus, fake, directory) = try await rig()
         let (run, control, events) = try await steerableHeartRate(on: bus, in: directory)
 
-        // Reads and writes through bluetoothd: a constant, an accepted and a refused control point write.
+        // Reads and writes through bluetoothd: a constant, an accepted and a refused control point write. The fake
+        // plays 5.83+, which says why a link went down.
+        await fake.saysWhyLinksGoDown()
         let central = try await fake.connect(address: "11:22:33:44:55:01")
         #expect(await fake.read("2a38", by: central) == .success([0x01]))
         #expect(await fake.write("2a39", [0x01], by: central) == nil)
@@ -85,6 +87,16 @@ struct BlemuRunOnFakeBluetoothdTests {
         #expect(await fake.read("2a38", by: central) == .success([0x01]))
         #expect(await eventually { await !fake.isConnected(central) })
         #expect(await fake.disconnectCalls[central.path] == 1)
+        // `centrals` keeps who left, with bluetoothd's reason: blemu asked, so the local host ended the link.
+        var disconnects: [[String: Any]] = []
+        #expect(
+            await eventually {
+                disconnects =
+                    (try? await send(client, ["command": "centrals"]))?["disconnects"] as? [[String: Any]] ?? []
+                return !disconnects.isEmpty
+            })
+        #expect(disconnects.first?["central"] as? String == central.path.rawValue)
+        #expect(disconnects.first?["reason"] as? String == "Local", "\(disconnects)")
 
         let counters = try await send(client, ["command": "counters"])["counters"] as? [String: Any]
         #expect(
@@ -114,6 +126,7 @@ struct BlemuRunOnFakeBluetoothdTests {
         #expect(of("subscribed").contains { $0["characteristic"] as? String == "heart-rate-measurement" })
         #expect(of("fault").map { $0["fault"] as? String ?? "" } == ["reject 0x81 Application Error", "disconnect"])
         #expect(of("state").first?["state"] as? String == "poweredOn")
+        #expect(of("disconnected").first?["message"] as? String == "Connection terminated by local host")
         try? FileManager.default.removeItem(atPath: directory)
     }
 
@@ -156,7 +169,7 @@ struct BlemuRunOnFakeBluetoothdTests {
             ], outputIn: directory + "/python")
         let status = await python.exitStatus()
         #expect(status == 0, "\(python.stderr)")
-        #expect(python.stderr.contains("Ran 7 tests") && python.stderr.contains("\nOK\n"), "\(python.stderr)")
+        #expect(python.stderr.contains("Ran 8 tests") && python.stderr.contains("\nOK\n"), "\(python.stderr)")
         #expect(!python.stderr.contains("skipped"), "\(python.stderr)")
         run.signal(SIGTERM)
         #expect(await run.exitStatus() == 0)

@@ -191,6 +191,11 @@ class Peripheral:
         """The connected centrals and their subscriptions."""
         return list(self.request({"command": "centrals"})["centrals"])
 
+    def disconnects(self) -> List[Dict[str, Any]]:
+        """The latest centrals that disconnected, oldest first: `central`, and `reason` (Remote, Local, Timeout,
+        Authentication, Suspend, Unknown) and `message` where bluetoothd said why (5.83 and later)."""
+        return list(self.request({"command": "centrals"}).get("disconnects", []))
+
     def pairing(self) -> List[Dict[str, Any]]:
         """The latest pairing steps, oldest first: `central`, `method` ("display-passkey": type `passkey` on the
         central), `passkey` (six digits), `accepted`."""
