@@ -22,14 +22,25 @@ public enum BluetoothdVersion {
                 let pid = try? await connection.processID(of: owner)
             {
                 // /proc/PID/exe is readable by bluetoothd's user and root only; anyone may read the command line,
-                // whose first word is the program that runs (the lab's builds name their path there).
+                // whose first word is the program that runs. When that is known, only it answers: another
+                // bluetoothd's version (the system's, beside a build the user cannot run) would be a wrong one.
                 let program = (try? LocalFile.bytes(atPath: "/proc/\(pid)/cmdline"))
                     .map { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                if let program, program.hasPrefix("/") { candidates.insert(program, at: 0) }
-                candidates.insert("/proc/\(pid)/exe", at: 0)
+                let named: [String] = if let program, program.hasPrefix("/") { [program] } else { candidates }
+                candidates = ["/proc/\(pid)/exe"] + named
             }
         }
-        return candidates.lazy.compactMap(firstLine(of:)).first
+        return candidates.lazy.filter(isBluetoothd).compactMap(firstLine(of:)).first
+    }
+
+    /// Whether `path` (through a link such as /proc/PID/exe) is a program named bluetoothd: the owner of org.bluez
+    /// is run with `--version`, and whatever else holds the name (a test's stand-in, another program) is not run.
+    static func isBluetoothd(_ path: String) -> Bool {
+        var target = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink(path, &target, Int(PATH_MAX))
+        let resolved =
+            count > 0 ? String(decoding: target[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) : path
+        return resolved.split(separator: "/").last == "bluetoothd"
     }
 
     /// The first line `PATH --version` prints on stdout, when it exits 0; nil otherwise.

@@ -31,4 +31,17 @@ struct BluetoothdVersionTests {
         defer { try? FileManager.default.removeItem(at: other) }
         #expect(BluetoothdVersion.firstLine(of: silent) == nil)
     }
+
+    /// Only a program named bluetoothd is run for its version: the bus owner can be anything (a test's stand-in).
+    @Test func onlyAProgramNamedBluetoothdIsAsked() throws {
+        let (path, directory) = try Self.script("echo 9.99")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        #expect(BluetoothdVersion.isBluetoothd(path))
+        let other = directory.appendingPathComponent("stand-in").path
+        let link = directory.appendingPathComponent("exe").path
+        try FileManager.default.createSymbolicLink(atPath: other, withDestinationPath: "/bin/true")
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: path)
+        #expect(!BluetoothdVersion.isBluetoothd(other))
+        #expect(BluetoothdVersion.isBluetoothd(link), "a link to bluetoothd, as /proc/PID/exe is")
+    }
 }

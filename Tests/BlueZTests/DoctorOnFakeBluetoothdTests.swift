@@ -37,9 +37,12 @@ struct DoctorOnFakeBluetoothdTests {
         let bus = try PrivateBus()
         let fake = try await FakeBluetoothd(busAddress: bus.address)
         let (status, verdict, checks) = try await doctor(on: bus, [])
-        // The host's own kernel may be a bad pair with the fake's unknown version: only that may warn.
+        // The fake is no program named bluetoothd, so its version is unknown (never asked of the test process):
+        // the known-crash check is skipped, and the host's own kernel may be a bad pair with an unknown version.
         #expect(status == 0 && verdict != "fail", "\(checks)")
-        for (id, check) in checks where id != "kernel-bluez-pair" {
+        #expect((checks["bluetoothd"]?["detail"] as? String)?.hasPrefix("bluetoothd (version unknown) owns") == true)
+        #expect(checks["bluetoothd-known-crash"]?["status"] as? String == "skip")
+        for (id, check) in checks where !["kernel-bluez-pair", "bluetoothd-known-crash"].contains(id) {
             #expect(check["status"] as? String == "ok", "\(id): \(check)")
         }
         #expect(
@@ -73,5 +76,25 @@ struct DoctorOnFakeBluetoothdTests {
         #expect(status == 69 && checks["bluetoothd"]?["status"] as? String == "fail")
         #expect((checks["bluetoothd"]?["fix"] as? String)?.hasPrefix("sudo systemctl start bluetooth") == true)
         #expect(checks["adapter"]?["status"] as? String == "skip")
+    }
+
+    /// `blemu run`'s one-line error for a refused advertisement names the cause the doctor would: here every
+    /// instance is taken (the fake holds none free, as 5.66 answers once `max_ads` are registered).
+    @Test func blemuRunSaysWhyItsAdvertisementWasRefused() async throws {
+        let bus = try PrivateBus()
+        let fake = try await FakeBluetoothd(busAddress: bus.address, maximumAdvertisements: 0)
+        let directory = "/tmp/blemu-doctor-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let run = try ChildProcess(
+            ChildProcess.blemu, ["run", ChildProcess.repositoryRoot + "/profiles/battery.yaml", "--bus", bus.address],
+            outputIn: directory)
+        #expect(await run.exitStatus() == 69)
+        let line = run.stderr.split(separator: "\n").first { $0.contains("RegisterAdvertisement") } ?? ""
+        #expect(
+            line.hasSuffix(
+                "Maximum advertisements reached; every advertising instance of hci0 is taken by another program: "
+                    + "stop the other advertisers (another blemu run, bluetoothctl's advertise on)"), "\(run.stderr)")
+        await fake.stop()
     }
 }

@@ -99,7 +99,10 @@ struct DoctorScenarioTests {
         // Debian's policy lets every user send to org.bluez; one that lets only root and a group refuses them.
         let allowed = try await report("not-root", on: system)
         #expect(allowed.status("bus-policy") == "ok" && allowed.detail("bus-policy").contains("every user"))
-        #expect(allowed.detail("bluetoothd").contains("bluetoothd \(system.bluez.version) owns"), "read as nobody")
+        // nobody runs the system's bluetoothd for its version, but cannot run a build under /root/.cache: then the
+        // version is unknown, never another bluetoothd's.
+        let version = system.bluez.toolDirectory == nil ? system.bluez.version : "(version unknown)"
+        #expect(allowed.detail("bluetoothd").hasPrefix("bluetoothd \(version) owns"), "\(allowed.detail("bluetoothd"))")
         let refused = try await report("not-root-refused", on: system)
         #expect(refused.exitCode == 69 && refused.status("bus-policy") == "fail", "\(refused.checks)")
         #expect(refused.detail("bus-policy").contains("org.freedesktop.DBus.Error.AccessDenied"))
