@@ -43,10 +43,7 @@ public struct BlueZInstall: Sendable, Equatable, CustomStringConvertible {
     /// Where `scripts/build-bluez` installs builds: `$BLEMU_CACHE/bluez`, else `$XDG_CACHE_HOME/blemu/bluez`, else
     /// `~/.cache/blemu/bluez` (the script uses the same rule).
     public static func cacheRoot(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        if let cache = environment["BLEMU_CACHE"], cache.hasPrefix("/") { return cache + "/bluez" }
-        if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") { return xdg + "/blemu/bluez" }
-        if let home = environment["HOME"], home.hasPrefix("/") { return home + "/.cache/blemu/bluez" }
-        return "/var/tmp/blemu-cache/bluez"
+        LabCache.root(environment: environment) + "/bluez"
     }
 
     /// The system's BlueZ (Debian: /usr/libexec/bluetooth/bluetoothd), or nil when bluez is not installed.
@@ -74,10 +71,7 @@ public struct BlueZInstall: Sendable, Equatable, CustomStringConvertible {
     public static func available(cacheRoot: String = cacheRoot()) -> [BlueZInstall] {
         var found: [BlueZInstall] = []
         if let system = system() { found.append(system) }
-        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: cacheRoot)) ?? [])
-            .filter { FileManager.default.fileExists(atPath: "\(cacheRoot)/\($0)/.complete") }
-            .sorted { $0.compare($1, options: .numeric) == .orderedAscending }
-        for name in versions {
+        for name in LabCache.finishedEntries(in: cacheRoot) {
             if let build = directory("\(cacheRoot)/\(name)/bin"),
                 !found.contains(where: { $0.version == build.version })
             {

@@ -46,7 +46,7 @@ public struct LabKernel: Sendable, Equatable, CustomStringConvertible {
     /// Where `scripts/fetch-kernel` unpacks kernels: `$BLEMU_CACHE/kernel`, else `$XDG_CACHE_HOME/blemu/kernel`,
     /// else `~/.cache/blemu/kernel` (the script uses the same rule).
     public static func cacheRoot(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        String(BlueZInstall.cacheRoot(environment: environment).dropLast("bluez".count)) + "kernel"
+        LabCache.root(environment: environment) + "/kernel"
     }
 
     /// The newest installed kernel whose modules are there (`root` prefixes the paths, for tests); nil when none.
@@ -80,10 +80,7 @@ public struct LabKernel: Sendable, Equatable, CustomStringConvertible {
     public static func available(cacheRoot: String = cacheRoot()) -> [LabKernel] {
         var found: [LabKernel] = []
         if let system = system() { found.append(system) }
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: cacheRoot)) ?? [])
-            .filter { FileManager.default.fileExists(atPath: "\(cacheRoot)/\($0)/.complete") }
-            .sorted { $0.compare($1, options: .numeric) == .orderedAscending }
-        for name in names {
+        for name in LabCache.finishedEntries(in: cacheRoot) {
             if let kernel = directory("\(cacheRoot)/\(name)"), !found.contains(where: { $0.release == kernel.release })
             {
                 found.append(kernel)
