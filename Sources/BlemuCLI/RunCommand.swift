@@ -49,8 +49,11 @@ struct RunCommand: ParsableCommand {
     @Flag(name: .shortAndLong, help: "Log every request and its answer on one line each (at least --log-level debug).")
     var verbose = false
 
-    @Option(help: "Seconds a request may wait for its answer before the engine answers an error (under 30).")
-    var requestDeadline = 10.0
+    @Option(
+        help:
+            "Seconds a request may wait for its answer before the engine answers an error (under 5: bluetoothd answers itself after 5)."
+    )
+    var requestDeadline = 4.5
 
     @Option(help: "A Unix socket path for `blemu ctl` (JSON lines).")
     var control: String?

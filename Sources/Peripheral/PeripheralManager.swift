@@ -9,17 +9,20 @@ import Logging
 public actor PeripheralManager {
     /// Limits and timings.
     public struct Configuration: Sendable {
-        /// How long a handler has to answer before the engine answers `deadlineError`: well under ATT's 30 s
-        /// transaction timeout (Core Spec Vol 3, Part F, 3.3.3), after which the central drops the link.
+        /// How long a handler has to answer before the engine answers `deadlineError`: under the stack's own
+        /// timeout, so the central gets the engine's answer (BlueZ answers an application's read or write itself
+        /// after 5 s, and crashes when the link went down meanwhile: docs/bluez.md, "Requests answered late"), and
+        /// well under ATT's 30 s transaction timeout (Core Spec Vol 3, Part F, 3.3.3).
         public var requestDeadline: Duration
         /// What the engine answers when the deadline passes.
         public var deadlineError: ATTError
         /// How many updates may wait per central before `updateValue` returns false.
         public var queueCapacity: Int
 
-        /// A configuration; the defaults leave a handler 10 s and queue 16 updates per central.
+        /// A configuration; the defaults leave a handler 4.5 s and queue 16 updates per central.
         public init(
-            requestDeadline: Duration = .seconds(10), deadlineError: ATTError = .unlikelyError, queueCapacity: Int = 16
+            requestDeadline: Duration = .milliseconds(4500), deadlineError: ATTError = .unlikelyError,
+            queueCapacity: Int = 16
         ) {
             self.requestDeadline = requestDeadline
             self.deadlineError = deadlineError

@@ -19,7 +19,7 @@ public struct RunOptions: Hashable, Sendable {
     /// One log line per request and its answer (at least `debug`).
     public var verbose = false
     /// Seconds a request may wait for its answer before the engine answers an error.
-    public var requestDeadline = 10.0
+    public var requestDeadline = 4.5
     /// The control socket's path, if any.
     public var control: String?
     /// Where every event goes as a JSON line: a file, or `-` for stdout.
@@ -38,9 +38,11 @@ public struct RunOptions: Hashable, Sendable {
 
     /// Why the options cannot run, in the words `--help` uses; nil when they can.
     public var problem: String? {
-        // ATT gives a request 30 s (Core 5.4 Vol 3 Part F 3.3.3); bluetoothd then drops the link.
-        guard requestDeadline > 0, requestDeadline < 30 else {
-            return "--request-deadline must be between 0 and 30 seconds (ATT times out at 30)"
+        // bluetoothd answers an application's read or write itself after 5 s (src/shared/gatt-db.c
+        // ATTRIBUTE_TIMEOUT, 5.66 to 5.87): a later answer never reaches the central, and a link that went down
+        // meanwhile crashes bluetoothd (docs/bluez.md, "Requests answered late").
+        guard requestDeadline > 0, requestDeadline < 5 else {
+            return "--request-deadline must be above 0 and under 5 seconds: bluetoothd answers a request itself after 5"
         }
         return nil
     }
