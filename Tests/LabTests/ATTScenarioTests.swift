@@ -285,7 +285,7 @@ struct ATTScenarioTests {
 
     /// Every step of Fixtures/lab-att.sh ran, once each and in the script's order (a step skipped or repeated would
     /// leave later tests asserting on files of another moment); the timings go to the test log.
-    @Test(arguments: LabScenario.smokeSystems) func everyStepOfTheScriptRanOnceInOrder(system: LabSystem) async throws {
+    @Test(arguments: LabScenario.systems) func everyStepOfTheScriptRanOnceInOrder(system: LabSystem) async throws {
         let run = try await ATTScenario.shared.run(on: system)
         let script = try String(contentsOfFile: LabScenario.fixtures + "/lab-att.sh", encoding: .utf8)
         let planned = script.split(separator: "\n").filter { $0.hasPrefix("step ") }.map { String($0.dropFirst(5)) }

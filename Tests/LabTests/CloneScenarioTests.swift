@@ -74,7 +74,7 @@ struct CloneScenarioTests {
         }
     }
 
-    @Test(arguments: LabScenario.smokeSystems) func aRecordedStreamPlaysAgainInOrderFromTheClone(
+    @Test(arguments: LabScenario.systems) func aRecordedStreamPlaysAgainInOrderFromTheClone(
         system: LabSystem
     ) async throws {
         let run = try await CloneScenario.shared.run(on: system)

@@ -33,7 +33,7 @@ struct DoctorScenarioTests {
         return Report(exitCode: rc, verdict: object["verdict"] as? String, checks: checks)
     }
 
-    @Test(arguments: LabScenario.smokeSystems) func aHealthyAdapterPassesEveryCheckAndTheTrial(
+    @Test(arguments: LabScenario.systems) func aHealthyAdapterPassesEveryCheckAndTheTrial(
         system: LabSystem
     ) async throws {
         let healthy = try await report("healthy", on: system)

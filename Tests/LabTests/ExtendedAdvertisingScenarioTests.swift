@@ -33,7 +33,7 @@ struct ExtendedAdvertisingScenarioTests {
         return parts.count >= 2 && (parts[0], parts[1]) >= (5, 69)
     }
 
-    @Test(arguments: LabScenario.smokeSystems) func aCentralReceivesTheExtendedAdvertisementWholeAsBlemuAdvPredicts(
+    @Test(arguments: LabScenario.systems) func aCentralReceivesTheExtendedAdvertisementWholeAsBlemuAdvPredicts(
         system: LabSystem
     ) async throws {
         guard Self.sendsExtendedData(system) else { return }
@@ -52,7 +52,7 @@ struct ExtendedAdvertisingScenarioTests {
         #expect(read(run, "blemu-run-rc").trimmingCharacters(in: .whitespacesAndNewlines) == "0")
     }
 
-    @Test(arguments: LabScenario.smokeSystems) func bluetoothdBefore569RefusesItAndBlemuSaysWhatToDoInOneLine(
+    @Test(arguments: LabScenario.systems) func bluetoothdBefore569RefusesItAndBlemuSaysWhatToDoInOneLine(
         system: LabSystem
     ) async throws {
         guard !Self.sendsExtendedData(system) else { return }

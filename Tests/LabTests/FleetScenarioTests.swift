@@ -12,7 +12,7 @@ import Testing
         "needs the venv with bleak (scripts/setup --lab)"),
     .timeLimit(.minutes(30)))
 struct FleetScenarioTests {
-    @Test(arguments: LabScenario.smokeSystems) func aGatewayHoldsEveryStrapOfTheFleetAndHearsEachStream(
+    @Test(arguments: LabScenario.systems) func aGatewayHoldsEveryStrapOfTheFleetAndHearsEachStream(
         system: LabSystem
     ) async throws {
         let run = try await FleetScenario.shared.run(on: system)

@@ -59,7 +59,7 @@ struct HeartRateScenarioTests {
             sourceLocation: sourceLocation)
     }
 
-    @Test(arguments: LabScenario.smokeSystems) func theReadmesCentralSideTestSuitePassesAgainstTheProfile(
+    @Test(arguments: LabScenario.systems) func theReadmesCentralSideTestSuitePassesAgainstTheProfile(
         system: LabSystem
     ) async throws {
         let run = try await HeartRateScenario.shared.run(on: system)
@@ -70,7 +70,7 @@ struct HeartRateScenarioTests {
     /// exchange, bluetoothd never signalled `Connected` and bleak failed every test with "failed to discover
     /// services, device disconnected"; before the lab chose bleak's default adapter, half the runs scanned from
     /// the strap's own controller and found nothing.
-    @Test(arguments: LabScenario.smokeSystems) func anUnmodifiedBleakSuiteConnectsReadsWritesAndGetsNotifications(
+    @Test(arguments: LabScenario.systems) func anUnmodifiedBleakSuiteConnectsReadsWritesAndGetsNotifications(
         system: LabSystem
     ) async throws {
         let run = try await HeartRateScenario.shared.run(on: system)

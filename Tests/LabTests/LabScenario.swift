@@ -49,9 +49,11 @@ actor LabScenario {
         return try await task.value
     }
 
-    /// Every system the lab can boot here: the named ones (docs/lab.md, "Kernels and systems"), else the system's own
-    /// kernel with each installed BlueZ. `BLEMU_LAB_SYSTEMS=debian-12,current` (comma-separated) narrows the list.
-    static let allSystems: [LabSystem] = {
+    /// Every system the lab can boot here, each scenario's tests run once per system: the named ones (docs/lab.md,
+    /// "Kernels and systems"), else the system's kernel with each installed BlueZ. `BLEMU_LAB_SYSTEMS=debian-12,current`
+    /// (comma-separated) narrows the list. A suite boots once per system and its tests read that run's files, so a
+    /// system costs one boot per suite whatever it asserts: smoke tests on some systems would save no time.
+    static let systems: [LabSystem] = {
         var found = LabSystem.available()
         if found.isEmpty, let kernel = LabKernel.system() {
             found = BlueZInstall.available().map { LabSystem(kernel: kernel, bluez: $0) }
@@ -61,15 +63,6 @@ actor LabScenario {
         }
         return found.filter { wanted.contains(Substring($0.name)) }
     }()
-
-    /// The systems every scenario's whole suite runs on: the oldest and the newest, where users' machines differ
-    /// most. The others get each suite's smoke test (`smokeSystems`): a VM boot per suite and system is the cost,
-    /// and CI has 90 minutes.
-    static let systems: [LabSystem] =
-        allSystems.count <= 2 ? allSystems : [allSystems[0], allSystems[allSystems.count - 1]]
-
-    /// Every system: what each suite's smoke test runs on.
-    static let smokeSystems: [LabSystem] = allSystems
 
     /// The checkout's root, found from this file.
     static let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

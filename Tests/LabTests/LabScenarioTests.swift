@@ -69,7 +69,7 @@ struct LabScenarioTests {
         }
     }
 
-    @Test(arguments: LabScenario.smokeSystems) func everyLogLandsInTheResultsDirectory(system: LabSystem) async throws {
+    @Test(arguments: LabScenario.systems) func everyLogLandsInTheResultsDirectory(system: LabSystem) async throws {
         let run = try await LabScenario.shared.run(on: system)
         for name in ["console.log", "lab.log", "bluetoothd.log", "btmon.txt", "command.log", "blemu-hci0.log", "steps"]
         {

@@ -15,7 +15,7 @@ struct LifecycleScenarioTests {
             of: LifecycleScenario.shared, on: system, showing: ["blemu-run.log", "events.jsonl"])
     }
 
-    @Test(arguments: LabScenario.smokeSystems) func theCentralFindsAndReadsTheMarkerBeforeAndAfterEachDisruption(
+    @Test(arguments: LabScenario.systems) func theCentralFindsAndReadsTheMarkerBeforeAndAfterEachDisruption(
         system: LabSystem
     ) async throws {
         let run = try await finishedRun(system)

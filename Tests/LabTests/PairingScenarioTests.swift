@@ -52,7 +52,7 @@ struct PairingScenarioTests {
         #expect(typed?["passkey"] as? String == PairingScenario.passkey)
     }
 
-    @Test(arguments: LabScenario.smokeSystems) func theProfilesPasskeyPairsWithAuthentication(
+    @Test(arguments: LabScenario.systems) func theProfilesPasskeyPairsWithAuthentication(
         system: LabSystem
     ) async throws {
         let run = try await finishedRun(system)

@@ -16,7 +16,7 @@ struct ThermostatScenarioTests {
             of: ThermostatScenario.shared, on: system, showing: ["blemu-run-1.log", "blemu-run-2.log", "probe.err"])
     }
 
-    @Test(arguments: LabScenario.smokeSystems) func temperatureNotificationsCarryExactlyTheValuesSetThroughCtlInOrder(
+    @Test(arguments: LabScenario.systems) func temperatureNotificationsCarryExactlyTheValuesSetThroughCtlInOrder(
         system: LabSystem
     ) async throws {
         let run = try await finishedRun(system)

@@ -20,6 +20,12 @@ if [ -x "$B" ]; then
 else
     echo "no blemu at $B" > "$R/probe.err"
 fi
+# The probe connected, so the central's bluetoothd knows the peripheral by the GAP name it read over GATT (the
+# stand-in sets none: the adapter's default, "BlueZ 5.82"), which an advertised name never replaces (adapter.c keeps
+# a known name). Forgotten, device and cache, so the python central scans as a first-time central does.
+dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$BLEMU_LAB_CENTRAL" org.bluez.Adapter1.RemoveDevice \
+    "objpath:/org/bluez/$BLEMU_LAB_CENTRAL/dev_$(echo "$BLEMU_LAB_PERIPHERAL_ADDRESS" | tr : _)" >/dev/null 2>&1
+rm -f "/var/lib/bluetooth/$BLEMU_LAB_CENTRAL_ADDRESS/cache/$BLEMU_LAB_PERIPHERAL_ADDRESS"
 /usr/bin/python3 "$here/discover_central.py" "$BLEMU_LAB_CENTRAL" "$BLEMU_LAB_PERIPHERAL_ADDRESS" > "$R/central.txt" 2>&1
 echo "central exited $?" >> "$R/central.txt"
 echo "scenario done, exiting $CODE"
