@@ -125,7 +125,7 @@ struct CloneScenarioTests {
         system: LabSystem
     ) async throws {
         let (run, output) = try await Self.refusedClone("missing", exitCode: 1, on: system)
-        #expect(output.contains("00:AA:01:00:00:99 not found within 3 s; the adapter saw "), "\(output)")
+        #expect(output.contains("00:AA:01:00:00:99 not found within 10 s; the adapter saw "), "\(output)")
         // The device served meanwhile (on hci0) is among what was seen.
         let served = read(run, "peripheral-address").trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(!served.isEmpty && output.contains(served), "\(output)")

@@ -79,12 +79,14 @@ step drop
     current=drop
     echo "$ADDR" > "$R/peripheral-address"
     serve "$DROP" "$R/drop.run.log"
+    # An address nobody has first, while LabDrop is what the adapter sees: the drop below leaves bluetoothd with a
+    # read pending on a link that is gone, which crashes it a little later (docs/bluez.md, "Requests answered late").
+    "$B" clone --adapter "$C" --timeout 10 -o "$R/missing.clone.yaml" 00:AA:01:00:00:99 > "$R/missing.clone.out" 2>&1
+    echo $? > "$R/missing.clone-rc"
+    forget "$C" "$ADDR"
     "$B" clone --adapter "$C" --timeout 20 -o "$R/drop.clone.yaml" --probe-json "$R/drop.original.json" "$ADDR" \
         > "$R/drop.clone.out" 2>&1
     echo $? > "$R/drop.clone-rc"
-    forget "$C" "$ADDR"
-    "$B" clone --adapter "$C" --timeout 3 -o "$R/missing.clone.yaml" 00:AA:01:00:00:99 > "$R/missing.clone.out" 2>&1
-    echo $? > "$R/missing.clone-rc"
     stop "$R/drop.run-rc"
 )
 step done
