@@ -9,7 +9,7 @@ import Testing
 /// real `blemu run` on hci0 (`ATTScenario`: one boot, one guest script, assertions on its files and btmon's trace).
 @Suite(
     .needsLab, .needsBlemuRun,
-    .timeLimit(.minutes(30)))
+    .labSuiteTimeLimit)
 struct ATTScenarioTests {
     /// gatttool's text for each code (5.66 attrib/att.c `att_ecode2str`; 0x80 is its ATT_ECODE_IO).
     static let gatttoolText: [UInt8: String] = [

@@ -9,7 +9,7 @@ import Testing
 /// Information).
 @Suite(
     .needsLab, .needsBlemuRun,
-    .timeLimit(.minutes(30)))
+    .labSuiteTimeLimit)
 struct CloneScenarioTests {
     /// What the comparison keeps of a report: the device as scanned and the services a profile declares.
     struct Seen: Equatable, CustomStringConvertible {

@@ -5,7 +5,7 @@ import Testing
 
 /// `blemu doctor` on real bluetoothd: a healthy adapter passes, and each way the guest is broken is named with its
 /// fix, by a stable id, with exit 69 for a failure.
-@Suite(.needsLab, .needsBlemuRun, .timeLimit(.minutes(30)))
+@Suite(.needsLab, .needsBlemuRun, .labSuiteTimeLimit)
 struct DoctorScenarioTests {
     /// One doctor run: its exit code and its checks by id.
     private struct Report {

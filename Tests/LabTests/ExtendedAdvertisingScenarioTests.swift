@@ -8,7 +8,7 @@ import Testing
 /// naming the fix (`ExtendedAdvertisingScenario`: one boot per version, dual-mode controllers).
 @Suite(
     .needsLab, .needsBlemuRun,
-    .timeLimit(.minutes(30)))
+    .labSuiteTimeLimit)
 struct ExtendedAdvertisingScenarioTests {
     /// What `blemu adv --json` predicts for the scenario's profile, as bytes.
     private func predicted() throws -> [UInt8] {

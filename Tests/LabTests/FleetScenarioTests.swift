@@ -10,7 +10,7 @@ import Testing
     .enabled(
         if: FileManager.default.isExecutableFile(atPath: HeartRateScenario.bleakPython),
         "needs the venv with bleak (scripts/setup --lab)"),
-    .timeLimit(.minutes(30)))
+    .labSuiteTimeLimit)
 struct FleetScenarioTests {
     @Test(arguments: LabScenario.systems) func aGatewayHoldsEveryStrapOfTheFleetAndHearsEachStream(
         system: LabSystem

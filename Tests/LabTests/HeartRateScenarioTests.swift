@@ -9,7 +9,7 @@ import Testing
 /// Enables itself once the built blemu has `run` (`blemu run --help` exits 0).
 @Suite(
     .needsLab, .needsBlemuRun,
-    .timeLimit(.minutes(30)))
+    .labSuiteTimeLimit)
 struct HeartRateScenarioTests {
     private func report(_ system: LabSystem) async throws -> ProbeReport {
         let run = try await HeartRateScenario.shared.run(on: system)

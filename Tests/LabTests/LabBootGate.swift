@@ -3,8 +3,8 @@ import Foundation
 /// Admits a bounded number of VM boots at a time. Every scenario boots its own VM (a fresh bluetoothd per story,
 /// so one story's failure cannot taint another), and Swift Testing starts every suite at once: on a 2-core runner
 /// more than two TCG guests at a time only make each one slower, until their bounded waits time out. A scenario
-/// suite's time limit (30 minutes) includes the time its cases wait here for other suites' boots: with every
-/// scenario on two BlueZ versions the queue alone reached 10 minutes on a busy host.
+/// suite's time limit (`labSuiteTimeLimit`, 60 minutes) includes the time its cases wait here for other suites' boots:
+/// with every scenario on three systems the queue alone passed 25 minutes.
 actor LabBootGate {
     /// The gate every scenario shares; `BLEMU_LAB_PARALLEL` sets its width (default 2).
     static let shared = LabBootGate(

@@ -147,3 +147,10 @@ extension Trait where Self == ConditionTrait {
         .enabled(if: HeartRateScenario.blemuCanRun, "needs `blemu run` (blemu run --help must succeed)")
     }
 }
+
+extension Trait where Self == TimeLimitTrait {
+    /// A scenario suite's bound, its wait at `LabBootGate` included: every suite boots once per system, two VMs at a
+    /// time, so on three systems the last suite's boot waits behind about thirty others of a minute or more each
+    /// (30 minutes was exceeded by the ATT suite, waiting, when debian-13 joined).
+    static var labSuiteTimeLimit: Self { .timeLimit(.minutes(60)) }
+}

@@ -8,7 +8,7 @@ import Testing
 /// peripheral on hci0, then `blemu probe` and a python central on hci1.
 @Suite(
     .needsLab,
-    .timeLimit(.minutes(30)))
+    .labSuiteTimeLimit)
 struct LabScenarioTests {
     private func read(_ run: LabRun, _ name: String) throws -> String {
         try String(contentsOfFile: run.file(name), encoding: .utf8)

@@ -7,7 +7,7 @@ import Testing
 /// with a python3-dbus central on hci1 reading after each (`LifecycleScenario`: one boot, assertions on its files).
 @Suite(
     .needsLab, .needsBlemuRun,
-    .timeLimit(.minutes(30)))
+    .labSuiteTimeLimit)
 struct LifecycleScenarioTests {
     /// The run, checked to have finished the script: a failed step names itself in the message.
     private func finishedRun(_ system: LabSystem) async throws -> LabRun {

@@ -8,7 +8,7 @@ import Testing
 /// reaches the central through the control socket.
 @Suite(
     .needsLab, .needsBlemuRun,
-    .timeLimit(.minutes(30)))
+    .labSuiteTimeLimit)
 struct PairingScenarioTests {
     private static let logs = [
         "secure-run.log", "display-run.log", "wrong-passkey.err", "right-passkey.err", "displayed-passkey.err",

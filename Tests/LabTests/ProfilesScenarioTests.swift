@@ -10,7 +10,7 @@ import Testing
 /// `blemu show --json` and `blemu adv --json`, plus what bluetoothd 5.66 adds (`bluetoothdServices`).
 @Suite(
     .needsLab, .needsBlemuRun,
-    .timeLimit(.minutes(30)))
+    .labSuiteTimeLimit)
 struct ProfilesScenarioTests {
     /// A service as a central sees it: UUID, then each characteristic's UUID, flags and descriptor UUIDs.
     struct SeenService: Equatable, CustomStringConvertible {

@@ -8,7 +8,7 @@ import Testing
 /// after `kill -9` (`ThermostatScenario`: one boot, one guest script, assertions on its files).
 @Suite(
     .needsLab, .needsBlemuRun,
-    .timeLimit(.minutes(30)))
+    .labSuiteTimeLimit)
 struct ThermostatScenarioTests {
     /// The run, checked to have finished the script: a failed step names itself in the message.
     private func finishedRun(_ system: LabSystem) async throws -> LabRun {
