@@ -35,7 +35,7 @@ struct HostDoctor {
     /// Every check, in the order a user would fix them.
     func run() async -> [HostFinding] {
         var findings: [HostFinding] = []
-        let kernel = Self.kernelRelease()
+        let kernel = KernelRelease.current()
         let connection: BusConnection
         do { connection = try BusConnection(bus, logger: logger) } catch {
             findings.append(
@@ -353,13 +353,6 @@ struct HostDoctor {
                 (steps + ["then \(answer)"]).joined(separator: ", ") + (pair.map { ": confirmed: \($0)" } ?? ""),
                 fix: pair == nil ? "see bluetoothd's journal (journalctl -u bluetooth) for what it logged" : nil)
         }
-    }
-
-    /// `uname -r`.
-    static func kernelRelease() -> String {
-        var name = utsname()
-        uname(&name)
-        return withUnsafeBytes(of: &name.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
     }
 
     /// The executable of the process owning org.bluez, when this user may read its link.

@@ -144,11 +144,8 @@ public struct DeviceRun: Sendable {
         guard case PeripheralError.backendFailed(let failure) = error,
             case .rejected(let operation, let refusal)? = failure.error as? BlueZError
         else { return "" }
-        var name = utsname()
-        uname(&name)
-        let kernel = withUnsafeBytes(of: &name.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         return RegistrationDiagnosis.explain(
-            operation: operation, errorName: refusal.name, kernel: kernel,
+            operation: operation, errorName: refusal.name, kernel: KernelRelease.current(),
             bluez: await BluetoothdVersion.of(bus: options.bus), adapter: options.adapter)
     }
 
