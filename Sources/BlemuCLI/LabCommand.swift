@@ -253,19 +253,10 @@ extension LabCommand {
             for install in versions { print("bluez   \(install)") }
             let kernels = LabKernel.available()
             for kernel in kernels { print("kernel  \(kernel)") }
-            let systems = LabSystem.available()
             for named in LabSystem.names {
-                if let system = systems.first(where: { $0.name == named.name }) {
-                    print("system  \(system): \(named.standsFor)")
-                } else {
-                    let missing = named.installCommands.filter { command in
-                        command.hasSuffix(" " + named.kernel)
-                            ? !kernels.contains { $0.series == named.kernel }
-                            : !versions.contains { $0.version == named.bluez }
-                    }
-                    print(
-                        "absent  system \(named.name) (kernel \(named.kernel), BlueZ \(named.bluez)): "
-                            + missing.joined(separator: " && "))
+                // The error names exactly the commands that install what is missing.
+                do { print("system  \(try LabSystem.resolve(named.name)): \(named.standsFor)") } catch {
+                    print("absent  \(error.description)")
                 }
             }
             if prerequisites.isSatisfied {

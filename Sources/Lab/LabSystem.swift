@@ -12,10 +12,6 @@ public struct LabSystem: Sendable, Equatable, CustomStringConvertible {
         public let bluez: String
         /// Whose machines run this pair, for `lab check` and docs/lab.md.
         public let standsFor: String
-        /// The commands that make the pair bootable here.
-        public var installCommands: [String] {
-            ["scripts/fetch-kernel \(kernel)", "scripts/build-bluez \(bluez)"]
-        }
     }
 
     /// The named systems, oldest first. Debian 12's is the lab's default and boots fastest.
