@@ -47,8 +47,7 @@ struct HostDoctor {
         defer { connection.close() }
         findings.append(HostFinding("bus", .ok, "connected to the \(bus) bus"))
 
-        let owner = try? await connection.nameOwner(BlueZName.service)
-        guard owner != nil else {
+        guard let owner = try? await connection.nameOwner(BlueZName.service) else {
             findings.append(
                 HostFinding(
                     "bluetoothd", .fail, "nobody owns org.bluez on the bus: bluetoothd is not running",
@@ -56,8 +55,10 @@ struct HostDoctor {
             return findings + skipped(after: "bluetoothd", kernel: kernel)
         }
         let version = await BluetoothdVersion.of(bus: bus)
-        let path = await Self.bluetoothdPath(connection)
-        let started = await Self.configurationFile(connection)
+        // One process id for both /proc reads (bluetoothd's path and the main.conf it was started with).
+        let pid = try? await connection.processID(of: owner)
+        let path = pid.flatMap(Self.bluetoothdPath)
+        let started = pid.flatMap(Self.configurationFile)
         let configuration = mainConf ?? started ?? Self.defaultMainConf
         findings.append(
             HostFinding(
@@ -255,11 +256,8 @@ struct HostDoctor {
 
     /// The file the running bluetoothd was started with (`-f FILE` or `--configfile=FILE` in /proc/PID/cmdline),
     /// when this user may read its command line and it named one.
-    static func configurationFile(_ connection: BusConnection) async -> String? {
-        guard let owner = try? await connection.nameOwner(BlueZName.service),
-            let pid = try? await connection.processID(of: owner),
-            let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline")
-        else { return nil }
+    static func configurationFile(pid: UInt32) -> String? {
+        guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return nil }
         let words = data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
         for (index, word) in words.enumerated() {
             if word == "-f" || word == "--configfile", index + 1 < words.count { return words[index + 1] }
@@ -356,11 +354,8 @@ struct HostDoctor {
     }
 
     /// The executable of the process owning org.bluez, when this user may read its link.
-    static func bluetoothdPath(_ connection: BusConnection) async -> String? {
-        guard let owner = try? await connection.nameOwner(BlueZName.service),
-            let pid = try? await connection.processID(of: owner)
-        else { return nil }
-        return try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")
+    static func bluetoothdPath(pid: UInt32) -> String? {
+        try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")
     }
 
     /// bluetoothd's object tree by path and interface.
