@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The soak's driver (Benchmarks/run-soak, issue 18), run inside the lab VM by `blemu lab run`.
+"""The soak's driver (Benchmarks/run-soak), run inside the lab VM by `blemu lab run`.
 
     soak_central.py BLEMU PROFILE SECONDS EVERY
 

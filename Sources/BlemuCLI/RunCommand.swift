@@ -107,7 +107,7 @@ struct RunCommand: ParsableCommand {
     }
 
     /// Hands the checked options back to `blemu` (beside this executable, or /usr/bin/blemu from the package), which
-    /// serves them without ArgumentParser or Foundation in the process (issue 14; `Handover`).
+    /// serves them without ArgumentParser or Foundation in the process (`Handover`).
     func run() throws {
         guard let blemu = Handover.locate(Handover.serving) else {
             Console.error("blemu: blemu is not installed beside blemu-cli (nor in ../../bin); reinstall blemu")

@@ -2,7 +2,7 @@ import BlueZModel
 import DBus
 import GATTModel
 
-// Extended advertising (issue 16): before registering, what the adapter says it can send; after a refusal, why.
+// Extended advertising: before registering, what the adapter says it can send; after a refusal, why.
 // bluetoothd publishes `SupportedSecondaryChannels` only when the kernel offers a secondary PHY, that is when the
 // controller has LE Extended Advertising (src/advertising.c `secondary_exists`, 5.66 and 5.82), and
 // `SupportedCapabilities.MaxAdvLen` is the kernel's maximum advertising data (MGMT Read Advertising Features:

@@ -78,7 +78,8 @@ public enum KernelBlueZPair {
     /// bluetoothd releases with a known crash that a program on the same machine can set off, and when it is fixed.
     /// 5.87: a central whose discovery filter names UUIDs (bleak's `service_uuids`, `SetDiscoveryFilter`) makes
     /// src/adapter.c `is_filter_match` call `queue_find` with its function and data swapped, and bluetoothd dies of
-    /// SIGSEGV at the first matching advertisement (bluez issue 2282, fixed by 82af2beaf after 5.87; seen in the lab).
+    /// SIGSEGV at the first matching advertisement (github.com/bluez/bluez/issues/2282, fixed by 82af2beaf after 5.87;
+    /// seen in the lab).
     public static func crashFinding(bluez: String?) -> HostFinding {
         let id = "bluetoothd-known-crash"
         guard let bluez else { return HostFinding(id, .skip, "bluetoothd's version is unknown") }

@@ -133,8 +133,8 @@ public struct BehaviourHandler: RequestHandler {
         }
         if let failure { requests.reject(failure) } else { requests.respond() }
         // Only when there is something to do: each yield wakes the emulator's actor, a thread switch that cost more
-        // than the write itself (issue 14). A write whose rule started or ended a ramp moved the rules' next deadline,
-        // and the emulator must re-arm its timer even with no action to perform.
+        // than the write itself (Benchmarks/README.md). A write whose rule started or ended a ramp moved the rules'
+        // next deadline, and the emulator must re-arm its timer even with no action to perform.
         let followUps = (failure == nil ? actions : []) + faults.actions
         if !followUps.isEmpty || rulesMoved { followUp.yield(followUps) }
     }

@@ -5,7 +5,7 @@ import Darwin
 #endif
 
 /// A detached POSIX thread for blocking calls (accept, read) that must stay off Swift's cooperative pool: what
-/// Foundation's `Thread` did, without linking Foundation into the serving binary (issue 14).
+/// Foundation's `Thread` did, without linking Foundation into the serving binary.
 enum DetachedThread {
     /// The system's reason a thread could not be started (EAGAIN at the process's thread limit).
     struct StartError: Error, CustomStringConvertible {

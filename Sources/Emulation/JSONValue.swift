@@ -1,5 +1,5 @@
 /// A JSON value (RFC 8259) as the control socket, the event log and state files carry it: parsed and printed here,
-/// so the serving binary links no Foundation (issue 14; JSONSerialization alone costs ~5 MiB of every process).
+/// so the serving binary links no Foundation (JSONSerialization alone costs ~5 MiB of every process).
 ///
 /// A number without a fraction or exponent that fits 64 bits is an `integer`, anything else a `real`; objects print
 /// with their keys sorted, so a line is the same for the same value.

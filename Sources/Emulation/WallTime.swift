@@ -5,7 +5,7 @@ import Darwin
 #endif
 
 /// A moment in UTC, to the microsecond, for the event log's `time` field: the realtime clock read with
-/// `clock_gettime` rather than Foundation's `Date`, which would pull Foundation into the serving binary (issue 14).
+/// `clock_gettime` rather than Foundation's `Date`, which would pull Foundation into the serving binary.
 public struct WallTime: Hashable, Comparable, Sendable {
     /// Microseconds since 1970-01-01T00:00:00Z (negative before it).
     public var microsecondsSince1970: Int64

@@ -6,7 +6,7 @@ import Darwin
 
 /// Reads a whole local file and writes whole buffers with POSIX calls: the one file read the profile loader, replay
 /// tracks and state files share, and the one write loop of the event log, state files and console lines, so nothing
-/// on the serving path links Foundation (issue 14: linking it costs ~5 MiB of every process).
+/// on the serving path links Foundation (linking it costs ~5 MiB of every process).
 public enum LocalFile {
     /// Why a file could not be read: the path and the system's reason (`strerror`).
     public struct ReadError: Error, Hashable, Sendable, CustomStringConvertible {

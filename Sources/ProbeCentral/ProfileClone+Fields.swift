@@ -1,6 +1,6 @@
 import GATTModel
 
-// Typed fields for the SIG characteristics blemu knows the layout of (issue 15): a clone of a heart-rate monitor
+// Typed fields for the SIG characteristics blemu knows the layout of: a clone of a heart-rate monitor
 // says `bpm: 72` rather than `06 48`, and its schedules can then name the fields. A layout is used only when the
 // value decodes with it and encodes back to the very same bytes; anything else (reserved bits set, a length the
 // flags do not explain, a FLOAT that does not spell back exactly) stays hex.

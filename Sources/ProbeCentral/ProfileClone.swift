@@ -2,7 +2,7 @@ import BlueZModel
 import Foundation
 import GATTModel
 
-// `blemu clone` (issue 15): what a central saw of a device, written as a profile that validates and runs. The
+// `blemu clone`: what a central saw of a device, written as a profile that validates and runs. The
 // probe's report is the only input, so the clone holds what a central can learn: the advertisement as scanned, the
 // GATT tree with the properties bluetoothd's client reports, every value that could be read, and the two
 // descriptors a profile declares (0x2901, 0x2904). What a profile cannot declare is left out with a comment that

@@ -34,7 +34,7 @@ public struct DeviceRun: Sendable {
         let plan = try ProfileFile.plan(profile, file: options.file)
         say(plan.report)
         var logger = Logger(label: "blemu") { StreamLogHandler.standardError(label: $0) }
-        // One formatted line per request costs more CPU than answering it: only when asked for (issue 14).
+        // One formatted line per request costs more CPU than answering it: only when asked for (Benchmarks/README.md).
         logger.logLevel = options.verbose ? min(options.logLevel, .debug) : options.logLevel
         let stops = StopSignals()
         defer { stops.cancel() }

@@ -3,7 +3,7 @@ import Logging
 
 /// What `blemu run` was asked to do. `blemu` reads the common spelling itself (`init(arguments:)`); blemu-cli parses
 /// every other one and documents the options (ArgumentParser: help, man page, completions), then hands them back as
-/// `arguments` (`Handover`). The serving process so links neither ArgumentParser nor Foundation (issue 14: each costs
+/// `arguments` (`Handover`). The serving process so links neither ArgumentParser nor Foundation (each costs
 /// MiB of memory in every running device, and milliseconds at every start).
 public struct RunOptions: Hashable, Sendable {
     /// The profile file (YAML).

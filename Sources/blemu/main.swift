@@ -7,10 +7,11 @@ import Glibc
 import Darwin
 #endif
 
-// `blemu`: the command people type, and the process that serves (issue 14). `blemu run FILE --option value...`, as
-// blemu-cli writes it (RunOptions.arguments), is served here: no ArgumentParser, no Foundation, so about half the
-// memory and start-up the CLI needed as one binary (Benchmarks/README.md). Every other command line, and any other spelling of `run` (options first,
-// `--option=value`, `-v`, `--help`, a mistake), goes to blemu-cli, which parses it and, for `run`, hands it back.
+// `blemu`: the command people type, and the process that serves. `blemu run FILE --option value...`, as blemu-cli
+// writes it (RunOptions.arguments), is served here: no ArgumentParser, no Foundation, so about half the memory and
+// start-up the CLI needed as one binary (Benchmarks/README.md). Every other command line, and any other spelling of
+// `run` (options first, `--option=value`, `-v`, `--help`, a mistake), goes to blemu-cli, which parses it and, for
+// `run`, hands it back.
 //
 // This top level stays synchronous, so the hand-over to blemu-cli execs from the process's first thread (see
 // BlemuCLI/main.swift: from another thread /proc/PID/stat says Z while the kernel moves the process id); serving

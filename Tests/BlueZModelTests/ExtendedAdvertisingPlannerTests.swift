@@ -5,7 +5,7 @@ import Testing
 
 /// Extended advertising as bluetoothd 5.82 sends it (AdvertisingPlanner+Extended.swift). Every expected byte is
 /// written by hand from the Core Specification Supplement Part A and src/shared/ad.c's order, and the first vector
-/// is the one the lab saw a central receive whole (docs/bluez.md, "Extended advertising").
+/// is the one the lab saw a central receive whole (docs/bluez.md, "Advertising").
 @Suite struct ExtendedAdvertisingPlannerTests {
     // 8D3A2001-6B1E-4C2F-9A57-3E2C1D0B4F61: little-endian, its 16 bytes reversed.
     static let custom = BluetoothUUID(high: 0x8D3A_2001_6B1E_4C2F, low: 0x9A57_3E2C_1D0B_4F61)

@@ -130,7 +130,7 @@ struct BlemuRunOnFakeBluetoothdTests {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    /// Issue 14: a formatted line per request costs more than answering it, so `blemu run` writes one only with -v;
+    /// A formatted line per request costs more than answering it, so `blemu run` writes one only with -v;
     /// the event log records the request either way.
     @Test func aRequestIsLoggedOnStderrOnlyWithVerbose() async throws {
         let (bus, fake, directory) = try await rig()
@@ -154,7 +154,7 @@ struct BlemuRunOnFakeBluetoothdTests {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    /// Issue 20: the Python package (python/) against the real `blemu run`: its own unittest suite, none skipped.
+    /// The Python package (python/) against the real `blemu run`: its own unittest suite, none skipped.
     @Test func thePythonPackagesTestsPassAgainstARunningBlemu() async throws {
         let (bus, fake, directory) = try await rig()
         let (run, control, events) = try await steerableHeartRate(on: bus, in: directory)
@@ -176,7 +176,7 @@ struct BlemuRunOnFakeBluetoothdTests {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    /// Issue 20: outside the lab the pytest fixture starts `blemu run` itself for the session and stops it cleanly
+    /// Outside the lab the pytest fixture starts `blemu run` itself for the session and stops it cleanly
     /// (everything unregistered). Needs pytest: the venv scripts/setup --lab makes.
     @Test(
         .enabled(if: FileManager.default.isExecutableFile(atPath: Self.venvPython), "needs scripts/setup --lab's venv"))
@@ -239,7 +239,7 @@ struct BlemuRunOnFakeBluetoothdTests {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    /// Issue 12: a passkey the stack displays is what a test must type on its central: it is in the event log and
+    /// A passkey the stack displays is what a test must type on its central: it is in the event log and
     /// in `ctl pairing`; a passkey asked of a profile that has none is refused and said.
     @Test func pairingStepsAreLoggedAndReadableOverTheControlSocket() async throws {
         let (bus, fake, directory) = try await rig()
@@ -268,7 +268,7 @@ struct BlemuRunOnFakeBluetoothdTests {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    /// Issue 18: SIGTERM while a delay fault holds a read used to abandon it to bluetoothd's timeout.
+    /// SIGTERM while a delay fault holds a read used to abandon it to bluetoothd's timeout.
     @Test func aReadHeldByADelayFaultIsAnsweredBeforeTheRunStops() async throws {
         let (bus, fake, directory) = try await rig()
         let (run, control, events) = try await steerableHeartRate(on: bus, in: directory)
@@ -291,7 +291,7 @@ struct BlemuRunOnFakeBluetoothdTests {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    /// Issue 14: `blemu run` with its options first is blemu-cli's to parse; it hands them back to blemu, replacing
+    /// `blemu run` with its options first is blemu-cli's to parse; it hands them back to blemu, replacing
     /// itself, so a script's process id, its signals and the exit code reach the process that serves.
     @Test func aRunBlemuCLIParsesIsServedByBlemuUnderTheProcessIDItWasStartedWith() async throws {
         let (bus, fake, directory) = try await rig()

@@ -7,7 +7,7 @@ import Testing
 
 @testable import BlueZ
 
-/// Extended advertising against the fake bluetoothd (issue 16): the backend asks the adapter what it can send
+/// Extended advertising against the fake bluetoothd: the backend asks the adapter what it can send
 /// before registering, registers `SecondaryChannel: 1M`, and turns each refusal into one line naming the fix. The
 /// fake is 5.66, so the data cap it keeps is 5.66's; the lab shows 5.82 sending what 5.66 refuses.
 @Suite(.enabled(if: PrivateBus.isAvailable, "needs dbus-daemon"), .serialized, .timeLimit(.minutes(1)))

@@ -125,7 +125,7 @@ func object(_ line: String) -> [String: Any] {
         }
     }
 
-    /// Issue 20: `set` used to be overwritten by the profile's schedule within a second; a paused schedule
+    /// `set` used to be overwritten by the profile's schedule within a second; a paused schedule
     /// leaves the set value alone until `resume`.
     @Test func aPausedScheduleKeepsTheValueATestSetUntilItResumes() async throws {
         let rig = try await Rig(try bundledProfile("heart-rate"))
@@ -205,7 +205,7 @@ func object(_ line: String) -> [String: Any] {
     }
 }
 
-/// The control socket against what a shell and a second copy do to it (issue 18).
+/// The control socket against what a shell and a second copy do to it (README.md, "Reliability").
 @Suite(.serialized) struct ControlSocketTests {
     @Test func theSocketIsTheOwnersAloneWhateverTheUmask() async throws {
         let rig = try await Rig(try bundledProfile("heart-rate"))
@@ -219,7 +219,7 @@ func object(_ line: String) -> [String: Any] {
         #expect(status.st_mode & 0o777 == 0o600)
     }
 
-    /// Issue 18: idle clients used to hold descriptors and threads without bound. Past the cap a client is told
+    /// Idle clients used to hold descriptors and threads without bound. Past the cap a client is told
     /// why and closed; a silent one is closed after the idle timeout, and its slot serves the next.
     @Test func connectionsPastTheCapAreToldWhyAndSilentOnesAreClosed() async throws {
         let rig = try await Rig(try bundledProfile("heart-rate"))

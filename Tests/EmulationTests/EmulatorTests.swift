@@ -106,7 +106,7 @@ import Testing
         #expect(counts.requests == 1 && counts.answered == 1 && counts.responded == 1 && counts.refusedLate == 0)
     }
 
-    /// Issue 18: at shutdown a request a delay fault holds is answered at once, with what it would have got,
+    /// At shutdown a request a delay fault holds is answered at once, with what it would have got,
     /// and so is one that arrives after the release; the clock never moves.
     @Test func releasingHeldRequestsAnswersThemNowAndLaterOnesAtOnce() async throws {
         var profile = try bundledProfile("heart-rate")
@@ -150,7 +150,7 @@ import Testing
         #expect(counters.refusedFull > 0 && counters.dropped == 0 && counters.waiting == 0)
     }
 
-    /// Issue 12: a `notify` schedule shaped like a transfer used to be turned into one and sent at once, whatever
+    /// A `notify` schedule shaped like a transfer used to be turned into one and sent at once, whatever
     /// its interval; now only `action: transfer` streams, and a notify schedule sends one piece per interval.
     @Test(.timeLimit(.minutes(1))) func aNotifyScheduleEndingInEOMKeepsItsInterval() async throws {
         var profile = try bundledProfile("transfer")
@@ -168,7 +168,7 @@ import Testing
         #expect(await rig.emulator.counters().queued == 2)
     }
 
-    /// Issue 12: an update nobody is subscribed to (as in the moment between a CCCD write and AcquireNotify)
+    /// An update nobody is subscribed to (as in the moment between a CCCD write and AcquireNotify)
     /// reaches no central and is counted as such, never as sent.
     @Test func anUpdateWithNoSubscriberIsCountedApartFromTheSentOnes() async throws {
         let rig = try await Rig(try bundledProfile("heart-rate"))

@@ -46,7 +46,7 @@ import Testing
         #expect(json["latencyMs"] as? Double == 1.234)
     }
 
-    /// Issue 12: the log says what the central received (0x0E through bluetoothd) and what the profile asked for.
+    /// The log says what the central received (0x0E through bluetoothd) and what the profile asked for.
     @Test func anErrorTheStackCannotCarryIsLoggedAsReceivedWithTheAskedOneBeside() throws {
         let asked = EmulationEvent.Answer.error(ATTError(rawValue: 0xFF))
         let received = BehaviourHandler.asReceived(asked, on: .write, through: .throughBlueZ)

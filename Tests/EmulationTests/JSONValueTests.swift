@@ -3,7 +3,7 @@ import Testing
 
 @testable import Emulation
 
-/// blemu's own JSON (issue 14: the serving binary links no Foundation) checked against Foundation's, which the
+/// blemu's own JSON (the serving binary links no Foundation) checked against Foundation's, which the
 /// tests may still use: what one prints the other reads back the same.
 @Suite struct JSONValueTests {
     @Test func aRequestParsesWithEveryKindOfValue() throws {

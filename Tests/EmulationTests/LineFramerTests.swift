@@ -24,7 +24,7 @@ struct LineFramerTests {
     }
 }
 
-/// The control socket answers every line exactly once, however long or blank (issue 18).
+/// The control socket answers every line exactly once, however long or blank (README.md, "Reliability").
 @Suite(.serialized) struct ControlLineTests {
     /// Sends `bytes` on one connection and reads `count` answer lines.
     private func exchange(_ path: String, _ bytes: [UInt8], answers count: Int) throws -> [String] {

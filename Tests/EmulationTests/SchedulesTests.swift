@@ -71,7 +71,7 @@ import Testing
         #expect(engine.nextDeadline == .seconds(11))
     }
 
-    /// Issue 20: a test that sets a value must be able to keep it; a held schedule neither ticks nor restarts
+    /// A test that sets a value must be able to keep it; a held schedule neither ticks nor restarts
     /// on a subscription, and resumes one interval after `resume`.
     @Test func aPausedScheduleHoldsUntilResumedWhateverItsStartRule() throws {
         var engine = try Schedules(profile: Fixtures.heartRate())
@@ -138,7 +138,7 @@ import Testing
         #expect(values == [Array("Hi".utf8), Array("EOM".utf8), Array("EOM".utf8)])
     }
 
-    /// Issue 15: a clone's recording is sent at the times it arrived, from the first subscription, and plays
+    /// A clone's recording is sent at the times it arrived, from the first subscription, and plays
     /// again one median gap after its last row.
     @Test func aRecordingIsSentAtItsOwnTimesFromTheFirstSubscriptionAndRepeats() throws {
         let directory = try temporaryDirectory(holding: "hr.csv", "time,value\n0.400,0648\n1.400,064A\n1.900,064C\n")

@@ -71,7 +71,7 @@ import Testing
         #expect(store.current.subscriptions == ["battery-level": ["phone"]])
     }
 
-    /// Issue 18: a state file holding what no central could have written (600 bytes where 2 fit, a value the
+    /// A state file holding what no central could have written (600 bytes where 2 fit, a value the
     /// write rules refuse, a read-only characteristic) was restored and served as it was.
     @Test func restoredValuesPassTheChecksAWritePassesAndTheRestAreSkipped() throws {
         let directory = try temporaryDirectory()

@@ -29,7 +29,7 @@ import Testing
         #expect(throws: FieldError.outOfRange(field: "bpm", value: "256", type: "u8", range: "0 to 255")) {
             try heartRate.encode([.flags([]), .integer(256)])
         }
-        // Issue 20: "20.5 is not an s16" says that the field is an integer, and its range.
+        // Not only "20.5 is not an s16": the message says that the field is an integer, and its range.
         let error = #expect(throws: FieldError.self) {
             try ValueLayout.encode(.real(20.5), as: FieldSpec(name: "t", type: .signed(bytes: 2)))
         }

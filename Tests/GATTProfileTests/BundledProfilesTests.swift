@@ -16,7 +16,7 @@ import Testing
         }
     }
 
-    /// Issue 12: the bundled profiles validate with no diagnostic at all. They emulate firmware, which sends its
+    /// The bundled profiles validate with no diagnostic at all. They emulate firmware, which sends its
     /// whole name (`scan-response: full`); the Core Bluetooth cut is shown by the lab's own fixture.
     @Test(arguments: files.map(\.path))
     func everyBundledProfileLoadsWithoutDiagnostics(path: String) {

@@ -46,7 +46,7 @@ struct SplitMix64: RandomNumberGenerator {
         }
     }
 
-    /// Issue 12: a 1 MB token where a UUID belongs was echoed whole and searched for a suggestion (13 s).
+    /// A 1 MB token where a UUID belongs was once echoed whole and searched for a suggestion (13 s).
     @Test func aHugeTokenIsEchoedCutAndGetsNoSuggestion() {
         let token = String(repeating: "x", count: 1_000_000)
         let text = "name: Big\nservices:\n  - id: s\n    uuid: \(token)\n    characteristics: []\n"

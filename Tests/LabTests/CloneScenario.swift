@@ -4,7 +4,7 @@ import Foundation
 
 /// One boot per BlueZ in which every bundled profile is served by the real `blemu run` on hci0, cloned from hci1
 /// with `blemu clone`, and the clone served and probed in its turn (Fixtures/lab-clone.sh). The tests compare the
-/// report the clone was made from with the probe of the clone (issue 15: probe of the original == probe of the
+/// report the clone was made from with the probe of the clone (probe of the original == probe of the
 /// clone, apart from what bluetoothd adds itself).
 enum CloneScenario {
     /// Boots on first use; every test awaits the same run.

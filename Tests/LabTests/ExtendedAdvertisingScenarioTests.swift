@@ -3,7 +3,7 @@ import Testing
 
 @testable import Lab
 
-/// Extended advertising on real bluetoothd (issue 16): BlueZ 5.82 sends the 152 bytes `blemu adv` predicts and a
+/// Extended advertising on real bluetoothd: BlueZ 5.82 sends the 152 bytes `blemu adv` predicts and a
 /// central receives them whole; BlueZ 5.66, which caps advertising data at 31 bytes, is refused with one line
 /// naming the fix (`ExtendedAdvertisingScenario`: one boot per version, dual-mode controllers).
 @Suite(

@@ -4,7 +4,7 @@ import Foundation
 
 /// One boot per BlueZ with a fleet: profiles/heart-rate.yaml served by the lab's stack on four controllers (each copy
 /// named apart, `ProfileCopies`), and examples/central-tests/gateway_test.py on the fifth holding a connection to
-/// every strap at once through bleak (issue 15).
+/// every strap at once through bleak.
 enum FleetScenario {
     /// Boots on first use; every test awaits the same run.
     static let shared = LabScenario(boot: boot)

@@ -24,7 +24,7 @@ enum HeartRateScenario {
     /// The venv's interpreter: `<cache>/venv/bin/python` next to the BlueZ builds (scripts/setup).
     static let bleakPython =
         URL(fileURLWithPath: BlueZInstall.cacheRoot()).deletingLastPathComponent().path + "/venv/bin/python"
-    /// A file the command writes by relative path in its working directory (issue 20: the cwd was read-only).
+    /// A file the command writes by relative path in its working directory (which used to be read-only).
     static let writableCheck = "lab-writable-check.txt"
     /// How long the probe listens: the profile notifies Heart Rate Measurement once a second.
     static let listenSeconds = 3

@@ -66,7 +66,7 @@ struct HeartRateScenarioTests {
         expectPassed(run, "central-tests", tests: 5)
     }
 
-    /// Issue 11: bleak connects unmodified. Before the lab's radio took a connection interval over the feature
+    /// bleak connects unmodified. Before the lab's radio took a connection interval over the feature
     /// exchange, bluetoothd never signalled `Connected` and bleak failed every test with "failed to discover
     /// services, device disconnected"; before the lab chose bleak's default adapter, half the runs scanned from
     /// the strap's own controller and found nothing.
@@ -79,7 +79,7 @@ struct HeartRateScenarioTests {
         #expect(!log.contains("is already connected"), "bluetoothd saw an ATT connection before its link")
     }
 
-    /// Issue 20: the command writes beside its sources; the write is kept in the results and the checkout is
+    /// The command writes beside its sources; the write is kept in the results and the checkout is
     /// untouched.
     @Test(arguments: LabScenario.systems) func theWorkingDirectoryIsWritableAndTheCheckoutUnchanged(
         system: LabSystem
@@ -92,7 +92,7 @@ struct HeartRateScenarioTests {
         #expect(!FileManager.default.fileExists(atPath: LabScenario.package + "/" + HeartRateScenario.writableCheck))
     }
 
-    /// Issue 20: summary.json says what the peripheral itself counted after three centrals came and went.
+    /// summary.json says what the peripheral itself counted after three centrals came and went.
     @Test(arguments: LabScenario.systems) func theSummaryHasThePeripheralsOwnCountsWithEveryRequestAnswered(
         system: LabSystem
     ) async throws {

@@ -218,7 +218,7 @@ struct LabGenerationTests {
         #expect(FileManager.default.fileExists(atPath: second, isDirectory: &isDirectory) && isDirectory.boolValue)
     }
 
-    /// Issue 20: results used to pile up in the user's repository; the cache keeps the newest runs only.
+    /// Results used to pile up in the user's repository; the cache keeps the newest runs only.
     @Test func pruningKeepsTheNewestRunsAndNothingElseIsTouched() throws {
         let base = NSTemporaryDirectory() + "blemu-prune-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: base) }

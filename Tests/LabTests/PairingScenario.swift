@@ -2,7 +2,7 @@ import Foundation
 
 @testable import Lab
 
-/// One boot for pairing as a central really meets it (issue 12), told with the real `blemu run` on hci0 and a
+/// One boot for pairing as a central really meets it, told with the real `blemu run` on hci0 and a
 /// keyboard-only python3-dbus central on hci1 that pairs through `Device1.Pair` with an agent of its own, so the
 /// central's side is asked there and the peripheral's side is asked blemu's agent (docs/bluez.md, "Pairing"). The
 /// guest script is Fixtures/lab-pairing.sh and the central Fixtures/pairing_central.py:

@@ -30,7 +30,7 @@ struct ProfilesScenarioTests {
     /// What bluetoothd itself publishes in front of every application (src/gatt-database.c):
     /// `populate_gatt_service` (0x1801: Service Changed with its CCC, Client Supported Features, Database Hash);
     /// not `populate_devinfo_service` (0x180A with the PnP ID): the lab sets `DeviceID = false`, so a profile's
-    /// 0x180A is the only one (issue 12: a central saw two). Its GAP service
+    /// 0x180A is the only one (else a central sees two). Its GAP service
     /// (0x1800: Device Name, Appearance) is there too, but a 5.66 central does not export it: the gap plugin is an
     /// internal profile, and those claim their services (src/device.c `add_gatt_service`). From 5.80 the central
     /// exports claimed services read-only (main.conf `[GATT] ExportClaimedServices`, commit dbd6591bd), so 0x1800

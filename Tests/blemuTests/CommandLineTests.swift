@@ -10,7 +10,7 @@ import Testing
         for profile in profiles {
             let outcome = try BlemuProcess.run("validate", profile)
             #expect(outcome.status == 0, "\(profile): \(outcome.stderr)")
-            // Issue 12: no warning either.
+            // No warning either.
             #expect(outcome.stdout.contains("ok (0 errors, 0 warnings)"), "\(profile): \(outcome.stdout)")
             #expect(outcome.stderr.isEmpty, "\(profile): \(outcome.stderr)")
         }
@@ -22,7 +22,7 @@ import Testing
         #expect(outcome.stderr.contains("advertised-service-not-published.yaml:4:19: error: advertised service 180D"))
     }
 
-    /// Issue 18: `validate` passed a profile `run` then refused (a replay file that is not there).
+    /// `validate` used to pass a profile `run` then refused (a replay file that is not there).
     @Test func validateMakesTheChecksRunMakesAndRunRefusesTheSame() throws {
         let directory = NSTemporaryDirectory() + "blemu-validate-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -54,7 +54,7 @@ import Testing
         #expect(try BlemuProcess.run("validate", profile).status == 0)
     }
 
-    /// Issue 20: an invalid profile was found only after the VM booted, as 69 and naming the copy.
+    /// An invalid profile used to be found only after the VM booted, as 69 and naming the copy.
     @Test func labRunChecksEveryProfileOnTheHostBeforeBooting() throws {
         let outcome = try BlemuProcess.run(
             "lab", "run", "--results", "/nonexistent/never-created", "--profile", "profiles/heart-rate.yaml",
@@ -65,7 +65,7 @@ import Testing
         #expect(try BlemuProcess.run("lab", "run", "--profile", "profiles/nope.yaml", "--", "true").status == 66)
     }
 
-    /// The Python package is versioned with the CLI (issue 20).
+    /// The Python package is versioned with the CLI.
     @Test func thePythonPackageHasTheCLIsVersion() throws {
         let version = try BlemuProcess.run("--version").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(version.split(separator: ".").count == 3)
@@ -88,7 +88,7 @@ import Testing
         #expect(try BlemuProcess.run("show", "--bogus", "profiles/battery.yaml").status == 64)
     }
 
-    /// Issue 20: `show` lists the behaviour as well as the tree.
+    /// `show` lists the behaviour as well as the tree.
     @Test func showSaysWhatTheDeviceDoesOnItsOwnAndWhenWritten() throws {
         let outcome = try BlemuProcess.run("show", "profiles/heart-rate.yaml")
         #expect(outcome.stdout.contains("  behaviour:\n"))

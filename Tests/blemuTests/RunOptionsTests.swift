@@ -5,7 +5,7 @@ import Testing
 
 @testable import BlemuCLI
 
-/// blemu-cli hands `run`'s options back to `blemu` as a command line (issue 14): what one writes the other reads back
+/// blemu-cli hands `run`'s options back to `blemu` as a command line: what one writes the other reads back
 /// whole, and anything ArgumentParser might read differently is left to blemu-cli.
 struct RunOptionsTests {
     @Test func everyOptionSurvivesTheHandOver() throws {

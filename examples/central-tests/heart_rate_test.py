@@ -55,7 +55,7 @@ class HeartRateStrap(unittest.TestCase):
             return None
 
         # The Heart Rate service is matched here, not in the filter: bluetoothd 5.87 crashes when a discovery filter
-        # names UUIDs and a device matches (bluez issue 2282, fixed after 5.87).
+        # names UUIDs and a device matches (github.com/bluez/bluez/issues/2282, fixed after 5.87).
         adapter.SetDiscoveryFilter({'Transport': 'le'})
         adapter.StartDiscovery()
         try:

@@ -2,7 +2,7 @@ import DBus
 import Foundation
 import Glibc
 
-/// The GATT benchmark (issue 7): a fake bluetoothd on a private bus drives the same characteristics in every
+/// The GATT benchmark: a fake bluetoothd on a private bus drives the same characteristics in every
 /// contender (blemu's CLI and library, a minimal C libdbus app, the Python peers bless and bluez-peripheral, BlueZ's
 /// example-gatt-server) and prints one table with ratios against the C limit and the best Python peer.
 /// Not a test: a slow figure is a MISS in the table, never a failure. Started by `Benchmarks/run-gatt`:
