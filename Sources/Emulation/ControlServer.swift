@@ -21,8 +21,9 @@ public final class ControlServer: Sendable {
     public let path: String
     private let commands: ControlCommands
     private let logger: Logger
-    /// The listening socket (-1 when stopped) and the open connections, so `stop()` can end them all.
-    private let sockets = Mutex<(listener: Int32, connections: Set<Int32>)>((-1, []))
+    /// The listening socket (-1 when stopped), whether a thread accepts on it, and the open connections, so `stop()`
+    /// can end them all.
+    private let sockets = Mutex<(listener: Int32, accepting: Bool, connections: Set<Int32>)>((-1, false, []))
     /// How many connections are served at once; one more is answered with an error line and closed.
     public let maximumConnections: Int
     /// How long a connection may stay silent between requests before it is closed.
@@ -53,11 +54,30 @@ public final class ControlServer: Sendable {
         public var description: String
     }
 
-    /// Binds and listens, removing a stale socket file first (never a file that is not a socket, and never one a
-    /// live server answers on), and accepts connections on a thread. The socket is 0600 whatever the umask: whoever
-    /// can connect can drive the peripheral. Throws `StartError` when the path is too long, not a socket, served by
-    /// another live process, or cannot be bound.
+    /// Claims the path (`claim()`) unless that is done, then accepts connections on a thread. Throws `StartError`
+    /// when the path cannot be claimed or no thread can be started.
     public func start() throws(StartError) {
+        let claimed = sockets.withLock { $0.listener }
+        let fd: Int32
+        if claimed >= 0 { fd = claimed } else { fd = try claim() }
+        sockets.withLock { $0.accepting = true }
+        do { try DetachedThread.start { [self] in acceptLoop(fd) } } catch {
+            sockets.withLock { $0 = (-1, false, $0.connections) }
+            closeDescriptor(fd)
+            unlink(path)
+            throw StartError(description: "\(path): \(error)")
+        }
+        logger.info("control socket listening at \(path)")
+    }
+
+    /// Binds and listens without accepting yet, removing a stale socket file first (never a file that is not a
+    /// socket, and never one a live server answers on). `blemu run` claims its path before it touches bluetoothd, so
+    /// a second copy given a live path stops before it registers anything; a client that connects before `start()`
+    /// waits in the backlog. The socket is 0600 whatever the umask: whoever can connect can drive the peripheral.
+    /// Throws `StartError` when the path is too long, not a socket, served by another live process, or cannot be
+    /// bound.
+    @discardableResult
+    public func claim() throws(StartError) -> Int32 {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let capacity = MemoryLayout.size(ofValue: address.sun_path)
@@ -95,25 +115,21 @@ public final class ControlServer: Sendable {
             throw StartError(description: "\(path): \(reason)")
         }
         sockets.withLock { $0.listener = fd }
-        do { try DetachedThread.start { [self] in acceptLoop(fd) } } catch {
-            sockets.withLock { $0.listener = -1 }
-            closeDescriptor(fd)
-            unlink(path)
-            throw StartError(description: "\(path): \(error)")
-        }
-        logger.info("control socket listening at \(path)")
+        return fd
     }
 
     /// Stops accepting, ends every connection and removes the socket file.
     public func stop() {
-        let (listener, connections) = sockets.withLock { sockets in
-            defer { sockets = (-1, []) }
+        let (listener, accepting, connections) = sockets.withLock { sockets in
+            defer { sockets = (-1, false, []) }
             return sockets
         }
-        // shutdown wakes the threads blocked in accept and read; each closes its own descriptor.
+        // shutdown wakes the threads blocked in accept and read; each closes its own descriptor. A path claimed and
+        // never served has no accepting thread to close its listener.
         if listener >= 0 {
             shutdown(listener, Int32(SHUT_RDWR))
             unlink(path)
+            if !accepting { closeDescriptor(listener) }
         }
         for connection in connections { shutdown(connection, Int32(SHUT_RDWR)) }
     }

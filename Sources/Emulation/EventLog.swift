@@ -38,6 +38,9 @@ public final class EventLog: Sendable {
         var failed = 0
         /// Why the first write failed, once one has.
         var failure: String?
+        /// Set when `close` stopped waiting for a reader that does not read: the lines still pending were counted
+        /// as failed then, and the writer writes no more.
+        var abandoned = false
     }
 
     /// Lines waiting for the writer before new ones are dropped (about 16 MiB of typical lines).
@@ -101,6 +104,7 @@ public final class EventLog: Sendable {
         // Encoded by the writer too: `record` runs on the thread that answered the request (the D-Bus loop), and
         // the record already holds its time.
         writer.async { [self] in
+            guard !backlog.withLock({ $0.abandoned }) else { return }
             write(EventLineEncoder.encode(record) + "\n")
             let dropped = backlog.withLock { backlog -> Int in
                 backlog.pending -= 1
@@ -119,10 +123,31 @@ public final class EventLog: Sendable {
         writer.sync {}
     }
 
+    /// How long `close` waits for a stalled reader by default: well within the 2 s a stopping process has before a
+    /// service manager or a test harness gives up on it.
+    public static let closingPatience: Duration = .milliseconds(1500)
+
     /// Writes what is pending, then closes the file; later records are dropped. Standard output stays open.
-    public func close() {
-        flush()
-        closeNow()
+    ///
+    /// A reader that stopped reading (a stalled `--events -` consumer, a FIFO nobody drains) holds the writer in
+    /// `write(2)` for as long as it sleeps, and a stopping process must not wait on it: after `patience` the lines
+    /// still pending are counted as lost (`lostLines`, with a `writeFailure` saying why) and the writer, blocked or
+    /// not, writes nothing more. The descriptor is then left open, since the blocked writer may still be in a
+    /// `write(2)` on it; the process is about to exit.
+    public func close(waitingAtMost patience: Duration = EventLog.closingPatience) {
+        let drained = DispatchSemaphore(value: 0)
+        writer.async { drained.signal() }
+        guard drained.wait(timeout: .now() + .milliseconds(Int(patience.seconds * 1000))) == .timedOut else {
+            closeNow()
+            return
+        }
+        backlog.withLock { backlog in
+            guard !backlog.abandoned else { return }
+            backlog.abandoned = true
+            backlog.failed += backlog.pending
+            backlog.failure = backlog.failure ?? "nothing was read for \(patience.seconds) s at shutdown"
+        }
+        _ = descriptor.exchange(-1, ordering: .acquiringAndReleasing)
     }
 
     // Every pending write holds the log, so by deinit nothing is pending; and deinit may run on the writer
@@ -151,6 +176,8 @@ public final class EventLog: Sendable {
     /// Counts a lost line; the first failure is said once on standard error, which the event log never uses.
     private func failed(reason: String) {
         let isFirst = backlog.withLock { backlog -> Bool in
+            // Lines pending when `close` gave up were counted then, the one in the blocked write among them.
+            guard !backlog.abandoned else { return false }
             backlog.failed += 1
             defer { backlog.failure = backlog.failure ?? reason }
             return backlog.failure == nil

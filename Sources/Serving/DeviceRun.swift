@@ -88,6 +88,13 @@ public struct DeviceRun: Sendable {
             Console.error("\(options.file): error: \(error)")
             throw .badProfile
         }
+        // The control path is claimed before bluetoothd is touched: a second copy given a live instance's path
+        // stops here, before it registers an application or an advertisement a central would see.
+        let control = options.control.map { ControlServer(path: $0, emulator: emulator, logger: logger) }
+        do { try control?.claim() } catch {
+            Console.error("blemu: control socket \(error)")
+            throw .unavailable
+        }
         let adapter = options.adapter
         let backend: BlueZBackend
         do {
@@ -98,16 +105,17 @@ public struct DeviceRun: Sendable {
                     useAcquireWrite: options.acquireWrite),
                 logger: logger)
         } catch {
+            control?.stop()
             Console.error(
                 "blemu: \(error). Check that bluetoothd runs (systemctl status bluetooth) and that \(adapter) exists (bluetoothctl list)."
             )
             throw .unavailable
         }
-        var device = RunningDevice(
+        let device = RunningDevice(
             manager: PeripheralManager(
                 backend: backend, handler: emulator.handler, configuration: configuration, restoring: restored,
                 logger: logger),
-            emulator: emulator, backend: backend, eventLog: eventLog, control: nil)
+            emulator: emulator, backend: backend, eventLog: eventLog, control: control)
         do {
             if await device.manager.state != .poweredOn { logger.info("waiting for \(adapter) to be powered on") }
             try await device.manager.waitUntilPoweredOn()
@@ -119,14 +127,10 @@ public struct DeviceRun: Sendable {
             await device.stop()
             throw Self.exitStatus(for: error)
         }
-        if let control = options.control {
-            let server = ControlServer(path: control, emulator: emulator, logger: logger)
-            do { try server.start() } catch {
-                Console.error("blemu: control socket \(control): \(error)")
-                await device.stop()
-                throw .unavailable
-            }
-            device.control = server
+        do { try control?.start() } catch {
+            Console.error("blemu: control socket \(error)")
+            await device.stop()
+            throw .unavailable
         }
         // bluetoothd adds a Device Information service of its own unless main.conf says `DeviceID = false`
         // (src/gatt-database.c populate_devinfo_service): a central would see two 0x180A.

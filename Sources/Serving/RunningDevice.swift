@@ -8,7 +8,7 @@ struct RunningDevice {
     let emulator: Emulator
     let backend: BlueZBackend
     let eventLog: EventLog?
-    var control: ControlServer?
+    let control: ControlServer?
 
     /// Closes the control socket, answers the requests a delay fault holds, stops the behaviour, unregisters from
     /// bluetoothd and closes the event log.

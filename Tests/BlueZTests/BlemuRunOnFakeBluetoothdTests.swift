@@ -239,6 +239,67 @@ struct BlemuRunOnFakeBluetoothdTests {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
+    /// `blemu run --events FIFO` whose reader stopped reading: the writer is stuck in write(2), and SIGTERM must
+    /// still end the run within about two seconds, answering every request and counting the lines never written.
+    @Test func aStalledReaderOfTheEventsDoesNotHoldTheStop() async throws {
+        let (bus, fake, directory) = try await rig()
+        let events = directory + "/events.fifo"
+        #expect(mkfifo(events, 0o600) == 0)
+        // Opened first so blemu's open does not wait for a reader; never read. One page of pipe fills in a few lines.
+        let reader = open(events, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        try #require(reader >= 0)
+        defer { close(reader) }
+        _ = fcntl(reader, 1031, 4096)  // F_SETPIPE_SZ (linux/fcntl.h), not exported to Swift
+        let run = try await heartRate(on: bus, ["--events", events], in: directory)
+
+        let central = try await fake.connect(address: "11:22:33:44:55:03")
+        for _ in 0..<60 { #expect(await fake.read("2a38", by: central) == .success([0x01])) }
+        let started = ContinuousClock.now
+        run.signal(SIGTERM)
+        // A hang ends as SIGKILL (137) after 10 s, so the test fails instead of waiting for its time limit.
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(10))
+            run.signal(SIGKILL)
+        }
+        let status = await run.exitStatus()
+        watchdog.cancel()
+        #expect(status == 0, "\(run.stderr)")
+        #expect(ContinuousClock.now - started < .seconds(4), "the stop waited for the reader")
+        #expect(run.stdout.contains("stopped: 60 requests, 60 answered"), "\(run.stdout)")
+        #expect(
+            run.stderr.contains("lines lost; writing failed: nothing was read for 1.5 s at shutdown"), "\(run.stderr)")
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// A second `blemu run` given the control path of a live one refuses before it touches bluetoothd: the first
+    /// keeps the only application and advertisement, and the refusal names the path once.
+    @Test func aSecondRunOnALiveControlPathRefusesBeforeRegisteringAnything() async throws {
+        let (bus, fake, directory) = try await rig()
+        let (run, control, _) = try await steerableHeartRate(on: bus, in: directory)
+        let registrations = await fake.advertisementRegistrations
+        try FileManager.default.createDirectory(atPath: directory + "/second", withIntermediateDirectories: true)
+        let second = try ChildProcess(
+            ChildProcess.blemu,
+            [
+                "run", ChildProcess.repositoryRoot + "/profiles/heart-rate.yaml", "--bus", bus.address, "--control",
+                control,
+            ],
+            outputIn: directory + "/second")
+        #expect(await second.exitStatus() == 69, "\(second.stderr)")
+        #expect(
+            second.stderr.contains(
+                "blemu: control socket \(control): another blemu is serving this control socket; stop it first"),
+            "\(second.stderr)")
+        #expect(second.stderr.components(separatedBy: control).count == 2, "the path is named more than once")
+        #expect(await fake.advertisementRegistrations == registrations, "the second copy advertised")
+        #expect(await fake.applications.count == 1, "the second copy registered an application")
+        let answer = try await send(ControlClient(path: control), ["command": "counters"])
+        #expect(answer["ok"] as? Bool == true, "the first run lost its control socket: \(answer)")
+        run.signal(SIGTERM)
+        #expect(await run.exitStatus() == 0)
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
     /// A passkey the stack displays is what a test must type on its central: it is in the event log and
     /// in `ctl pairing`; a passkey asked of a profile that has none is refused and said.
     @Test func pairingStepsAreLoggedAndReadableOverTheControlSocket() async throws {
