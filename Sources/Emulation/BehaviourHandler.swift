@@ -116,7 +116,7 @@ public struct BehaviourHandler: RequestHandler {
                 return (nil, actions, moved)
             }
             if failure == nil {
-                let stored = store(actions, characteristics: writes.map(\.characteristic))
+                let stored = await store(actions, characteristics: writes.map(\.characteristic))
                 // What was stored here needs nothing more from the emulator.
                 actions.removeAll { if case .update(let id, _) = $0 { stored.contains(id) } else { false } }
             }
@@ -139,9 +139,10 @@ public struct BehaviourHandler: RequestHandler {
         if !followUps.isEmpty || rulesMoved { followUp.yield(followUps) }
     }
 
-    /// Stores what the accepted rules stored into the written characteristics, before the answer, and persists it;
-    /// returns the ids it stored.
-    private func store(_ actions: [EmulationAction], characteristics: [Characteristic]) -> Set<String> {
+    /// Stores what the accepted rules stored into the written characteristics, before the answer, and persists it:
+    /// with `--restore-id` the answer waits until the value is on disk (the state store's writer does the waiting;
+    /// this task is off the bus thread from here), so an acknowledged write survives a crash. Returns the ids stored.
+    private func store(_ actions: [EmulationAction], characteristics: [Characteristic]) async -> Set<String> {
         var stored: [String: [UInt8]] = [:]
         for action in actions {
             guard case .update(let id, let value) = action,
@@ -152,7 +153,7 @@ public struct BehaviourHandler: RequestHandler {
         engines.withLock { engines in
             for (id, value) in stored { engines.valueChanged(id, to: value) }
         }
-        if let stateStore, !stored.isEmpty { stateStore.recordWrites(stored) }
+        if let stateStore, !stored.isEmpty { await stateStore.recordWrites(stored) }
         return Set(stored.keys)
     }
 

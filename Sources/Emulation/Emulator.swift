@@ -346,6 +346,6 @@ public actor Emulator {
             let ids = await manager.subscribedCentrals(of: published).map(\.id)
             if !ids.isEmpty { subscriptions[published.id] = ids }
         }
-        stateStore.recordSubscriptions(subscriptions)
+        await stateStore.recordSubscriptions(subscriptions)
     }
 }

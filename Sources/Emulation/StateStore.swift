@@ -1,3 +1,4 @@
+import Dispatch
 import GATTModel
 import Logging
 import Peripheral
@@ -12,8 +13,11 @@ import Darwin
 /// State restoration's file: the values centrals wrote and who was subscribed, for one restore identifier, so a
 /// crashed or restarted emulator comes back as the centrals left it (Core Bluetooth's state preservation).
 ///
-/// Every change is written at once, atomically (temp file, fsync, rename, fsync of the directory), so a crash at
-/// any moment leaves the previous or the new file, never half of one. The file carries a version, the profile's
+/// Every change is written atomically (temp file, fsync, rename, fsync of the directory), so a crash at any moment
+/// leaves the previous or the new file, never half of one. The writing happens on a queue of its own, never on the
+/// caller's thread: `recordWrites` returns once the change is on disk, and changes made while a file is being
+/// written are committed together by the next one (group commit), so the request path neither blocks on the disk nor
+/// acknowledges a write before it is durable. The file carries a version, the profile's
 /// name and a fingerprint of its GATT tree: a corrupt or foreign file (bad JSON, another version or profile) is
 /// reported in one log line, renamed aside to `*.corrupt-<timestamp>` and never fatal.
 public final class StateStore: Sendable {
@@ -27,10 +31,25 @@ public final class StateStore: Sendable {
     private let profile: PeripheralProfile
     private let logger: Logger
     private let state: Mutex<Snapshot>
+    /// Which change is on disk, who waits for which, and whether the writer queue is at work.
+    private let commits = Mutex(Commits())
+    /// Where files are written: fsync may take milliseconds, and no request's thread may wait on it.
+    private let writer = DispatchQueue(label: "blemu.state-store")
 
     private struct Snapshot: Sendable {
         var values: [String: [UInt8]] = [:]
         var subscriptions: [String: [String]] = [:]
+        /// Counts the changes: the file written from this snapshot makes every change up to it durable.
+        var generation = 0
+    }
+
+    private struct Commits {
+        /// The newest generation written (or whose write failed and was said).
+        var durable = 0
+        /// Whether a writer is at work; it keeps writing until nothing newer than `durable` is left.
+        var isWriting = false
+        /// Callers waiting for their generation to be durable.
+        var waiters: [(generation: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
     /// The file's JSON object: `version`, `profile`, `fingerprint`, `values` (id to hex) and `subscriptions` (id to
@@ -106,7 +125,7 @@ public final class StateStore: Sendable {
                 problem = "saved for profile \"\(file.profile)\" (\(file.fingerprint)), not this one"
             } else if let decoded = Self.decode(file.values) {
                 let values = accepted(decoded)
-                state.withLock { $0 = Snapshot(values: values, subscriptions: file.subscriptions) }
+                state.withLock { $0 = Snapshot(values: values, subscriptions: file.subscriptions, generation: 0) }
                 return RestoredState(values: values, subscriptions: file.subscriptions)
             } else {
                 problem = "a value is not hex"
@@ -158,14 +177,16 @@ public final class StateStore: Sendable {
         return kept
     }
 
-    /// Persists values written by centrals (merged over earlier ones). A failed write is logged, never fatal.
-    public func recordWrites(_ values: [String: [UInt8]]) {
-        save { $0.values.merge(values) { _, new in new } }
+    /// Persists values written by centrals (merged over earlier ones), returning once they are on disk. A failed
+    /// write is logged, never fatal.
+    public func recordWrites(_ values: [String: [UInt8]]) async {
+        await save { $0.values.merge(values) { _, new in new } }
     }
 
-    /// Persists the current subscriptions (characteristic id to central ids), replacing the earlier ones.
-    public func recordSubscriptions(_ subscriptions: [String: [String]]) {
-        save { $0.subscriptions = subscriptions }
+    /// Persists the current subscriptions (characteristic id to central ids), replacing the earlier ones; returns
+    /// once they are on disk.
+    public func recordSubscriptions(_ subscriptions: [String: [String]]) async {
+        await save { $0.subscriptions = subscriptions }
     }
 
     /// The state as it would be restored now.
@@ -173,18 +194,62 @@ public final class StateStore: Sendable {
         state.withLock { RestoredState(values: $0.values, subscriptions: $0.subscriptions) }
     }
 
-    private func save(_ change: (inout Snapshot) -> Void) {
-        // Under the lock, so two changes cannot write the file in the opposite order to their snapshots.
-        state.withLock { snapshot in
+    /// Applies `change` to the snapshot and waits until a file holding it (or a newer one) is on disk.
+    private func save(_ change: (inout Snapshot) -> Void) async {
+        let generation = state.withLock { snapshot in
             change(&snapshot)
-            let file = File(
-                version: Self.version, profile: profileName, fingerprint: fingerprint,
-                values: snapshot.values.mapValues(Self.hex), subscriptions: snapshot.subscriptions)
+            snapshot.generation += 1
+            return snapshot.generation
+        }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let (isDurable, startsWriter) = commits.withLock { commits -> (Bool, Bool) in
+                guard commits.durable < generation else { return (true, false) }
+                commits.waiters.append((generation, continuation))
+                defer { commits.isWriting = true }
+                return (false, !commits.isWriting)
+            }
+            if isDurable { continuation.resume() }
+            if startsWriter { writer.async { [self] in commitAll() } }
+        }
+    }
+
+    /// The writer queue's loop: writes the newest snapshot while it is newer than the file, then wakes everyone it
+    /// made durable. Changes that arrive during a write are all carried by the next one.
+    private func commitAll() {
+        while true {
+            // The generation is read under the commits lock, so a change counted after this check finds the writer
+            // still at work and is carried by the next turn of this loop.
+            let isDone = commits.withLock { commits -> Bool in
+                guard commits.durable < state.withLock({ $0.generation }) else {
+                    commits.isWriting = false
+                    return true
+                }
+                return false
+            }
+            if isDone { return }
+            let (file, generation) = state.withLock { snapshot in
+                (
+                    File(
+                        version: Self.version, profile: profileName, fingerprint: fingerprint,
+                        values: snapshot.values.mapValues(Self.hex), subscriptions: snapshot.subscriptions),
+                    snapshot.generation
+                )
+            }
             do {
                 try writeAtomically(Array((file.json.prettyText + "\n").utf8))
             } catch {
                 logger.error("cannot save state to \(path): \(error)")
             }
+            let durable = commits.withLock { commits in
+                commits.durable = generation
+                let (ready, waiting) = (
+                    commits.waiters.filter { $0.generation <= generation },
+                    commits.waiters.filter { $0.generation > generation }
+                )
+                commits.waiters = waiting
+                return ready.map(\.continuation)
+            }
+            for continuation in durable { continuation.resume() }
         }
     }
 

@@ -73,11 +73,11 @@ import Testing
 
     /// A state file holding what no central could have written (600 bytes where 2 fit, a value the
     /// write rules refuse, a read-only characteristic) was restored and served as it was.
-    @Test func restoredValuesPassTheChecksAWritePassesAndTheRestAreSkipped() throws {
+    @Test func restoredValuesPassTheChecksAWritePassesAndTheRestAreSkipped() async throws {
         let directory = try temporaryDirectory()
         let profile = try bundledProfile("thermostat")
         // A file as blemu writes it (version, profile, fingerprint), then edited as a user or a bug might.
-        StateStore(restoreID: "edited", directory: directory, profile: profile).recordWrites([
+        await StateStore(restoreID: "edited", directory: directory, profile: profile).recordWrites([
             "mode": [0x02], "set-point": [0x34, 0x08], "temperature": [0x00, 0x00],
             "humidity": [UInt8](repeating: 0, count: 600),
         ])
@@ -93,7 +93,7 @@ import Testing
         #expect(restored.values == ["mode": [0x02]])
     }
 
-    @Test func corruptStateFileIsRenamedAsideNotFatal() throws {
+    @Test func corruptStateFileIsRenamedAsideNotFatal() async throws {
         let directory = try temporaryDirectory()
         let profile = try bundledProfile("thermostat")
         try "{ not json".write(toFile: directory + "/r.json", atomically: true, encoding: .utf8)
@@ -101,16 +101,18 @@ import Testing
         #expect(store.restore() == nil)
         let names = try FileManager.default.contentsOfDirectory(atPath: directory)
         #expect(names.contains { $0.hasPrefix("r.json.corrupt-") } && !names.contains("r.json"))
-        store.recordWrites(["mode": [0x03]])
+        await store.recordWrites(["mode": [0x03]])
         #expect(
             StateStore(restoreID: "r", directory: directory, profile: profile).restore()?.values == ["mode": [0x03]])
     }
 
-    @Test func stateFileSpellsHexAsBlemuDoesAndStillReadsLowercase() throws {
+    @Test func stateFileSpellsHexAsBlemuDoesAndStillReadsLowercase() async throws {
         let directory = try temporaryDirectory()
         let profile = try bundledProfile("thermostat")
         // 25.00 °C, a set point the write rules accept (restored values pass them).
-        StateStore(restoreID: "h", directory: directory, profile: profile).recordWrites(["set-point": [0xC4, 0x09]])
+        await StateStore(restoreID: "h", directory: directory, profile: profile).recordWrites([
+            "set-point": [0xC4, 0x09]
+        ])
         let text = try String(contentsOfFile: directory + "/h.json", encoding: .utf8)
         #expect(text.contains("\"C409\"") && !text.contains("c409"))
         // A file from before the spelling was unified.
@@ -122,12 +124,46 @@ import Testing
             ])
     }
 
-    @Test func stateFileOfAnotherProfileIsIgnored() throws {
+    @Test func stateFileOfAnotherProfileIsIgnored() async throws {
         let directory = try temporaryDirectory()
-        StateStore(restoreID: "x", directory: directory, profile: try bundledProfile("heart-rate"))
+        await StateStore(restoreID: "x", directory: directory, profile: try bundledProfile("heart-rate"))
             .recordWrites(["heart-rate-control-point": [0x01]])
         #expect(
             StateStore(restoreID: "x", directory: directory, profile: try bundledProfile("thermostat")).restore() == nil
         )
+    }
+
+    /// `recordWrites` returns only once its values are in the file, also when many arrive at once and the writer
+    /// commits them in groups: what a write's answer waits for is the disk, never another request's thread.
+    @Test func eachRecordedWriteIsInTheFileWhenItReturnsWhateverArrivesAtOnce() async throws {
+        let directory = try temporaryDirectory()
+        let store = StateStore(restoreID: "many", directory: directory, profile: try bundledProfile("thermostat"))
+        let path = directory + "/many.json"
+        @Sendable func saved() -> [String: String] {
+            let data = (try? Data(contentsOf: URL(fileURLWithPath: path))) ?? Data()
+            let file = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+            return file?["values"] as? [String: String] ?? [:]
+        }
+        let missing = await withTaskGroup(of: String?.self) { group in
+            for index in 0..<40 {
+                group.addTask {
+                    await store.recordWrites(["k\(index)": [UInt8(index)]])
+                    return saved()["k\(index)"] == StateStoreHex.of(UInt8(index)) ? nil : "k\(index)"
+                }
+            }
+            var missing: [String] = []
+            for await key in group { if let key { missing.append(key) } }
+            return missing
+        }
+        #expect(missing.isEmpty, "returned before on disk: \(missing)")
+        #expect(saved().count == 40)
+    }
+}
+
+/// One byte as the state file spells it.
+private enum StateStoreHex {
+    static func of(_ byte: UInt8) -> String {
+        let digits = String(byte, radix: 16, uppercase: true)
+        return digits.count == 1 ? "0" + digits : digits
     }
 }
