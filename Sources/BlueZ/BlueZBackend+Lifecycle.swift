@@ -96,7 +96,7 @@ extension BlueZBackend {
     /// lab: ActiveInstances stays 1 and no central finds the peripheral. So at power on the machine asks for the
     /// advertisement to be registered again (`.refreshAdvertisement`).
     private func poweredChanged(_ powered: Bool) {
-        let changed = state.withLock { $0.lifecycle.adapter != .present(powered: powered) }
+        let changed = state.withLock { $0.lifecycle.adapterPowered != powered }
         if changed { logger.info("adapter \(adapterName) powered \(powered ? "on" : "off")") }
         handle(.powered(powered))
     }

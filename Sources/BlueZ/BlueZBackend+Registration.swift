@@ -28,21 +28,18 @@ extension BlueZBackend {
         } catch {
             for object in objects { connection.unexport(object.path) }
             state.withLock {
-                $0.exported = []; $0.services = []
-                $0.lifecycle.wanted.remove(.application)
+                $0.exported = []
+                $0.services = []
             }
+            handle(.unwant(.application))
             throw .export("\(error)")
         }
         state.withLock { state in
             state.exported = objects.map(\.path)
             state.services = services
             state.descriptorValues = [:]
-            if services.isEmpty {
-                state.lifecycle.wanted.remove(.application)
-            } else {
-                state.lifecycle.wanted.insert(.application)
-            }
         }
+        handle(services.isEmpty ? .unwant(.application) : .want(.application))
         try await registerApplication()
     }
 

@@ -18,7 +18,7 @@ import Synchronization
 public final class BlueZBackend: PeripheralBackend {
 
     struct State {
-        /// bluetoothd, the adapter and what is registered: changed only through `handle(_:)`.
+        /// bluetoothd, the adapter and what is registered: changed only through `handle(_:)` and `shutDown()`.
         var lifecycle = BlueZLifecycle(adapterPowered: false)
         var services: [Service] = []
         var exported: [ObjectPath] = []
@@ -155,17 +155,13 @@ public final class BlueZBackend: PeripheralBackend {
         try await gate.serially { () async throws(BlueZError) in
             await withdrawAdvertisement()
             if plan.mode == .extended { plan = try await planExtended(advertisement) }
-            state.withLock {
-                $0.advertisement = plan.registration
-                $0.lifecycle.wanted.insert(.advertisement)
-            }
+            state.withLock { $0.advertisement = plan.registration }
+            handle(.want(.advertisement))
             do throws(BlueZError) {
                 try await registerAdvertisement()
             } catch .rejected(let operation, let error) where plan.mode == .extended {
-                state.withLock {
-                    $0.advertisement = nil
-                    $0.lifecycle.wanted.remove(.advertisement)
-                }
+                state.withLock { $0.advertisement = nil }
+                handle(.unwant(.advertisement))
                 throw Self.extendedRefusal(plan, operation: operation, error)
             }
         }
@@ -175,10 +171,8 @@ public final class BlueZBackend: PeripheralBackend {
     public func stopAdvertising() async throws {
         await gate.serially { () async in
             await withdrawAdvertisement()
-            state.withLock {
-                $0.advertisement = nil
-                $0.lifecycle.wanted.remove(.advertisement)
-            }
+            state.withLock { $0.advertisement = nil }
+            handle(.unwant(.advertisement))
         }
     }
 
@@ -216,21 +210,26 @@ public final class BlueZBackend: PeripheralBackend {
     public func shutdown() async {
         await gate.serially { () async in
             guard !state.withLock({ $0.lifecycle.isShutDown }) else { return }
-            await withdrawAdvertisement()
-            if state.withLock({ $0.lifecycle.isRegistered(.application) }) {
-                await callLogged(
-                    adapterPath, BlueZName.Interface.gattManager, BlueZName.Member.unregisterApplication,
-                    [.objectPath(paths.root)])
+            // From here the machine ignores bluetoothd: a restart meanwhile registers nothing again.
+            for registration in state.withLock({ $0.lifecycle.shutDown() }) {
+                switch registration {
+                case .advertisement:
+                    await callLogged(
+                        adapterPath, BlueZName.Interface.advertisingManager,
+                        BlueZName.Member.unregisterAdvertisement, [.objectPath(paths.advertisement)])
+                case .application:
+                    await callLogged(
+                        adapterPath, BlueZName.Interface.gattManager, BlueZName.Member.unregisterApplication,
+                        [.objectPath(paths.root)])
+                case .agent:
+                    await callLogged(
+                        BlueZName.agentManager, BlueZName.Interface.agentManager, BlueZName.Member.unregisterAgent,
+                        [.objectPath(paths.agent)])
+                }
             }
-            if state.withLock({ $0.lifecycle.isRegistered(.agent) }) {
-                await callLogged(
-                    BlueZName.agentManager, BlueZName.Interface.agentManager,
-                    BlueZName.Member.unregisterAgent,
-                    [.objectPath(paths.agent)])
-            }
+            connection.unexport(paths.advertisement)
             if let alias = state.withLock({ $0.previousAlias }) { await setAlias(alias) }
             let (sockets, subscriptions, watcher) = state.withLock { state in
-                _ = state.lifecycle.handle(.shutDown)
                 _ = state.notify.removeAll()
                 let sockets = Array(state.notifySockets.values)
                 state.notifySockets.removeAll()

@@ -1,9 +1,10 @@
 import Peripheral
 
 /// What bluetoothd knows of us and what we know of it: a value-type state machine with no I/O and no clock, as
-/// `NotificationQueue` and `NotifyTable` are. `BlueZBackend` feeds it what the bus says (bluetoothd's name owner,
-/// the adapter's InterfacesAdded/Removed and `Powered`, registration replies, `Release`, shutdown) and performs the
-/// actions it returns; tests drive it with no bus (BlueZLifecycleTests).
+/// `NotificationQueue` and `NotifyTable` are: one `Stage` whose cases carry their data. `BlueZBackend` feeds it
+/// every input (bluetoothd's name owner, the adapter's InterfacesAdded/Removed and `Powered`, registration replies,
+/// `Release`, what the user wants registered) and performs the actions it returns, and `shutDown()` says what to
+/// unregister; tests drive it with no bus (BlueZLifecycleTests).
 ///
 /// The rules come from what bluetoothd does (docs/bluez.md, "Links, power and restarts"):
 /// - A bluetoothd that leaves forgets every registration; a new one announces itself twice (the name's new owner,
@@ -27,12 +28,17 @@ struct BlueZLifecycle: Sendable, Equatable {
         static func < (lhs: Registration, rhs: Registration) -> Bool { lhs.rawValue < rhs.rawValue }
     }
 
-    /// The adapter as bluetoothd shows it.
-    enum Adapter: Sendable, Equatable {
-        /// bluetoothd has no such adapter (removed, or a new bluetoothd without it).
-        case absent
-        /// The adapter is there, powered or not.
-        case present(powered: Bool)
+    /// Where bluetoothd, the adapter and the registrations are. Registrations live only in `.adapter`: with no
+    /// bluetoothd, no adapter, or after shutdown, nothing can be registered, and the type says so.
+    enum Stage: Sendable, Equatable {
+        /// bluetoothd's name has no owner: it exited or crashed, and took every registration with it.
+        case bluetoothdGone
+        /// bluetoothd is there without the adapter (removed, or a new bluetoothd without it).
+        case adapterGone
+        /// bluetoothd and the adapter are there, powered or not, with what bluetoothd has accepted.
+        case adapter(powered: Bool, registered: Set<Registration>)
+        /// The backend shut down: nothing is registered again.
+        case shutDown
     }
 
     /// What happened on the bus.
@@ -51,8 +57,11 @@ struct BlueZLifecycle: Sendable, Equatable {
         case registered(Registration, generation: Int)
         /// The backend unregistered (or bluetoothd released) one registration.
         case unregistered(Registration)
-        /// The backend is shutting down: nothing is registered again after this.
-        case shutDown
+        /// The user wants this registered (a service published, advertising started) whenever bluetoothd and the
+        /// adapter are there; the backend registers it next.
+        case want(Registration)
+        /// The user no longer wants it (advertising stopped, the last service removed, a refused registration).
+        case unwant(Registration)
     }
 
     /// What the backend must do, in order.
@@ -67,93 +76,118 @@ struct BlueZLifecycle: Sendable, Equatable {
         case refreshAdvertisement
     }
 
-    /// The adapter as last seen.
-    private(set) var adapter: Adapter
-    /// What bluetoothd has accepted and not forgotten.
-    private(set) var registered: Set<Registration> = []
-    /// What the backend wants registered whenever bluetoothd and the adapter are there.
-    var wanted: Set<Registration> = [.agent]
+    /// Where bluetoothd, the adapter and the registrations are.
+    private(set) var stage: Stage
+    /// What the backend wants registered whenever bluetoothd and the adapter are there; changed by `.want` and
+    /// `.unwant`.
+    private(set) var wanted: Set<Registration> = [.agent]
     /// Counts the losses of every registration (bluetoothd left, the adapter went): a reply stamps its own.
     private(set) var generation = 0
-    /// Whether bluetoothd's name has an owner.
-    private(set) var isBluetoothdPresent = true
-    /// Whether `shutDown` happened.
-    private(set) var isShutDown = false
 
     /// A machine for a bluetoothd that is there, with the adapter as its object tree shows it.
     init(adapterPowered: Bool) {
-        adapter = .present(powered: adapterPowered)
+        stage = .adapter(powered: adapterPowered, registered: [])
+    }
+
+    /// Whether `shutDown()` happened.
+    var isShutDown: Bool { stage == .shutDown }
+
+    /// Whether the adapter is powered; nil while bluetoothd or the adapter is gone, or after shutdown.
+    var adapterPowered: Bool? {
+        if case .adapter(let powered, _) = stage { powered } else { nil }
     }
 
     /// The state the manager should see now.
     var reportedState: PeripheralManagerState {
-        switch adapter {
-        case .absent: .unsupported
-        case .present(let powered): powered ? .poweredOn : .poweredOff
+        switch stage {
+        case .bluetoothdGone: .resetting
+        case .adapterGone: .unsupported
+        case .adapter(let powered, _): powered ? .poweredOn : .poweredOff
+        case .shutDown: .unknown
         }
     }
 
-    /// Whether the adapter is there and powered.
-    var isPowered: Bool { adapter == .present(powered: true) }
-
-    /// What is wanted and not registered, in registration order; empty while bluetoothd, the adapter or the
-    /// backend is gone.
+    /// What is wanted and not registered, in registration order; empty while bluetoothd or the adapter is gone,
+    /// and after shutdown.
     var missing: [Registration] {
-        guard !isShutDown, isBluetoothdPresent, adapter != .absent else { return [] }
+        guard case .adapter(_, let registered) = stage else { return [] }
         return wanted.subtracting(registered).sorted()
     }
 
     /// Whether this registration is in place (and so must be unregistered before it is made again).
-    func isRegistered(_ registration: Registration) -> Bool { registered.contains(registration) }
+    func isRegistered(_ registration: Registration) -> Bool {
+        if case .adapter(_, let registered) = stage { registered.contains(registration) } else { false }
+    }
 
-    /// Applies an event; returns what the backend must do.
+    /// Applies an event; returns what the backend must do. After shutdown every event is ignored.
     mutating func handle(_ event: Event) -> [Action] {
-        switch event {
-        case .bluetoothdLeft:
-            guard isBluetoothdPresent else { return [] }
-            isBluetoothdPresent = false
-            loseRegistrations()
+        switch (stage, event) {
+        case (.shutDown, _):
+            return []
+        case (_, .want(let registration)):
+            wanted.insert(registration)
+            return []
+        case (_, .unwant(let registration)):
+            wanted.remove(registration)
+            return []
+        case (.bluetoothdGone, .bluetoothdLeft):
+            return []
+        case (_, .bluetoothdLeft):
+            stage = .bluetoothdGone
+            generation += 1
             return [.forgetLinks(reason: "bluetoothd left", bluetoothdChanged: true), .report(.resetting)]
-        case .bluetoothdArrived(let powered):
-            isBluetoothdPresent = true
-            guard let powered else {
-                adapter = .absent
-                return [.report(.unsupported)]
-            }
-            adapter = .present(powered: powered)
-            return isShutDown ? [] : [.registerAgain(reason: "bluetoothd restarted")]
-        case .adapterAdded(let powered):
-            adapter = .present(powered: powered)
-            return isShutDown ? [] : [.registerAgain(reason: "adapter appeared")]
-        case .adapterRemoved:
-            adapter = .absent
-            loseRegistrations()
+        case (_, .bluetoothdArrived(.none)):
+            stage = .adapterGone
+            return [.report(.unsupported)]
+        case (.adapter(_, let registered), .bluetoothdArrived(let powered?)),
+            (.adapter(_, let registered), .adapterAdded(let powered)):
+            // The same bluetoothd announcing itself twice keeps what it accepted: the second pass registers nothing.
+            stage = .adapter(powered: powered, registered: registered)
+            return [.registerAgain(reason: Self.reason(for: event))]
+        case (_, .bluetoothdArrived(let powered?)), (_, .adapterAdded(let powered)):
+            stage = .adapter(powered: powered, registered: [])
+            return [.registerAgain(reason: Self.reason(for: event))]
+        case (.adapter, .adapterRemoved):
+            stage = .adapterGone
+            generation += 1
             return [.forgetLinks(reason: "adapter removed", bluetoothdChanged: false), .report(.unsupported)]
-        case .powered(let powered):
-            guard case .present(let was) = adapter, was != powered else { return [] }
-            adapter = .present(powered: powered)
+        case (_, .adapterRemoved):
+            return []
+        case (.adapter(let was, let registered), .powered(let powered)) where was != powered:
+            // bluetoothd keeps the registrations across power off; the kernel clears the advertising sets.
+            stage = .adapter(powered: powered, registered: registered)
             guard powered else {
                 return [.forgetLinks(reason: "adapter powered off", bluetoothdChanged: false), .report(.poweredOff)]
             }
-            let refresh = !isShutDown && wanted.contains(.advertisement) && isBluetoothdPresent
-            return [.report(.poweredOn)] + (refresh ? [.refreshAdvertisement] : [])
-        case .registered(let registration, let stamp):
+            return [.report(.poweredOn)] + (wanted.contains(.advertisement) ? [.refreshAdvertisement] : [])
+        case (_, .powered):
+            return []
+        case (.adapter(let powered, var registered), .registered(let registration, let stamp)):
             // A reply from a bluetoothd that has since left registered nothing with the one that is there now.
-            guard stamp == generation, !isShutDown else { return [] }
+            guard stamp == generation else { return [] }
             registered.insert(registration)
+            stage = .adapter(powered: powered, registered: registered)
             return []
-        case .unregistered(let registration):
+        case (_, .registered):
+            return []
+        case (.adapter(let powered, var registered), .unregistered(let registration)):
             registered.remove(registration)
+            stage = .adapter(powered: powered, registered: registered)
             return []
-        case .shutDown:
-            isShutDown = true
-            registered.removeAll()
+        case (_, .unregistered):
             return []
         }
     }
 
-    private mutating func loseRegistrations() {
-        registered.removeAll()
-        generation += 1
+    /// Ends the machine: returns what is registered, in the order to unregister it (advertisement, application,
+    /// agent: the reverse of registering), and ignores every event from then on.
+    mutating func shutDown() -> [Registration] {
+        defer { stage = .shutDown }
+        guard case .adapter(_, let registered) = stage else { return [] }
+        return registered.sorted().reversed()
+    }
+
+    private static func reason(for event: Event) -> String {
+        if case .adapterAdded = event { "adapter appeared" } else { "bluetoothd restarted" }
     }
 }

@@ -9,7 +9,8 @@ import Testing
     /// A machine with bluetoothd up, the adapter powered, and agent, application and advertisement registered.
     func serving() -> BlueZLifecycle {
         var machine = BlueZLifecycle(adapterPowered: true)
-        machine.wanted = [.agent, .application, .advertisement]
+        _ = machine.handle(.want(.application))
+        _ = machine.handle(.want(.advertisement))
         for registration in BlueZLifecycle.Registration.allCases {
             #expect(machine.handle(.registered(registration, generation: machine.generation)) == [])
         }
@@ -51,7 +52,7 @@ import Testing
 
     @Test func aReplyFromTheBluetoothdThatLeftRegistersNothing() {
         var machine = BlueZLifecycle(adapterPowered: true)
-        machine.wanted = [.agent, .application]
+        _ = machine.handle(.want(.application))
         let stamp = machine.generation  // RegisterApplication sent to the old bluetoothd
         _ = machine.handle(.bluetoothdLeft)
         #expect(machine.handle(.registered(.application, generation: stamp)) == [])
@@ -72,7 +73,7 @@ import Testing
 
     @Test func powerOnWithoutAnAdvertisementRefreshesNothing() {
         var machine = BlueZLifecycle(adapterPowered: false)
-        machine.wanted = [.agent, .application]
+        _ = machine.handle(.want(.application))
         #expect(machine.handle(.powered(true)) == [.report(.poweredOn)])
     }
 
@@ -105,8 +106,8 @@ import Testing
 
     @Test func afterShutdownNothingIsRegisteredAgain() {
         var machine = serving()
-        _ = machine.handle(.shutDown)
-        _ = machine.handle(.bluetoothdLeft)
+        #expect(machine.shutDown() == [.advertisement, .application, .agent], "unregistered in reverse order")
+        #expect(machine.handle(.bluetoothdLeft) == [], "nothing is forgotten or reported after shutdown")
         #expect(machine.handle(.bluetoothdArrived(adapterPowered: true)) == [])
         #expect(machine.handle(.adapterAdded(powered: true)) == [])
         #expect(machine.missing.isEmpty)
@@ -118,5 +119,29 @@ import Testing
         var machine = serving()
         _ = machine.handle(.bluetoothdLeft)
         #expect(machine.handle(.bluetoothdLeft) == [])
+    }
+
+    /// What is wanted changes only through the machine: a refused or stopped advertisement is not missing again
+    /// after a restart, and one wanted while bluetoothd is gone is missing once it is back.
+    @Test func wantingAndUnwantingGoThroughTheMachine() {
+        var machine = serving()
+        #expect(machine.handle(.unwant(.advertisement)) == [])
+        _ = machine.handle(.unregistered(.advertisement))
+        #expect(machine.missing.isEmpty, "an advertisement nobody wants is not missing")
+        _ = machine.handle(.bluetoothdLeft)
+        #expect(machine.reportedState == .resetting)
+        #expect(machine.handle(.want(.advertisement)) == [])
+        #expect(machine.missing.isEmpty, "nothing can be registered with no bluetoothd")
+        _ = machine.handle(.bluetoothdArrived(adapterPowered: false))
+        #expect(machine.missing == [.agent, .application, .advertisement])
+        #expect(machine.adapterPowered == false)
+    }
+
+    @Test func aRemovedAdapterRemovedAgainForgetsNothingMore() {
+        var machine = serving()
+        _ = machine.handle(.adapterRemoved)
+        let generation = machine.generation
+        #expect(machine.handle(.adapterRemoved) == [])
+        #expect(machine.generation == generation)
     }
 }
