@@ -16,4 +16,13 @@ struct Blemu: AsyncParsableCommand {
             ValidateCommand.self, ShowCommand.self, AdvCommand.self, RunCommand.self, LabCommand.self,
             ProbeCommand.self, CloneCommand.self, CtlCommand.self, DoctorCommand.self,
         ])
+
+    /// The one-line usage error for `word` as the first argument when it is neither an option nor one of blemu's
+    /// commands (`help` included); nil when ArgumentParser should parse the line.
+    static func unknownCommand(_ word: String) -> String? {
+        let names = configuration.subcommands.compactMap { $0.configuration.commandName }
+        guard !word.hasPrefix("-"), word != "help", !names.contains(word) else { return nil }
+        let commands = names.sorted().joined(separator: ", ")
+        return "Error: '\(word)' is not a blemu command (\(commands)); see 'blemu --help'."
+    }
 }

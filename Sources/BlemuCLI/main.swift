@@ -1,5 +1,6 @@
 import ArgumentParser
 import Dispatch
+import Serving
 
 #if canImport(Glibc)
 import Glibc
@@ -14,6 +15,12 @@ import Darwin
 if let command = try? Blemu.parseAsRoot(), let run = command as? RunCommand {
     // Parsed and validated: it only hands over, or says why it cannot and exits 70.
     do { try run.run() } catch { Blemu.exit(withError: error) }
+}
+// ArgumentParser takes `blemu verify --help`, a command this blemu lacks, for the root's help and exits 0; a script
+// probing for a command must get a usage error instead.
+if let word = CommandLine.arguments.dropFirst().first, let refusal = Blemu.unknownCommand(word) {
+    Console.error(refusal)
+    exit(64)
 }
 // Everything else, and every mistake (parsed again, so ArgumentParser says what is wrong as it always did).
 Task {

@@ -16,7 +16,10 @@ struct BlemuProcess {
         .deletingLastPathComponent().appendingPathComponent("blemu")
 
     /// Runs blemu with `arguments` from the repository root and waits for it.
-    static func run(_ arguments: String...) throws -> Outcome {
+    static func run(_ arguments: String...) throws -> Outcome { try run(arguments) }
+
+    /// Runs blemu with `arguments` from the repository root and waits for it.
+    static func run(_ arguments: [String]) throws -> Outcome {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments

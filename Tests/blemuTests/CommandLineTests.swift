@@ -189,4 +189,18 @@ import Testing
             #expect(outcome.stdout.contains("Example:"), "\(command) --help has no example")
         }
     }
+
+    /// A command this blemu lacks is a usage error, with or without `--help`: ArgumentParser used to print the
+    /// root's help for `blemu verify --help` and exit 0, so a script could not tell that the command is missing.
+    @Test func anUnknownCommandIsAUsageErrorEvenWithHelp() throws {
+        for arguments in [["verify", "--help"], ["verify"], ["nonsense", "x.yaml"]] {
+            let outcome = try BlemuProcess.run(arguments)
+            #expect(outcome.status == 64, "\(arguments): \(outcome.stdout)")
+            #expect(outcome.stderr.contains("'\(arguments[0])' is not a blemu command"), "\(outcome.stderr)")
+            #expect(outcome.stdout.isEmpty)
+        }
+        // Real commands and `help` still parse as before.
+        #expect(try BlemuProcess.run("help", "validate").status == 0)
+        #expect(try BlemuProcess.run("doctor", "--help").status == 0)
+    }
 }
