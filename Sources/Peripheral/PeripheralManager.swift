@@ -188,15 +188,15 @@ public actor PeripheralManager {
 
     // MARK: Updates
 
+    /// Updates that reached no central because none was subscribed at that moment (accepted, as Core Bluetooth
+    /// accepts them, and counted apart from the ones sent).
+    public private(set) var updatesWithoutSubscribers = 0
+
     /// Sends a value to the subscribed centrals (all of them, or those of `centrals` that subscribed), as a
     /// notification or indication per subscription, cut to each central's `maximumUpdateValueLength`.
     ///
     /// Returns false, sending to nobody, when a target's queue is full: `.readyToUpdateSubscribers` follows when
     /// it has room, then call again. Returns true when queued, also when nobody is subscribed (nothing to do);
-    /// Updates that reached no central because none was subscribed at that moment (accepted, as Core Bluetooth
-    /// accepts them, and counted apart from the ones sent).
-    public private(set) var updatesWithoutSubscribers = 0
-
     /// an unpublished characteristic is logged as misuse and returns true (no retry would help).
     public func updateValue(
         _ value: [UInt8], for characteristic: Characteristic, onSubscribedCentrals centrals: [Central]? = nil
