@@ -66,7 +66,7 @@ struct CentralOptions: ParsableArguments {
         var logger = Logger(label: label, factory: { StreamLogHandler.standardError(label: $0) })
         logger.logLevel = verbose ? .trace : .warning
         do {
-            let central = try Central(bus: bus, logger: logger)
+            let central = try BlueZCentral(bus: bus, logger: logger)
             defer { central.close() }
             return try await central.probe(request(service: service, listen: listen))
         } catch {

@@ -18,14 +18,14 @@ struct DeviceMatcherTests {
     /// bluetoothd 5.84+ reports a name advertised as "Lab Cases " as "Lab Cases"; either spelling finds either.
     @Test func namesMatchWithoutTheSpacesAroundThem() {
         let path: ObjectPath = "/org/bluez/hci1/dev_00_AA_01_00_00_00"
-        let spaced = Central.matcher(for: ProbeRequest(name: "Lab Cases "), adapter: adapter)
-        let plain = Central.matcher(for: ProbeRequest(name: "Lab Cases"), adapter: adapter)
+        let spaced = BlueZCentral.matcher(for: ProbeRequest(name: "Lab Cases "), adapter: adapter)
+        let plain = BlueZCentral.matcher(for: ProbeRequest(name: "Lab Cases"), adapter: adapter)
         #expect(spaced(path, device(name: "Lab Cases")))
         #expect(plain(path, device(name: "Lab Cases ")))
         #expect(!plain(path, device(name: "Lab  Cases")))
         #expect(!plain(path, device(name: "Lab Case")))
         #expect(
-            !Central.matcher(for: ProbeRequest(name: "Lab Cases"), adapter: "/org/bluez/hci0")(
+            !BlueZCentral.matcher(for: ProbeRequest(name: "Lab Cases"), adapter: "/org/bluez/hci0")(
                 path, device(name: "Lab Cases")))
     }
 }

@@ -100,7 +100,7 @@ struct ProbeReportTests {
             "/org/bluez/hci1/dev_3": device("00:AA:01:00:00:03", adapter: "/org/bluez/hci1", name: "Old", rssi: nil),
             "/org/bluez/hci0/dev_4": device("00:AA:01:00:00:04", adapter: "/org/bluez/hci0", name: "Other", rssi: -1),
         ]
-        let seen = Central.seenDevices(on: "/org/bluez/hci1", in: objects)
+        let seen = BlueZCentral.seenDevices(on: "/org/bluez/hci1", in: objects)
         #expect(
             seen == [
                 "00:AA:01:00:00:02 \"Strap\" (RSSI -40)", "00:AA:01:00:00:01 (RSSI -80)", "00:AA:01:00:00:03 \"Old\"",
@@ -116,9 +116,9 @@ struct ProbeReportTests {
     }
 
     @Test func rssi127MeansNotAvailableAndIsNotReportedAsDBm() {
-        #expect(Central.reportedRSSI(127) == nil)
-        #expect(Central.reportedRSSI(nil) == nil)
-        #expect(Central.reportedRSSI(-42) == -42)
-        #expect(Central.reportedRSSI(20) == 20)
+        #expect(BlueZCentral.reportedRSSI(127) == nil)
+        #expect(BlueZCentral.reportedRSSI(nil) == nil)
+        #expect(BlueZCentral.reportedRSSI(-42) == -42)
+        #expect(BlueZCentral.reportedRSSI(20) == 20)
     }
 }

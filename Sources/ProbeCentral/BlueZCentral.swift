@@ -9,7 +9,7 @@ import Logging
 /// discover, connect, walk the GATT tree, read everything readable, listen to everything that notifies, disconnect.
 ///
 /// Owns its bus connection; `probe` runs once per value and closes nothing, so call `close()` when done.
-public struct Central: Sendable {
+public struct BlueZCentral: Sendable {
     private let connection: BusConnection
     private let logger: Logger
 
