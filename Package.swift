@@ -28,6 +28,7 @@ let package = Package(
         .library(name: "BlueZ", targets: ["BlueZ"]),
         .library(name: "Emulation", targets: ["Emulation"]),
         .library(name: "PeripheralTesting", targets: ["PeripheralTesting"]),
+        .library(name: "BlueZTesting", targets: ["BlueZTesting"]),
         .library(name: "Lab", targets: ["Lab"]),
         .library(name: "ProbeCentral", targets: ["ProbeCentral"]),
     ],
@@ -78,6 +79,12 @@ let package = Package(
             name: "PeripheralTesting",
             dependencies: ["Peripheral", "GATTModel", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
+        // A fake bluetoothd on a private dbus-daemon, for bus-level tests of one's own peripheral code (level 5 of
+        // docs/architecture.md runs on it). Depends on no test framework.
+        .target(
+            name: "BlueZTesting",
+            dependencies: ["DBus", "GATTModel", "BlueZModel", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
         // `blemu run`'s work: its options as arguments, the device served until a stop signal, and the hand-over
         // between the two executables. Links neither ArgumentParser nor Foundation, so the process that serves stays
         // small (issue 14).
@@ -118,13 +125,9 @@ let package = Package(
             swiftSettings: strict),
         // The ATT request list the fake bluetoothd (level 5) and the lab (level 6) both run.
         .target(name: "ScenarioList", path: "Tests/ScenarioList", swiftSettings: strict),
-        // A private dbus-daemon per test, shared by the bus-level suites (level 5 of docs/architecture.md).
-        .target(
-            name: "BusTestSupport", dependencies: ["DBus", .product(name: "Logging", package: "swift-log")],
-            path: "Tests/BusTestSupport", swiftSettings: strict),
         .testTarget(
             name: "DBusTests",
-            dependencies: ["DBus", "BusTestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["DBus", "BlueZTesting", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         .testTarget(
             name: "PeripheralTests",
@@ -135,7 +138,7 @@ let package = Package(
         .testTarget(
             name: "BlueZTests",
             dependencies: [
-                "BlueZ", "BlueZModel", "DBus", "Peripheral", "GATTModel", "BusTestSupport", "Emulation", "GATTProfile",
+                "BlueZ", "BlueZModel", "DBus", "Peripheral", "GATTModel", "BlueZTesting", "Emulation", "GATTProfile",
                 "ScenarioList", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),

@@ -1,4 +1,4 @@
-import BusTestSupport
+import BlueZTesting
 import Emulation
 import Foundation
 import GATTModel

@@ -1,4 +1,4 @@
-import BusTestSupport
+import BlueZTesting
 import GATTModel
 import Glibc
 import Peripheral

@@ -1,4 +1,4 @@
-import BusTestSupport
+import BlueZTesting
 import DBus
 import GATTModel
 import Logging

@@ -1,6 +1,6 @@
 import BlueZ
 import BlueZModel
-import BusTestSupport
+import BlueZTesting
 import DBus
 import GATTModel
 import Glibc

@@ -1,6 +1,7 @@
 // The fake's own error mapping, checked against 5.66 `dbus_error_to_att_ecode`, and where an older note of ours
 // differs from it.
 import BlueZModel
+import BlueZTesting
 import GATTModel
 import Testing
 

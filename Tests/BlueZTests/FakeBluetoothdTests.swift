@@ -1,5 +1,5 @@
 // Level 5, first half: the fake bluetoothd itself, proven against a minimal app written directly on DBus.
-import BusTestSupport
+import BlueZTesting
 import DBus
 import GATTModel
 import Testing

@@ -1,3 +1,6 @@
+// The simulated central's subscriptions and what reaches it, as bluetoothd 5.66 does them: a test subscribes a
+// central to the app's characteristic and awaits `FakeCentral.notifications` (FakeBluetoothd+Central.swift has its
+// connections and reads, FakeBluetoothd+Writes.swift its writes).
 import DBus
 import GATTModel
 
@@ -5,15 +8,13 @@ import GATTModel
 import Glibc
 #endif
 
-// The simulated central's subscriptions and what reaches it, as bluetoothd does them (FakeBluetoothd+Central.swift
-// has its connections, reads and writes).
 extension FakeBluetoothd {
     // MARK: Subscriptions (`ccc_write_cb`, `acquire_notify_reply`)
 
     /// Writes 1 (notifications) or 2 (indications) to the characteristic's CCCD. Returns the ATT error, if any.
     /// Unlike 5.66, which answers the CCCD write before AcquireNotify returns, this waits for the fd, so a test
     /// can notify at once. 5.66 would also call AcquireNotify twice if a second device subscribed meanwhile.
-    func subscribe(
+    public func subscribe(
         _ attribute: AttributeReference, indications: Bool = false, by central: FakeCentral
     ) async -> ATTError? {
         await beginRequest(central)
@@ -72,7 +73,7 @@ extension FakeBluetoothd {
     }
 
     /// Writes 0 to the CCCD: the count drops; at 0 the fd is closed (fd path) or StopNotify called.
-    func unsubscribe(_ attribute: AttributeReference, by central: FakeCentral) -> ATTError? {
+    public func unsubscribe(_ attribute: AttributeReference, by central: FakeCentral) -> ATTError? {
         guard let found = find(attribute), found.characteristic?.hasCCCD == true else { return .invalidHandle }
         guard devices[central.path]?.cccValues.removeValue(forKey: found.path) != nil else { return nil }
         disable(found.path)
@@ -95,19 +96,19 @@ extension FakeBluetoothd {
 
     /// Stops reading every notify socket, as a busy bluetoothd main loop would: the app's end fills up and its
     /// sends would block. Sockets acquired meanwhile start held too.
-    func holdNotifySockets() {
+    public func holdNotifySockets() {
         notifySocketsHeld = true
         for state in notifyStates.values { state.reader?.isHeld.withLock { $0 = true } }
     }
 
     /// Reads the notify sockets again; what was written meanwhile goes out in order.
-    func releaseNotifySockets() {
+    public func releaseNotifySockets() {
         notifySocketsHeld = false
         for state in notifyStates.values { state.reader?.isHeld.withLock { $0 = false } }
     }
 
     /// How many subscriptions bluetoothd counts for a characteristic (`ntfy_cnt`), and whether it holds an fd.
-    func notifyCount(_ attribute: AttributeReference) -> (count: UInt32, hasFD: Bool) {
+    public func notifyCount(_ attribute: AttributeReference) -> (count: UInt32, hasFD: Bool) {
         guard let path = find(attribute)?.path, let state = notifyStates[path] else { return (0, false) }
         return (state.count, state.reader != nil)
     }
@@ -145,7 +146,7 @@ extension FakeBluetoothd {
 
     /// The central confirms the outstanding indication: the app gets `Confirm()` (no reply expected), and the
     /// next held indication goes out. For centrals connected with `confirmsIndications: false`.
-    func confirmIndication(from central: FakeCentral) { confirmIndication(at: central.path) }
+    public func confirmIndication(from central: FakeCentral) { confirmIndication(at: central.path) }
 
     func confirmIndication(at devicePath: ObjectPath) {
         guard var device = devices[devicePath], let confirmed = device.awaitingConfirmation else { return }

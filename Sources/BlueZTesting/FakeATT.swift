@@ -1,14 +1,15 @@
 // What bluetoothd 5.66 decides on its own, before or after asking the app: the flags it accepts
 // (src/gatt-database.c `parse_chrc_flags`, `parse_desc_flags`), the static permission check
 // (src/shared/gatt-server.c `check_permissions`) and the D-Bus error -> ATT code mapping
-// (src/gatt-database.c `dbus_error_to_att_ecode`). Expressed in Swift from reading the C, not copied.
+// (src/gatt-database.c `dbus_error_to_att_ecode`). Expressed in Swift from reading the C, not copied. The fake
+// bluetoothd decides with these; a test can too, to say what a central will get for a flag or an error reply.
 import BlueZModel
 import GATTModel
 
 /// The ATT side of the fake bluetoothd: pure functions, no bus.
-enum FakeATT {
+public enum FakeATT {
     /// The link's security level, as `bt_att_get_security` reports it (BT_ATT_SECURITY_*).
-    enum LinkSecurity: Int, Comparable, Sendable {
+    public enum LinkSecurity: Int, Comparable, Sendable {
         /// Unencrypted (BT_ATT_SECURITY_LOW).
         case low = 1
         /// Encrypted with an unauthenticated key (MEDIUM).
@@ -18,51 +19,76 @@ enum FakeATT {
         /// LE Secure Connections, authenticated (FIPS).
         case secure = 4
 
-        static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
+        /// Lower security first: `low` < `encrypted` < `authenticated` < `secure`.
+        public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
     }
 
     /// BT_ATT_PERM_* bits, as far as the fake needs them.
-    struct Permissions: OptionSet, Hashable, Sendable {
-        let rawValue: UInt16
-        static let read = Permissions(rawValue: 1 << 0)
-        static let write = Permissions(rawValue: 1 << 1)
-        static let readEncrypt = Permissions(rawValue: 1 << 2)
-        static let writeEncrypt = Permissions(rawValue: 1 << 3)
-        static let readAuthenticated = Permissions(rawValue: 1 << 4)
-        static let writeAuthenticated = Permissions(rawValue: 1 << 5)
-        static let readSecure = Permissions(rawValue: 1 << 6)
-        static let writeSecure = Permissions(rawValue: 1 << 7)
+    public struct Permissions: OptionSet, Hashable, Sendable {
+        /// The fake's own bits, one per BT_ATT_PERM_* it models: BlueZ's values up to `writeAuthenticated`, but the
+        /// secure ones are 0x40 and 0x80 here (0x0100 and 0x0200 in BlueZ).
+        public let rawValue: UInt16
+        /// Permissions from the fake's bits.
+        public init(rawValue: UInt16) { self.rawValue = rawValue }
+        /// BT_ATT_PERM_READ.
+        public static let read = Permissions(rawValue: 1 << 0)
+        /// BT_ATT_PERM_WRITE.
+        public static let write = Permissions(rawValue: 1 << 1)
+        /// BT_ATT_PERM_READ_ENCRYPT.
+        public static let readEncrypt = Permissions(rawValue: 1 << 2)
+        /// BT_ATT_PERM_WRITE_ENCRYPT.
+        public static let writeEncrypt = Permissions(rawValue: 1 << 3)
+        /// BT_ATT_PERM_READ_AUTHEN.
+        public static let readAuthenticated = Permissions(rawValue: 1 << 4)
+        /// BT_ATT_PERM_WRITE_AUTHEN.
+        public static let writeAuthenticated = Permissions(rawValue: 1 << 5)
+        /// BT_ATT_PERM_READ_SECURE.
+        public static let readSecure = Permissions(rawValue: 1 << 6)
+        /// BT_ATT_PERM_WRITE_SECURE.
+        public static let writeSecure = Permissions(rawValue: 1 << 7)
     }
 
     /// Characteristic property bits (Core Spec Vol 3, Part G, 3.3.1.1).
-    struct Properties: OptionSet, Hashable, Sendable {
-        let rawValue: UInt8
-        static let broadcast = Properties(rawValue: 0x01)
-        static let read = Properties(rawValue: 0x02)
-        static let writeWithoutResponse = Properties(rawValue: 0x04)
-        static let write = Properties(rawValue: 0x08)
-        static let notify = Properties(rawValue: 0x10)
-        static let indicate = Properties(rawValue: 0x20)
-        static let authenticatedSignedWrites = Properties(rawValue: 0x40)
-        static let extendedProperties = Properties(rawValue: 0x80)
+    public struct Properties: OptionSet, Hashable, Sendable {
+        /// The property bits of the characteristic declaration.
+        public let rawValue: UInt8
+        /// Properties from the declaration's bits.
+        public init(rawValue: UInt8) { self.rawValue = rawValue }
+        /// Broadcast (0x01).
+        public static let broadcast = Properties(rawValue: 0x01)
+        /// Read (0x02).
+        public static let read = Properties(rawValue: 0x02)
+        /// Write Without Response (0x04).
+        public static let writeWithoutResponse = Properties(rawValue: 0x04)
+        /// Write (0x08).
+        public static let write = Properties(rawValue: 0x08)
+        /// Notify (0x10).
+        public static let notify = Properties(rawValue: 0x10)
+        /// Indicate (0x20).
+        public static let indicate = Properties(rawValue: 0x20)
+        /// Authenticated Signed Writes (0x40).
+        public static let authenticatedSignedWrites = Properties(rawValue: 0x40)
+        /// Extended Properties (0x80): the characteristic has an Extended Properties descriptor.
+        public static let extendedProperties = Properties(rawValue: 0x80)
     }
 
     /// What one `Flags` array means to bluetoothd.
-    struct ParsedFlags: Hashable, Sendable {
-        var properties: Properties = []
+    public struct ParsedFlags: Hashable, Sendable {
+        /// The characteristic declaration's properties.
+        public var properties: Properties = []
         /// Extended properties: reliable write 0x01, writable auxiliaries 0x02.
-        var extendedProperties: UInt8 = 0
+        public var extendedProperties: UInt8 = 0
         /// The value attribute's permissions.
-        var permissions: Permissions = []
+        public var permissions: Permissions = []
         /// The CCCD's write permissions (from `notify`, `indicate` and their security variants).
-        var cccPermissions: Permissions = []
+        public var cccPermissions: Permissions = []
         /// `authorize`: prepared writes from untrusted devices first go to the app with `prepare-authorize`.
-        var requiresPrepareAuthorization = false
+        public var requiresPrepareAuthorization = false
     }
 
     /// `parse_chrc_flags`: nil for any unknown string (the whole registration then fails). Note how 5.66 lets
     /// `encrypt-read` imply `read` and `encrypt-notify` imply `notify`.
-    static func parseCharacteristicFlags(_ strings: [String]) -> ParsedFlags? {
+    public static func parseCharacteristicFlags(_ strings: [String]) -> ParsedFlags? {
         var parsed = ParsedFlags()
         for string in strings {
             guard let flag = BlueZFlag(rawValue: string) else { return nil }
@@ -99,7 +125,7 @@ enum FakeATT {
     }
 
     /// `parse_desc_flags`: nil for any string outside the descriptor set.
-    static func parseDescriptorFlags(_ strings: [String]) -> ParsedFlags? {
+    public static func parseDescriptorFlags(_ strings: [String]) -> ParsedFlags? {
         var parsed = ParsedFlags()
         for string in strings {
             guard let flag = BlueZFlag(rawValue: string), BlueZFlag.descriptorFlags.contains(flag) else { return nil }
@@ -120,11 +146,16 @@ enum FakeATT {
     }
 
     /// The operation a permission check or an error mapping is for.
-    enum Access: Sendable { case read, write }
+    public enum Access: Sendable {
+        /// A Read or Read Blob Request.
+        case read
+        /// A write of any kind.
+        case write
+    }
 
     /// `check_permissions` in src/shared/gatt-server.c: the static gate bt_att applies before any D-Bus call.
     /// An attribute with no permission bits at all passes (5.66 tests `perm &&` first). Key size is not modelled.
-    static func check(_ permissions: Permissions, for access: Access, at security: LinkSecurity) -> ATTError? {
+    public static func check(_ permissions: Permissions, for access: Access, at security: LinkSecurity) -> ATTError? {
         guard !permissions.isEmpty else { return nil }
         let (base, secure, authenticated, encrypt): (Permissions, Permissions, Permissions, Permissions) =
             access == .read
@@ -140,7 +171,7 @@ enum FakeATT {
     /// `dbus_error_to_att_ecode`: the ATT code a central sees for the app's D-Bus error reply.
     /// `NotPermitted` becomes `permissionError` (0x02 on reads, 0x03 on writes). 5.66 has no case for
     /// `ImproperlyConfigured`, so it falls to 0x0E, unlike an older note of ours (0xFD; 5.76 maps it, docs/bluez.md).
-    static func code(forErrorNamed name: String, message: String, on access: Access) -> ATTError {
+    public static func code(forErrorNamed name: String, message: String, on access: Access) -> ATTError {
         switch name {
         case "org.bluez.Error.Failed":
             // strtol(msg, &end, 0): any trailing text -> 0x80; a number outside 0x80...0x9F (an empty message

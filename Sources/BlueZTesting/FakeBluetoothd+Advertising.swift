@@ -1,6 +1,7 @@
-// The fake's LEAdvertisingManager1: registration as bluetoothd 5.66 takes it (src/advertising.c
+// The fake's LEAdvertisingManager1: an app's advertisement registered as bluetoothd 5.66 takes it (src/advertising.c
 // `register_advertisement`, `client_ready`, `parse_manufacturer_data`), its instances, and what it says an adapter
-// can send (`secondary_exists`, `get_supported_cap`).
+// can send (`secondary_exists`, `get_supported_cap`). A test reads what the app advertises from
+// `advertisementProperties` and `advertisementsOnAir`.
 import DBus
 
 extension FakeBluetoothd {
@@ -61,11 +62,11 @@ extension FakeBluetoothd {
     }
 
     /// The registered advertisements' properties, by owner and path.
-    var advertisementProperties: [ApplicationKey: [String: DBusValue]] { advertisements }
+    public var advertisementProperties: [ApplicationKey: [String: DBusValue]] { advertisements }
 
     /// Drops every advertisement and calls its `Release()` (no reply expected), as 5.66 does when the adapter
     /// goes away (`advertisement_release`).
-    func releaseAdvertisements() {
+    public func releaseAdvertisements() {
         for key in advertisements.keys {
             callAppWithoutReply(key.owner, key.path, BlueZ566.Interface.advertisement, "Release")
         }

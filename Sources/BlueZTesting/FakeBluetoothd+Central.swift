@@ -1,40 +1,65 @@
-// The simulated central: what bluetoothd 5.66 does when a remote device reads, writes and subscribes
-// (src/shared/gatt-server.c for the ATT side, src/gatt-database.c `chrc_read_cb`, `chrc_write_cb`,
-// `send_write`, `ccc_write_cb`, `property_changed_cb`, `sock_io_read`, `conf_cb`, `append_options`).
+// The simulated central: a test connects one (`connect(address:)`) and reads, writes and subscribes as a remote
+// device would, and the app under test gets what bluetoothd 5.66 sends it then (src/shared/gatt-server.c for the
+// ATT side, src/gatt-database.c `chrc_read_cb`, `chrc_write_cb`, `send_write`, `ccc_write_cb`,
+// `property_changed_cb`, `sock_io_read`, `conf_cb`, `append_options`). The central gets ATT answers and errors.
 import DBus
 import GATTModel
 import Synchronization
 
-/// A connected central as a test holds it.
-struct FakeCentral: Sendable {
+/// A connected central as a test holds it: the handle `FakeBluetoothd.connect(address:)` returns.
+public struct FakeCentral: Sendable {
     /// Its address, e.g. `11:22:33:44:55:01`.
-    var address: String
+    public let address: String
     /// Its Device1 object, e.g. `/org/bluez/hci0/dev_11_22_33_44_55_01`.
-    var path: ObjectPath
-    /// Every notification and indication it receives, in order.
-    var notifications: AsyncStream<FakeNotification>
+    public let path: ObjectPath
+    /// Every notification and indication it receives, in order; finishes when its link goes down.
+    public let notifications: AsyncStream<FakeNotification>
 }
 
 /// One notification or indication as a central receives it.
-struct FakeNotification: Sendable, Hashable {
-    var characteristic: ObjectPath
-    var value: [UInt8]
-    var isIndication: Bool
+public struct FakeNotification: Sendable, Hashable {
+    /// The app's characteristic object it came from.
+    public var characteristic: ObjectPath
+    /// The value, cut to the central's MTU - 3 as bluetoothd cuts it.
+    public var value: [UInt8]
+    /// Whether it came as an indication (the central's CCCD is 2) rather than a notification.
+    public var isIndication: Bool
+
+    /// A notification or indication of `value` from `characteristic`.
+    public init(characteristic: ObjectPath, value: [UInt8], isIndication: Bool) {
+        self.characteristic = characteristic
+        self.value = value
+        self.isIndication = isIndication
+    }
 }
 
 /// A characteristic or descriptor, named by its UUID (`"2a37"`, or 128-bit) or its app object path (`"/..."`).
-struct AttributeReference: Sendable, Hashable, ExpressibleByStringLiteral, CustomStringConvertible {
-    var text: String
-    init(stringLiteral text: String) { self.text = text }
-    init(_ path: ObjectPath) { text = path.rawValue }
-    var description: String { text }
+public struct AttributeReference: Sendable, Hashable, ExpressibleByStringLiteral, CustomStringConvertible {
+    /// The UUID or object path, as written.
+    public var text: String
+    /// The attribute named by a UUID or an object path.
+    public init(stringLiteral text: String) { self.text = text }
+    /// The attribute at an app object path.
+    public init(_ path: ObjectPath) { text = path.rawValue }
+    /// The UUID or object path, as written.
+    public var description: String { text }
 }
 
 /// One Prepare Write Request of a long or reliable write.
-struct PreparedWrite: Sendable {
-    var attribute: AttributeReference
-    var offset: UInt16
-    var value: [UInt8]
+public struct PreparedWrite: Sendable {
+    /// The characteristic or descriptor written.
+    public var attribute: AttributeReference
+    /// Where in the value this part goes.
+    public var offset: UInt16
+    /// This part's bytes.
+    public var value: [UInt8]
+
+    /// A part of `value` bytes at `offset` of `attribute`.
+    public init(attribute: AttributeReference, offset: UInt16, value: [UInt8]) {
+        self.attribute = attribute
+        self.offset = offset
+        self.value = value
+    }
 }
 
 extension FakeBluetoothd {
@@ -82,8 +107,10 @@ extension FakeBluetoothd {
     // MARK: Connections
 
     /// A central connects: adds its Device1 object (InterfacesAdded from `/`) and returns its handle.
-    /// `security` is the level the link reached (pairing is not simulated).
-    func connect(
+    /// `security` is the level the link reached (pairing is not simulated); `mtu` the ATT MTU it exchanged;
+    /// `isTrusted` the Device1 `Trusted` property; with `confirmsIndications` false, each indication waits for
+    /// `confirmIndication(from:)`.
+    public func connect(
         address: String, mtu: UInt16 = 23, security: FakeATT.LinkSecurity = .low, isTrusted: Bool = false,
         confirmsIndications: Bool = true
     ) throws -> FakeCentral {
@@ -118,7 +145,7 @@ extension FakeBluetoothd {
 
     /// The central disconnects: its subscriptions end as if it wrote 0 to each CCCD (closing the fd or calling
     /// StopNotify when it was the last), and its Device1 object goes (InterfacesRemoved).
-    func disconnect(_ central: FakeCentral) {
+    public func disconnect(_ central: FakeCentral) {
         linkDown(central.path)
         sayWhy(central.path, "org.bluez.Reason.Remote", "Connection terminated by remote user")
         connection.unexport(central.path)
@@ -126,7 +153,7 @@ extension FakeBluetoothd {
 
     /// From now on a link going down says why first: BlueZ 5.83+ sends `Device1.Disconnected(reason, message)`
     /// before `Connected` turns false (src/device.c `device_disconnected`; names and sentences from its table).
-    func saysWhyLinksGoDown() { sendsDisconnectReasons = true }
+    public func saysWhyLinksGoDown() { sendsDisconnectReasons = true }
 
     /// `Device1.Disconnected` for `path`, when this fake plays 5.83 or later.
     private func sayWhy(_ path: ObjectPath, _ reason: String, _ message: String) {
@@ -150,7 +177,7 @@ extension FakeBluetoothd {
     }
 
     /// Whether a device is connected now (its Device1 `Connected`).
-    func isConnected(_ central: FakeCentral) -> Bool { devices[central.path] != nil }
+    public func isConnected(_ central: FakeCentral) -> Bool { devices[central.path] != nil }
 
     /// The link is gone: subscriptions end as if the device wrote 0 to each CCCD (closing the fd or calling
     /// StopNotify when it was the last), its notification stream and waiting requests end.
@@ -165,7 +192,7 @@ extension FakeBluetoothd {
 
     /// One Read Request (offset 0) or Read Blob Request: the permission check first (0x02, 0x05, 0x0F without
     /// calling the app), then ReadValue; the response holds at most MTU-1 bytes.
-    func read(
+    public func read(
         _ attribute: AttributeReference, offset: UInt16 = 0, by central: FakeCentral
     ) async -> Result<[UInt8], ATTError> {
         await beginRequest(central)
@@ -192,7 +219,9 @@ extension FakeBluetoothd {
 
     /// A long read as a central performs it: Read, then Read Blob at the received length while responses are
     /// full (MTU-1 bytes). Each step calls ReadValue with the offset.
-    func readLong(_ attribute: AttributeReference, by central: FakeCentral) async -> Result<[UInt8], ATTError> {
+    public func readLong(
+        _ attribute: AttributeReference, by central: FakeCentral
+    ) async -> Result<[UInt8], ATTError> {
         guard let mtu = devices[central.path]?.mtu else { return .failure(.unlikelyError) }
         var value: [UInt8] = []
         while true {
@@ -231,10 +260,12 @@ extension FakeBluetoothd {
     // MARK: Lookup and options
 
     /// The characteristic as registered, by reference.
-    func characteristic(_ attribute: AttributeReference) -> FakeCharacteristic? { find(attribute)?.characteristic }
+    public func characteristic(_ attribute: AttributeReference) -> FakeCharacteristic? {
+        find(attribute)?.characteristic
+    }
 
     /// Every registered application.
-    var registeredApplications: [FakeApplication] { Array(applications.values) }
+    public var registeredApplications: [FakeApplication] { Array(applications.values) }
 
     func owner(of path: ObjectPath) -> String? {
         applications.values.first { $0.characteristics.contains { $0.path == path } }?.owner

@@ -1,6 +1,7 @@
 // How bluetoothd 5.66 turns an app's GetManagedObjects reply into attributes (src/gatt-database.c
 // `client_ready_cb`, `register_service`/`register_characteristic`/`register_descriptor`, `parse_uuid`,
-// `database_add_chrc`, `database_add_ccc`, `database_add_cep`).
+// `database_add_chrc`, `database_add_ccc`, `database_add_cep`). A test reads the result to see what the app
+// registered: `FakeBluetoothd.registeredApplications`, `FakeBluetoothd.characteristic(_:)`.
 import DBus
 import GATTModel
 
@@ -35,53 +36,88 @@ enum BlueZ566 {
 }
 
 /// One attribute of the fake's database, in handle order.
-struct FakeAttribute: Sendable, Hashable {
-    enum Role: Sendable, Hashable { case service, characteristic, cccd, extendedProperties, descriptor }
-    var handle: UInt16
-    var role: Role
-    var uuid: BluetoothUUID
+public struct FakeAttribute: Sendable, Hashable {
+    /// What an attribute is: the app's service, characteristic (declaration and value) or descriptor, or one that
+    /// bluetoothd adds itself.
+    public enum Role: Sendable, Hashable {
+        /// A service declaration.
+        case service
+        /// A characteristic declaration and its value (two handles).
+        case characteristic
+        /// The Client Characteristic Configuration descriptor bluetoothd adds to a notifying characteristic.
+        case cccd
+        /// The Characteristic Extended Properties descriptor bluetoothd adds.
+        case extendedProperties
+        /// A descriptor of the app's.
+        case descriptor
+    }
+    /// Its handle (the declaration's, for a characteristic).
+    public var handle: UInt16
+    /// What it is.
+    public var role: Role
+    /// Its type.
+    public var uuid: BluetoothUUID
     /// The app object behind it; nil for the CCCD and Extended Properties that bluetoothd itself creates.
-    var path: ObjectPath?
+    public var path: ObjectPath?
 }
 
 /// A descriptor as registered.
-struct FakeDescriptor: Sendable {
-    var path: ObjectPath
-    var uuid: BluetoothUUID
-    var flags: [String]
-    var parsed: FakeATT.ParsedFlags
+public struct FakeDescriptor: Sendable {
+    /// The app's GattDescriptor1 object.
+    public var path: ObjectPath
+    /// Its `UUID`.
+    public var uuid: BluetoothUUID
+    /// Its `Flags`, exactly as declared.
+    public var flags: [String]
+    /// What bluetoothd makes of the flags.
+    public var parsed: FakeATT.ParsedFlags
 }
 
 /// A characteristic as registered, with the flags exactly as declared.
-struct FakeCharacteristic: Sendable {
-    var path: ObjectPath
-    var uuid: BluetoothUUID
-    var flags: [String]
-    var parsed: FakeATT.ParsedFlags
+public struct FakeCharacteristic: Sendable {
+    /// The app's GattCharacteristic1 object.
+    public var path: ObjectPath
+    /// Its `UUID`.
+    public var uuid: BluetoothUUID
+    /// Its `Flags`, exactly as declared.
+    public var flags: [String]
+    /// What bluetoothd makes of the flags.
+    public var parsed: FakeATT.ParsedFlags
     /// The object exposes `NotifyAcquired` (any value): 5.66 then tries AcquireNotify first.
-    var offersAcquireNotify: Bool
+    public var offersAcquireNotify: Bool
     /// The object exposes `WriteAcquired` (any value): 5.66 then streams every write through AcquireWrite.
-    var offersAcquireWrite = false
-    var descriptors: [FakeDescriptor] = []
-    var hasCCCD: Bool { !parsed.properties.isDisjoint(with: [.notify, .indicate]) }
+    public var offersAcquireWrite = false
+    /// Its descriptors, as the app declared them (not the CCCD and Extended Properties bluetoothd adds).
+    public var descriptors: [FakeDescriptor] = []
+    /// Whether bluetoothd gives it a CCCD: it has `notify` or `indicate` (or a security variant of either).
+    public var hasCCCD: Bool { !parsed.properties.isDisjoint(with: [.notify, .indicate]) }
 }
 
 /// A service as registered.
-struct FakeService: Sendable {
-    var path: ObjectPath
-    var uuid: BluetoothUUID
-    var isPrimary: Bool
-    var characteristics: [FakeCharacteristic] = []
+public struct FakeService: Sendable {
+    /// The app's GattService1 object.
+    public var path: ObjectPath
+    /// Its `UUID`.
+    public var uuid: BluetoothUUID
+    /// Its `Primary`.
+    public var isPrimary: Bool
+    /// Its characteristics, in the order GetManagedObjects listed them.
+    public var characteristics: [FakeCharacteristic] = []
 }
 
 /// A registered application: its owner's unique name, root, and the attribute table built from it.
-struct FakeApplication: Sendable {
-    var owner: String
-    var root: ObjectPath
-    var services: [FakeService]
-    var attributes: [FakeAttribute]
+public struct FakeApplication: Sendable {
+    /// The unique bus name of the connection that registered it.
+    public var owner: String
+    /// The object path passed to RegisterApplication.
+    public var root: ObjectPath
+    /// Its services, in the order GetManagedObjects listed them.
+    public var services: [FakeService]
+    /// The attribute table bluetoothd built from it, in handle order.
+    public var attributes: [FakeAttribute]
 
-    var characteristics: [FakeCharacteristic] { services.flatMap(\.characteristics) }
+    /// Every characteristic of every service.
+    public var characteristics: [FakeCharacteristic] { services.flatMap(\.characteristics) }
 }
 
 /// Why a registration failed, as the fake records it (bluetoothd only logs these and replies Failed).

@@ -1,36 +1,46 @@
-// A fake bluetoothd for test level 5 (docs/architecture.md): it owns org.bluez on a private bus and talks to the app as
-// BlueZ 5.66 does (src/gatt-database.c, src/advertising.c, src/agent.c, src/adapter.c). Where the fake and the
-// lab disagree, the fake is wrong: each behaviour cites the 5.66 function it mirrors.
+// A fake bluetoothd, for bus-level tests of a peripheral app (one built on blemu's BlueZ module, or any app that
+// registers with org.bluez over D-Bus): it owns org.bluez on a private bus (PrivateBus) and talks to the app as
+// bluetoothd 5.66 to 5.87 does where blemu depends on it; where those versions differ, as 5.66 does
+// (src/gatt-database.c, src/advertising.c, src/agent.c, src/adapter.c), and as 5.83+ does only on request
+// (`saysWhyLinksGoDown()`). Simulated centrals connect, read, write and subscribe through it; blemu's own level 5
+// tests run on it (docs/architecture.md, "Test levels"). Where the fake and real bluetoothd disagree (the lab runs
+// 5.66, 5.82 and 5.87), the fake is wrong: each behaviour cites the 5.66 function it mirrors.
 import DBus
 import Foundation
 import GATTModel
 import Logging
 import Synchronization
 
-/// Plays org.bluez on a private bus: adapter, agent manager, GATT manager, advertising manager, and a simulated
-/// central (see FakeBluetoothd+Central.swift). `stop()` closes its connection.
-actor FakeBluetoothd {
+/// A fake bluetoothd: plays org.bluez on a bus (a `PrivateBus`, usually) with one adapter (`/org/bluez/hci0`), its
+/// agent, GATT and advertising managers, and simulated centrals (`connect(address:)`, then `read`, `write`,
+/// `subscribe`...; see FakeBluetoothd+Central.swift). Counters and the registered state say what the app did.
+/// `stop()` closes its connection.
+public actor FakeBluetoothd {
     /// The adapter's fixed address.
-    static let adapterAddress = "00:AA:01:00:00:00"
+    public static let adapterAddress = "00:AA:01:00:00:00"
 
     let busAddress: String
     let logger: Logger
     /// How many advertisements the controller can hold (5.66 reads it from the kernel; 4-5 is usual).
-    let maximumAdvertisements: UInt8
+    public let maximumAdvertisements: UInt8
     /// Whether the controller has LE Extended Advertising: bluetoothd then lists `SupportedSecondaryChannels` and a
     /// `MaxAdvLen` of 251 (src/advertising.c `secondary_exists`, `get_supported_cap`), else none and 31.
-    let hasExtendedAdvertising: Bool
-    private(set) var connection: BusConnection
+    public let hasExtendedAdvertising: Bool
+    /// bluetoothd's connection to the bus: a test may export objects of its own on it (as bluetoothd would).
+    public private(set) var connection: BusConnection
     let adapter = AdapterProperties()
 
     // State dropped by `restart()`.
-    var applications: [ApplicationKey: FakeApplication] = [:]
+    /// The registered applications, by owner and root path.
+    public internal(set) var applications: [ApplicationKey: FakeApplication] = [:]
     var registeringApplications: Set<ApplicationKey> = []
-    var advertisements: [ApplicationKey: [String: DBusValue]] = [:]
+    /// The registered advertisements' properties (`LEAdvertisement1`, as GetAll returned them), by owner and path.
+    public internal(set) var advertisements: [ApplicationKey: [String: DBusValue]] = [:]
     /// The advertisements the controller holds (the kernel's instances): power off clears them, and 5.66 does not
     /// notice (src/advertising.c has no handler for MGMT Advertising Removed), so they stay registered but silent.
     var controllerInstances: Set<ApplicationKey> = []
-    var agent: (owner: String, path: ObjectPath, capability: String)?
+    /// The registered pairing agent: its owner, path and capability.
+    public internal(set) var agent: (owner: String, path: ObjectPath, capability: String)?
     var defaultAgent: ObjectPath?
     var devices: [ObjectPath: DeviceState] = [:]
     var notifyStates: [ObjectPath: NotifyState] = [:]
@@ -47,30 +57,40 @@ actor FakeBluetoothd {
 
     // Counters, kept across restarts.
     /// Successful RegisterApplication calls.
-    private(set) var registrationCount = 0
+    public private(set) var registrationCount = 0
     /// Why registrations failed, in order.
-    private(set) var registrationFailures: [String] = []
+    public private(set) var registrationFailures: [String] = []
     /// GetManagedObjects calls made back to apps during RegisterApplication.
-    private(set) var managedObjectsCalls = 0
+    public private(set) var managedObjectsCalls = 0
     /// Calls made to apps, by member (no-reply calls included).
-    private(set) var callsToApp: [String: Int] = [:]
+    public private(set) var callsToApp: [String: Int] = [:]
     /// Successful replies received from apps.
-    private(set) var repliesFromApp = 0
+    public private(set) var repliesFromApp = 0
     /// Error replies received from apps, by D-Bus error name.
-    private(set) var errorsFromApp: [String: Int] = [:]
+    public private(set) var errorsFromApp: [String: Int] = [:]
     /// Successful RegisterAdvertisement calls.
-    var advertisementRegistrations = 0
+    public internal(set) var advertisementRegistrations = 0
     /// `Device1.Disconnect` calls, by device path.
-    var disconnectCalls: [ObjectPath: Int] = [:]
+    public internal(set) var disconnectCalls: [ObjectPath: Int] = [:]
 
     /// An app object, named as bluetoothd keys it: the owner's unique name and the object path.
-    struct ApplicationKey: Hashable, Sendable {
-        var owner: String
-        var path: ObjectPath
+    public struct ApplicationKey: Hashable, Sendable {
+        /// The unique bus name of the connection that registered it, e.g. `:1.42`.
+        public var owner: String
+        /// The object path it was registered with.
+        public var path: ObjectPath
+
+        /// The key of the object at `path` registered by `owner`.
+        public init(owner: String, path: ObjectPath) {
+            self.owner = owner
+            self.path = path
+        }
     }
 
     /// Connects to the bus at `busAddress`, takes org.bluez and exports the adapter; throws if the name is taken.
-    init(
+    /// `maximumAdvertisements` is what the controller holds; `hasExtendedAdvertising` plays a controller with LE
+    /// Extended Advertising; without `logger`, the fake logs nothing (everything with `DBUS_TRACE` set).
+    public init(
         busAddress: String, maximumAdvertisements: UInt8 = 4, hasExtendedAdvertising: Bool = false,
         logger: Logger? = nil
     ) async throws {
@@ -85,10 +105,10 @@ actor FakeBluetoothd {
     }
 
     /// The unique name bluetoothd has now (it changes on `restart()`).
-    var uniqueName: String { connection.uniqueName }
+    public var uniqueName: String { connection.uniqueName }
 
     /// Closes the connection (releasing org.bluez) and every notify fd.
-    func stop() {
+    public func stop() {
         tearDown()
         connection.close()
     }
@@ -96,7 +116,7 @@ actor FakeBluetoothd {
     /// bluetoothd exits and starts again: as 5.66 exits, the adapter is powered off, each advertisement gets
     /// `Release()` (`manager_destroy`), then the name is dropped; a new connection (a new unique name) takes it
     /// back with the adapter powered, and every registration, advertisement, agent and device is forgotten.
-    func restart() async throws {
+    public func restart() async throws {
         setPowered(false)
         releaseAdvertisements()
         // Released with a round trip before the connection closes: a close alone reaches the bus daemon some time
@@ -143,8 +163,9 @@ actor FakeBluetoothd {
 
     // MARK: Calls to the app, counted
 
-    /// Calls the app and counts the call, its reply or its error by name.
-    func callApp(
+    /// Calls the app and counts the call, its reply or its error by name: e.g. `org.bluez.Agent1` methods on the
+    /// registered agent, as bluetoothd would during pairing.
+    public func callApp(
         _ owner: String, _ path: ObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = []
     ) async throws -> [DBusValue] {
         callsToApp[member, default: 0] += 1
@@ -269,7 +290,7 @@ actor FakeBluetoothd {
 
     /// Powers the adapter off or on as `btmgmt power off/on` does: `Powered` changes (PropertiesChanged), and power
     /// off clears the controller's advertising sets behind bluetoothd's back (seen in the lab with 5.66).
-    func setPowered(_ isPowered: Bool) {
+    public func setPowered(_ isPowered: Bool) {
         adapter.state.withLock { $0.isPowered = isPowered }
         if !isPowered { controllerInstances = [] }
         try? connection.emitPropertiesChanged(
@@ -277,7 +298,7 @@ actor FakeBluetoothd {
     }
 
     /// How many advertisements are on the air: those the controller holds, while powered.
-    var advertisementsOnAir: Int { adapter.state.withLock { $0.isPowered } ? controllerInstances.count : 0 }
+    public var advertisementsOnAir: Int { adapter.state.withLock { $0.isPowered } ? controllerInstances.count : 0 }
 
     // MARK: Exported interfaces
 

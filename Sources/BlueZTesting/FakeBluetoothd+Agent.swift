@@ -1,5 +1,6 @@
 // The fake's AgentManager1: what bluetoothd 5.66 accepts and refuses when an app registers its pairing agent
-// (src/agent.c `register_agent`, `unregister_agent`, `request_default`, `parse_io_capability`).
+// (src/agent.c `register_agent`, `unregister_agent`, `request_default`, `parse_io_capability`). A test reads the
+// agent from `registeredAgent` and plays pairing by calling its `org.bluez.Agent1` methods with `callApp`.
 import DBus
 
 extension FakeBluetoothd {
@@ -9,9 +10,9 @@ extension FakeBluetoothd {
     ]
 
     /// The registered agent: owner, path and capability.
-    var registeredAgent: (owner: String, path: ObjectPath, capability: String)? { agent }
+    public var registeredAgent: (owner: String, path: ObjectPath, capability: String)? { agent }
     /// The agent made default by RequestDefaultAgent.
-    var defaultAgentPath: ObjectPath? { defaultAgent }
+    public var defaultAgentPath: ObjectPath? { defaultAgent }
 
     private func registerAgent(owner: String, path: ObjectPath, capability: String) throws {
         guard agent?.owner != owner else {

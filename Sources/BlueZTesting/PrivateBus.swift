@@ -1,11 +1,14 @@
+// The bus a bus-level test runs on (a `dbus-daemon` of its own, for a FakeBluetoothd and the app under test), and
+// two helpers that await a stream's elements within a time limit, so a missing one fails a test instead of hanging it.
 import DBus
 import Foundation
 import Logging
 import Synchronization
 
-/// A `dbus-daemon` of our own in a temporary directory, isolated from the system and session buses; killed by
-/// `stop()` (or deinit). Spawned with posix_spawn, not Foundation's Process, whose waitUntilExit can hang when
-/// called from Swift concurrency's threads on Linux.
+/// A `dbus-daemon` of our own in a temporary directory, isolated from the system and session buses: the bus a test
+/// runs a `FakeBluetoothd` and the app under test on (one per test); killed by `stop()` (or deinit). Spawned with
+/// posix_spawn, not Foundation's Process, whose waitUntilExit can hang when called from Swift concurrency's threads
+/// on Linux.
 public final class PrivateBus: Sendable {
     /// Where Debian installs the daemon (package `dbus`).
     public static let daemonPath = "/usr/bin/dbus-daemon"

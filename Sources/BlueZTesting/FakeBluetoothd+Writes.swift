@@ -1,6 +1,7 @@
-// The simulated central's writes: what bluetoothd 5.66 does with a Write Request, a Write Command and a long or
-// reliable write (src/shared/gatt-server.c `write_cb`, `prep_write_cb`, `store_prep_data`, `exec_write_cb`;
-// src/gatt-database.c `chrc_write_cb`, `send_write`, `write_reply_cb`, `acquire_write_reply`).
+// The simulated central's writes: a test writes as a remote device would, and the app under test gets what
+// bluetoothd 5.66 sends it for a Write Request, a Write Command and a long or reliable write (src/shared/gatt-server.c
+// `write_cb`, `prep_write_cb`, `store_prep_data`, `exec_write_cb`; src/gatt-database.c `chrc_write_cb`,
+// `send_write`, `write_reply_cb`, `acquire_write_reply`).
 import DBus
 import GATTModel
 
@@ -9,12 +10,14 @@ import Glibc
 #endif
 
 /// A request refused with an ATT error, and the attribute the Error Response names.
-struct RefusedRequest: Sendable, Hashable {
-    var code: ATTError
+public struct RefusedRequest: Sendable, Hashable {
+    /// The ATT error the central received.
+    public var code: ATTError
     /// The handle's attribute; nil where bluetoothd names handle 0.
-    var attribute: AttributeReference?
+    public var attribute: AttributeReference?
 
-    init(_ code: ATTError, _ attribute: AttributeReference?) {
+    /// A refusal with `code`, naming `attribute`.
+    public init(_ code: ATTError, _ attribute: AttributeReference?) {
         self.code = code
         self.attribute = attribute
     }
@@ -31,7 +34,7 @@ extension FakeBluetoothd {
     /// A Write Request (`withResponse`) or Write Command. A characteristic with `write-without-response` gets
     /// WriteValue flagged no-reply and the central an immediate success, even for a Write Request (5.66
     /// `send_write` with no owner queue). A Write Command's error never reaches the central: nil is returned.
-    func write(
+    public func write(
         _ attribute: AttributeReference, _ value: [UInt8], withResponse: Bool = true, by central: FakeCentral
     ) async -> ATTError? {
         await beginRequest(central)
@@ -48,7 +51,7 @@ extension FakeBluetoothd {
     /// `authorize`, an untrusted device's first part for a characteristic goes to the app as
     /// `WriteValue([], {offset, prepare-authorize})`: no bytes, the part's value is not passed. A part contiguous
     /// with the queue's last entry for the same handle merges into it. A refused part leaves the queue as it was.
-    func prepare(_ write: PreparedWrite, by central: FakeCentral) async -> ATTError? {
+    public func prepare(_ write: PreparedWrite, by central: FakeCentral) async -> ATTError? {
         await beginRequest(central)
         defer { endRequest(central) }
         guard let device = devices[central.path] else { return .unlikelyError }
@@ -85,7 +88,7 @@ extension FakeBluetoothd {
     /// `reliable-write` (else 0x06 naming the first that lacks it, nothing written); then one WriteValue per entry
     /// in order, stopping at the first error, which names that entry. Earlier entries stay written; the queue is
     /// empty afterwards either way.
-    func execute(write: Bool = true, by central: FakeCentral) async -> RefusedRequest? {
+    public func execute(write: Bool = true, by central: FakeCentral) async -> RefusedRequest? {
         await beginRequest(central)
         defer { endRequest(central) }
         guard let queue = devices[central.path]?.preparedWrites else { return RefusedRequest(.unlikelyError, nil) }
@@ -108,7 +111,7 @@ extension FakeBluetoothd {
 
     /// A long or reliable write as a central performs it: every part prepared, then Execute Write; a refused part
     /// cancels the queue (Execute Write with flags 0) and is the answer.
-    func prepareAndExecute(_ writes: [PreparedWrite], by central: FakeCentral) async -> ATTError? {
+    public func prepareAndExecute(_ writes: [PreparedWrite], by central: FakeCentral) async -> ATTError? {
         for write in writes {
             if let error = await prepare(write, by: central) {
                 _ = await execute(write: false, by: central)
@@ -189,7 +192,7 @@ extension FakeBluetoothd {
     }
 
     /// Whether bluetoothd holds a write socket for the characteristic (`chrc->write_io`).
-    func hasWriteStream(_ attribute: AttributeReference) -> Bool {
+    public func hasWriteStream(_ attribute: AttributeReference) -> Bool {
         guard let path = find(attribute)?.path else { return false }
         return writeStreams[path] != nil
     }
