@@ -52,7 +52,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "Peripheral",
-            dependencies: ["GATTModel", "BlueZModel", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["GATTModel", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         .target(
             name: "BlueZ",
@@ -144,7 +144,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "EmulationTests",
-            dependencies: ["Emulation", "Peripheral", "PeripheralTesting", "GATTModel", "GATTProfile"],
+            dependencies: ["Emulation", "Peripheral", "PeripheralTesting", "GATTModel", "GATTProfile", "BlueZ"],
             swiftSettings: strict),
         .testTarget(
             name: "LabTests", dependencies: ["Lab", "ProbeCentral", "GATTModel", "ScenarioList"], exclude: ["Fixtures"],

@@ -1,3 +1,4 @@
+import BlueZ
 import Foundation
 import GATTModel
 import Peripheral
