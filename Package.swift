@@ -155,7 +155,9 @@ let package = Package(
         ),
         .testTarget(
             name: "blemuTests",
-            dependencies: ["BlemuCLI", "BlueZ", "BlueZModel", "DBus", "GATTModel", "Peripheral", "Serving"],
+            dependencies: [
+                "BlemuCLI", "BlueZ", "BlueZModel", "DBus", "Emulation", "GATTModel", "Peripheral", "Serving",
+            ],
             swiftSettings: strict),
     ]
 )

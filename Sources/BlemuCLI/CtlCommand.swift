@@ -5,20 +5,16 @@ import Serving
 
 /// `blemu ctl PATH COMMAND...`: talks to a running emulator's control socket.
 struct CtlCommand: ParsableCommand {
+    /// Two lines per command, each within ArgumentParser's 80 columns: its synopsis, then what it does.
+    static let commandTable = ControlCommand.allCases.map { "  \($0.synopsis)\n      \($0.summary)" }
+        .joined(separator: "\n")
+
     static let configuration = CommandConfiguration(
         commandName: "ctl",
         abstract: "Send a command to a running emulator's control socket and print the JSON response.",
         discussion: """
-            Commands:
-              get ID                          the value (hex and decoded fields)
-              set ID HEX | --field NAME=VALUE  store a value; subscribers are notified
-              notify ID [--count N] [--central C]  notify the current value now (N times; to one central only)
-              centrals                        connected centrals and their subscriptions
-              fault read|write [ID] --nth N (--error NAME|0xNN | --delay-ms MS | --effect disconnect|stop-advertising)
-              advertising start|stop
-              schedules [pause|resume] [ID]    list the schedules; hold or release one (or all)
-              pairing                         the latest pairing steps: a displayed passkey to type
-              counters
+            Commands (the control protocol's own table, docs/control-and-events.md):
+            \(commandTable)
             `set` stores a value now; a running schedule of that characteristic writes its generated fields \
             again at its next tick, so to hold a value, `schedules pause ID` first.
             Exits 0 on an ok response, 65 on an error response, 69 when the socket is unreachable.
@@ -67,21 +63,27 @@ struct CtlCommand: ParsableCommand {
     }
 
     private func makeRequest() throws -> [String: JSONValue] {
-        guard let command = words.first else { throw ValidationError("Give a command: get, set, notify, ...") }
+        let names = ControlCommand.allCases.map(\.rawValue).joined(separator: ", ")
+        guard let name = words.first else { throw ValidationError("Give a command: \(names).") }
+        guard let command = ControlCommand(rawValue: name) else {
+            throw ValidationError("Unknown command `\(name)` (commands: \(names)).")
+        }
         let arguments = Array(words.dropFirst())
         func argument(_ index: Int, _ name: String) throws -> String {
-            guard arguments.indices.contains(index) else { throw ValidationError("`\(command)` needs \(name).") }
+            guard arguments.indices.contains(index) else {
+                throw ValidationError("`\(command.rawValue)` needs \(name).")
+            }
             return arguments[index]
         }
         switch command {
-        case "get":
-            return ["command": .string(command), "id": .string(try argument(0, "an ID"))]
-        case "notify":
-            var request: [String: JSONValue] = ["command": .string(command), "id": .string(try argument(0, "an ID"))]
+        case .get:
+            return ["command": .string(name), "id": .string(try argument(0, "an ID"))]
+        case .notify:
+            var request: [String: JSONValue] = ["command": .string(name), "id": .string(try argument(0, "an ID"))]
             if let count { request["count"] = .integer(Int64(count)) }
             if let central { request["central"] = .string(central) }
             return request
-        case "set":
+        case .set:
             let id = try argument(0, "an ID")
             if arguments.count > 1 { return ["command": "set", "id": .string(id), "hex": .string(arguments[1])] }
             guard !fields.isEmpty else { throw ValidationError("`set` needs HEX or --field NAME=VALUE.") }
@@ -91,16 +93,16 @@ struct CtlCommand: ParsableCommand {
                 values[String(field[..<equals])] = Self.value(String(field[field.index(after: equals)...]))
             }
             return ["command": "set", "id": .string(id), "fields": .object(values)]
-        case "centrals", "counters", "pairing":
-            return ["command": .string(command)]
-        case "advertising":
-            return ["command": .string(command), "action": .string(try argument(0, "start or stop"))]
-        case "schedules":
-            var request: [String: JSONValue] = ["command": .string(command)]
+        case .centrals, .counters, .pairing:
+            return ["command": .string(name)]
+        case .advertising:
+            return ["command": .string(name), "action": .string(try argument(0, "start or stop"))]
+        case .schedules:
+            var request: [String: JSONValue] = ["command": .string(name)]
             if let action = arguments.first { request["action"] = .string(action) }
             if arguments.count > 1 { request["id"] = .string(arguments[1]) }
             return request
-        case "fault":
+        case .fault:
             var request: [String: JSONValue] = [
                 "command": "fault", "operation": .string(try argument(0, "read or write")), "nth": .integer(Int64(nth)),
             ]
@@ -113,8 +115,6 @@ struct CtlCommand: ParsableCommand {
                 request["error"] = .string(error)
             }
             return request
-        default:
-            throw ValidationError("Unknown command `\(command)`.")
         }
     }
 

@@ -39,17 +39,21 @@ struct ControlCommands: Sendable {
     }
 
     private func run(_ request: [String: JSONValue]) async throws(ControlError) -> [String: JSONValue] {
-        guard let command = request["command"]?.string else { throw .badRequest("missing `command`") }
+        guard let name = request["command"]?.string else { throw .badRequest("missing `command`") }
+        guard let command = ControlCommand(rawValue: name) else {
+            let names = ControlCommand.allCases.map(\.rawValue).joined(separator: ", ")
+            throw .badRequest("unknown command `\(name)` (commands: \(names))")
+        }
         switch command {
-        case "get":
+        case .get:
             let id = try string("id", in: request)
             return describe(id, try await emulator.value(of: id))
-        case "set":
+        case .set:
             let id = try string("id", in: request)
             let value = try await newValue(for: id, from: request)
             try await emulator.set(value, for: id)
             return describe(id, value)
-        case "notify":
+        case .notify:
             let id = try string("id", in: request)
             // A burst in one line: a script (or the benchmark) measures the notification path, not the socket.
             let count = request["count"].map { $0.number ?? -1 } ?? 1
@@ -63,7 +67,7 @@ struct ControlCommands: Sendable {
             }
             for _ in 0..<times { try await emulator.notify(id, to: central) }
             return describe(id, try await emulator.value(of: id))
-        case "centrals":
+        case .centrals:
             let centrals = await emulator.centrals().map {
                 JSONValue.object([
                     "id": .string($0.central.id),
@@ -80,17 +84,17 @@ struct ControlCommands: Sendable {
                 return JSONValue.object(members)
             }
             return ["centrals": .array(centrals), "disconnects": .array(disconnects)]
-        case "fault":
+        case .fault:
             try await emulator.inject(try fault(from: request))
             return [:]
-        case "advertising":
+        case .advertising:
             switch request["action"]?.string {
             case "start": try await emulator.setAdvertising(true)
             case "stop": try await emulator.setAdvertising(false)
             default: throw .badRequest("`advertising` needs `action`: start or stop")
             }
             return [:]
-        case "schedules":
+        case .schedules:
             let id = try request["id"].map { value throws(ControlError) -> String in
                 guard let id = value.string else { throw .badValue("`id` must be a string") }
                 return id
@@ -108,7 +112,7 @@ struct ControlCommands: Sendable {
                 ])
             }
             return ["schedules": .array(schedules)]
-        case "pairing":
+        case .pairing:
             let pairings = await emulator.pairings.map { pairing in
                 var entry: [String: JSONValue] = [
                     "central": .string(pairing.central), "method": .string(pairing.method.rawValue),
@@ -118,7 +122,7 @@ struct ControlCommands: Sendable {
                 return JSONValue.object(entry)
             }
             return ["pairings": .array(pairings)]
-        case "counters":
+        case .counters:
             let counters = await emulator.counters()
             let requests = counters.requests
             let numbers: [String: Int] = [
@@ -131,8 +135,6 @@ struct ControlCommands: Sendable {
                 "notificationsToNobody": counters.withoutSubscribers,
             ]
             return ["counters": .object(numbers.mapValues { .integer(Int64($0)) })]
-        default:
-            throw .badRequest("unknown command `\(command)`")
         }
     }
 

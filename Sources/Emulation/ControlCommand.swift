@@ -1,0 +1,54 @@
+/// The control protocol's commands: the one table the socket's server (`ControlCommands`), `blemu ctl` (its help
+/// and parsing) and the Python client are checked against. Adding a case without handling it does not compile in
+/// either executable, and a test fails until python/ and docs/control-and-events.md know it.
+public enum ControlCommand: String, CaseIterable, Sendable {
+    /// The value, as hex and decoded fields.
+    case get
+    /// Stores a value, whole or by fields; subscribers are notified.
+    case set
+    /// Sends the current value now, N times, to every subscriber or one central.
+    case notify
+    /// The connected centrals, their subscriptions, and the latest disconnects.
+    case centrals
+    /// Arms a fault on a coming read or write: an error, a delay, or a link action after answering.
+    case fault
+    /// Starts or stops advertising.
+    case advertising
+    /// Lists the schedules, or pauses or resumes one or all.
+    case schedules
+    /// The latest pairing steps (a displayed passkey to type).
+    case pairing
+    /// Requests and answers, notifications, queue and log counters.
+    case counters
+
+    /// How `blemu ctl` spells the command's arguments after `blemu ctl SOCKET` (at most 76 characters: help is
+    /// wrapped at 80).
+    public var synopsis: String {
+        switch self {
+        case .get: "get ID"
+        case .set: "set ID HEX | --field NAME=VALUE"
+        case .notify: "notify ID [--count N] [--central C]"
+        case .centrals: "centrals"
+        case .fault: "fault read|write [ID] --nth N (--error E | --delay-ms MS | --effect X)"
+        case .advertising: "advertising start|stop"
+        case .schedules: "schedules [pause|resume] [ID]"
+        case .pairing: "pairing"
+        case .counters: "counters"
+        }
+    }
+
+    /// What the command does, in one line of at most 74 characters.
+    public var summary: String {
+        switch self {
+        case .get: "the value (hex and decoded fields)"
+        case .set: "store a value; subscribers are notified"
+        case .notify: "notify the current value now (N times; to one central only)"
+        case .centrals: "connected centrals, their subscriptions, the latest disconnects"
+        case .fault: "fail (E: name or 0xNN), delay, or then X (disconnect, stop-advertising)"
+        case .advertising: "start or stop advertising"
+        case .schedules: "list the schedules; hold or release one (or all)"
+        case .pairing: "the latest pairing steps: a displayed passkey to type"
+        case .counters: "requests and answers, notifications, queue and event-log counters"
+        }
+    }
+}

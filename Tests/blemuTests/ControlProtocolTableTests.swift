@@ -1,0 +1,45 @@
+import Emulation
+import Foundation
+import Testing
+
+/// The control protocol is defined once (`ControlCommand`); the CLI's help, the Python client and the protocol's
+/// document must name exactly its commands, so none is spelled somewhere the others do not know.
+@Suite struct ControlProtocolTableTests {
+    static let names = Set(ControlCommand.allCases.map(\.rawValue))
+
+    /// Every `"command": "x"` (any spacing) in `text`.
+    static func commands(in text: String) throws -> Set<String> {
+        let expression = try NSRegularExpression(pattern: #""command"\s*:\s*"([a-z-]+)""#)
+        let matches = expression.matches(in: text, range: NSRange(text.startIndex..., in: text))
+        return Set(matches.compactMap { Range($0.range(at: 1), in: text).map { String(text[$0]) } })
+    }
+
+    static func read(_ path: String) throws -> String {
+        try String(contentsOfFile: BlemuProcess.repositoryRoot.path + "/" + path, encoding: .utf8)
+    }
+
+    @Test func thePythonClientSendsExactlyTheProtocolsCommands() throws {
+        let sent = try Self.commands(in: try Self.read("python/src/blemu/control.py"))
+        #expect(sent == Self.names, "missing \(Self.names.subtracting(sent)), unknown \(sent.subtracting(Self.names))")
+    }
+
+    @Test func theProtocolsDocumentDescribesEveryCommand() throws {
+        let described = try Self.commands(in: try Self.read("docs/control-and-events.md"))
+        #expect(described == Self.names, "\(described.symmetricDifference(Self.names))")
+    }
+
+    @Test func ctlHelpListsEveryCommandFromTheTable() throws {
+        let help = try BlemuProcess.run("ctl", "--help")
+        #expect(help.status == 0)
+        for command in ControlCommand.allCases {
+            #expect(help.stdout.contains(command.synopsis), "\(command.synopsis) is not in ctl --help")
+            #expect(help.stdout.contains(command.summary), "\(command.summary) is not in ctl --help")
+        }
+    }
+
+    /// The check above can fail: a command the table lacks is found in text.
+    @Test func aCommandTheTableLacksIsFound() throws {
+        let found = try Self.commands(in: #"request({"command": "reset"}) and {"command":"get","id":"x"}"#)
+        #expect(found.subtracting(Self.names) == ["reset"])
+    }
+}
