@@ -1,0 +1,109 @@
+import Foundation
+import Glibc
+
+/// The steady measure beside the timed table: instructions each contender executes per request, counted by
+/// valgrind's callgrind. Rates on a shared 2-core machine swing by 20-40 points between runs; an instruction count
+/// does not depend on what else the machine does, so a change to the request path shows its effect here even when
+/// the timed rows cannot tell it from noise. `gatt-bench --instructions` (Benchmarks/run-gatt --instructions).
+///
+/// Each contender runs under `valgrind --tool=callgrind`; around each workload the counters are zeroed and dumped
+/// (`callgrind_control --zero` / `--dump`), so a row counts that workload's requests and nothing of the start-up.
+enum InstructionCount {
+    /// The shapes counted: the round trips of the timed table's worst rows, each for a fixed time under valgrind.
+    static let shapes: [(name: String, write: Bool, size: Int, inFlight: Int)] = [
+        ("read 20 B, 1 in flight", false, 20, 1), ("read 20 B, 16 in flight", false, 20, 16),
+        ("write 20 B, 1 in flight", true, 20, 1), ("write 20 B, 16 in flight", true, 20, 16),
+    ]
+
+    /// Runs the instruction count for the C app and blemu's library and CLI; prints a table of instructions per
+    /// request (and per write without response) and returns false when a contender failed.
+    static func run(_ options: GattBench.Options) async throws -> Bool {
+        let workspace = "/tmp/blemu-gatt-\(getpid())"
+        mkdir(workspace, 0o700)
+        defer { _ = try? shell("rm -rf '\(workspace)'") }
+        let (address, bus) = try startBus(workspace: workspace)
+        defer { bus.stop() }
+        let fake = try await FakeBluetoothd(address: address)
+        defer { fake.close() }
+        let launcher = Launcher(fake: fake, address: address, workspace: workspace)
+        let wanted = ["c", "blemu-lib", "blemu-cli"]
+        let seconds = options.quick ? 1.0 : 3.0
+        var rows: [String: [String: Double]] = [:]
+        var failed: [String] = []
+        for var contender in try GattBench.contenders(options) where wanted.contains(contender.key) {
+            guard contender.skip == nil else { continue }
+            let output = "\(workspace)/\(contender.key).callgrind"
+            let command = contender.command
+            contender.command = { extra, workspace in
+                ["/usr/bin/valgrind", "--tool=callgrind", "--callgrind-out-file=\(output)", "--trace-children=no"]
+                    + (try command(extra, workspace))
+            }
+            progress("\(contender.name): under callgrind")
+            let target: Target
+            do { target = try await launcher.start(contender, extra: 0).target } catch {
+                failed.append("\(contender.name): \(error)")
+                continue
+            }
+            defer { target.child.stop() }
+            for shape in shapes {
+                let role: Role = .rw20
+                _ = try? shell("callgrind_control --zero \(target.child.pid) >/dev/null")
+                let result = await target.roundTrips(
+                    write: shape.write, role: role, size: shape.size, inFlight: shape.inFlight, seconds: seconds)
+                guard let instructions = dump(target.child.pid, output: output), result.calls > 0 else {
+                    failed.append("\(contender.name) \(shape.name): \(result.note ?? "no callgrind dump")")
+                    continue
+                }
+                // The workload writes the value once before it starts: one more request than it counts.
+                rows[contender.key, default: [:]][shape.name] = Double(instructions) / Double(result.calls + 1)
+                progress("\(contender.name) \(shape.name): \(result.calls) calls")
+            }
+            _ = try? shell("callgrind_control --zero \(target.child.pid) >/dev/null")
+            let delivery = await target.writesWithoutResponse(count: options.quick ? 200 : 1_000)
+            if let instructions = dump(target.child.pid, output: output), delivery.received > 0 {
+                rows[contender.key, default: [:]]["write without response"] =
+                    Double(instructions) / Double(delivery.received)
+            }
+        }
+        print(table(rows))
+        for failure in failed { printError("gatt-bench: \(failure)") }
+        return failed.isEmpty
+    }
+
+    /// Dumps the counters since the last zero and returns the dump's total instructions (`summary:`/`totals:`).
+    static func dump(_ pid: pid_t, output: String) -> Int? {
+        let before = Set(dumpFiles(output))
+        guard (try? shell("callgrind_control --dump \(pid) >/dev/null")) == 0 else { return nil }
+        let new = dumpFiles(output).filter { !before.contains($0) }.sorted()
+        guard let file = new.last, let text = readText(file) else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix("summary:") || line.hasPrefix("totals:") {
+            if let value = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) { return value }
+        }
+        return nil
+    }
+
+    /// The numbered dump files callgrind wrote beside `output` (`output.1`, `output.2`, ...).
+    static func dumpFiles(_ output: String) -> [String] {
+        let directory = (output as NSString).deletingLastPathComponent
+        let prefix = (output as NSString).lastPathComponent + "."
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return names.filter { $0.hasPrefix(prefix) }.map { directory + "/" + $0 }
+    }
+
+    /// One row per shape, one column per contender, with each blemu's ratio to the C app.
+    static func table(_ rows: [String: [String: Double]]) -> String {
+        let columns = [("c", "C libdbus"), ("blemu-lib", "blemu library"), ("blemu-cli", "blemu CLI")]
+        var lines = ["| instructions per request | " + columns.map(\.1).joined(separator: " | ") + " |"]
+        lines.append("|---|" + String(repeating: "---|", count: columns.count))
+        for name in shapes.map(\.name) + ["write without response"] {
+            let c = rows["c"]?[name]
+            let cells = columns.map { key, _ -> String in
+                guard let value = rows[key]?[name] else { return "n/a" }
+                let ratio = key == "c" ? "" : c.map { String(format: " (%.1fx C)", value / $0) } ?? ""
+                return String(format: "%.0f", value) + ratio
+            }
+            lines.append("| \(name) | " + cells.joined(separator: " | ") + " |")
+        }
+        return lines.joined(separator: "\n")
+    }
+}
