@@ -113,7 +113,9 @@ struct GattBench {
         return list
     }
 
-    static func run(_ options: Options) async throws -> Report {
+    /// Runs `body` with a launcher on a fresh workspace, a private bus and the fake bluetoothd on it; removes
+    /// them all afterwards.
+    static func withRig<T>(_ body: (Launcher) async throws -> T) async throws -> T {
         let workspace = "/tmp/blemu-gatt-\(getpid())"
         mkdir(workspace, 0o700)
         defer { _ = try? shell("rm -rf '\(workspace)'") }
@@ -121,6 +123,14 @@ struct GattBench {
         defer { bus.stop() }
         let fake = try await FakeBluetoothd(address: address)
         defer { fake.close() }
+        return try await body(Launcher(fake: fake, address: address, workspace: workspace))
+    }
+
+    static func run(_ options: Options) async throws -> Report {
+        try await withRig { launcher in try await run(options, launcher: launcher) }
+    }
+
+    static func run(_ options: Options, launcher: Launcher) async throws -> Report {
         let all = try contenders(options)
         var report = Report(quick: options.quick)
         for contender in all {
@@ -128,7 +138,6 @@ struct GattBench {
             if let why = contender.skip { report.contenders[contender.key]?.skipped = why }
         }
         let runnable = all.filter { $0.skip == nil }
-        let launcher = Launcher(fake: fake, address: address, workspace: workspace)
 
         // Phase 1: start-up and registration as the tree grows; each start alone, contenders alternating.
         let samples = options.quick ? 1 : 3

@@ -18,14 +18,11 @@ enum InstructionCount {
     /// Runs the instruction count for the C app and blemu's library and CLI; prints a table of instructions per
     /// request (and per write without response) and returns false when a contender failed.
     static func run(_ options: GattBench.Options) async throws -> Bool {
-        let workspace = "/tmp/blemu-gatt-\(getpid())"
-        mkdir(workspace, 0o700)
-        defer { _ = try? shell("rm -rf '\(workspace)'") }
-        let (address, bus) = try startBus(workspace: workspace)
-        defer { bus.stop() }
-        let fake = try await FakeBluetoothd(address: address)
-        defer { fake.close() }
-        let launcher = Launcher(fake: fake, address: address, workspace: workspace)
+        try await GattBench.withRig { launcher in try await run(options, launcher: launcher) }
+    }
+
+    private static func run(_ options: GattBench.Options, launcher: Launcher) async throws -> Bool {
+        let workspace = launcher.workspace
         let wanted = ["c", "blemu-lib", "blemu-cli"]
         let seconds = options.quick ? 1.0 : 3.0
         var rows: [String: [String: Double]] = [:]
