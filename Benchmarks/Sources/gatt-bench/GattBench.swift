@@ -6,13 +6,16 @@ import Glibc
 /// contender (blemu's CLI and library, a minimal C libdbus app, the Python peers bless and bluez-peripheral, BlueZ's
 /// example-gatt-server) and prints one table with ratios against the C limit and the best Python peer.
 /// Not a test: a slow figure is a MISS in the table, never a failure. Started by `Benchmarks/run-gatt`:
-///   gatt-bench --out FILE [--quick] [--instructions] [--contender KEY=PATH ...] [--skip KEY=REASON ...] --profile PATH
+///   gatt-bench --out FILE [--quick] [--instructions | --durable] [--contender KEY=PATH ...] [--skip KEY=REASON ...]
+///     --profile PATH
 @main
 struct GattBench {
     struct Options {
         var quick = false
         /// Count instructions per request under callgrind instead of timing (`InstructionCount`).
         var instructions = false
+        /// Measure what durable writes (`--restore-id`) cost instead (`DurableWrites`).
+        var durable = false
         var out = ""
         var profile = ""
         var paths: [String: String] = [:]
@@ -26,6 +29,7 @@ struct GattBench {
             switch argument {
             case "--quick": options.quick = true
             case "--instructions": options.instructions = true
+            case "--durable": options.durable = true
             case "--out": options.out = arguments.next() ?? ""
             case "--profile": options.profile = arguments.next() ?? ""
             case "--contender", "--skip":
@@ -35,13 +39,14 @@ struct GattBench {
                 if argument == "--skip" { options.skips[key] = value } else { options.paths[key] = value }
             default:
                 printError(
-                    "usage: gatt-bench --out FILE --profile PATH [--quick] [--instructions] [--contender KEY=CMD] [--skip KEY=WHY]"
+                    "usage: gatt-bench --out FILE --profile PATH [--quick] [--instructions | --durable] [--contender KEY=CMD] [--skip KEY=WHY]"
                 )
                 exit(64)
             }
         }
         do {
             if options.instructions { exit(try await InstructionCount.run(options) ? 0 : 1) }
+            if options.durable { exit(try await DurableWrites.run(options) ? 0 : 1) }
             let report = try await run(options)
             exit(report.erroredContenders.isEmpty ? 0 : 1)
         } catch {
