@@ -35,11 +35,19 @@ public actor PeripheralManager {
     /// The latest state the stack reported.
     public private(set) var state: PeripheralManagerState = .unknown
     /// Whether the advertisement is on the air: started, not stopped, and the stack powered on.
-    public private(set) var isAdvertising = false
-    /// Whether advertising was started and neither the app nor the stack stopped it. The backend keeps the
-    /// registration across power cycles and re-registers it after a bluetoothd restart (docs/bluez.md, Links, power and
-    /// lifecycle), so advertising is back on the air whenever the state returns to `.poweredOn`.
-    private var wantsAdvertising = false
+    public var isAdvertising: Bool { advertising == .started(onAir: true) }
+    /// Advertising as the app asked and the stack allows, in one value: "on the air but never started" cannot be.
+    private var advertising = Advertising.stopped
+
+    /// Where advertising is. The backend keeps the registration across power cycles and registers it again after a
+    /// bluetoothd restart (docs/bluez.md, "Links, power and restarts"), so a started advertisement is back on the
+    /// air whenever the state returns to `.poweredOn`.
+    private enum Advertising: Equatable {
+        /// Never started, or stopped by the app or by the stack.
+        case stopped
+        /// Started and not stopped since: on the air while the stack is powered on.
+        case started(onAir: Bool)
+    }
     /// The published services, in publication order.
     public private(set) var services: [Service] = []
     /// The connected centrals, with their current limits.
@@ -161,16 +169,14 @@ public actor PeripheralManager {
     public func startAdvertising(_ advertisement: Advertisement) async throws(PeripheralError) {
         guard state == .poweredOn else { throw .notPoweredOn(state) }
         do { try await backend.startAdvertising(advertisement) } catch { throw .backendFailed(BackendFailure(error)) }
-        wantsAdvertising = true
-        isAdvertising = true
+        advertising = .started(onAir: true)
         logger.info("advertising \(advertisement.localName ?? "(no name)")")
     }
 
     /// Stops advertising; throws when the stack fails.
     public func stopAdvertising() async throws(PeripheralError) {
         do { try await backend.stopAdvertising() } catch { throw .backendFailed(BackendFailure(error)) }
-        wantsAdvertising = false
-        isAdvertising = false
+        advertising = .stopped
     }
 
     // MARK: Links
@@ -272,8 +278,7 @@ public actor PeripheralManager {
             queue.writable(central)
             drain()
         case .advertisingStopped(let reason):
-            wantsAdvertising = false
-            isAdvertising = false
+            advertising = .stopped
             logger.warning("the stack stopped advertising: \(reason)")
             continuation.yield(.advertisingStopped(reason: reason))
         case .pairing(let pairing):
@@ -293,11 +298,9 @@ public actor PeripheralManager {
                 continuation.yield(.centralDisconnected(central, reason: nil))
             }
             centrals.removeAll()
-            isAdvertising = false
             drain()
-        } else {
-            isAdvertising = wantsAdvertising
         }
+        if case .started = advertising { advertising = .started(onAir: newState == .poweredOn) }
         continuation.yield(.stateChanged(newState))
         let waiters = stateWaiters
         stateWaiters.removeAll()
