@@ -44,12 +44,11 @@ public actor Emulator {
 
     var manager: PeripheralManager?
     private var tasks: [Task<Void, Never>] = []
-    private var timer: Task<Void, Never>?
-    private var armedDeadline: Duration?
-    private var timerGeneration = 0
+    private var timer = Timer.disarmed
+    /// Tells the timers apart: the one whose sleep ends must still be the armed one to tick.
+    private var lastTimerToken = 0
     var outbox: [Outgoing] = []
-    private var isPumping = false
-    private var pumpAgain = false
+    private var pumping = Pump.idle
     var counts = EmulatorCounters()
     /// The manager's last state, to tell a return from `.resetting` (bluetoothd restarted) in the event log.
     private var lastState: PeripheralManagerState?
@@ -127,35 +126,45 @@ public actor Emulator {
     public func stop() {
         for task in tasks { task.cancel() }
         tasks.removeAll()
-        timer?.cancel()
-        timer = nil
+        disarm()
         followUpContinuation.finish()
     }
 
     // MARK: Timer
 
+    /// The one timer for the engines' earliest deadline.
+    private enum Timer {
+        /// No deadline, or no manager to act on.
+        case disarmed
+        /// A task sleeps until `deadline`; it ticks only if `token` is still the armed one when it wakes.
+        case armed(deadline: Duration, token: Int, task: Task<Void, Never>)
+    }
+
     /// Arms the one timer for the earliest deadline, unless it is armed for that moment already.
     func arm() {
         let deadline = engines.withLock { $0.nextDeadline }
-        guard deadline != armedDeadline || timer == nil else { return }
-        timer?.cancel()
-        timer = nil
-        armedDeadline = deadline
-        timerGeneration += 1
+        if case .armed(deadline, _, _) = timer { return }
+        disarm()
         guard let deadline, manager != nil else { return }
-        let generation = timerGeneration
+        lastTimerToken += 1
+        let token = lastTimerToken
         let clock = clock
-        timer = Task { [weak self] in
+        let task = Task { [weak self] in
             do { try await clock.sleepUntil(deadline) } catch { return }
-            await self?.fire(generation)
+            await self?.fire(token)
         }
+        timer = .armed(deadline: deadline, token: token, task: task)
     }
 
-    private func fire(_ generation: Int) async {
+    private func disarm() {
+        if case .armed(_, _, let task) = timer { task.cancel() }
+        timer = .disarmed
+    }
+
+    private func fire(_ token: Int) async {
         // A timer cancelled after its sleep ended must not tick: a newer timer owns the schedule now.
-        guard generation == timerGeneration else { return }
-        timer = nil
-        armedDeadline = nil
+        guard case .armed(_, token, _) = timer else { return }
+        timer = .disarmed
         let now = clock.now()
         let actions = engines.withLock { $0.tick(at: now) }
         arm()
@@ -210,18 +219,27 @@ public actor Emulator {
         await pump()
     }
 
+    /// The outbox's sender. The actor suspends on every `updateValue`, so a second call can arrive while one sends.
+    private enum Pump {
+        /// Nothing is sending.
+        case idle
+        /// A call is sending the outbox.
+        case sending
+        /// A call is sending, and another arrived meanwhile: the sender goes round once more before it stops.
+        case sendingAgain
+    }
+
     /// Sends waiting updates in order until the queue refuses one; `.readyToUpdateSubscribers` calls it again.
-    /// Re-entrant calls (an actor suspends on every `updateValue`) only ask the running pump to go round again.
+    /// Re-entrant calls only ask the running sender to go round again.
     func pump() async {
         guard let manager else { return }
-        guard !isPumping else {
-            pumpAgain = true
+        guard case .idle = pumping else {
+            pumping = .sendingAgain
             return
         }
-        isPumping = true
-        defer { isPumping = false }
+        defer { pumping = .idle }
         repeat {
-            pumpAgain = false
+            pumping = .sending
             while let first = outbox.first {
                 switch first {
                 case .value(let characteristic, let value, let central):
@@ -238,7 +256,7 @@ public actor Emulator {
                     outbox.removeFirst()
                 }
             }
-        } while pumpAgain
+        } while pumping == .sendingAgain
     }
 
     private func updateValue(
