@@ -16,10 +16,18 @@ struct BlemuProcess {
         .deletingLastPathComponent().appendingPathComponent("blemu")
 
     /// Runs blemu with `arguments` from the repository root and waits for it.
-    static func run(_ arguments: String...) throws -> Outcome { try run(arguments) }
+    static func run(_ arguments: String...) async throws -> Outcome { try await run(arguments) }
 
-    /// Runs blemu with `arguments` from the repository root and waits for it.
-    static func run(_ arguments: [String]) throws -> Outcome {
+    /// Runs blemu with `arguments` from the repository root and waits for it on a thread of its own: a test blocked
+    /// on a child would hold one of the cooperative pool's two threads (on a 2-core machine), and tests running
+    /// beside it whose handlers need the pool (a D-Bus callback answered within its timeout) would starve.
+    static func run(_ arguments: [String]) async throws -> Outcome {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try runBlocking(arguments) }) }.start()
+        }
+    }
+
+    private static func runBlocking(_ arguments: [String]) throws -> Outcome {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments

@@ -4,11 +4,11 @@ import Testing
 
 /// The CLI as a user meets it: exit codes, output on the right stream, JSON that parses.
 @Suite struct CommandLineTests {
-    @Test func everyBundledProfileValidatesWithExitZero() throws {
+    @Test func everyBundledProfileValidatesWithExitZero() async throws {
         let profiles = BlemuProcess.bundledProfiles
         #expect(profiles.count >= 8)
         for profile in profiles {
-            let outcome = try BlemuProcess.run("validate", profile)
+            let outcome = try await BlemuProcess.run("validate", profile)
             #expect(outcome.status == 0, "\(profile): \(outcome.stderr)")
             // No warning either.
             #expect(outcome.stdout.contains("ok (0 errors, 0 warnings)"), "\(profile): \(outcome.stdout)")
@@ -16,14 +16,14 @@ import Testing
         }
     }
 
-    @Test func anInvalidProfileExitsWithDataErrorAndAPositionedDiagnostic() throws {
-        let outcome = try BlemuProcess.run("validate", "fixtures/invalid/advertised-service-not-published.yaml")
+    @Test func anInvalidProfileExitsWithDataErrorAndAPositionedDiagnostic() async throws {
+        let outcome = try await BlemuProcess.run("validate", "fixtures/invalid/advertised-service-not-published.yaml")
         #expect(outcome.status == 65)
         #expect(outcome.stderr.contains("advertised-service-not-published.yaml:4:19: error: advertised service 180D"))
     }
 
     /// `validate` used to pass a profile `run` then refused (a replay file that is not there).
-    @Test func validateMakesTheChecksRunMakesAndRunRefusesTheSame() throws {
+    @Test func validateMakesTheChecksRunMakesAndRunRefusesTheSame() async throws {
         let directory = NSTemporaryDirectory() + "blemu-validate-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -44,30 +44,30 @@ import Testing
               interval: 1s
               fields: { percent: { replay: { file: levels.csv } } }
         """.write(toFile: profile, atomically: true, encoding: .utf8)
-        let validated = try BlemuProcess.run("validate", profile)
+        let validated = try await BlemuProcess.run("validate", profile)
         #expect(validated.status == 65, "\(validated.stdout)\(validated.stderr)")
         #expect(validated.stderr.contains("\(profile): error: ") && validated.stderr.contains("levels.csv"))
         #expect(validated.stdout.contains("invalid (1 error, 0 warnings)"))
-        let ran = try BlemuProcess.run("run", profile, "--bus", "unix:path=/nonexistent")
+        let ran = try await BlemuProcess.run("run", profile, "--bus", "unix:path=/nonexistent")
         #expect(ran.status == 65)
         try "time,value\n0,50\n".write(toFile: directory + "/levels.csv", atomically: true, encoding: .utf8)
-        #expect(try BlemuProcess.run("validate", profile).status == 0)
+        #expect(try await BlemuProcess.run("validate", profile).status == 0)
     }
 
     /// An invalid profile used to be found only after the VM booted, as 69 and naming the copy.
-    @Test func labRunChecksEveryProfileOnTheHostBeforeBooting() throws {
-        let outcome = try BlemuProcess.run(
+    @Test func labRunChecksEveryProfileOnTheHostBeforeBooting() async throws {
+        let outcome = try await BlemuProcess.run(
             "lab", "run", "--results", "/nonexistent/never-created", "--profile", "profiles/heart-rate.yaml",
             "--profile", "fixtures/invalid/advertised-service-not-published.yaml", "--", "true")
         #expect(outcome.status == 65)
         #expect(outcome.stderr.contains("fixtures/invalid/advertised-service-not-published.yaml:4:19: error:"))
         #expect(!outcome.stderr.contains("booting"))
-        #expect(try BlemuProcess.run("lab", "run", "--profile", "profiles/nope.yaml", "--", "true").status == 66)
+        #expect(try await BlemuProcess.run("lab", "run", "--profile", "profiles/nope.yaml", "--", "true").status == 66)
     }
 
     /// The Python package is versioned with the CLI.
-    @Test func thePythonPackageHasTheCLIsVersion() throws {
-        let version = try BlemuProcess.run("--version").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    @Test func thePythonPackageHasTheCLIsVersion() async throws {
+        let version = try await BlemuProcess.run("--version").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(version.split(separator: ".").count == 3)
         let root = BlemuProcess.repositoryRoot.path
         let project = try String(contentsOfFile: root + "/python/pyproject.toml", encoding: .utf8)
@@ -76,21 +76,21 @@ import Testing
         #expect(module.contains("\n__version__ = \"\(version)\"\n"))
     }
 
-    @Test func anUnreadableFileExitsWithNoInput() throws {
-        let outcome = try BlemuProcess.run("show", "profiles/does-not-exist.yaml")
+    @Test func anUnreadableFileExitsWithNoInput() async throws {
+        let outcome = try await BlemuProcess.run("show", "profiles/does-not-exist.yaml")
         #expect(outcome.status == 66)
         #expect(outcome.stderr.contains("cannot read profiles/does-not-exist.yaml"))
     }
 
-    @Test func aWrongCommandLineExitsWithUsage() throws {
-        #expect(try BlemuProcess.run("frobnicate").status == 64)
-        #expect(try BlemuProcess.run("validate").status == 64)
-        #expect(try BlemuProcess.run("show", "--bogus", "profiles/battery.yaml").status == 64)
+    @Test func aWrongCommandLineExitsWithUsage() async throws {
+        #expect(try await BlemuProcess.run("frobnicate").status == 64)
+        #expect(try await BlemuProcess.run("validate").status == 64)
+        #expect(try await BlemuProcess.run("show", "--bogus", "profiles/battery.yaml").status == 64)
     }
 
     /// `show` lists the behaviour as well as the tree.
-    @Test func showSaysWhatTheDeviceDoesOnItsOwnAndWhenWritten() throws {
-        let outcome = try BlemuProcess.run("show", "profiles/heart-rate.yaml")
+    @Test func showSaysWhatTheDeviceDoesOnItsOwnAndWhenWritten() async throws {
+        let outcome = try await BlemuProcess.run("show", "profiles/heart-rate.yaml")
         #expect(outcome.stdout.contains("  behaviour:\n"))
         #expect(outcome.stdout.contains("    schedule heart-rate-measurement: notify every 1s, while subscribed\n"))
         #expect(
@@ -102,15 +102,15 @@ import Testing
         #expect(outcome.stdout.contains("value (cached, 1 byte, max 512): 01"))
     }
 
-    @Test func showDecodesTheHeartRateMeasurementByItsFields() throws {
-        let outcome = try BlemuProcess.run("show", "profiles/heart-rate.yaml")
+    @Test func showDecodesTheHeartRateMeasurementByItsFields() async throws {
+        let outcome = try await BlemuProcess.run("show", "profiles/heart-rate.yaml")
         #expect(outcome.status == 0)
         #expect(outcome.stdout.contains("2A37 Heart Rate Measurement"))
         #expect(outcome.stdout.contains("bpm (u8): 72"))
     }
 
-    @Test func showJSONListsEveryServiceAndCharacteristicId() throws {
-        let outcome = try BlemuProcess.run("show", "--json", "profiles/heart-rate.yaml")
+    @Test func showJSONListsEveryServiceAndCharacteristicId() async throws {
+        let outcome = try await BlemuProcess.run("show", "--json", "profiles/heart-rate.yaml")
         let json = try #require(try JSONSerialization.jsonObject(with: Data(outcome.stdout.utf8)) as? [String: Any])
         let services = try #require(json["services"] as? [[String: Any]])
         #expect(services.compactMap { $0["uuid"] as? String }.contains("180D"))
@@ -121,8 +121,8 @@ import Testing
             })
     }
 
-    @Test func advJSONGivesTheTransferServiceAndNameBytes() throws {
-        let outcome = try BlemuProcess.run("adv", "--json", "profiles/transfer.yaml")
+    @Test func advJSONGivesTheTransferServiceAndNameBytes() async throws {
+        let outcome = try await BlemuProcess.run("adv", "--json", "profiles/transfer.yaml")
         #expect(outcome.status == 0)
         let json = try #require(try JSONSerialization.jsonObject(with: Data(outcome.stdout.utf8)) as? [String: Any])
         // 0x11 bytes of 128-bit list (0x07) holding E71EE188-... little-endian, then Flags 0x06 written last.
@@ -133,8 +133,8 @@ import Testing
         #expect(json["mode"] as? String == "legacy" && json["advLimit"] as? Int == 31 && json["requires"] == nil)
     }
 
-    @Test func advJSONOfAnExtendedProfileSaysWhatItNeedsAndCarriesTheWholeData() throws {
-        let outcome = try BlemuProcess.run("adv", "--json", "Tests/LabTests/Fixtures/lab-extended.yaml")
+    @Test func advJSONOfAnExtendedProfileSaysWhatItNeedsAndCarriesTheWholeData() async throws {
+        let outcome = try await BlemuProcess.run("adv", "--json", "Tests/LabTests/Fixtures/lab-extended.yaml")
         #expect(outcome.status == 0)
         let json = try #require(try JSONSerialization.jsonObject(with: Data(outcome.stdout.utf8)) as? [String: Any])
         #expect(json["mode"] as? String == "extended" && json["advLimit"] as? Int == 251)
@@ -142,49 +142,49 @@ import Testing
         #expect((json["adv"] as? String)?.count == 2 * 152 && json["scanResponse"] as? String == "")
     }
 
-    @Test func cloneWithoutABusExitsUnavailableAndWritesNothing() throws {
+    @Test func cloneWithoutABusExitsUnavailableAndWritesNothing() async throws {
         let output = "/tmp/blemu-clone-\(UUID().uuidString.prefix(8)).yaml"
-        let outcome = try BlemuProcess.run(
+        let outcome = try await BlemuProcess.run(
             "clone", "--bus", "unix:path=/nonexistent/bus", "00:AA:01:00:00:00", "-o", output)
         #expect(outcome.status == 69)
         #expect(outcome.stderr.contains("cannot reach the bus"), "\(outcome.stderr)")
         #expect(!FileManager.default.fileExists(atPath: output))
     }
 
-    @Test func labCopiesMakeOnePeripheralEachAndStopWhereBtvirtDoes() throws {
+    @Test func labCopiesMakeOnePeripheralEachAndStopWhereBtvirtDoes() async throws {
         // Two profiles, eight copies each: 16 peripherals and the central need 17 controllers, one more than btvirt
         // makes; refused before anything boots, naming why.
-        let fleet = try BlemuProcess.run(
+        let fleet = try await BlemuProcess.run(
             "lab", "run", "--profile", "profiles/heart-rate.yaml", "--profile", "profiles/battery.yaml", "--copies",
             "8", "--results", "/tmp/blemu-fleet-refused", "--", "true")
         #expect(fleet.status == 64)
         #expect(fleet.stderr.contains("--controllers must be at most 16, got 17"), "\(fleet.stderr)")
         #expect(fleet.stderr.contains("a fleet is at most 15 devices"), "\(fleet.stderr)")
-        let zero = try BlemuProcess.run("lab", "run", "--profile", "profiles/heart-rate.yaml", "--copies", "0")
+        let zero = try await BlemuProcess.run("lab", "run", "--profile", "profiles/heart-rate.yaml", "--copies", "0")
         #expect(zero.status == 64)
         #expect(zero.stderr.contains("--copies must be 1...15, got 0"), "\(zero.stderr)")
     }
 
-    @Test func cloneNeedsAnAddressOrAName() throws {
-        let outcome = try BlemuProcess.run("clone")
+    @Test func cloneNeedsAnAddressOrAName() async throws {
+        let outcome = try await BlemuProcess.run("clone")
         #expect(outcome.status == 64)
         #expect(outcome.stderr.contains("give the device's ADDRESS or --name"))
     }
 
-    @Test func probeWithoutABusExitsUnavailable() throws {
-        let outcome = try BlemuProcess.run("probe", "--bus", "unix:path=/nonexistent/bus", "00:AA:01:00:00:00")
+    @Test func probeWithoutABusExitsUnavailable() async throws {
+        let outcome = try await BlemuProcess.run("probe", "--bus", "unix:path=/nonexistent/bus", "00:AA:01:00:00:00")
         #expect(outcome.status == 69)
         #expect(outcome.stderr.contains("probe: cannot reach the bus"))
     }
 
-    @Test func probeRefusesAMalformedAddressOrServiceWithUsage() throws {
-        #expect(try BlemuProcess.run("probe", "00:AA").status == 64)
-        #expect(try BlemuProcess.run("probe", "--service", "heart", "00:AA:01:00:00:00").status == 64)
+    @Test func probeRefusesAMalformedAddressOrServiceWithUsage() async throws {
+        #expect(try await BlemuProcess.run("probe", "00:AA").status == 64)
+        #expect(try await BlemuProcess.run("probe", "--service", "heart", "00:AA:01:00:00:00").status == 64)
     }
 
-    @Test func everyCommandsHelpShowsAnExample() throws {
+    @Test func everyCommandsHelpShowsAnExample() async throws {
         for command in ["validate", "show", "adv", "probe"] {
-            let outcome = try BlemuProcess.run(command, "--help")
+            let outcome = try await BlemuProcess.run(command, "--help")
             #expect(outcome.status == 0)
             #expect(outcome.stdout.contains("Example:"), "\(command) --help has no example")
         }
@@ -192,15 +192,15 @@ import Testing
 
     /// A command this blemu lacks is a usage error, with or without `--help`: ArgumentParser used to print the
     /// root's help for `blemu verify --help` and exit 0, so a script could not tell that the command is missing.
-    @Test func anUnknownCommandIsAUsageErrorEvenWithHelp() throws {
+    @Test func anUnknownCommandIsAUsageErrorEvenWithHelp() async throws {
         for arguments in [["verify", "--help"], ["verify"], ["nonsense", "x.yaml"]] {
-            let outcome = try BlemuProcess.run(arguments)
+            let outcome = try await BlemuProcess.run(arguments)
             #expect(outcome.status == 64, "\(arguments): \(outcome.stdout)")
             #expect(outcome.stderr.contains("'\(arguments[0])' is not a blemu command"), "\(outcome.stderr)")
             #expect(outcome.stdout.isEmpty)
         }
         // Real commands and `help` still parse as before.
-        #expect(try BlemuProcess.run("help", "validate").status == 0)
-        #expect(try BlemuProcess.run("doctor", "--help").status == 0)
+        #expect(try await BlemuProcess.run("help", "validate").status == 0)
+        #expect(try await BlemuProcess.run("doctor", "--help").status == 0)
     }
 }

@@ -18,18 +18,18 @@ import Testing
         try String(contentsOfFile: BlemuProcess.repositoryRoot.path + "/" + path, encoding: .utf8)
     }
 
-    @Test func thePythonClientSendsExactlyTheProtocolsCommands() throws {
+    @Test func thePythonClientSendsExactlyTheProtocolsCommands() async throws {
         let sent = try Self.commands(in: try Self.read("python/src/blemu/control.py"))
         #expect(sent == Self.names, "missing \(Self.names.subtracting(sent)), unknown \(sent.subtracting(Self.names))")
     }
 
-    @Test func theProtocolsDocumentDescribesEveryCommand() throws {
+    @Test func theProtocolsDocumentDescribesEveryCommand() async throws {
         let described = try Self.commands(in: try Self.read("docs/control-and-events.md"))
         #expect(described == Self.names, "\(described.symmetricDifference(Self.names))")
     }
 
-    @Test func ctlHelpListsEveryCommandFromTheTable() throws {
-        let help = try BlemuProcess.run("ctl", "--help")
+    @Test func ctlHelpListsEveryCommandFromTheTable() async throws {
+        let help = try await BlemuProcess.run("ctl", "--help")
         #expect(help.status == 0)
         for command in ControlCommand.allCases {
             #expect(help.stdout.contains(command.synopsis), "\(command.synopsis) is not in ctl --help")
@@ -38,7 +38,7 @@ import Testing
     }
 
     /// The check above can fail: a command the table lacks is found in text.
-    @Test func aCommandTheTableLacksIsFound() throws {
+    @Test func aCommandTheTableLacksIsFound() async throws {
         let found = try Self.commands(in: #"request({"command": "reset"}) and {"command":"get","id":"x"}"#)
         #expect(found.subtracting(Self.names) == ["reset"])
     }
