@@ -41,6 +41,8 @@ public final class EventLog: Sendable {
         /// Set when `close` stopped waiting for a reader that does not read: the lines still pending were counted
         /// as failed then, and the writer writes no more.
         var abandoned = false
+        /// Lines the writer has finished with (written or failed): `close` waits while this moves.
+        var finished = 0
     }
 
     /// Lines waiting for the writer before new ones are dropped (about 16 MiB of typical lines).
@@ -108,6 +110,7 @@ public final class EventLog: Sendable {
             write(EventLineEncoder.encode(record) + "\n")
             let dropped = backlog.withLock { backlog -> Int in
                 backlog.pending -= 1
+                backlog.finished += 1
                 guard backlog.pending == 0 else { return 0 }
                 defer { backlog.unreported = 0 }
                 return backlog.unreported
@@ -123,24 +126,35 @@ public final class EventLog: Sendable {
         writer.sync {}
     }
 
-    /// How long `close` waits for a stalled reader by default: well within the 2 s a stopping process has before a
-    /// service manager or a test harness gives up on it.
+    /// How long `close` waits for a reader that reads nothing by default: well within the 2 s a stopping process has
+    /// before a service manager or a test harness gives up on it.
     public static let closingPatience: Duration = .milliseconds(1500)
 
     /// Writes what is pending, then closes the file; later records are dropped. Standard output stays open.
     ///
     /// A reader that stopped reading (a stalled `--events -` consumer, a FIFO nobody drains) holds the writer in
-    /// `write(2)` for as long as it sleeps, and a stopping process must not wait on it: after `patience` the lines
+    /// `write(2)` for as long as it sleeps, and a stopping process must not wait on it. So `close` waits while lines
+    /// keep being written, however many are pending, but once `patience` passes with not one line written, the lines
     /// still pending are counted as lost (`lostLines`, with a `writeFailure` saying why) and the writer, blocked or
     /// not, writes nothing more. The descriptor is then left open, since the blocked writer may still be in a
     /// `write(2)` on it; the process is about to exit.
     public func close(waitingAtMost patience: Duration = EventLog.closingPatience) {
         let drained = DispatchSemaphore(value: 0)
         writer.async { drained.signal() }
-        guard drained.wait(timeout: .now() + .milliseconds(Int(patience.seconds * 1000))) == .timedOut else {
-            closeNow()
-            return
+        var finished = backlog.withLock { $0.finished }
+        while drained.wait(timeout: .now() + .milliseconds(Int(patience.seconds * 1000))) == .timedOut {
+            let now = backlog.withLock { $0.finished }
+            if now == finished {
+                abandon(after: patience)
+                return
+            }
+            finished = now
         }
+        closeNow()
+    }
+
+    /// Stops writing for good: the pending lines are counted as lost, with the reason.
+    private func abandon(after patience: Duration) {
         backlog.withLock { backlog in
             guard !backlog.abandoned else { return }
             backlog.abandoned = true

@@ -68,6 +68,25 @@ extension EventLogTests {
 }
 
 extension EventLogTests {
+    /// A reader that reads nothing holds a stopping process for `patience` only: then what is pending is counted as
+    /// lost, with the reason, and close returns. (A slow reader that keeps reading is waited for: the test above.)
+    @Test(.timeLimit(.minutes(1)))
+    func closingGivesUpOnAReaderThatReadsNothingAndCountsWhatWasPending() throws {
+        let path = try temporaryDirectory() + "/stalled.fifo"
+        #expect(mkfifo(path, 0o600) == 0)
+        let reader = open(path, O_RDONLY | O_NONBLOCK)
+        #expect(reader >= 0)
+        defer { close(reader) }
+        _ = fcntl(reader, 1031, 4096)  // F_SETPIPE_SZ: one page fills after a few dozen lines
+        let log = try EventLog(path: path)
+        for index in 0..<500 { log.record(.queueFull(characteristicID: "c\(index)")) }
+        let started = ContinuousClock.now
+        log.close(waitingAtMost: .milliseconds(200))
+        #expect(ContinuousClock.now - started < .seconds(3), "close waited for a reader that reads nothing")
+        #expect(log.lostLines > 400, "\(log.lostLines) lines counted as lost")
+        #expect(log.writeFailure == "nothing was read for 0.2 s at shutdown")
+    }
+
     @Test func aReaderThatWentAwayCostsLinesNotTheProcessAndTheLossIsCounted() throws {
         // What `blemu run --events - | head -3` meets once head exits. blemu run ignores SIGPIPE; so does this.
         signal(SIGPIPE, SIG_IGN)
