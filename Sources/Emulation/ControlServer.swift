@@ -59,7 +59,7 @@ public final class ControlServer: Sendable {
     public func start() throws(StartError) {
         let claimed = sockets.withLock { $0.listener }
         let fd: Int32
-        if claimed >= 0 { fd = claimed } else { fd = try claim() }
+        if claimed >= 0 { fd = claimed } else { fd = try bindAndListen() }
         sockets.withLock { $0.accepting = true }
         do { try DetachedThread.start { [self] in acceptLoop(fd) } } catch {
             sockets.withLock { $0 = (-1, false, $0.connections) }
@@ -76,8 +76,10 @@ public final class ControlServer: Sendable {
     /// waits in the backlog. The socket is 0600 whatever the umask: whoever can connect can drive the peripheral.
     /// Throws `StartError` when the path is too long, not a socket, served by another live process, or cannot be
     /// bound.
-    @discardableResult
-    public func claim() throws(StartError) -> Int32 {
+    public func claim() throws(StartError) { _ = try bindAndListen() }
+
+    /// `claim()`'s work: returns the listening descriptor.
+    private func bindAndListen() throws(StartError) -> Int32 {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let capacity = MemoryLayout.size(ofValue: address.sun_path)
