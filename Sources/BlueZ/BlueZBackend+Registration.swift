@@ -11,13 +11,7 @@ extension BlueZBackend {
     /// cannot extend a registered application (docs/bluez.md, "Registration").
     func applyTree(_ services: [Service]) async throws(BlueZError) {
         guard !state.withLock({ $0.lifecycle.isShutDown }) else { throw .shutDown }
-        let root = paths.root
-        if state.withLock({ $0.lifecycle.isRegistered(.application) }) {
-            await callLogged(
-                adapterPath, BlueZName.Interface.gattManager, BlueZName.Member.unregisterApplication,
-                [.objectPath(root)])
-            handle(.unregistered(.application))
-        }
+        if state.withLock({ $0.lifecycle.isRegistered(.application) }) { await unregister(.application) }
         forgetSubscriptions(reason: "the application is registered again")
         let old = state.withLock { $0.exported }
         for path in old { connection.unexport(path) }
@@ -84,14 +78,28 @@ extension BlueZBackend {
 
     /// Unregisters (if registered) and unexports the advertisement; failures are logged.
     func withdrawAdvertisement() async {
-        let path = paths.advertisement
-        if state.withLock({ $0.lifecycle.isRegistered(.advertisement) }) {
+        if state.withLock({ $0.lifecycle.isRegistered(.advertisement) }) { await unregister(.advertisement) }
+        connection.unexport(paths.advertisement)
+    }
+
+    /// Asks bluetoothd to forget one registration and tells the lifecycle (which ignores it after shutdown); a
+    /// failure is logged, since bluetoothd may be gone already.
+    func unregister(_ registration: BlueZLifecycle.Registration) async {
+        switch registration {
+        case .agent:
+            await callLogged(
+                BlueZName.agentManager, BlueZName.Interface.agentManager, BlueZName.Member.unregisterAgent,
+                [.objectPath(paths.agent)])
+        case .application:
+            await callLogged(
+                adapterPath, BlueZName.Interface.gattManager, BlueZName.Member.unregisterApplication,
+                [.objectPath(paths.root)])
+        case .advertisement:
             await callLogged(
                 adapterPath, BlueZName.Interface.advertisingManager, BlueZName.Member.unregisterAdvertisement,
-                [.objectPath(path)])
-            handle(.unregistered(.advertisement))
+                [.objectPath(paths.advertisement)])
         }
-        connection.unexport(path)
+        handle(.unregistered(registration))
     }
 
     /// 5.66 calls `Release` only when an advertisement's `Timeout` ends (blemu sets none) or when its adapter's

@@ -211,22 +211,7 @@ public final class BlueZBackend: PeripheralBackend {
         await gate.serially { () async in
             guard !state.withLock({ $0.lifecycle.isShutDown }) else { return }
             // From here the machine ignores bluetoothd: a restart meanwhile registers nothing again.
-            for registration in state.withLock({ $0.lifecycle.shutDown() }) {
-                switch registration {
-                case .advertisement:
-                    await callLogged(
-                        adapterPath, BlueZName.Interface.advertisingManager,
-                        BlueZName.Member.unregisterAdvertisement, [.objectPath(paths.advertisement)])
-                case .application:
-                    await callLogged(
-                        adapterPath, BlueZName.Interface.gattManager, BlueZName.Member.unregisterApplication,
-                        [.objectPath(paths.root)])
-                case .agent:
-                    await callLogged(
-                        BlueZName.agentManager, BlueZName.Interface.agentManager, BlueZName.Member.unregisterAgent,
-                        [.objectPath(paths.agent)])
-                }
-            }
+            for registration in state.withLock({ $0.lifecycle.shutDown() }) { await unregister(registration) }
             connection.unexport(paths.advertisement)
             if let alias = state.withLock({ $0.previousAlias }) { await setAlias(alias) }
             let (sockets, subscriptions, watcher) = state.withLock { state in
