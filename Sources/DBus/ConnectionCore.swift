@@ -1,4 +1,5 @@
 internal import CDBus
+import Dispatch
 import Glibc
 import Logging
 import Synchronization
@@ -15,12 +16,15 @@ import Synchronization
 ///   loop thread itself (an `.immediate` handler answering at once) goes straight to libdbus: the fast path.
 /// - `pending`, `isDisconnected`, `watches` and `timeouts` are touched only by the loop thread:
 ///   libdbus calls the watch and timeout functions back from inside calls that only the loop thread makes.
+/// - `files` (the descriptors `FileWatch`es own, polled beside libdbus's) is touched only by the loop thread too:
+///   other threads add, arm and remove them through the inbox.
 /// - `tree` and `subscriptions` are shared behind `Mutex`es; handlers and getters run outside those locks.
 /// `dbus_threads_init_default()` is still called once, because libdbus messages (reference counts, allocation)
 /// are used from several threads.
 ///
 /// `@unchecked Sendable` invariant: the mutable stored properties without a lock (`pending`, `isDisconnected`,
-/// `watches`, `timeouts`) and `raw` are used only on the loop thread (or before it starts, in `init`).
+/// `watches`, `timeouts`, `files`, `unwatchedEarly`) and `raw` are used only on the loop thread (or before it
+/// starts, in `init`).
 final class ConnectionCore: @unchecked Sendable {
     let logger: Logger
     let uniqueName: String
@@ -36,12 +40,18 @@ final class ConnectionCore: @unchecked Sendable {
     private let wakePending = Atomic<Bool>(false)
     private let loopThreadID = Atomic<UInt>(0)
     private let thread = Mutex<pthread_t?>(nil)
+    /// Runs this executor's jobs once the loop has ended (ConnectionCore+Executor.swift).
+    let afterClose: DispatchQueue
+    let nextFileWatchID = Atomic<UInt64>(0)
 
     // Loop thread only.
     private var pending = PendingCalls()
     private var isDisconnected = false
     private var watches: [OpaquePointer] = []
     private var timeouts: [LibdbusTimeout] = []
+    private var files: [UInt64: WatchedFile] = [:]
+    /// Watches cancelled on the loop thread before their `.watch` left the inbox: never to be polled.
+    private var unwatchedEarly: Set<UInt64> = []
 
     struct LibdbusTimeout {
         let raw: OpaquePointer
@@ -51,6 +61,8 @@ final class ConnectionCore: @unchecked Sendable {
     enum Command: Sendable {
         case send(Message)
         case call(Message, deadline: UInt64, CheckedContinuation<Message, any Error>)
+        case file(FileCommand)
+        case job(UnownedJob)
         case stop
     }
 
@@ -101,6 +113,8 @@ final class ConnectionCore: @unchecked Sendable {
         uniqueName = dbus_bus_get_unique_name(connection).map { String(cString: $0) } ?? ""
         canPassFileDescriptors = dbus_connection_can_send_type(connection, TypeCode.unixFD.cValue) != 0
         self.logger = logger
+        afterClose = DispatchQueue(label: "blemu.dbus.after-close")
+        afterClose.setSpecific(key: Self.afterCloseKey, value: ObjectIdentifier(self))
     }
 
     deinit {
@@ -188,6 +202,8 @@ final class ConnectionCore: @unchecked Sendable {
             logger.debug("connection closed; message not sent", metadata: ["member": "\(message.member ?? "")"])
         case .call(_, _, let continuation):
             continuation.resume(throwing: DBusError(name: StandardErrorName.disconnected, message: "connection closed"))
+        case .file(let command): rejectFileCommand(command)
+        case .job(let job): runAfterClose(job)
         case .stop: break
         }
     }
@@ -211,6 +227,7 @@ final class ConnectionCore: @unchecked Sendable {
         var batch: [Command] = []
         var fds: [pollfd] = []
         var polled: [OpaquePointer] = []
+        var polledFiles: [UInt64] = []
         var isStopping = false
         while !isStopping {
             wakePending.store(false, ordering: .sequentiallyConsistent)
@@ -219,6 +236,8 @@ final class ConnectionCore: @unchecked Sendable {
                 switch command {
                 case .send(let message): sendNow(message)
                 case .call(let message, let deadline, let continuation): startCall(message, deadline, continuation)
+                case .file(let command): perform(command)
+                case .job(let job): run(job)
                 case .stop: isStopping = true
                 }
             }
@@ -232,10 +251,11 @@ final class ConnectionCore: @unchecked Sendable {
                 isDisconnected = true
                 break
             }
-            // One poll over libdbus's enabled watches and the wakeup pipe; libdbus enables the writable watch
-            // itself while it has queued output.
+            // One poll over libdbus's enabled watches, the watched files and the wakeup pipe; libdbus enables the
+            // writable watch itself while it has queued output.
             fds.removeAll(keepingCapacity: true)
             polled.removeAll(keepingCapacity: true)
+            polledFiles.removeAll(keepingCapacity: true)
             fds.append(pollfd(fd: wakeReadFD, events: Int16(POLLIN), revents: 0))
             for watch in watches where dbus_watch_get_enabled(watch) != 0 {
                 let flags = dbus_watch_get_flags(watch)
@@ -244,6 +264,11 @@ final class ConnectionCore: @unchecked Sendable {
                 if flags & WatchFlag.writable != 0 { events |= Int16(POLLOUT) }
                 fds.append(pollfd(fd: dbus_watch_get_unix_fd(watch), events: events, revents: 0))
                 polled.append(watch)
+            }
+            for (id, file) in files {
+                let events = Int16(POLLIN) | (file.wantsWritable ? Int16(POLLOUT) : 0)
+                fds.append(pollfd(fd: file.fd, events: events, revents: 0))
+                polledFiles.append(id)
             }
             let ready = poll(&fds, nfds_t(fds.count), pollTimeout())
             if ready < 0 && errno != EINTR {
@@ -266,8 +291,41 @@ final class ConnectionCore: @unchecked Sendable {
                 if revents & Int16(POLLHUP) != 0 { flags |= WatchFlag.hangup }
                 _ = dbus_watch_handle(watch, flags)
             }
+            let firstFile = polled.count + 1
+            for (index, id) in polledFiles.enumerated() {
+                handleFile(id, revents: fds[firstFile + index].revents)
+            }
         }
         tearDown()
+        // A later thread may get this thread's id: from here no thread is the loop.
+        loopThreadID.store(0, ordering: .relaxed)
+    }
+
+    // MARK: Watched files (loop thread only)
+
+    func perform(_ command: FileCommand) {
+        switch command {
+        case .watch(let id, let fd, let handler):
+            guard unwatchedEarly.remove(id) == nil else { return }
+            files[id] = WatchedFile(fd: fd, handler: handler)
+        case .armWritable(let id):
+            files[id]?.wantsWritable = true
+        case .unwatch(let id, let fd):
+            if files.removeValue(forKey: id) == nil { unwatchedEarly.insert(id) }
+            _ = Glibc.close(fd)
+        }
+    }
+
+    /// Calls the file's handler for what poll saw: a handler may cancel any watch, so each is looked up again.
+    private func handleFile(_ id: UInt64, revents: Int16) {
+        guard revents != 0, let file = files[id] else { return }
+        if revents & Int16(POLLOUT) != 0 && file.wantsWritable {
+            files[id]?.wantsWritable = false
+            file.handler(.writable)
+        }
+        // POLLHUP and POLLERR are news for the reader too: its recv sees the end or the error.
+        let readable = Int16(POLLIN) | Int16(POLLHUP) | Int16(POLLERR) | Int16(POLLNVAL)
+        if revents & readable != 0 && files[id] != nil { file.handler(.readable) }
     }
 
     // MARK: libdbus watches and timeouts (loop thread only)
@@ -304,10 +362,16 @@ final class ConnectionCore: @unchecked Sendable {
             state.isClosed = true
             let commands = state.commands
             state.commands = []
+            // Queued under the lock, so that a job enqueued after the close runs after these, as it would have.
+            for case .job(let job) in commands { runAfterClose(job) }
             return commands
         }
         for command in leftovers {
-            if case .send(let message) = command { sendNow(message) } else { reject(command) }
+            switch command {
+            case .send(let message): sendNow(message)
+            case .job: break
+            default: reject(command)
+            }
         }
         if !isDisconnected { dbus_connection_flush(raw) }
         let disconnected = DBusError(name: StandardErrorName.disconnected, message: "connection closed")
