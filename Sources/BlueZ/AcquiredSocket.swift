@@ -1,4 +1,4 @@
-import Dispatch
+import DBus
 import Glibc
 import Peripheral
 import Synchronization
@@ -12,24 +12,39 @@ import Synchronization
 /// - AcquireWrite: each datagram bluetoothd writes is one write's value; it closes its end when the application
 ///   is unregistered or bluetoothd exits.
 ///
-/// Either way, EOF/HUP means bluetoothd let go. Writability after `EAGAIN` is watched with a DispatchSource that
-/// exists only while a send is waiting.
+/// Either way, EOF/HUP means bluetoothd let go. The D-Bus connection's loop polls the socket (`FileWatch`), so
+/// what bluetoothd writes on it, its closing and its writability after `EAGAIN` are handled on the loop thread, like
+/// bluetoothd's calls: an `AcquireWrite` datagram enters the router on the same thread as a `WriteValue`.
 final class AcquiredSocket: Sendable {
-    private struct State {
-        var isClosed = false
-        var reader: (any DispatchSourceRead)?
-        var writer: (any DispatchSourceWrite)?
+    /// What the loop's handler needs, apart from the watch itself (which holds the handler: no cycle).
+    private final class Endpoint: Sendable {
+        let fd: Int32
+        let datagramLimit: Int
+        /// Set once, under the lock that `send` holds across its syscall: after `close()` no send is in flight, so
+        /// the descriptor the loop then closes is no longer in use.
+        let isClosed = Mutex(false)
+        /// The watch, for the loop's handler to cancel on EOF; taken by the first `close`.
+        let closer = Mutex<FileWatch?>(nil)
+        let onDatagram: @Sendable ([UInt8]) -> Void
+        let onWritable: @Sendable () -> Void
+        let onClosed: @Sendable () -> Void
+
+        init(
+            fd: Int32, datagramLimit: Int, onDatagram: @escaping @Sendable ([UInt8]) -> Void,
+            onWritable: @escaping @Sendable () -> Void, onClosed: @escaping @Sendable () -> Void
+        ) {
+            self.fd = fd
+            self.datagramLimit = datagramLimit
+            self.onDatagram = onDatagram
+            self.onWritable = onWritable
+            self.onClosed = onClosed
+        }
+
+        var closed: Bool { isClosed.withLock { $0 } }
     }
 
-    /// One queue for every socket's sources: their handlers only flip state and yield events.
-    private static let queue = DispatchQueue(label: "blemu.bluez.notify-sockets")
-
-    private let fd: Int32
-    private let state = Mutex(State())
-    private let datagramLimit: Int
-    private let onDatagram: @Sendable ([UInt8]) -> Void
-    private let onWritable: @Sendable () -> Void
-    private let onClosed: @Sendable () -> Void
+    private let endpoint: Endpoint
+    private let watch: FileWatch
 
     /// A `SOCK_SEQPACKET` pair: ours (non-blocking, close-on-exec) and the one to hand to bluetoothd, which the
     /// caller must close after appending it to the reply. Throws `BlueZError.export` when the kernel refuses.
@@ -42,110 +57,93 @@ final class AcquiredSocket: Sendable {
         return (fds[0], fds[1])
     }
 
-    /// Watches `fd` (which it now owns): `onDatagram` for each datagram bluetoothd writes (cut to `datagramLimit`
-    /// bytes), `onWritable` after a `.wouldBlock` once the socket drains, `onClosed` when bluetoothd closes its
-    /// end. None runs after `close()`.
+    /// Watches `fd` (which it now owns) on `connection`'s loop: `onDatagram` for each datagram bluetoothd writes
+    /// (cut to `datagramLimit` bytes), `onWritable` after a `.wouldBlock` once the socket drains, `onClosed` when
+    /// bluetoothd closes its end. Each runs on the loop thread; none runs after `close()` made there.
     init(
-        fd: Int32, datagramLimit: Int, onDatagram: @escaping @Sendable ([UInt8]) -> Void,
-        onWritable: @escaping @Sendable () -> Void = {}, onClosed: @escaping @Sendable () -> Void
+        fd: Int32, on connection: BusConnection, datagramLimit: Int,
+        onDatagram: @escaping @Sendable ([UInt8]) -> Void, onWritable: @escaping @Sendable () -> Void = {},
+        onClosed: @escaping @Sendable () -> Void
     ) {
-        self.fd = fd
-        self.datagramLimit = datagramLimit
-        self.onDatagram = onDatagram
-        self.onWritable = onWritable
-        self.onClosed = onClosed
-        state.withLock { state in
-            let reader = DispatchSource.makeReadSource(fileDescriptor: fd, queue: Self.queue)
-            reader.setEventHandler { [weak self] in self?.readable() }
-            // The fd is closed only once the source is cancelled, so the kernel never reuses it under the source.
-            reader.setCancelHandler { _ = Glibc.close(fd) }
-            reader.resume()
-            state.reader = reader
+        let endpoint = Endpoint(
+            fd: fd, datagramLimit: datagramLimit, onDatagram: onDatagram, onWritable: onWritable, onClosed: onClosed)
+        self.endpoint = endpoint
+        let watch = connection.watch(fd) { readiness in
+            switch readiness {
+            case .readable: Self.readable(endpoint)
+            case .writable: if !endpoint.closed { endpoint.onWritable() }
+            }
         }
+        self.watch = watch
+        // The handler closes the socket on EOF, which cancels the watch: it reaches the watch through the endpoint.
+        endpoint.closer.withLock { $0 = watch }
     }
 
     /// An AcquireNotify socket: `onConfirm` for each 5.80 confirmation byte (commit 6b34b0551; 5.66 sends none).
     static func forNotifications(
-        fd: Int32, onWritable: @escaping @Sendable () -> Void, onConfirm: @escaping @Sendable () -> Void,
+        fd: Int32, on connection: BusConnection, onWritable: @escaping @Sendable () -> Void,
+        onConfirm: @escaping @Sendable () -> Void,
         onClosed: @escaping @Sendable () -> Void
     ) -> AcquiredSocket {
         AcquiredSocket(
-            fd: fd, datagramLimit: 16,
+            fd: fd, on: connection, datagramLimit: 16,
             onDatagram: { bytes in for byte in bytes where byte == 0x01 { onConfirm() } },
             onWritable: onWritable, onClosed: onClosed)
     }
 
     deinit { close() }
 
-    /// Writes one datagram: `.sent`, `.wouldBlock` (then `onWritable` fires once), or `.failed` when closed.
+    /// Writes one datagram from any thread: `.sent`, `.wouldBlock` (then `onWritable` fires once), or `.failed`
+    /// when closed.
     func send(_ bytes: [UInt8]) -> SendOutcome {
-        guard !state.withLock({ $0.isClosed }) else { return .failed("the acquired socket is closed") }
-        let written = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        if written >= 0 { return .sent }
-        let error = errno
-        if error == EAGAIN || error == EWOULDBLOCK {
-            armWriter()
-            return .wouldBlock
+        let fd = endpoint.fd
+        let outcome: SendOutcome = endpoint.isClosed.withLock { isClosed in
+            guard !isClosed else { return .failed("the acquired socket is closed") }
+            let written = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if written >= 0 { return .sent }
+            let error = errno
+            if error == EAGAIN || error == EWOULDBLOCK { return .wouldBlock }
+            return .failed("acquired socket: \(String(cString: strerror(error)))")
         }
-        return .failed("acquired socket: \(String(cString: strerror(error)))")
+        if outcome == .wouldBlock { watch.armWritable() }
+        return outcome
     }
 
     /// Stops watching and closes our end; safe to call twice. Returns whether this call closed it.
     @discardableResult
-    func close() -> Bool {
-        // Cancelling never blocks, so it happens under the lock: the sources never leave it.
-        state.withLock { state in
-            guard !state.isClosed else { return false }
-            state.isClosed = true
-            state.writer?.cancel()
-            state.writer = nil
-            if let reader = state.reader { reader.cancel() } else { _ = Glibc.close(fd) }
-            state.reader = nil
-            return true
+    func close() -> Bool { Self.close(endpoint) }
+
+    private static func close(_ endpoint: Endpoint) -> Bool {
+        let closing = endpoint.isClosed.withLock { isClosed in
+            defer { isClosed = true }
+            return !isClosed
         }
+        if closing { endpoint.closer.withLock { $0.take() }?.cancel() }
+        return closing
     }
 
-    private func armWriter() {
-        state.withLock { state in
-            guard !state.isClosed, state.writer == nil else { return }
-            let writer = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: Self.queue)
-            writer.setEventHandler { [weak self] in self?.writable() }
-            state.writer = writer
-            writer.resume()
-        }
-    }
-
-    private func writable() {
-        let fire: Bool = state.withLock { state in
-            guard let writer = state.writer else { return false }
-            writer.cancel()
-            state.writer = nil
-            return !state.isClosed
-        }
-        if fire { onWritable() }
-    }
-
-    private func readable() {
-        var buffer = [UInt8](repeating: 0, count: datagramLimit)
-        while true {
+    private static func readable(_ endpoint: Endpoint) {
+        let fd = endpoint.fd
+        var buffer = [UInt8](repeating: 0, count: endpoint.datagramLimit)
+        while !endpoint.closed {
             let count = buffer.withUnsafeMutableBytes { Glibc.recv(fd, $0.baseAddress, $0.count, 0) }
             // A central may write zero bytes, which arrives as an empty datagram: recv's 0 is EOF only when the
             // peer has gone and nothing is queued behind it. (Empty datagrams that are the very last thing
             // bluetoothd sent before exiting cannot be told from EOF; the kernel reports both alike.)
-            if count > 0 || (count == 0 && (!isPeerGone() || bytesQueued() > 0)) {
-                onDatagram(Array(buffer[..<count]))
+            if count > 0 || (count == 0 && (!isPeerGone(fd) || bytesQueued(fd) > 0)) {
+                endpoint.onDatagram(Array(buffer[..<count]))
                 continue
             }
             if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) { return }
             // EOF or an error: bluetoothd closed its end (last subscriber gone, application unregistered, or
             // bluetoothd exited).
-            if close() { onClosed() }
+            if close(endpoint) { endpoint.onClosed() }
             return
         }
     }
 
     /// The bytes waiting in the receive queue (SIOCINQ: every queued datagram's length, for SEQPACKET).
-    private func bytesQueued() -> Int32 {
+    private static func bytesQueued(_ fd: Int32) -> Int32 {
         var count: Int32 = 0
         guard ioctl(fd, UInt(FIONREAD), &count) == 0 else { return 0 }
         return count
@@ -153,7 +151,7 @@ final class AcquiredSocket: Sendable {
 
     /// Whether bluetoothd closed its end, without waiting: a connected SEQPACKET socket whose peer closed is
     /// fully shut down, which poll reports as POLLHUP.
-    private func isPeerGone() -> Bool {
+    private static func isPeerGone(_ fd: Int32) -> Bool {
         var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         guard poll(&entry, 1, 0) >= 0 else { return true }
         return entry.revents & (Int16(POLLHUP) | Int16(POLLERR)) != 0

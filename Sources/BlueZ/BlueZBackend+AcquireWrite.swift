@@ -12,7 +12,7 @@ extension BlueZBackend {
     /// The biggest datagram bluetoothd can send: a Write Command carries at most ATT_MTU - 3 = 514 bytes.
     static let writeDatagramLimit = 517 - 3
 
-    func acquireWrite(_ call: consuming MethodCall, _ characteristic: Characteristic) {
+    nonisolated func acquireWrite(_ call: consuming MethodCall, _ characteristic: Characteristic) {
         guard let call = owner.admit(call) else { return }
         let options = RequestOptions(call.arguments.first)
         remember(options)
@@ -29,34 +29,28 @@ extension BlueZBackend {
         let security = linkSecurity(characteristic, .write)
         let logger = logger
         let socket = AcquiredSocket(
-            fd: pair.local, datagramLimit: Self.writeDatagramLimit,
+            fd: pair.local, on: connection, datagramLimit: Self.writeDatagramLimit,
             onDatagram: { [weak self] value in
                 logger.debug("write \(id) by \(central.id) offset 0 \(Self.hex(value)) (streamed, no reply expected)")
-                // The socket's serial queue delivers datagrams one by one, so writes reach the handler in order.
+                // The loop thread reads the datagrams one by one, so writes reach the handler in order.
                 self?.deliver(
                     IncomingWrites(
                         central: central, writes: [IncomingWrites.Write(characteristicID: id, value: value)],
                         linkSecurity: security, errorDelivery: .throughBlueZ, reply: nil))
             },
-            onClosed: { [weak self] in self?.writeStreamClosed(id) })
-        let previous = state.withLock { state -> AcquiredSocket? in
-            defer { state.writeStreams[id] = socket }
-            return state.writeStreams[id]
-        }
-        previous?.close()
+            onClosed: { [weak self] in self?.assumeIsolated { $0.writeStreamClosed(id) } })
+        assumeIsolated { $0.writeStreams.updateValue(socket, forKey: id) }?.close()
         call.reply([.unixFD(UnixFD(pair.remote)), .uint16(UInt16(clamping: options.mtu))])
         _ = Glibc.close(pair.remote)
         logger.info("\(id): AcquireWrite by \(options.device), MTU \(options.mtu); writes now stream through a socket")
-        writeAcquiredChanged(id)
+        assumeIsolated { $0.writeAcquiredChanged(id) }
     }
 
     /// Closes every write stream (re-registration, power-off, bluetoothd gone, shutdown): bluetoothd acquires
     /// again on the next write.
     func closeWriteStreams(reason: String) {
-        let streams = state.withLock { state -> [(String, AcquiredSocket)] in
-            defer { state.writeStreams.removeAll() }
-            return state.writeStreams.sorted { $0.key < $1.key }
-        }
+        let streams = writeStreams.sorted { $0.key < $1.key }
+        writeStreams.removeAll()
         for (id, socket) in streams {
             socket.close()
             logger.info("\(id): write stream closed (\(reason))")
@@ -64,10 +58,7 @@ extension BlueZBackend {
     }
 
     private func writeStreamClosed(_ id: String) {
-        let removed = state.withLock { state -> Bool in
-            state.writeStreams.removeValue(forKey: id) != nil
-        }
-        guard removed else { return }
+        guard writeStreams.removeValue(forKey: id) != nil else { return }
         logger.info("\(id): bluetoothd closed the write stream")
         writeAcquiredChanged(id)
     }
@@ -75,7 +66,7 @@ extension BlueZBackend {
     /// Emits `PropertiesChanged` for `WriteAcquired`; failures are logged.
     private func writeAcquiredChanged(_ id: String) {
         guard let path = characteristicPath(id) else { return }
-        let isAcquired = state.withLock { $0.writeStreams[id] != nil }
+        let isAcquired = writeStreams[id] != nil
         do {
             try connection.emitPropertiesChanged(
                 path: path, interface: BlueZName.Interface.gattCharacteristic,

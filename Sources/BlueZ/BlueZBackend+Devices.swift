@@ -19,13 +19,14 @@ extension BlueZBackend {
             sender: BlueZName.service, pathNamespace: adapterPath, interface: BlueZName.Interface.device,
             member: BlueZName.Signal.disconnected)
         do {
+            // Signals arrive on the loop thread, this actor's executor.
             let subscription = try await connection.subscribe(rule) { [weak self] signal in
-                self?.deviceSignal(signal)
+                self?.assumeIsolated { $0.deviceSignal(signal) }
             }
             let reasonSubscription = try await connection.subscribe(reasons) { [weak self] signal in
-                self?.disconnectSignal(signal)
+                self?.assumeIsolated { $0.disconnectSignal(signal) }
             }
-            state.withLock { $0.subscriptions += [subscription, reasonSubscription] }
+            subscriptions += [subscription, reasonSubscription]
         } catch {
             logger.warning("cannot watch connected devices (\(rule)): \(error)")
             return
@@ -73,8 +74,7 @@ extension BlueZBackend {
         guard let sender = signal.sender, sender == owner.current, isDevice(signal.path), signal.arguments.count >= 2,
             case .string(let name) = signal.arguments[0], case .string(let message) = signal.arguments[1]
         else { return }
-        let reason = DisconnectReason(name: name, message: message)
-        state.withLock { $0.disconnectReasons[signal.path] = reason }
+        disconnectReasons[signal.path] = DisconnectReason(name: name, message: message)
     }
 
     /// An object from InterfacesAdded or GetManagedObjects (`interfaces`: `a{sa{sv}}`): a connected device of
@@ -93,18 +93,14 @@ extension BlueZBackend {
     /// Forgets the connected devices without reporting them: the manager ends every central itself when the
     /// adapter goes away or bluetoothd leaves.
     func forgetDevices() {
-        state.withLock { $0.connectedDevices.removeAll() }
+        connectedDevices.removeAll()
     }
 
     /// Reports a change once: a device already known connected does not connect again. A disconnect takes the
     /// reason `Device1.Disconnected` left for it; a reason is never kept past the change it explains.
     private func deviceConnection(_ path: ObjectPath, isConnected: Bool) {
-        let (changed, reason) = state.withLock { state in
-            let reason = state.disconnectReasons.removeValue(forKey: path)
-            let changed =
-                isConnected ? state.connectedDevices.insert(path).inserted : state.connectedDevices.remove(path) != nil
-            return (changed, reason)
-        }
+        let reason = disconnectReasons.removeValue(forKey: path)
+        let changed = isConnected ? connectedDevices.insert(path).inserted : connectedDevices.remove(path) != nil
         guard changed else { return }
         let central = Central(id: path.rawValue)
         if isConnected {
@@ -117,7 +113,7 @@ extension BlueZBackend {
     }
 
     /// Whether `path` is a device of this adapter: `/org/bluez/hci0/dev_...`, one level below it.
-    func isDevice(_ path: ObjectPath) -> Bool {
+    nonisolated func isDevice(_ path: ObjectPath) -> Bool {
         let prefix = adapterPath.rawValue + "/dev_"
         return path.rawValue.hasPrefix(prefix) && !path.rawValue.dropFirst(prefix.count).contains("/")
     }

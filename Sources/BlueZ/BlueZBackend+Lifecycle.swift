@@ -40,10 +40,11 @@ extension BlueZBackend {
         ]
         for rule in rules {
             do {
+                // Signals arrive on the loop thread, this actor's executor.
                 let subscription = try await connection.subscribe(rule) { [weak self] signal in
-                    self?.adapterSignal(signal)
+                    self?.assumeIsolated { $0.adapterSignal(signal) }
                 }
-                state.withLock { $0.subscriptions.append(subscription) }
+                subscriptions.append(subscription)
             } catch {
                 logger.warning("cannot watch the adapter (\(rule)): \(error)")
             }
@@ -96,14 +97,14 @@ extension BlueZBackend {
     /// lab: ActiveInstances stays 1 and no central finds the peripheral. So at power on the machine asks for the
     /// advertisement to be registered again (`.refreshAdvertisement`).
     private func poweredChanged(_ powered: Bool) {
-        let changed = state.withLock { $0.lifecycle.adapterPowered != powered }
+        let changed = lifecycle.adapterPowered != powered
         if changed { logger.info("adapter \(adapterName) powered \(powered ? "on" : "off")") }
         handle(.powered(powered))
     }
 
     /// Feeds the lifecycle machine one event and performs what it returns, in order.
     func handle(_ event: BlueZLifecycle.Event) {
-        let actions = state.withLock { $0.lifecycle.handle(event) }
+        let actions = lifecycle.handle(event)
         for action in actions {
             switch action {
             case .report(let state):
@@ -111,18 +112,33 @@ extension BlueZBackend {
             case .forgetLinks(let reason, let bluetoothdChanged):
                 forgetSubscriptions(reason: reason, bluetoothdChanged: bluetoothdChanged)
                 forgetDevices()
-            case .registerAgain(let reason):
-                Task { await self.registerAgain(reason: reason) }
-            case .refreshAdvertisement:
-                Task { await self.registerAdvertisementAfterPowerOn() }
+            case .registerAgain, .refreshAdvertisement:
+                // They await bluetoothd, and this may be the loop thread that brings its replies.
+                lifecycleActions.yield(action)
             }
         }
     }
 
+    /// Starts the one task that performs the lifecycle's awaiting actions in order; it ends when `shutdown()`
+    /// finishes the stream, and holds the backend only while it performs one.
+    func startLifecycleWorker(_ actions: AsyncStream<BlueZLifecycle.Action>) {
+        let worker = Task { [weak self] in
+            for await action in actions {
+                guard let self else { return }
+                switch action {
+                case .registerAgain(let reason): await registerAgain(reason: reason)
+                case .refreshAdvertisement: await registerAdvertisementAfterPowerOn()
+                case .report, .forgetLinks: break
+                }
+            }
+        }
+        self.worker = worker
+    }
+
     /// Unregisters and registers the advertisement, so that bluetoothd adds it to the controller again.
     private func registerAdvertisementAfterPowerOn() async {
-        await gate.serially { () async in
-            guard !state.withLock({ $0.lifecycle.isShutDown || $0.advertisement == nil }), owner.current != nil else {
+        await serially { () async in
+            guard !lifecycle.isShutDown, advertisement != nil, owner.current != nil else {
                 return
             }
             await withdrawAdvertisement()
@@ -150,7 +166,7 @@ extension BlueZBackend {
                 await self.ownerChanged(to: newOwner)
             }
         }
-        state.withLock { $0.watcher = task }
+        watcher = task
     }
 
     private func ownerChanged(to newOwner: String?) async {
@@ -173,9 +189,9 @@ extension BlueZBackend {
     /// adapter's state. Idempotent: a restart announces itself twice (the name's new owner, then InterfacesAdded for
     /// the adapter), and the second pass finds nothing missing.
     func registerAgain(reason: String) async {
-        await gate.serially { () async in
-            guard !state.withLock({ $0.lifecycle.isShutDown }) else { return }
-            let missing = state.withLock { $0.lifecycle.missing }
+        await serially { () async in
+            guard !lifecycle.isShutDown else { return }
+            let missing = lifecycle.missing
             if missing.isEmpty { logger.debug("nothing to register again (\(reason))") }
             for registration in missing {
                 switch registration {
@@ -194,7 +210,7 @@ extension BlueZBackend {
             if !missing.isEmpty {
                 logger.info("registered \(missing.map { "\($0)" }.joined(separator: ", ")) again (\(reason))")
             }
-            continuation.yield(.stateChanged(state.withLock { $0.lifecycle.reportedState }))
+            continuation.yield(.stateChanged(lifecycle.reportedState))
         }
     }
 }

@@ -10,37 +10,34 @@ extension BlueZBackend {
     /// Replaces the exported tree with `services` and registers it (unregistering the old one first): bluetoothd
     /// cannot extend a registered application (docs/bluez.md, "Registration").
     func applyTree(_ services: [Service]) async throws(BlueZError) {
-        guard !state.withLock({ $0.lifecycle.isShutDown }) else { throw .shutDown }
-        if state.withLock({ $0.lifecycle.isRegistered(.application) }) { await unregister(.application) }
+        guard !lifecycle.isShutDown else { throw .shutDown }
+        if lifecycle.isRegistered(.application) { await unregister(.application) }
         forgetSubscriptions(reason: "the application is registered again")
-        let old = state.withLock { $0.exported }
-        for path in old { connection.unexport(path) }
+        for path in exported { connection.unexport(path) }
         let objects = GATTApplication.objects(
             for: services, paths: paths, options: options, handlers: handlers())
         do {
             for object in objects { try connection.export(object.path, object.interfaces) }
         } catch {
             for object in objects { connection.unexport(object.path) }
-            state.withLock {
-                $0.exported = []
-                $0.services = []
-            }
+            exported = []
+            self.services = []
+            publishRoutes()
             handle(.unwant(.application))
             throw .export("\(error)")
         }
-        state.withLock { state in
-            state.exported = objects.map(\.path)
-            state.services = services
-            state.descriptorValues = [:]
-        }
+        exported = objects.map(\.path)
+        self.services = services
+        descriptorValues = [:]
+        publishRoutes()
         handle(services.isEmpty ? .unwant(.application) : .want(.application))
         try await registerApplication()
     }
 
     /// `GattManager1.RegisterApplication(root, {})`: bluetoothd calls GetManagedObjects back before answering.
     func registerApplication() async throws(BlueZError) {
-        let generation = state.withLock { $0.services.isEmpty ? nil : $0.lifecycle.generation }
-        guard let generation, owner.current != nil else { return }
+        guard !services.isEmpty, owner.current != nil else { return }
+        let generation = lifecycle.generation
         let root = paths.root
         _ = try await callBlueZ(
             adapterPath, BlueZName.Interface.gattManager, BlueZName.Member.registerApplication,
@@ -51,16 +48,17 @@ extension BlueZBackend {
 
     /// Exports the planned advertisement and registers it with `LEAdvertisingManager1`.
     func registerAdvertisement() async throws(BlueZError) {
-        let (registration, generation) = state.withLock { ($0.advertisement, $0.lifecycle.generation) }
-        guard let registration, owner.current != nil else { return }
+        let generation = lifecycle.generation
+        guard let registration = advertisement, owner.current != nil else { return }
         let path = paths.advertisement
         connection.unexport(path)
         do {
             try connection.export(
                 path,
                 [
+                    // `Release` is a bus call: it arrives on the loop thread, this actor's executor.
                     AdvertisementExport.interface(registration, owner: owner) { [weak self] in
-                        self?.advertisementReleased()
+                        self?.assumeIsolated { $0.advertisementReleased() }
                     }
                 ])
         } catch { throw .export("\(error)") }
@@ -78,7 +76,7 @@ extension BlueZBackend {
 
     /// Unregisters (if registered) and unexports the advertisement; failures are logged.
     func withdrawAdvertisement() async {
-        if state.withLock({ $0.lifecycle.isRegistered(.advertisement) }) { await unregister(.advertisement) }
+        if lifecycle.isRegistered(.advertisement) { await unregister(.advertisement) }
         connection.unexport(paths.advertisement)
     }
 
@@ -116,7 +114,7 @@ extension BlueZBackend {
     func registerAgentAndAlias() async {
         let agent = paths.agent
         let capability = BlueZName.capability(options.pairing.ioCapability)
-        let generation = state.withLock { $0.lifecycle.generation }
+        let generation = lifecycle.generation
         do {
             _ = try await callBlueZ(
                 BlueZName.agentManager, BlueZName.Interface.agentManager,
@@ -132,12 +130,12 @@ extension BlueZBackend {
             logger.warning("pairing agent not registered: \(error)")
         }
         guard let name = options.deviceName else { return }
-        if state.withLock({ $0.previousAlias }) == nil {
+        if previousAlias == nil {
             do {
                 let reply = try await callBlueZ(
                     adapterPath, BlueZName.FreeDesktop.properties, BlueZName.FreeDesktop.get,
                     [.string(BlueZName.Interface.adapter), .string(BlueZName.Property.alias)], operation: "Get Alias")
-                if case .variant(.string(let alias))? = reply.first { state.withLock { $0.previousAlias = alias } }
+                if case .variant(.string(let alias))? = reply.first { previousAlias = alias }
             } catch {
                 logger.warning("cannot read the adapter's Alias: \(error)")
             }
@@ -182,12 +180,22 @@ extension BlueZBackend {
 
     /// The path a published characteristic is exported at.
     func characteristicPath(_ id: String) -> ObjectPath? {
-        let services = state.withLock { $0.services }
         for (s, service) in services.enumerated() {
             if let c = service.characteristics.firstIndex(where: { $0.id == id }) {
                 return paths.characteristic(c, service: s)
             }
         }
         return nil
+    }
+
+    /// The published characteristics' paths, by id.
+    func characteristicPaths() -> [String: ObjectPath] {
+        var result: [String: ObjectPath] = [:]
+        for (s, service) in services.enumerated() {
+            for (c, characteristic) in service.characteristics.enumerated() {
+                result[characteristic.id] = paths.characteristic(c, service: s)
+            }
+        }
+        return result
     }
 }

@@ -5,7 +5,10 @@ import Glibc
 import Logging
 import Peripheral
 
-// bluetoothd's calls on the exported characteristics and descriptors, turned into `BackendEvent`s.
+// bluetoothd's calls on the exported characteristics and descriptors, turned into requests for the router and
+// `BackendEvent`s. Each arrives on the loop thread, this actor's executor, as a synchronous handler: the call is
+// answered there (nonisolated code that owns the `MethodCall`), and the backend's state is reached with
+// `assumeIsolated`.
 // Options as 5.66:src/gatt-database.c `append_options` sends them: `device`, `mtu`, `offset` (only when non-zero),
 // `link`, `prepare-authorize` (only when true). All are treated as optional: older versions omit some.
 extension BlueZBackend {
@@ -33,12 +36,12 @@ extension BlueZBackend {
     }
 
     /// Keeps the requesting device's path, so that `disconnect` can find the centrals bluetoothd told us about.
-    func remember(_ options: RequestOptions) {
+    nonisolated func remember(_ options: RequestOptions) {
         guard options.device.hasPrefix(adapterPath.rawValue + "/") else { return }
-        state.withLock { _ = $0.knownDevices.insert(options.device) }
+        assumeIsolated { _ = $0.knownDevices.insert(options.device) }
     }
 
-    func handlers() -> GATTApplication.Handlers {
+    nonisolated func handlers() -> GATTApplication.Handlers {
         GATTApplication.Handlers(
             read: { [weak self] call, characteristic in self?.read(call, characteristic) },
             write: { [weak self] call, characteristic in self?.write(call, characteristic) },
@@ -47,9 +50,9 @@ extension BlueZBackend {
             confirm: { [weak self] call, characteristic in self?.confirm(call, characteristic) },
             acquireNotify: { [weak self] call, characteristic in self?.acquireNotify(call, characteristic) },
             acquireWrite: { [weak self] call, characteristic in self?.acquireWrite(call, characteristic) },
-            isNotifying: { [weak self] id in self?.state.withLock { $0.notify.isNotifying(id) } ?? false },
-            isNotifyAcquired: { [weak self] id in self?.state.withLock { $0.notify.isAcquired(id) } ?? false },
-            isWriteAcquired: { [weak self] id in self?.state.withLock { $0.writeStreams[id] } != nil },
+            isNotifying: { [weak self] id in self?.assumeIsolated { $0.notify.isNotifying(id) } ?? false },
+            isNotifyAcquired: { [weak self] id in self?.assumeIsolated { $0.notify.isAcquired(id) } ?? false },
+            isWriteAcquired: { [weak self] id in self?.assumeIsolated { $0.writeStreams[id] != nil } ?? false },
             readDescriptor: { [weak self] call, path, descriptor in self?.readDescriptor(call, path, descriptor) },
             writeDescriptor: { [weak self] call, path, descriptor in self?.writeDescriptor(call, path, descriptor) })
     }
@@ -57,13 +60,13 @@ extension BlueZBackend {
     /// The security bluetoothd has already enforced before calling us: its static `encrypt-*` flags
     /// (docs/bluez.md, "Security and pairing") reject a weaker link with 0x05/0x0F, so any call that reaches us has at
     /// least this level.
-    func linkSecurity(_ characteristic: Characteristic, _ operation: AttributeOperation) -> SecurityLevel {
+    nonisolated func linkSecurity(_ characteristic: Characteristic, _ operation: AttributeOperation) -> SecurityLevel {
         characteristic.effectiveSecurity[operation]
     }
 
     // MARK: Characteristics
 
-    private func read(_ call: consuming MethodCall, _ characteristic: Characteristic) {
+    private nonisolated func read(_ call: consuming MethodCall, _ characteristic: Characteristic) {
         guard let call = owner.admit(call) else { return }
         let options = RequestOptions(call.arguments.first)
         remember(options)
@@ -90,7 +93,7 @@ extension BlueZBackend {
                 }))
     }
 
-    private func write(_ call: consuming MethodCall, _ characteristic: Characteristic) {
+    private nonisolated func write(_ call: consuming MethodCall, _ characteristic: Characteristic) {
         guard let call = owner.admit(call) else { return }
         let value = (try? call.arguments.first?.asBytes()) ?? []
         let options = RequestOptions(call.arguments.dropFirst().first)
@@ -130,9 +133,9 @@ extension BlueZBackend {
     }
 
     /// To the manager's router, on this loop thread (answered here when the handler can).
-    private func deliver(_ incoming: IncomingRead) { router.read(incoming) }
+    private nonisolated func deliver(_ incoming: IncomingRead) { router.read(incoming) }
 
-    func deliver(_ incoming: IncomingWrites) { router.write(incoming) }
+    nonisolated func deliver(_ incoming: IncomingWrites) { router.write(incoming) }
 
     /// The kind a subscription gets. bluetoothd does not tell the app whether the CCCD asked for notifications or
     /// indications; per device it sends what that device enabled. A characteristic that can notify is treated as
@@ -141,34 +144,42 @@ extension BlueZBackend {
         characteristic.properties.contains(.notify) ? .notification : .indication
     }
 
-    private func startNotify(_ call: consuming MethodCall, _ characteristic: Characteristic) {
+    private nonisolated func startNotify(_ call: consuming MethodCall, _ characteristic: Characteristic) {
         guard let call = owner.admit(call) else { return }
         call.reply()
+        assumeIsolated { $0.notifyStarted(characteristic) }
+    }
+
+    private func notifyStarted(_ characteristic: Characteristic) {
         // Every enabling CCCD write calls StartNotify (`ccc_write_cb`); only the first one subscribes.
-        let effects = state.withLock { $0.notify.started(characteristic.id, kind: Self.updateKind(characteristic)) }
+        let effects = notify.started(characteristic.id, kind: Self.updateKind(characteristic))
         guard !effects.isEmpty else { return }
         logger.info("\(characteristic.id): StartNotify, updates go to every subscriber through PropertiesChanged")
         perform(effects, changing: characteristic.id)
     }
 
-    private func stopNotify(_ call: consuming MethodCall, _ characteristic: Characteristic) {
+    private nonisolated func stopNotify(_ call: consuming MethodCall, _ characteristic: Characteristic) {
         guard let call = owner.admit(call) else { return }
         call.reply()
+        assumeIsolated { $0.notifyStopped(characteristic) }
+    }
+
+    private func notifyStopped(_ characteristic: Characteristic) {
         // Called only when the last subscriber leaves (`ccc_write_cb`: ntfy_cnt drops to 0).
-        let effects = state.withLock { $0.notify.stopped(characteristic.id) }
+        let effects = notify.stopped(characteristic.id)
         guard !effects.isEmpty else { return }
         logger.info("\(characteristic.id): StopNotify, no subscribers left")
         perform(effects, changing: characteristic.id)
     }
 
-    private func confirm(_ call: consuming MethodCall, _ characteristic: Characteristic) {
+    private nonisolated func confirm(_ call: consuming MethodCall, _ characteristic: Characteristic) {
         guard let call = owner.admit(call) else { return }
         call.reply()
         // `conf_cb`: one Confirm() per device that confirmed a PropertiesChanged indication, naming nobody.
         continuation.yield(.confirmed(Central(id: Central.allSubscribersID)))
     }
 
-    private func acquireNotify(_ call: consuming MethodCall, _ characteristic: Characteristic) {
+    private nonisolated func acquireNotify(_ call: consuming MethodCall, _ characteristic: Characteristic) {
         guard let call = owner.admit(call) else { return }
         let options = RequestOptions(call.arguments.first)
         remember(options)
@@ -179,22 +190,25 @@ extension BlueZBackend {
             return
         }
         let id = characteristic.id
-        let token = state.withLock { state -> Int in
-            defer { state.nextNotifyToken += 1 }
-            return state.nextNotifyToken
-        }
-        // The socket's central is looked up when something happens on it: a `*` socket becomes its device's once
-        // bluetoothd shows it acquires per device (`NotifyTable`).
-        let socket = AcquiredSocket.forNotifications(
-            fd: pair.local,
-            onWritable: { [weak self] in self?.notifySocketEvent(token) { .writable($0) } },
-            onConfirm: { [weak self] in self?.notifySocketEvent(token) { .confirmed($0) } },
-            onClosed: { [weak self] in self?.notifySocketClosed(token, id) })
-        let (effects, isPerDevice) = state.withLock { state in
-            state.notifySockets[token] = socket
-            let effects = state.notify.acquired(
-                id, device: options.device, mtu: options.mtu, kind: Self.updateKind(characteristic), token: token)
-            return (effects, state.notify.socketsArePerDevice)
+        let kind = Self.updateKind(characteristic)
+        let connection = connection
+        // The socket's events arrive on the loop thread; its central is looked up when something happens on it: a
+        // `*` socket becomes its device's once bluetoothd shows it acquires per device (`NotifyTable`).
+        let (effects, isPerDevice) = assumeIsolated { backend in
+            let token = backend.nextNotifyToken
+            backend.nextNotifyToken += 1
+            backend.notifySockets[token] = AcquiredSocket.forNotifications(
+                fd: pair.local, on: connection,
+                onWritable: { [weak backend] in
+                    backend?.assumeIsolated { $0.notifySocketEvent(token) { .writable($0) } }
+                },
+                onConfirm: { [weak backend] in
+                    backend?.assumeIsolated { $0.notifySocketEvent(token) { .confirmed($0) } }
+                },
+                onClosed: { [weak backend] in backend?.assumeIsolated { $0.notifySocketClosed(token, id) } })
+            let effects = backend.notify.acquired(
+                id, device: options.device, mtu: options.mtu, kind: kind, token: token)
+            return (effects, backend.notify.socketsArePerDevice)
         }
         // Appending the fd duplicates it into the message; our copy of bluetoothd's end is closed right after.
         call.reply([.unixFD(UnixFD(pair.remote)), .uint16(UInt16(clamping: options.mtu))])
@@ -202,17 +216,17 @@ extension BlueZBackend {
         logger.info(
             "\(id): AcquireNotify by \(options.device), MTU \(options.mtu); served as central '\(isPerDevice ? options.device : Central.allSubscribersID)'\(isPerDevice ? "" : " (all subscribers)")"
         )
-        perform(effects, changing: id)
+        assumeIsolated { $0.perform(effects, changing: id) }
     }
 
     /// Reports what happened on the socket `token` as its central's event; nothing once the socket is gone.
     private func notifySocketEvent(_ token: Int, _ event: (Central) -> BackendEvent) {
-        guard let central = state.withLock({ $0.notify.central(for: token) }) else { return }
+        guard let central = notify.central(for: token) else { return }
         continuation.yield(event(central))
     }
 
     private func notifySocketClosed(_ token: Int, _ id: String) {
-        let effects = state.withLock { $0.notify.closed(token: token) }
+        let effects = notify.closed(token: token)
         guard effects.contains(where: { if case .unsubscribed = $0 { true } else { false } }) else {
             perform(effects, changing: nil)
             return
@@ -221,14 +235,20 @@ extension BlueZBackend {
         perform(effects, changing: id)
     }
 
-    /// Carries out the table's effects in order: closes sockets, reports subscriptions, and signals `Notifying`
-    /// for `changing` (and every characteristic an effect names).
+    /// Carries out the table's effects: forgets the sockets it let go, publishes the routes (before any report, so
+    /// that a manager told `.subscribed` can send at once), reports subscriptions in order, closes the sockets, and
+    /// signals `Notifying` for `changing` (and every characteristic an effect names).
     func perform(_ effects: [NotifyTable.Effect], changing id: String?) {
+        var closing: [AcquiredSocket] = []
+        for case .close(let token) in effects {
+            if let socket = notifySockets.removeValue(forKey: token) { closing.append(socket) }
+        }
+        publishRoutes()
         var changed: [String] = id.map { [$0] } ?? []
         for effect in effects {
             switch effect {
-            case .close(let token):
-                state.withLock { $0.notifySockets.removeValue(forKey: token) }?.close()
+            case .close:
+                break
             case .subscribed(let central, let characteristicID, let kind):
                 if !changed.contains(characteristicID) { changed.append(characteristicID) }
                 continuation.yield(.subscribed(central, characteristicID: characteristicID, kind: kind))
@@ -237,15 +257,21 @@ extension BlueZBackend {
                 continuation.yield(.unsubscribed(central, characteristicID: characteristicID))
             }
         }
+        for socket in closing { socket.close() }
         for characteristicID in changed { notifyingChanged(characteristicID) }
+    }
+
+    /// Replaces the snapshot `send(_:to:)` routes by with the loop's state now.
+    func publishRoutes() {
+        let snapshot = NotifyRoutes(table: notify, sockets: notifySockets, characteristicPaths: characteristicPaths())
+        routes.withLock { $0 = snapshot }
     }
 
     /// Emits `PropertiesChanged` for `Notifying` (and `NotifyAcquired` where exported); failures are logged.
     private func notifyingChanged(_ id: String) {
         guard let path = characteristicPath(id) else { return }
-        let (isNotifying, isAcquired) = state.withLock { ($0.notify.isNotifying(id), $0.notify.isAcquired(id)) }
-        var changed: [String: DBusValue] = [BlueZName.Property.notifying: .boolean(isNotifying)]
-        if options.useAcquireNotify { changed[BlueZName.Property.notifyAcquired] = .boolean(isAcquired) }
+        var changed: [String: DBusValue] = [BlueZName.Property.notifying: .boolean(notify.isNotifying(id))]
+        if options.useAcquireNotify { changed[BlueZName.Property.notifyAcquired] = .boolean(notify.isAcquired(id)) }
         do {
             try connection.emitPropertiesChanged(
                 path: path, interface: BlueZName.Interface.gattCharacteristic, changed: changed)
@@ -258,7 +284,7 @@ extension BlueZBackend {
     /// bluetoothd itself went away, what it showed of its notify sockets is forgotten too: the next one may be
     /// another version.
     func forgetSubscriptions(reason: String, bluetoothdChanged: Bool = false) {
-        let effects = state.withLock { $0.notify.removeAll(keepingWhatWasLearned: !bluetoothdChanged) }
+        let effects = notify.removeAll(keepingWhatWasLearned: !bluetoothdChanged)
         for case .unsubscribed(_, let id) in effects { logger.info("\(id): subscription ended (\(reason))") }
         perform(effects, changing: nil)
         closeWriteStreams(reason: reason)
@@ -268,11 +294,12 @@ extension BlueZBackend {
 
     /// Descriptors are served from the model's value (and what centrals wrote since registration): the manager's
     /// request model covers characteristics only.
-    private func readDescriptor(_ call: consuming MethodCall, _ path: ObjectPath, _ descriptor: Descriptor) {
+    private nonisolated func readDescriptor(_ call: consuming MethodCall, _ path: ObjectPath, _ descriptor: Descriptor)
+    {
         guard let call = owner.admit(call) else { return }
         let options = RequestOptions(call.arguments.first)
         remember(options)
-        let value = state.withLock { $0.descriptorValues[path] } ?? descriptor.value
+        let value = assumeIsolated { $0.descriptorValues[path] } ?? descriptor.value
         let summary = "read descriptor \(path) by \(options.device) offset \(options.offset)"
         guard descriptor.permissions.allowsRead else {
             return answer(call, summary, BlueZErrorReply(for: .readNotPermitted, operation: .read))
@@ -285,7 +312,8 @@ extension BlueZBackend {
         call.reply([.bytes(bytes)])
     }
 
-    private func writeDescriptor(_ call: consuming MethodCall, _ path: ObjectPath, _ descriptor: Descriptor) {
+    private nonisolated func writeDescriptor(_ call: consuming MethodCall, _ path: ObjectPath, _ descriptor: Descriptor)
+    {
         guard let call = owner.admit(call) else { return }
         let value = (try? call.arguments.first?.asBytes()) ?? []
         let options = RequestOptions(call.arguments.dropFirst().first)
@@ -294,15 +322,15 @@ extension BlueZBackend {
         guard descriptor.permissions.allowsWrite else {
             return answer(call, summary, BlueZErrorReply(for: .writeNotPermitted, operation: .write))
         }
-        let error: ATTError? = state.withLock { state in
-            var current = state.descriptorValues[path] ?? descriptor.value
+        let error: ATTError? = assumeIsolated { backend in
+            var current = backend.descriptorValues[path] ?? descriptor.value
             guard options.offset <= current.count else { return .invalidOffset }
             guard options.offset + value.count <= Characteristic.maximumValueLength else {
                 return .invalidAttributeValueLength
             }
             if options.isPrepareAuthorize { return nil }
             current.replaceSubrange(options.offset..<min(current.count, options.offset + value.count), with: value)
-            state.descriptorValues[path] = current
+            backend.descriptorValues[path] = current
             return nil
         }
         if let error { return answer(call, summary, BlueZErrorReply(for: error, operation: .write)) }
@@ -310,7 +338,7 @@ extension BlueZBackend {
         call.reply()
     }
 
-    private func answer(_ call: consuming MethodCall, _ summary: String, _ reply: BlueZErrorReply) {
+    private nonisolated func answer(_ call: consuming MethodCall, _ summary: String, _ reply: BlueZErrorReply) {
         logger.debug("\(summary) -> \(reply.deliveredError) as \(reply.name)")
         call.fail(reply.name, reply.message)
     }

@@ -15,50 +15,67 @@ import Synchronization
 /// subscriber's (later subscribers with a smaller MTU get updates cut by bluetoothd, silently); once bluetoothd
 /// shows it acquires a socket per device (5.69+), each device is a central of its own, with its own socket, MTU,
 /// back-pressure and confirmations.
-public final class BlueZBackend: PeripheralBackend {
-
-    struct State {
-        /// bluetoothd, the adapter and what is registered: changed only through `handle(_:)` and `shutDown()`.
-        var lifecycle = BlueZLifecycle(adapterPowered: false)
-        var services: [Service] = []
-        var exported: [ObjectPath] = []
-        var advertisement: AdvertisementRegistration?
-        /// Who each subscribed characteristic's updates reach.
-        var notify = NotifyTable()
-        /// Our ends of the `AcquireNotify` sockets, by the token `notify` knows them by.
-        var notifySockets: [Int: AcquiredSocket] = [:]
-        /// The next socket's token.
-        var nextNotifyToken = 0
-        /// AcquireWrite sockets by characteristic id.
-        var writeStreams: [String: AcquiredSocket] = [:]
-        /// The adapter's devices whose `Connected` is true, each reported once as a central.
-        var connectedDevices: Set<ObjectPath> = []
-        /// Why a device's link went down, from `Device1.Disconnected` (5.83+), until its `Connected` turns false.
-        var disconnectReasons: [ObjectPath: DisconnectReason] = [:]
-        var descriptorValues: [ObjectPath: [UInt8]] = [:]
-        var previousAlias: String?
-        /// Device paths bluetoothd named in requests and subscriptions (the `device` option): the centrals we know.
-        var knownDevices: Set<String> = []
-        var subscriptions: [SignalSubscription] = []
-        var watcher: Task<Void, Never>?
-    }
+///
+/// One thread of control: the backend is an actor whose executor is its D-Bus connection's loop thread
+/// (`BusConnection.unownedExecutor`). bluetoothd's calls, its signals and what happens on the notify and write
+/// sockets (`FileWatch`) all arrive on that thread, so they reach this state with `assumeIsolated` and no lock; the
+/// async work (registering, shutting down) runs there too, between dispatches. The one thing read from another
+/// thread is `routes`, the snapshot `send(_:to:)` reads on the manager's.
+public actor BlueZBackend: PeripheralBackend {
+    /// bluetoothd, the adapter and what is registered: changed only through `handle(_:)` and `shutDown()`.
+    var lifecycle = BlueZLifecycle(adapterPowered: false)
+    var services: [Service] = []
+    var exported: [ObjectPath] = []
+    var advertisement: AdvertisementRegistration?
+    /// Who each subscribed characteristic's updates reach.
+    var notify = NotifyTable()
+    /// Our ends of the `AcquireNotify` sockets, by the token `notify` knows them by.
+    var notifySockets: [Int: AcquiredSocket] = [:]
+    /// The next socket's token.
+    var nextNotifyToken = 0
+    /// AcquireWrite sockets by characteristic id.
+    var writeStreams: [String: AcquiredSocket] = [:]
+    /// The adapter's devices whose `Connected` is true, each reported once as a central.
+    var connectedDevices: Set<ObjectPath> = []
+    /// Why a device's link went down, from `Device1.Disconnected` (5.83+), until its `Connected` turns false.
+    var disconnectReasons: [ObjectPath: DisconnectReason] = [:]
+    var descriptorValues: [ObjectPath: [UInt8]] = [:]
+    var previousAlias: String?
+    /// Device paths bluetoothd named in requests and subscriptions (the `device` option): the centrals we know.
+    var knownDevices: Set<String> = []
+    var subscriptions: [SignalSubscription] = []
+    /// Follows bluetoothd's name (`startWatchingOwner`); cancelled at shutdown.
+    var watcher: Task<Void, Never>?
+    /// Carries out the lifecycle's actions that must await bluetoothd (`startLifecycleWorker`); awaited at
+    /// shutdown.
+    var worker: Task<Void, Never>?
+    /// Registrations run one at a time, in arrival order, across their awaits (`serially`): the actor alone would
+    /// interleave them at each await.
+    var isRegistering = false
+    var registrationWaiters: [CheckedContinuation<Void, Never>] = []
 
     /// Everything bluetoothd reports, in order; finishes on `shutdown()`.
-    public let events: AsyncStream<BackendEvent>
+    public nonisolated let events: AsyncStream<BackendEvent>
 
-    let connection: BusConnection
-    let adapterPath: ObjectPath
-    let adapterName: String
-    let options: BlueZOptions
-    let paths: ObjectPaths
-    let logger: Logger
-    let owner: OwnerCheck
-    let state: Mutex<State>
-    let continuation: AsyncStream<BackendEvent>.Continuation
-    /// Serialises registrations (publish, advertise, re-registration after a restart, shutdown).
-    let gate = SerialGate()
+    nonisolated let connection: BusConnection
+    nonisolated let adapterPath: ObjectPath
+    nonisolated let adapterName: String
+    nonisolated let options: BlueZOptions
+    nonisolated let paths: ObjectPaths
+    nonisolated let logger: Logger
+    nonisolated let owner: OwnerCheck
+    nonisolated let continuation: AsyncStream<BackendEvent>.Continuation
+    /// The lifecycle's actions that await bluetoothd, in the order the machine returned them: one task, the
+    /// worker, performs them, so none outlives the backend's shutdown.
+    nonisolated let lifecycleActions: AsyncStream<BlueZLifecycle.Action>.Continuation
     /// The manager's router once it attached (`attach(_:)`): every read and write goes to it.
-    let router: RouterAttachment
+    nonisolated let router: RouterAttachment
+    /// Where `send(_:to:)` writes each subscription's updates: a copy of `notify`, `notifySockets` and the
+    /// characteristics' paths, published by the loop after each change (`publishRoutes`).
+    nonisolated let routes = Mutex(NotifyRoutes())
+
+    /// Runs on the D-Bus loop thread: see the type's comment.
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { connection.unownedExecutor }
 
     /// Connects to `bus`, checks that bluetoothd and `adapter` are there, exports the agent and sets the alias.
     /// Throws `.unavailable` when the bus, bluetoothd or the adapter is missing (the CLI exits 69).
@@ -92,14 +109,15 @@ public final class BlueZBackend: PeripheralBackend {
         self.logger = logger
         self.owner = OwnerCheck(owner: bluetoothd, logger: logger)
         self.router = RouterAttachment(logger: logger)
-        self.state = Mutex(State())
         (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+        let (actions, lifecycleActions) = AsyncStream<BlueZLifecycle.Action>.makeStream()
+        self.lifecycleActions = lifecycleActions
 
         guard let powered = await adapterPowered() else {
             connection.close()
             throw .unavailable("bluetoothd has no adapter \(adapter)")
         }
-        state.withLock { $0.lifecycle = BlueZLifecycle(adapterPowered: powered) }
+        lifecycle = BlueZLifecycle(adapterPowered: powered)
         do {
             try connection.addObjectManager(at: paths.root)
             try connection.export(
@@ -113,6 +131,7 @@ public final class BlueZBackend: PeripheralBackend {
             connection.close()
             throw .export("\(error)")
         }
+        startLifecycleWorker(actions)
         await watchAdapter()
         await watchDevices()
         await registerAgentAndAlias()
@@ -126,23 +145,21 @@ public final class BlueZBackend: PeripheralBackend {
     // MARK: PeripheralBackend
 
     /// Keeps the manager's router: `ReadValue`, `WriteValue` and `AcquireWrite` datagrams go to it on the loop thread.
-    public func attach(_ router: RequestRouter) {
+    public nonisolated func attach(_ router: RequestRouter) {
         self.router.attach(router)
     }
 
     /// Exports the tree with `service` added and registers the application again; throws `BlueZError`.
     public func publish(_ service: Service) async throws {
-        try await gate.serially { () async throws(BlueZError) in
-            let services = state.withLock { $0.services } + [service]
-            try await applyTree(services)
+        try await serially { () async throws(BlueZError) in
+            try await applyTree(services + [service])
         }
     }
 
     /// Exports the tree without `service` and registers what remains; throws `BlueZError`.
     public func unpublish(_ service: Service) async throws {
-        try await gate.serially { () async throws(BlueZError) in
-            let services = state.withLock { $0.services }.filter { $0.id != service.id }
-            try await applyTree(services)
+        try await serially { () async throws(BlueZError) in
+            try await applyTree(services.filter { $0.id != service.id })
         }
     }
 
@@ -152,15 +169,15 @@ public final class BlueZBackend: PeripheralBackend {
     public func startAdvertising(_ advertisement: Advertisement) async throws {
         var plan: AdvertisingPlan
         do { plan = try AdvertisingPlanner.plan(advertisement) } catch { throw BlueZError.invalidAdvertisement(error) }
-        try await gate.serially { () async throws(BlueZError) in
+        try await serially { () async throws(BlueZError) in
             await withdrawAdvertisement()
             if plan.mode == .extended { plan = try await planExtended(advertisement) }
-            state.withLock { $0.advertisement = plan.registration }
+            self.advertisement = plan.registration
             handle(.want(.advertisement))
             do throws(BlueZError) {
                 try await registerAdvertisement()
             } catch .rejected(let operation, let error) where plan.mode == .extended {
-                state.withLock { $0.advertisement = nil }
+                self.advertisement = nil
                 handle(.unwant(.advertisement))
                 throw Self.extendedRefusal(plan, operation: operation, error)
             }
@@ -169,31 +186,23 @@ public final class BlueZBackend: PeripheralBackend {
 
     /// Unregisters and withdraws the advertisement; does nothing when none is registered.
     public func stopAdvertising() async throws {
-        await gate.serially { () async in
+        await serially { () async in
             await withdrawAdvertisement()
-            state.withLock { $0.advertisement = nil }
+            advertisement = nil
             handle(.unwant(.advertisement))
         }
     }
 
     /// Writes one datagram to the characteristic's notify socket, or emits `PropertiesChanged(Value)`; `.failed`
-    /// when nobody subscribed the characteristic.
-    public func send(_ update: NotificationQueue.Update, to central: Central) -> SendOutcome {
-        let (route, socket) = state.withLock { state -> (NotifyTable.Route, AcquiredSocket?) in
-            let route = state.notify.route(update.characteristicID, to: central)
-            guard case .socket(let token) = route else { return (route, nil) }
-            return (route, state.notifySockets[token])
-        }
-        switch route {
+    /// when nobody subscribed the characteristic. Called on the manager's thread: it reads `routes`, the loop's
+    /// latest snapshot, and writes on a socket or the bus, both of which any thread may do.
+    public nonisolated func send(_ update: NotificationQueue.Update, to central: Central) -> SendOutcome {
+        switch routes.withLock({ $0.route(update.characteristicID, to: central) }) {
         case .none(let reason):
             return .failed(reason)
-        case .socket:
-            guard let socket else { return .failed("the notify socket of \(update.characteristicID) is closed") }
+        case .socket(let socket):
             return socket.send(update.bytes)
-        case .properties:
-            guard let objectPath = characteristicPath(update.characteristicID) else {
-                return .failed("\(update.characteristicID) is not published")
-            }
+        case .properties(let objectPath):
             do {
                 try connection.emitPropertiesChanged(
                     path: objectPath, interface: BlueZName.Interface.gattCharacteristic,
@@ -208,27 +217,57 @@ public final class BlueZBackend: PeripheralBackend {
     /// Unregisters the advertisement, the application and the agent, restores the alias, finishes `events` and
     /// closes the connection. Failures are logged (bluetoothd may be gone already); safe to call twice.
     public func shutdown() async {
-        await gate.serially { () async in
-            guard !state.withLock({ $0.lifecycle.isShutDown }) else { return }
-            // From here the machine ignores bluetoothd: a restart meanwhile registers nothing again.
-            for registration in state.withLock({ $0.lifecycle.shutDown() }) { await unregister(registration) }
+        await serially { () async in
+            guard !lifecycle.isShutDown else { return }
+            // From here the machine ignores bluetoothd: a restart meanwhile registers nothing again, and the actions
+            // still queued for the worker find nothing to do.
+            for registration in lifecycle.shutDown() { await unregister(registration) }
+            lifecycleActions.finish()
             connection.unexport(paths.advertisement)
-            if let alias = state.withLock({ $0.previousAlias }) { await setAlias(alias) }
-            let (sockets, subscriptions, watcher) = state.withLock { state in
-                _ = state.notify.removeAll()
-                let sockets = Array(state.notifySockets.values)
-                state.notifySockets.removeAll()
-                let streams = Array(state.writeStreams.values)
-                state.writeStreams.removeAll()
-                defer { state.subscriptions.removeAll(); state.watcher = nil }
-                return (sockets + streams, state.subscriptions, state.watcher)
-            }
+            if let previousAlias { await setAlias(previousAlias) }
+            _ = notify.removeAll()
+            let sockets = Array(notifySockets.values) + Array(writeStreams.values)
+            notifySockets.removeAll()
+            writeStreams.removeAll()
+            publishRoutes()
             for socket in sockets { socket.close() }
             for subscription in subscriptions { subscription.cancel() }
+            subscriptions.removeAll()
             watcher?.cancel()
+            watcher = nil
             logger.info("unregistered from bluetoothd")
             continuation.finish()
             connection.close()
         }
+        // Outside the gate, which the worker's actions take: they end at once, seeing the shutdown.
+        await worker?.value
+    }
+
+    // MARK: One registration at a time
+
+    /// Runs `body` when every earlier body has finished, on this actor.
+    func serially<T>(_ body: () async throws(BlueZError) -> T) async throws(BlueZError) -> T {
+        await enterRegistration()
+        defer { leaveRegistration() }
+        return try await body()
+    }
+
+    /// Runs a body that cannot fail when every earlier body has finished, on this actor.
+    func serially<T>(_ body: () async -> T) async -> T {
+        await enterRegistration()
+        defer { leaveRegistration() }
+        return await body()
+    }
+
+    private func enterRegistration() async {
+        guard isRegistering else {
+            isRegistering = true
+            return
+        }
+        await withCheckedContinuation { registrationWaiters.append($0) }
+    }
+
+    private func leaveRegistration() {
+        if registrationWaiters.isEmpty { isRegistering = false } else { registrationWaiters.removeFirst().resume() }
     }
 }

@@ -61,22 +61,50 @@ struct AcquireWriteTests {
         await rig.stop()
     }
 
-    @Test func theSocketTellsAnEmptyDatagramFromTheEndOfTheStream() throws {
+    @Test func theSocketTellsAnEmptyDatagramFromTheEndOfTheStream() async throws {
+        let bus = try PrivateBus()
+        let connection = try bus.connect("socket")
+        defer { connection.close() }
         let pair = try AcquiredSocket.makePair()
-        let received = Mutex<[[UInt8]]>([])
-        let closed = Mutex(false)
+        // The loop thread hands over each datagram, then the end; the test awaits the end, not a time.
+        let (events, continuation) = AsyncStream<[UInt8]?>.makeStream()
         let socket = AcquiredSocket(
-            fd: pair.local, datagramLimit: BlueZBackend.writeDatagramLimit,
-            onDatagram: { value in received.withLock { $0.append(value) } },
-            onClosed: { closed.withLock { $0 = true } })
+            fd: pair.local, on: connection, datagramLimit: BlueZBackend.writeDatagramLimit,
+            onDatagram: { continuation.yield($0) },
+            onClosed: {
+                continuation.yield(nil)
+                continuation.finish()
+            })
         for datagram: [UInt8] in [[1, 2], [], Array(repeating: 0xAB, count: 514)] {
             #expect(datagram.withUnsafeBytes { send(pair.remote, $0.baseAddress, $0.count, 0) } == datagram.count)
         }
         close(pair.remote)
-        let deadline = ContinuousClock.now + .seconds(5)
-        while !closed.withLock({ $0 }), ContinuousClock.now < deadline { usleep(1000) }
-        #expect(closed.withLock { $0 })
-        #expect(received.withLock { $0 } == [[1, 2], [], Array(repeating: 0xAB, count: 514)])
-        #expect(socket.send([1]) != .sent)
+        var received: [[UInt8]?] = []
+        for await event in events { received.append(event) }
+        #expect(received == [[1, 2], [], Array(repeating: 0xAB, count: 514), nil])
+        #expect(socket.send([1]) == .failed("the acquired socket is closed"))
+    }
+
+    @Test func aFullSocketSaysWouldBlockThenWritableOnceItDrains() async throws {
+        let bus = try PrivateBus()
+        let connection = try bus.connect("socket")
+        defer { connection.close() }
+        let pair = try AcquiredSocket.makePair()
+        defer { close(pair.remote) }
+        let (writable, continuation) = AsyncStream<Void>.makeStream()
+        let socket = AcquiredSocket.forNotifications(
+            fd: pair.local, on: connection, onWritable: { continuation.yield() }, onConfirm: {}, onClosed: {})
+        var sent = 0
+        while socket.send([UInt8](repeating: 0x42, count: 20)) == .sent { sent += 1 }
+        #expect(sent > 0)
+        // Reading what was sent makes room (the kernel says writable only once enough of it has drained).
+        var buffer = [UInt8](repeating: 0, count: 20)
+        var read = 0
+        while recv(pair.remote, &buffer, buffer.count, Int32(MSG_DONTWAIT)) == 20 { read += 1 }
+        #expect(read == sent)
+        var iterator = writable.makeAsyncIterator()
+        #expect(await iterator.next() != nil)
+        #expect(socket.send([1]) == .sent)
+        socket.close()
     }
 }
