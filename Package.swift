@@ -54,10 +54,17 @@ let package = Package(
             name: "Peripheral",
             dependencies: ["GATTModel", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
+        // What both sides of bluetoothd's API export to it: the pairing agent, and the check that only bluetoothd
+        // calls them.
+        .target(
+            name: "BlueZAgent",
+            dependencies: ["DBus", "GATTModel", "BlueZModel", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
         .target(
             name: "BlueZ",
             dependencies: [
-                "Peripheral", "DBus", "GATTModel", "BlueZModel", .product(name: "Logging", package: "swift-log"),
+                "Peripheral", "BlueZAgent", "DBus", "GATTModel", "BlueZModel",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
         .target(
@@ -68,11 +75,11 @@ let package = Package(
             name: "Lab",
             dependencies: [.product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
-        // The central side of bluetoothd's client API, for `blemu probe`; apart from BlueZ, the peripheral backend.
+        // The central side of bluetoothd's client API, for `blemu probe`: it knows nothing of the peripheral side.
         .target(
             name: "ProbeCentral",
             dependencies: [
-                "BlueZ", "DBus", "GATTModel", "BlueZModel", .product(name: "Logging", package: "swift-log"),
+                "BlueZAgent", "DBus", "GATTModel", "BlueZModel", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
         .target(

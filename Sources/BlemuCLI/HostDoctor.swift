@@ -338,7 +338,7 @@ struct HostDoctor {
             steps.append("RegisterAdvertisement ok")
             try await manager.stopAdvertising()
             steps.append("UnregisterAdvertisement ok")
-            try await backend.unpublish(service)
+            try await manager.remove(service)
             steps.append("UnregisterApplication ok")
             await backend.shutdown()
             return HostFinding("trial", .ok, steps.joined(separator: ", "))

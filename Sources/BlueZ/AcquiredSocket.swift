@@ -1,6 +1,6 @@
 import DBus
 import Glibc
-import Peripheral
+@_spi(Backend) import Peripheral
 import Synchronization
 
 /// Our end of a socket pair handed to bluetoothd by `AcquireNotify` or `AcquireWrite` (5.66:src/gatt-database.c

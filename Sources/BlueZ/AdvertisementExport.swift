@@ -1,3 +1,4 @@
+import BlueZAgent
 import BlueZModel
 import DBus
 import GATTModel

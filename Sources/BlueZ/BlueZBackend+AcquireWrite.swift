@@ -1,8 +1,9 @@
+import BlueZAgent
 import BlueZModel
 import DBus
 import GATTModel
 import Glibc
-import Peripheral
+@_spi(Backend) import Peripheral
 
 // `AcquireWrite` (5.66:src/gatt-database.c `chrc_write_cb`, `acquire_write`, `acquire_write_reply`): offered only
 // when `BlueZOptions.useAcquireWrite` is on, for write-without-response characteristics (see

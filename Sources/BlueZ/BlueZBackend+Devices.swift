@@ -1,6 +1,7 @@
+import BlueZAgent
 import BlueZModel
 import DBus
-import Peripheral
+@_spi(Backend) import Peripheral
 
 // Which centrals are connected, from bluetoothd's Device1 objects under the adapter: bluetoothd creates one per
 // remote device (InterfacesAdded) and flips its `Connected` (PropertiesChanged). 5.66 names nobody on the notify

@@ -1,8 +1,9 @@
+import BlueZAgent
 import BlueZModel
 import DBus
 import GATTModel
 import Logging
-import Peripheral
+@_spi(Backend) import Peripheral
 
 // Surviving bluetoothd (docs/bluez.md, "Links, power and restarts"): its restarts drop every registration, adapters
 // come and go through ObjectManager signals, and `Powered` changes arrive as PropertiesChanged.

@@ -1,6 +1,6 @@
 import BlueZModel
 import DBus
-import Peripheral
+@_spi(Backend) import Peripheral
 
 // Dropping links (the `disconnect` fault). bluetoothd owns the LE links; an application can only ask it to end one
 // with `Device1.Disconnect`, which 5.66 answers once the link is down (src/device.c `dev_disconnect` ->
@@ -10,7 +10,7 @@ extension BlueZBackend {
     /// Calls `Device1.Disconnect` on `central`'s device, or on every connected device of the adapter when `central`
     /// is nil or `Central.allSubscribersID` (5.66 names no single subscriber). Returns the device paths whose
     /// disconnection bluetoothd confirmed; throws `.rejected` when every call failed.
-    public func disconnect(_ central: Central?) async throws -> [String] {
+    @_spi(Backend) public func disconnect(_ central: Central?) async throws -> [String] {
         let targets: [String]
         if let central, central.id != Central.allSubscribersID {
             targets = [central.id]

@@ -1,8 +1,9 @@
+import BlueZAgent
 import BlueZModel
 import DBus
 import GATTModel
 import Logging
-import Peripheral
+@_spi(Backend) import Peripheral
 
 // Registering with bluetoothd (docs/bluez.md, "Registration"): the application, the advertisement and the agent,
 // each made and withdrawn here; `BlueZLifecycle` says when.

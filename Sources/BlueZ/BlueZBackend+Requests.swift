@@ -1,9 +1,10 @@
+import BlueZAgent
 import BlueZModel
 import DBus
 import GATTModel
 import Glibc
 import Logging
-import Peripheral
+@_spi(Backend) import Peripheral
 
 // bluetoothd's calls on the exported characteristics and descriptors, turned into requests for the router and
 // `BackendEvent`s. Each arrives on the loop thread, this actor's executor, as a synchronous handler: the call is

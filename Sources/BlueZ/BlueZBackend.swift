@@ -1,8 +1,9 @@
+import BlueZAgent
 import BlueZModel
 import DBus
 import GATTModel
 import Logging
-import Peripheral
+@_spi(Backend) import Peripheral
 import Synchronization
 
 /// The `PeripheralBackend` over bluetoothd's D-Bus API (BlueZ 5.66): exports the GATT application, the
@@ -55,7 +56,7 @@ public actor BlueZBackend: PeripheralBackend {
     var registrationWaiters: [CheckedContinuation<Void, Never>] = []
 
     /// Everything bluetoothd reports, in order; finishes on `shutdown()`.
-    public nonisolated let events: AsyncStream<BackendEvent>
+    @_spi(Backend) public nonisolated let events: AsyncStream<BackendEvent>
 
     nonisolated let connection: BusConnection
     nonisolated let adapterPath: ObjectPath
@@ -145,19 +146,19 @@ public actor BlueZBackend: PeripheralBackend {
     // MARK: PeripheralBackend
 
     /// Keeps the manager's router: `ReadValue`, `WriteValue` and `AcquireWrite` datagrams go to it on the loop thread.
-    public nonisolated func attach(_ router: RequestRouter) {
+    @_spi(Backend) public nonisolated func attach(_ router: RequestRouter) {
         self.router.attach(router)
     }
 
     /// Exports the tree with `service` added and registers the application again; throws `BlueZError`.
-    public func publish(_ service: Service) async throws {
+    @_spi(Backend) public func publish(_ service: Service) async throws {
         try await serially { () async throws(BlueZError) in
             try await applyTree(services + [service])
         }
     }
 
     /// Exports the tree without `service` and registers what remains; throws `BlueZError`.
-    public func unpublish(_ service: Service) async throws {
+    @_spi(Backend) public func unpublish(_ service: Service) async throws {
         try await serially { () async throws(BlueZError) in
             try await applyTree(services.filter { $0.id != service.id })
         }
@@ -166,7 +167,7 @@ public actor BlueZBackend: PeripheralBackend {
     /// Plans the advertisement, exports it and registers it; throws `.invalidAdvertisement` when it cannot be laid
     /// out, `.extendedAdvertisingUnavailable` when it is extended and this bluetoothd or controller cannot send it,
     /// `.rejected` when bluetoothd refuses (e.g. no free instance).
-    public func startAdvertising(_ advertisement: Advertisement) async throws {
+    @_spi(Backend) public func startAdvertising(_ advertisement: Advertisement) async throws {
         var plan: AdvertisingPlan
         do { plan = try AdvertisingPlanner.plan(advertisement) } catch { throw BlueZError.invalidAdvertisement(error) }
         try await serially { () async throws(BlueZError) in
@@ -185,7 +186,7 @@ public actor BlueZBackend: PeripheralBackend {
     }
 
     /// Unregisters and withdraws the advertisement; does nothing when none is registered.
-    public func stopAdvertising() async throws {
+    @_spi(Backend) public func stopAdvertising() async throws {
         await serially { () async in
             await withdrawAdvertisement()
             advertisement = nil
@@ -196,7 +197,8 @@ public actor BlueZBackend: PeripheralBackend {
     /// Writes one datagram to the characteristic's notify socket, or emits `PropertiesChanged(Value)`; `.failed`
     /// when nobody subscribed the characteristic. Called on the manager's thread: it reads `routes`, the loop's
     /// latest snapshot, and writes on a socket or the bus, both of which any thread may do.
-    public nonisolated func send(_ update: NotificationQueue.Update, to central: Central) -> SendOutcome {
+    @_spi(Backend) public nonisolated func send(_ update: NotificationQueue.Update, to central: Central) -> SendOutcome
+    {
         switch routes.withLock({ $0.route(update.characteristicID, to: central) }) {
         case .none(let reason):
             return .failed(reason)

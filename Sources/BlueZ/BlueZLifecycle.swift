@@ -1,4 +1,4 @@
-import Peripheral
+@_spi(Backend) import Peripheral
 
 /// What bluetoothd knows of us and what we know of it: a value-type state machine with no I/O and no clock, as
 /// `NotificationQueue` and `NotifyTable` are: one `Stage` whose cases carry their data. `BlueZBackend` feeds it

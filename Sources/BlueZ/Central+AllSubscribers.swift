@@ -1,4 +1,4 @@
-import Peripheral
+@_spi(Backend) import Peripheral
 
 extension Central {
     /// The id of the central that stands for every subscriber of a characteristic, where bluetoothd's updates reach

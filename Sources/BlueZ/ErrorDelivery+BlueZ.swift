@@ -1,6 +1,6 @@
 import BlueZModel
 import GATTModel
-import Peripheral
+@_spi(Backend) import Peripheral
 
 extension ErrorDelivery {
     /// Through bluetoothd's `dbus_error_to_att_ecode` (src/gatt-database.c): codes it has no spelling for arrive as

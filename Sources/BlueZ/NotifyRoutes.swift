@@ -1,5 +1,5 @@
 import DBus
-import Peripheral
+@_spi(Backend) import Peripheral
 
 /// Where each subscription's updates leave, as `BlueZBackend.send(_:to:)` needs it on the manager's thread: a copy
 /// of the loop's `NotifyTable`, its sockets and the characteristics' paths, replaced whole after every change

@@ -1,4 +1,4 @@
-import Peripheral
+@_spi(Backend) import Peripheral
 
 /// Who each subscribed characteristic's updates reach, as bluetoothd set it up: a state machine with no I/O that
 /// returns what the backend must report and which sockets it must close.

@@ -2,7 +2,7 @@ import GATTModel
 
 /// What a stack reports to the manager, in order. Reads and writes are not events: the stack hands them to the
 /// `RequestRouter` it was attached to (`PeripheralBackend.attach(_:)`), on the thread they arrive on.
-public enum BackendEvent: Sendable {
+@_spi(Backend) public enum BackendEvent: Sendable {
     /// The adapter's state changed (BlueZ: `Powered`, bluetoothd appearing or vanishing).
     case stateChanged(PeripheralManagerState)
     /// A central connected, or its link changed (a new MTU): the `Central` carries the new limit.

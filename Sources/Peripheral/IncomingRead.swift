@@ -1,7 +1,7 @@
 import GATTModel
 
 /// A read as the stack received it: the `RequestRouter` turns it into a `ReadRequest`.
-public struct IncomingRead: Sendable {
+@_spi(Backend) public struct IncomingRead: Sendable {
     /// The central reading, with its current MTU.
     public var central: Central
     /// The id of the characteristic read (the router answers Invalid Handle for an unknown id).

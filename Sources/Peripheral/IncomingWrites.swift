@@ -1,7 +1,7 @@
 import GATTModel
 
 /// One or more writes as the stack received them, answered once for all.
-public struct IncomingWrites: Sendable {
+@_spi(Backend) public struct IncomingWrites: Sendable {
     /// One write: a characteristic id, an offset and the bytes.
     public struct Write: Hashable, Sendable {
         /// The id of the characteristic written (the router answers Invalid Handle for an unknown id).

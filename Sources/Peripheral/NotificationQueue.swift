@@ -5,6 +5,9 @@
 /// bluetoothd's own ATT send queue is unbounded (src/shared/att.c: `bt_att_send` queues without a bound), so Core
 /// Bluetooth's "queue full" and "ready to update subscribers" must come from here. One update is in flight per
 /// central at a time; an indication stays in flight until the central confirms it (Core Spec Vol 3, Part F, 3.4.7.2).
+///
+/// The machine is the manager's (package access); what it hands out is public: `Update` (what a central receives),
+/// `Statistics` (`PeripheralManager.notificationStatistics`) and `DropReason` (`PeripheralEvent.updatesDropped`).
 public struct NotificationQueue: Sendable {
     /// One value for one central, already cut to the central's limit.
     public struct Update: Hashable, Sendable {
@@ -24,7 +27,7 @@ public struct NotificationQueue: Sendable {
     }
 
     /// Something the owner of the queue must do.
-    public enum Action: Hashable, Sendable {
+    package enum Action: Hashable, Sendable {
         /// Hand this update to the stack for this central, then report `sent`, `wouldBlock` or `failed`.
         case send(Central, Update)
         /// Tell the application it may retry: every queue that was full when `enqueue` said so has room again.
@@ -53,7 +56,7 @@ public struct NotificationQueue: Sendable {
     }
 
     /// What `enqueue` did.
-    public enum EnqueueResult: Hashable, Sendable {
+    package enum EnqueueResult: Hashable, Sendable {
         /// Every target got the update; `truncated` lists the centrals whose copy was cut to their limit.
         case enqueued(truncated: [Central])
         /// Nothing was queued because these targets' queues are full; `signalReady` follows when they have room.
@@ -137,9 +140,9 @@ public struct NotificationQueue: Sendable {
     }
 
     /// The most updates one central may have waiting (not counting the one in flight).
-    public let capacity: Int
+    package let capacity: Int
     /// The counters.
-    public private(set) var statistics = Statistics()
+    package private(set) var statistics = Statistics()
 
     private var links: [String: Link] = [:]
     /// Central ids in connection order, for round-robin sending.
@@ -151,18 +154,18 @@ public struct NotificationQueue: Sendable {
     private var pending: [Action] = []
 
     /// An empty queue; a capacity below 1 is raised to 1, since a queue that can hold nothing can never drain.
-    public init(capacity: Int) {
+    package init(capacity: Int) {
         self.capacity = max(1, capacity)
     }
 
     /// The number of updates waiting for a central (not counting the one in flight); 0 for an unknown central.
-    public func count(for central: Central) -> Int { links[central.id]?.count ?? 0 }
+    package func count(for central: Central) -> Int { links[central.id]?.count ?? 0 }
 
     /// Whether the central is known to the queue.
-    public func isConnected(_ central: Central) -> Bool { links[central.id] != nil }
+    package func isConnected(_ central: Central) -> Bool { links[central.id] != nil }
 
     /// A central connected, or its MTU changed: later updates are cut to its new limit.
-    public mutating func connected(_ central: Central) {
+    package mutating func connected(_ central: Central) {
         if links[central.id] == nil {
             links[central.id] = Link(central: central)
             order.append(central.id)
@@ -175,7 +178,7 @@ public struct NotificationQueue: Sendable {
     /// (so that the application's retry after `signalReady` does not send duplicates to the others).
     /// Targets the queue does not know are connected first with their own limit; for known ones the limit from the
     /// latest `connected` counts (a subscription's copy of a central may predate an MTU exchange).
-    public mutating func enqueue(
+    package mutating func enqueue(
         _ bytes: [UInt8], characteristicID: String, to targets: [(central: Central, isIndication: Bool)]
     ) -> EnqueueResult {
         for target in targets where links[target.central.id] == nil { connected(target.central) }
@@ -205,7 +208,7 @@ public struct NotificationQueue: Sendable {
     }
 
     /// The stack accepted the update `nextAction` handed out for this central.
-    public mutating func sent(to central: Central) {
+    package mutating func sent(to central: Central) {
         guard let update = links[central.id]?.inFlight else { return }
         statistics.sent += 1
         links[central.id]?.stage = update.isIndication ? .awaitingConfirmation(update) : .idle
@@ -214,27 +217,27 @@ public struct NotificationQueue: Sendable {
 
     /// The stack could not take the update now (e.g. a full notification socket): it goes back to the head of
     /// the queue until `writable`.
-    public mutating func wouldBlock(for central: Central) {
+    package mutating func wouldBlock(for central: Central) {
         guard let update = links[central.id]?.inFlight else { return }
         links[central.id]?.pushFront(update)
         links[central.id]?.stage = .blocked
     }
 
     /// The stack can take updates for this central again.
-    public mutating func writable(_ central: Central) {
+    package mutating func writable(_ central: Central) {
         guard case .blocked? = links[central.id]?.stage else { return }
         links[central.id]?.stage = .idle
     }
 
     /// The central confirmed the indication in flight; unexpected confirmations are ignored.
-    public mutating func confirmed(by central: Central) {
+    package mutating func confirmed(by central: Central) {
         guard case .awaitingConfirmation? = links[central.id]?.stage else { return }
         links[central.id]?.stage = .idle
         statistics.confirmed += 1
     }
 
     /// The stack refused the update in flight for good: it is dropped and counted.
-    public mutating func failed(for central: Central, reason: String) {
+    package mutating func failed(for central: Central, reason: String) {
         guard let link = links[central.id], link.inFlight != nil else { return }
         links[central.id]?.stage = .idle
         drop(count: 1, of: link.central, reason: .sendFailed(reason))
@@ -242,7 +245,7 @@ public struct NotificationQueue: Sendable {
     }
 
     /// The central unsubscribed from a characteristic: its queued updates for it are dropped and counted.
-    public mutating func unsubscribed(_ central: Central, from characteristicID: String) {
+    package mutating func unsubscribed(_ central: Central, from characteristicID: String) {
         guard var link = links[central.id] else { return }
         let before = link.count
         let remaining = link.queued[link.head...].filter { $0.characteristicID != characteristicID }
@@ -257,7 +260,7 @@ public struct NotificationQueue: Sendable {
     }
 
     /// The central disconnected: everything queued, in flight or unconfirmed for it is dropped and counted.
-    public mutating func disconnected(_ central: Central) {
+    package mutating func disconnected(_ central: Central) {
         guard let link = links.removeValue(forKey: central.id) else { return }
         order.removeAll { $0 == central.id }
         let lost = link.count + (link.outstanding == nil ? 0 : 1)
@@ -267,7 +270,7 @@ public struct NotificationQueue: Sendable {
     }
 
     /// The next thing to do, or nil when there is nothing to do until the next event.
-    public mutating func nextAction() -> Action? {
+    package mutating func nextAction() -> Action? {
         if !pending.isEmpty { return pending.removeFirst() }
         guard !order.isEmpty else { return nil }
         for step in 0..<order.count {

@@ -2,6 +2,10 @@ import GATTModel
 
 /// What `PeripheralManager` needs from a Bluetooth stack (BlueZ over D-Bus, or `InMemoryBackend` in tests).
 ///
+/// An app hands a backend to the manager and talks to the manager only; the requirements, and the types they use
+/// (`RequestRouter`, `IncomingRead`, `IncomingWrites`, `BackendEvent`, `SendOutcome`, `UpdateKind`), are for a
+/// stack's author, behind `@_spi(Backend) import Peripheral`: they are not the Core Bluetooth-shaped API.
+///
 /// The manager attaches its `RequestRouter` first (`attach(_:)`); the stack hands every read and write to it, on
 /// the thread the request arrived on, and the router answers each exactly once through the `reply` closure the
 /// request carries. Everything else the stack reports through `events`, which exactly one manager consumes. The
@@ -27,39 +31,39 @@ import GATTModel
 public protocol PeripheralBackend: Sendable {
     /// Called once by the manager, in its `init`, before it consumes `events`: from then on hand every read and
     /// write to `router.read(_:)`/`router.write(_:)` on the thread it arrived on.
-    func attach(_ router: RequestRouter)
+    @_spi(Backend) func attach(_ router: RequestRouter)
 
     /// Everything the stack reports, in order: state, connections, subscriptions, confirmations,
     /// writability. Yield `.stateChanged` first. Finish the stream when the backend shuts down: the manager stops.
-    var events: AsyncStream<BackendEvent> { get }
+    @_spi(Backend) var events: AsyncStream<BackendEvent> { get }
 
     /// Publishes a service (BlueZ: export its objects and register the application); throws when the stack refuses.
     /// The manager has already checked ids and state.
-    func publish(_ service: Service) async throws
+    @_spi(Backend) func publish(_ service: Service) async throws
     /// Withdraws a published service (BlueZ: unregister, export the rest, register again); throws on failure.
-    func unpublish(_ service: Service) async throws
+    @_spi(Backend) func unpublish(_ service: Service) async throws
     /// Starts advertising (BlueZ: plan the AD bytes, then `RegisterAdvertisement`); throws when refused or when the
     /// advertisement cannot be laid out within the legacy budget.
-    func startAdvertising(_ advertisement: Advertisement) async throws
+    @_spi(Backend) func startAdvertising(_ advertisement: Advertisement) async throws
     /// Stops advertising; throws when the stack fails (not when nothing was advertised).
-    func stopAdvertising() async throws
+    @_spi(Backend) func stopAdvertising() async throws
 
     /// Drops links: `central`'s, or every connected central's when nil (BlueZ: `Device1.Disconnect` on each
     /// connected device of the adapter). Returns the ids of the centrals it disconnected, each also reported as
     /// `.disconnected` once the stack sees the link go. A central that is not connected is not an error; throws
     /// when the stack fails.
-    func disconnect(_ central: Central?) async throws -> [String]
+    @_spi(Backend) func disconnect(_ central: Central?) async throws -> [String]
 
     /// Sends one update to one central now, without blocking and without queueing (the manager queues):
     /// `.sent` when the stack took it, `.wouldBlock` when it cannot take it yet (then yield `.writable(central)`
     /// later), `.failed` when it never will (unknown central, closed socket). BlueZ: write one datagram to the
     /// central's `AcquireNotify` socket; for the all-subscribers central, emit `PropertiesChanged` and return `.sent`.
     /// Called on the manager's actor: it must return quickly.
-    func send(_ update: NotificationQueue.Update, to central: Central) -> SendOutcome
+    @_spi(Backend) func send(_ update: NotificationQueue.Update, to central: Central) -> SendOutcome
 }
 
 /// What happened to an update handed to `PeripheralBackend.send(_:to:)`.
-public enum SendOutcome: Hashable, Sendable {
+@_spi(Backend) public enum SendOutcome: Hashable, Sendable {
     /// The stack took it (for an indication: the confirmation comes later as `.confirmed`).
     case sent
     /// Not now (a full socket): the manager keeps it and waits for `.writable(central)`.
@@ -69,7 +73,7 @@ public enum SendOutcome: Hashable, Sendable {
 }
 
 /// Whether a subscription asked for notifications or indications.
-public enum UpdateKind: String, Hashable, Sendable {
+@_spi(Backend) public enum UpdateKind: String, Hashable, Sendable {
     /// Unacknowledged updates.
     case notification
     /// Updates the central confirms, one at a time.

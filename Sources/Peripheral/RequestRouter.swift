@@ -37,7 +37,7 @@ import Synchronization
 /// `CallStatistics`), `PendingCall` for the escaping closure that holds one, `Responder` for an ATT request
 /// (counted in `RequestCounts`: `requests == answered`). The two counts differ on purpose: D-Bus calls include
 /// `StartNotify`, descriptor and agent calls, ATT requests include `AcquireWrite` datagrams.
-public final class RequestRouter: Sendable {
+@_spi(Backend) public final class RequestRouter: Sendable {
     private let handler: any RequestHandler
     private let ledger: RequestLedger
     /// One timer for the deadlines of every request whose handler suspended.

@@ -1,5 +1,5 @@
 import GATTModel
-import Peripheral
+@_spi(Backend) import Peripheral
 import Synchronization
 
 /// A `PeripheralBackend` with no bus and no radio, like SwiftNIO's `NIOEmbedded`: `VirtualCentral`s connect to it
@@ -12,7 +12,7 @@ import Synchronization
 /// own checks are what tests see.
 public final class InMemoryBackend: PeripheralBackend {
     /// What the manager and the centrals report to each other.
-    public let events: AsyncStream<BackendEvent>
+    @_spi(Backend) public let events: AsyncStream<BackendEvent>
     /// How many notifications a link holds before `send` answers `.wouldBlock` (a socket's buffer).
     public let linkCapacity: Int
 
@@ -61,7 +61,7 @@ public final class InMemoryBackend: PeripheralBackend {
     // MARK: PeripheralBackend
 
     /// Keeps the manager's router: virtual centrals' reads and writes go to it.
-    public func attach(_ router: RequestRouter) {
+    @_spi(Backend) public func attach(_ router: RequestRouter) {
         self.router.attach(router)
     }
 
@@ -100,7 +100,7 @@ public final class InMemoryBackend: PeripheralBackend {
 
     /// Delivers to the central's notifications unless its link buffer is full (`.wouldBlock`); `.failed` when the
     /// central is not connected.
-    public func send(_ update: NotificationQueue.Update, to central: Central) -> SendOutcome {
+    @_spi(Backend) public func send(_ update: NotificationQueue.Update, to central: Central) -> SendOutcome {
         state.withLock { state in
             guard var link = state.links[central.id] else { return .failed("\(central) is not connected") }
             guard link.inFlight < linkCapacity else {

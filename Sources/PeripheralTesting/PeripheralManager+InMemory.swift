@@ -1,6 +1,6 @@
 import GATTModel
 import Logging
-import Peripheral
+@_spi(Backend) import Peripheral
 
 extension PeripheralManager {
     /// A powered-on manager over a fresh `InMemoryBackend`, with `services` published: the first line of a test.

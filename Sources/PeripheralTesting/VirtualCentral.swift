@@ -1,5 +1,5 @@
 import GATTModel
-import Peripheral
+@_spi(Backend) import Peripheral
 
 /// A central in memory, connected to an `InMemoryBackend`: reads, writes, subscribes and receives updates as a
 /// phone would, and sees ATT errors as thrown `ATTError`s.

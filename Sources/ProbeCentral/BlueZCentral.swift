@@ -1,4 +1,4 @@
-import BlueZ
+import BlueZAgent
 import BlueZModel
 import DBus
 import Foundation

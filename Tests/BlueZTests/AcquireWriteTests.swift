@@ -1,7 +1,7 @@
 import BlueZTesting
 import GATTModel
 import Glibc
-import Peripheral
+@_spi(Backend) import Peripheral
 import Synchronization
 import Testing
 

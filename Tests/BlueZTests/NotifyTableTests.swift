@@ -1,4 +1,4 @@
-import Peripheral
+@_spi(Backend) import Peripheral
 import Testing
 
 @testable import BlueZ

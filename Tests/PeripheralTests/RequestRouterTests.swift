@@ -4,7 +4,7 @@ import PeripheralTesting
 import Synchronization
 import Testing
 
-@testable import Peripheral
+@_spi(Backend) @testable import Peripheral
 
 /// The one request path every backend takes: straight from the stack's thread to the handler.
 @Suite struct RequestRouterTests {

@@ -16,11 +16,11 @@ package final class OwnerCheck: Sendable {
     }
 
     /// The unique name of bluetoothd now, or nil.
-    var current: String? { owner.withLock { $0 } }
+    package var current: String? { owner.withLock { $0 } }
 
     /// Records a new owner (from `NameOwnerChanged`); returns the previous one.
     @discardableResult
-    func update(_ newOwner: String?) -> String? {
+    package func update(_ newOwner: String?) -> String? {
         owner.withLock { owner in
             let previous = owner
             owner = newOwner
@@ -29,7 +29,7 @@ package final class OwnerCheck: Sendable {
     }
 
     /// The call back if its sender owns `org.bluez`; otherwise answers `AccessDenied`, logs it and returns nil.
-    func admit(_ call: consuming MethodCall) -> MethodCall? {
+    package func admit(_ call: consuming MethodCall) -> MethodCall? {
         let sender = call.sender
         let expected = current
         if let sender, sender == expected { return call }

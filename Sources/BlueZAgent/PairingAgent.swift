@@ -2,7 +2,6 @@ import BlueZModel
 import DBus
 import GATTModel
 import Logging
-import Peripheral
 
 /// The `org.bluez.Agent1` object that answers pairing (5.66:doc/agent-api.txt): a fixed passkey for
 /// `RequestPasskey`, yes to confirmations and authorizations, so pairing works unattended as the profile says.
