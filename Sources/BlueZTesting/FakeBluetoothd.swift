@@ -32,20 +32,34 @@ public actor FakeBluetoothd {
 
     // State dropped by `restart()`.
     /// The registered applications, by owner and root path.
-    public internal(set) var applications: [ApplicationKey: FakeApplication] = [:]
+    public internal(set) var applications: [ApplicationKey: FakeApplication] = [:] {
+        didSet { stateChanged() }
+    }
     var registeringApplications: Set<ApplicationKey> = []
     /// The registered advertisements' properties (`LEAdvertisement1`, as GetAll returned them), by owner and path.
-    public internal(set) var advertisements: [ApplicationKey: [String: DBusValue]] = [:]
+    public internal(set) var advertisements: [ApplicationKey: [String: DBusValue]] = [:] {
+        didSet { stateChanged() }
+    }
     /// The advertisements the controller holds (the kernel's instances): power off clears them, and 5.66 does not
     /// notice (src/advertising.c has no handler for MGMT Advertising Removed), so they stay registered but silent.
-    var controllerInstances: Set<ApplicationKey> = []
+    var controllerInstances: Set<ApplicationKey> = [] {
+        didSet { stateChanged() }
+    }
     /// The registered pairing agent: its owner, path and capability.
-    public internal(set) var agent: (owner: String, path: ObjectPath, capability: String)?
+    public internal(set) var agent: (owner: String, path: ObjectPath, capability: String)? {
+        didSet { stateChanged() }
+    }
     var defaultAgent: ObjectPath?
-    var devices: [ObjectPath: DeviceState] = [:]
-    var notifyStates: [ObjectPath: NotifyState] = [:]
+    var devices: [ObjectPath: DeviceState] = [:] {
+        didSet { stateChanged() }
+    }
+    var notifyStates: [ObjectPath: NotifyState] = [:] {
+        didSet { stateChanged() }
+    }
     /// `chrc->write_io`: our end of each AcquireWrite socket, by characteristic path.
-    var writeStreams: [ObjectPath: Int32] = [:]
+    var writeStreams: [ObjectPath: Int32] = [:] {
+        didSet { stateChanged() }
+    }
     var valueWatches: [ApplicationKey: Task<Void, Never>] = [:]
     /// Follows each application's owner: 5.66 drops an app whose owner leaves the bus (`client_disconnect_cb`).
     var ownerWatches: [ApplicationKey: Task<Void, Never>] = [:]
@@ -54,24 +68,43 @@ public actor FakeBluetoothd {
     var notifySocketsHeld = false
     /// Whether a link going down says why first, as 5.83 and later do (`saysWhyLinksGoDown()`).
     var sendsDisconnectReasons = false
+    /// Tests waiting in `until(within:_:)`, woken by the changes above (FakeBluetoothd+Waiting.swift).
+    var waiters: [Int: Waiter] = [:]
+    var nextWaiter = 0
 
     // Counters, kept across restarts.
     /// Successful RegisterApplication calls.
-    public private(set) var registrationCount = 0
+    public private(set) var registrationCount = 0 {
+        didSet { stateChanged() }
+    }
     /// Why registrations failed, in order.
-    public private(set) var registrationFailures: [String] = []
+    public private(set) var registrationFailures: [String] = [] {
+        didSet { stateChanged() }
+    }
     /// GetManagedObjects calls made back to apps during RegisterApplication.
-    public private(set) var managedObjectsCalls = 0
+    public private(set) var managedObjectsCalls = 0 {
+        didSet { stateChanged() }
+    }
     /// Calls made to apps, by member (no-reply calls included).
-    public private(set) var callsToApp: [String: Int] = [:]
+    public private(set) var callsToApp: [String: Int] = [:] {
+        didSet { stateChanged() }
+    }
     /// Successful replies received from apps.
-    public private(set) var repliesFromApp = 0
+    public private(set) var repliesFromApp = 0 {
+        didSet { stateChanged() }
+    }
     /// Error replies received from apps, by D-Bus error name.
-    public private(set) var errorsFromApp: [String: Int] = [:]
+    public private(set) var errorsFromApp: [String: Int] = [:] {
+        didSet { stateChanged() }
+    }
     /// Successful RegisterAdvertisement calls.
-    public internal(set) var advertisementRegistrations = 0
+    public internal(set) var advertisementRegistrations = 0 {
+        didSet { stateChanged() }
+    }
     /// `Device1.Disconnect` calls, by device path.
-    public internal(set) var disconnectCalls: [ObjectPath: Int] = [:]
+    public internal(set) var disconnectCalls: [ObjectPath: Int] = [:] {
+        didSet { stateChanged() }
+    }
 
     /// An app object, named as bluetoothd keys it: the owner's unique name and the object path.
     public struct ApplicationKey: Hashable, Sendable {
@@ -293,6 +326,7 @@ public actor FakeBluetoothd {
     public func setPowered(_ isPowered: Bool) {
         adapter.state.withLock { $0.isPowered = isPowered }
         if !isPowered { controllerInstances = [] }
+        stateChanged()
         try? connection.emitPropertiesChanged(
             path: BlueZ566.adapterPath, interface: BlueZ566.Interface.adapter, properties: ["Powered"])
     }

@@ -85,7 +85,7 @@ struct BlemuRunOnFakeBluetoothdTests {
             client, ["command": "fault", "operation": "read", "nth": 1, "effect": "disconnect"])
         #expect(hangUp["ok"] as? Bool == true, "\(hangUp)")
         #expect(await fake.read("2a38", by: central) == .success([0x01]))
-        #expect(await eventually { await !fake.isConnected(central) })
+        #expect(await fake.until { !$0.isConnected(central) })
         #expect(await fake.disconnectCalls[central.path] == 1)
         // `centrals` keeps who left, with bluetoothd's reason: blemu asked, so the local host ended the link.
         var disconnects: [[String: Any]] = []
@@ -201,7 +201,7 @@ struct BlemuRunOnFakeBluetoothdTests {
         let status = await pytest.exitStatus()
         #expect(status == 0, "\(pytest.stdout)\(pytest.stderr)")
         #expect(pytest.stdout.contains("1 passed"), "\(pytest.stdout)")
-        #expect(await eventually(within: .seconds(10)) { await fake.applications.isEmpty }, "still registered")
+        #expect(await fake.until { $0.applications.isEmpty }, "still registered")
         #expect(await fake.advertisements.isEmpty, "the advertisement is still registered")
         try? FileManager.default.removeItem(atPath: directory)
     }

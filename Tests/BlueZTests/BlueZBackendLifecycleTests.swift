@@ -22,7 +22,7 @@ struct BlueZBackendLifecycleTests {
         await rig.fake.setPowered(true)
         #expect(await rig.events.wait(for: .poweredOn))
         // bluetoothd kept the registration but the controller lost the set: blemu registers it again.
-        #expect(await eventually { await rig.fake.advertisementsOnAir == 1 })
+        #expect(await rig.fake.until { $0.advertisementsOnAir == 1 })
         #expect(await rig.fake.advertisementRegistrations == 2)
         #expect(await rig.manager.isAdvertising)
         #expect(await rig.fake.registrationCount == 1)
@@ -39,7 +39,7 @@ struct BlueZBackendLifecycleTests {
         // blemu dies: its connection closes without unregistering. 5.66 drops the application and, with its
         // services, every device's CCCD state for them.
         rig.backend.connection.close()
-        #expect(await eventually { await rig.fake.registeredApplications.isEmpty })
+        #expect(await rig.fake.until { $0.registeredApplications.isEmpty })
         #expect(await rig.fake.notifyCount("2a37") == (0, false))
 
         // The next run restores the subscription as history only.

@@ -240,7 +240,7 @@ struct BlueZBackendScenarioTests {
         #expect(await collect(5, of: first.notifications).map(\.value) == expected)
         #expect(await collect(5, of: second.notifications).map(\.value) == expected)
         // 5.66 `conf_cb` calls Confirm() once per device that confirmed: 2 per indication here.
-        #expect(await eventually { await rig.fake.callsToApp["Confirm"] == 10 })
+        #expect(await rig.fake.until { $0.callsToApp["Confirm"] == 10 })
         #expect(await eventually { await rig.manager.notificationStatistics.confirmed == 5 })
         #expect(await rig.manager.notificationStatistics.dropped == 0)
         await rig.stop()
@@ -278,15 +278,15 @@ struct BlueZBackendScenarioTests {
         try await rig.manager.startAdvertising(Advertisement(localName: "HR", serviceUUIDs: [BluetoothUUID(0x180D)]))
         #expect(await rig.fake.advertisementProperties.count == 1)
         try await rig.fake.restart()
-        #expect(await eventually(within: .seconds(10)) { await rig.fake.registrationCount == 2 })
+        #expect(await rig.fake.until { $0.registrationCount == 2 })
         #expect(await rig.fake.managedObjectsCalls == 2)
-        #expect(await eventually { await rig.fake.advertisementProperties.count == 1 })
-        #expect(await eventually { await rig.fake.registeredAgent != nil })
+        #expect(await rig.fake.until { $0.advertisementProperties.count == 1 })
+        #expect(await rig.fake.until { $0.registeredAgent != nil })
         #expect(await rig.events.wait(for: .poweredOn))
         // The old bluetoothd released the advertisement on its way out; the backend registered it with the new
         // one, so the manager reports it on the air again.
         #expect(await rig.fake.callsToApp["Release"] == 1)
-        #expect(await eventually { await rig.fake.advertisementsOnAir == 1 })
+        #expect(await rig.fake.until { $0.advertisementsOnAir == 1 })
         #expect(await rig.manager.isAdvertising)
         // Requests from the new bluetoothd are admitted.
         let central = try await rig.fake.connect(address: "11:22:33:44:55:01")

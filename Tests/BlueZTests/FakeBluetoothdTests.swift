@@ -143,7 +143,7 @@ struct FakeBluetoothdTests {
         let central = try await rig.fake.connect(address: "11:22:33:44:55:01")
         #expect(await rig.fake.write("2a3a", [7], withResponse: false, by: central) == nil)
         #expect(await rig.fake.write("2a3a", [1, 2, 3], withResponse: true, by: central) == nil)
-        #expect(await eventually { rig.app.calls("WriteValue").count == 2 })
+        #expect(await rig.app.until(received: "WriteValue", count: 2))
         #expect(rig.app.calls("WriteValue").allSatisfy { !$0.expectsReply })
         #expect(rig.app.value(0) == [7])
         #expect(await rig.fake.repliesFromApp == 1)  // GetManagedObjects only
@@ -252,14 +252,14 @@ struct FakeBluetoothdTests {
         let central = try await rig.fake.connect(address: "11:22:33:44:55:01")
         #expect(await rig.fake.subscribe("2a3c", indications: false, by: central) == .cccdImproperlyConfigured)
         #expect(await rig.fake.subscribe("2a3c", indications: true, by: central) == nil)
-        #expect(await eventually { rig.app.calls("StartNotify").count == 1 })
+        #expect(await rig.app.until(received: "StartNotify", count: 1))
         #expect(rig.app.calls("StartNotify").allSatisfy { !$0.expectsReply })
         try rig.app.emitValue(0, [42])
         let indication = await first(of: central.notifications)
         #expect(indication == FakeNotification(characteristic: rig.app.path(0), value: [42], isIndication: true))
-        #expect(await eventually { rig.app.calls("Confirm").count == 1 })
+        #expect(await rig.app.until(received: "Confirm", count: 1))
         #expect(await rig.fake.unsubscribe("2a3c", by: central) == nil)
-        #expect(await eventually { rig.app.calls("StopNotify").count == 1 })
+        #expect(await rig.app.until(received: "StopNotify", count: 1))
         await rig.stop()
     }
 
@@ -271,10 +271,11 @@ struct FakeBluetoothdTests {
         try rig.app.emitValue(0, [2])
         var iterator = central.notifications.makeAsyncIterator()
         #expect(await iterator.next()?.value == [1])
-        #expect(await eventually { await rig.fake.callsToApp["Confirm"] == nil })
+        // The central has not confirmed, so the fake has not called the app's Confirm.
+        #expect(await rig.fake.callsToApp["Confirm"] == nil)
         await rig.fake.confirmIndication(from: central)
         #expect(await iterator.next()?.value == [2])
-        #expect(await eventually { rig.app.calls("Confirm").count == 1 })
+        #expect(await rig.app.until(received: "Confirm", count: 1))
         await rig.stop()
     }
 

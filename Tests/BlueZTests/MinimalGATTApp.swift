@@ -38,6 +38,13 @@ final class MinimalGATTApp: Sendable {
     let root: ObjectPath = "/app"
     let serviceUUID: String
     private let state: Mutex<(calls: [Call], values: [ObjectPath: [UInt8]], notifyFDs: [ObjectPath: Int32])>
+    /// Tests waiting in `until(within:_:)`, asked again at every call the app records.
+    private let waiters = Mutex<(next: Int, pending: [Int: Waiter])>((0, [:]))
+
+    private struct Waiter {
+        let condition: @Sendable ([Call]) -> Bool
+        let continuation: CheckedContinuation<Bool, Never>
+    }
 
     init(connection: BusConnection, serviceUUID: String = "180d", characteristics: [MinimalCharacteristic]) throws {
         self.connection = connection
@@ -87,6 +94,32 @@ final class MinimalGATTApp: Sendable {
     var calls: [Call] { state.withLock { $0.calls } }
     /// Calls of one member.
     func calls(_ member: String) -> [Call] { calls.filter { $0.member == member } }
+
+    /// True once exactly `count` calls of `member` were received, asked again at each call; false after `limit`.
+    func until(received member: String, count: Int, within limit: Duration = .seconds(5)) async -> Bool {
+        await until(within: limit) { calls in calls.filter { $0.member == member }.count == count }
+    }
+
+    /// True as soon as `condition` holds for the calls received (at once if it holds now), asked again at each call
+    /// the app records; false when `limit` passes first.
+    func until(within limit: Duration = .seconds(5), _ condition: @escaping @Sendable ([Call]) -> Bool) async -> Bool {
+        await withCheckedContinuation { continuation in
+            let id: Int? = waiters.withLock { waiters in
+                guard !condition(calls) else { return nil }
+                let id = waiters.next
+                waiters.next += 1
+                waiters.pending[id] = Waiter(condition: condition, continuation: continuation)
+                return id
+            }
+            guard let id else { return continuation.resume(returning: true) }
+            Task {
+                try? await Task.sleep(for: limit)
+                // Whoever takes the waiter out answers it: the last call recorded, or this timeout.
+                let waiter = waiters.withLock { $0.pending.removeValue(forKey: id) }
+                waiter?.continuation.resume(returning: condition(calls))
+            }
+        }
+    }
     /// The stored value of characteristic N.
     func value(_ index: Int) -> [UInt8] { state.withLock { $0.values[path(index)] ?? [] } }
     /// The object path of characteristic N.
@@ -108,7 +141,15 @@ final class MinimalGATTApp: Sendable {
         let entry = Call(
             member: call.member, path: call.path, options: (try? options?.asVardict()) ?? [:], value: value,
             expectsReply: call.expectsReply, sender: call.sender)
-        state.withLock { $0.calls.append(entry) }
+        let calls = state.withLock { state in
+            state.calls.append(entry)
+            return state.calls
+        }
+        let satisfied = waiters.withLock { waiters in
+            let ids = waiters.pending.filter { $0.value.condition(calls) }.map(\.key)
+            return ids.compactMap { waiters.pending.removeValue(forKey: $0) }
+        }
+        for waiter in satisfied { waiter.continuation.resume(returning: true) }
     }
 
     private func export(_ characteristic: MinimalCharacteristic, at path: ObjectPath, service: ObjectPath) throws {
