@@ -39,12 +39,12 @@ extension BlueZBackend {
                         central: central, writes: [IncomingWrites.Write(characteristicID: id, value: value)],
                         linkSecurity: security, errorDelivery: .throughBlueZ, reply: nil))
             },
-            onClosed: { [weak self] in self?.assumeIsolated { $0.writeStreamClosed(id) } })
-        assumeIsolated { $0.writeStreams.updateValue(socket, forKey: id) }?.close()
+            onClosed: { [weak self] in self?.onLoop { $0.writeStreamClosed(id) } })
+        onLoop { $0.writeStreams.updateValue(socket, forKey: id) }?.close()
         call.reply([.unixFD(UnixFD(pair.remote)), .uint16(UInt16(clamping: options.mtu))])
         _ = Glibc.close(pair.remote)
         logger.info("\(id): AcquireWrite by \(options.device), MTU \(options.mtu); writes now stream through a socket")
-        assumeIsolated { $0.writeAcquiredChanged(id) }
+        onLoop { $0.writeAcquiredChanged(id) }
     }
 
     /// Closes every write stream (re-registration, power-off, bluetoothd gone, shutdown): bluetoothd acquires

@@ -22,10 +22,10 @@ extension BlueZBackend {
         do {
             // Signals arrive on the loop thread, this actor's executor.
             let subscription = try await connection.subscribe(rule) { [weak self] signal in
-                self?.assumeIsolated { $0.deviceSignal(signal) }
+                self?.onLoop { $0.deviceSignal(signal) }
             }
             let reasonSubscription = try await connection.subscribe(reasons) { [weak self] signal in
-                self?.assumeIsolated { $0.disconnectSignal(signal) }
+                self?.onLoop { $0.disconnectSignal(signal) }
             }
             subscriptions += [subscription, reasonSubscription]
         } catch {

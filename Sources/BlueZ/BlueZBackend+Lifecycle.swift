@@ -43,7 +43,7 @@ extension BlueZBackend {
             do {
                 // Signals arrive on the loop thread, this actor's executor.
                 let subscription = try await connection.subscribe(rule) { [weak self] signal in
-                    self?.assumeIsolated { $0.adapterSignal(signal) }
+                    self?.onLoop { $0.adapterSignal(signal) }
                 }
                 subscriptions.append(subscription)
             } catch {

@@ -59,7 +59,7 @@ extension BlueZBackend {
                 [
                     // `Release` is a bus call: it arrives on the loop thread, this actor's executor.
                     AdvertisementExport.interface(registration, owner: owner) { [weak self] in
-                        self?.assumeIsolated { $0.advertisementReleased() }
+                        self?.onLoop { $0.advertisementReleased() }
                     }
                 ])
         } catch { throw .export("\(error)") }

@@ -9,7 +9,7 @@ import Logging
 // bluetoothd's calls on the exported characteristics and descriptors, turned into requests for the router and
 // `BackendEvent`s. Each arrives on the loop thread, this actor's executor, as a synchronous handler: the call is
 // answered there (nonisolated code that owns the `MethodCall`), and the backend's state is reached with
-// `assumeIsolated`.
+// `onLoop`.
 // Options as 5.66:src/gatt-database.c `append_options` sends them: `device`, `mtu`, `offset` (only when non-zero),
 // `link`, `prepare-authorize` (only when true). All are treated as optional: older versions omit some.
 extension BlueZBackend {
@@ -39,7 +39,7 @@ extension BlueZBackend {
     /// Keeps the requesting device's path, so that `disconnect` can find the centrals bluetoothd told us about.
     nonisolated func remember(_ options: RequestOptions) {
         guard options.device.hasPrefix(adapterPath.rawValue + "/") else { return }
-        assumeIsolated { _ = $0.knownDevices.insert(options.device) }
+        onLoop { _ = $0.knownDevices.insert(options.device) }
     }
 
     nonisolated func handlers() -> GATTApplication.Handlers {
@@ -51,9 +51,9 @@ extension BlueZBackend {
             confirm: { [weak self] call, characteristic in self?.confirm(call, characteristic) },
             acquireNotify: { [weak self] call, characteristic in self?.acquireNotify(call, characteristic) },
             acquireWrite: { [weak self] call, characteristic in self?.acquireWrite(call, characteristic) },
-            isNotifying: { [weak self] id in self?.assumeIsolated { $0.notify.isNotifying(id) } ?? false },
-            isNotifyAcquired: { [weak self] id in self?.assumeIsolated { $0.notify.isAcquired(id) } ?? false },
-            isWriteAcquired: { [weak self] id in self?.assumeIsolated { $0.writeStreams[id] != nil } ?? false },
+            isNotifying: { [weak self] id in self?.onLoop { $0.notify.isNotifying(id) } ?? false },
+            isNotifyAcquired: { [weak self] id in self?.onLoop { $0.notify.isAcquired(id) } ?? false },
+            isWriteAcquired: { [weak self] id in self?.onLoop { $0.writeStreams[id] != nil } ?? false },
             readDescriptor: { [weak self] call, path, descriptor in self?.readDescriptor(call, path, descriptor) },
             writeDescriptor: { [weak self] call, path, descriptor in self?.writeDescriptor(call, path, descriptor) })
     }
@@ -148,7 +148,7 @@ extension BlueZBackend {
     private nonisolated func startNotify(_ call: consuming MethodCall, _ characteristic: Characteristic) {
         guard let call = owner.admit(call) else { return }
         call.reply()
-        assumeIsolated { $0.notifyStarted(characteristic) }
+        onLoop { $0.notifyStarted(characteristic) }
     }
 
     private func notifyStarted(_ characteristic: Characteristic) {
@@ -162,7 +162,7 @@ extension BlueZBackend {
     private nonisolated func stopNotify(_ call: consuming MethodCall, _ characteristic: Characteristic) {
         guard let call = owner.admit(call) else { return }
         call.reply()
-        assumeIsolated { $0.notifyStopped(characteristic) }
+        onLoop { $0.notifyStopped(characteristic) }
     }
 
     private func notifyStopped(_ characteristic: Characteristic) {
@@ -195,18 +195,18 @@ extension BlueZBackend {
         let connection = connection
         // The socket's events arrive on the loop thread; its central is looked up when something happens on it: a
         // `*` socket becomes its device's once bluetoothd shows it acquires per device (`NotifyTable`).
-        let (effects, isPerDevice) = assumeIsolated { backend in
+        let (effects, isPerDevice) = onLoop { backend in
             let token = backend.nextNotifyToken
             backend.nextNotifyToken += 1
             backend.notifySockets[token] = AcquiredSocket.forNotifications(
                 fd: pair.local, on: connection,
                 onWritable: { [weak backend] in
-                    backend?.assumeIsolated { $0.notifySocketEvent(token) { .writable($0) } }
+                    backend?.onLoop { $0.notifySocketEvent(token) { .writable($0) } }
                 },
                 onConfirm: { [weak backend] in
-                    backend?.assumeIsolated { $0.notifySocketEvent(token) { .confirmed($0) } }
+                    backend?.onLoop { $0.notifySocketEvent(token) { .confirmed($0) } }
                 },
-                onClosed: { [weak backend] in backend?.assumeIsolated { $0.notifySocketClosed(token, id) } })
+                onClosed: { [weak backend] in backend?.onLoop { $0.notifySocketClosed(token, id) } })
             let effects = backend.notify.acquired(
                 id, device: options.device, mtu: options.mtu, kind: kind, token: token)
             return (effects, backend.notify.socketsArePerDevice)
@@ -217,7 +217,7 @@ extension BlueZBackend {
         logger.info(
             "\(id): AcquireNotify by \(options.device), MTU \(options.mtu); served as central '\(isPerDevice ? options.device : Central.allSubscribersID)'\(isPerDevice ? "" : " (all subscribers)")"
         )
-        assumeIsolated { $0.perform(effects, changing: id) }
+        onLoop { $0.perform(effects, changing: id) }
     }
 
     /// Reports what happened on the socket `token` as its central's event; nothing once the socket is gone.
@@ -300,7 +300,7 @@ extension BlueZBackend {
         guard let call = owner.admit(call) else { return }
         let options = RequestOptions(call.arguments.first)
         remember(options)
-        let value = assumeIsolated { $0.descriptorValues[path] } ?? descriptor.value
+        let value = onLoop { $0.descriptorValues[path] } ?? descriptor.value
         let summary = "read descriptor \(path) by \(options.device) offset \(options.offset)"
         guard descriptor.permissions.allowsRead else {
             return answer(call, summary, BlueZErrorReply(for: .readNotPermitted, operation: .read))
@@ -323,7 +323,7 @@ extension BlueZBackend {
         guard descriptor.permissions.allowsWrite else {
             return answer(call, summary, BlueZErrorReply(for: .writeNotPermitted, operation: .write))
         }
-        let error: ATTError? = assumeIsolated { backend in
+        let error: ATTError? = onLoop { backend in
             var current = backend.descriptorValues[path] ?? descriptor.value
             guard options.offset <= current.count else { return .invalidOffset }
             guard options.offset + value.count <= Characteristic.maximumValueLength else {

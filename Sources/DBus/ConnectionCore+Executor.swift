@@ -36,6 +36,10 @@ extension ConnectionCore: SerialExecutor {
 }
 
 extension BusConnection {
+    /// Whether the caller runs on this connection's executor (the loop thread, or once closed its queue): what an
+    /// actor pinned here may check before it takes its isolation for granted, at the cost of a thread id compare.
+    public var isCurrentExecutor: Bool { core.isIsolatingCurrentContext() == true }
+
     /// The loop thread as an executor: an actor returning this as its `unownedExecutor` runs where this
     /// connection's handlers run (and, once the connection is closed, on one serial queue). The actor must hold
     /// the connection, which keeps the executor alive.
