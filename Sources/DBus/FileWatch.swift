@@ -28,8 +28,8 @@ public final class FileWatch: Sendable {
 
     deinit { cancel() }
 
-    /// Asks for one `.writable` when the descriptor can take data again (after `EAGAIN`); asking twice before it
-    /// fires asks once.
+    /// Asks for one `.writable` when the descriptor can take data again (after `EAGAIN`); asking twice before the
+    /// loop has seen the first asks once.
     public func armWritable() {
         guard !isCancelled.load(ordering: .relaxed) else { return }
         core.fileCommand(.armWritable(id))
