@@ -77,6 +77,10 @@ final class AcquiredSocket: Sendable {
         self.watch = watch
         // The handler closes the socket on EOF, which cancels the watch: it reaches the watch through the endpoint.
         endpoint.closer.withLock { $0 = watch }
+        // Made off the loop, the watch may already have seen the end and found no watch to cancel: a hung-up socket
+        // left polled would wake the loop forever. (On the loop, as the backend makes them, it cannot: the handler
+        // runs only after this returns.)
+        if endpoint.closed { endpoint.closer.withLock { $0.take() }?.cancel() }
     }
 
     /// An AcquireNotify socket: `onConfirm` for each 5.80 confirmation byte (commit 6b34b0551; 5.66 sends none).
