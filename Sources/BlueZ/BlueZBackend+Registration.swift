@@ -23,12 +23,14 @@ extension BlueZBackend {
             for object in objects { connection.unexport(object.path) }
             exported = []
             self.services = []
+            characteristicPaths = [:]
             publishRoutes()
             handle(.unwant(.application))
             throw .export("\(error)")
         }
         exported = objects.map(\.path)
         self.services = services
+        characteristicPaths = Self.characteristicPaths(of: services, paths: paths)
         descriptorValues = [:]
         publishRoutes()
         handle(services.isEmpty ? .unwant(.application) : .want(.application))
@@ -180,17 +182,10 @@ extension BlueZBackend {
     }
 
     /// The path a published characteristic is exported at.
-    func characteristicPath(_ id: String) -> ObjectPath? {
-        for (s, service) in services.enumerated() {
-            if let c = service.characteristics.firstIndex(where: { $0.id == id }) {
-                return paths.characteristic(c, service: s)
-            }
-        }
-        return nil
-    }
+    func characteristicPath(_ id: String) -> ObjectPath? { characteristicPaths[id] }
 
     /// The published characteristics' paths, by id.
-    func characteristicPaths() -> [String: ObjectPath] {
+    static func characteristicPaths(of services: [Service], paths: ObjectPaths) -> [String: ObjectPath] {
         var result: [String: ObjectPath] = [:]
         for (s, service) in services.enumerated() {
             for (c, characteristic) in service.characteristics.enumerated() {

@@ -264,7 +264,7 @@ extension BlueZBackend {
 
     /// Replaces the snapshot `send(_:to:)` routes by with the loop's state now.
     func publishRoutes() {
-        let snapshot = NotifyRoutes(table: notify, sockets: notifySockets, characteristicPaths: characteristicPaths())
+        let snapshot = NotifyRoutes(table: notify, sockets: notifySockets, characteristicPaths: characteristicPaths)
         routes.withLock { $0 = snapshot }
     }
 

@@ -26,6 +26,8 @@ public actor BlueZBackend: PeripheralBackend {
     /// bluetoothd, the adapter and what is registered: changed only through `handle(_:)` and `shutDown()`.
     var lifecycle = BlueZLifecycle(adapterPowered: false)
     var services: [Service] = []
+    /// Where each published characteristic is exported, by id: set with `services`.
+    var characteristicPaths: [String: ObjectPath] = [:]
     var exported: [ObjectPath] = []
     var advertisement: AdvertisementRegistration?
     /// Who each subscribed characteristic's updates reach.
