@@ -4,8 +4,8 @@
 # For each profile: `blemu run PROFILE` on the peripheral controller, `blemu clone` from the central's (the profile
 # and the probe report it was made from; with RECORD, `--record RECORD` too, and the clone's probe listens as
 # long; with PASSKEY, `--pair --passkey PASSKEY`), then `blemu run` of the clone and `blemu probe --json` of it.
-# Files per profile NAME: NAME.clone.yaml, NAME.original.json, NAME.clone.json, NAME.clone-rc, NAME.probe-rc and
-# the logs. Each profile is a story in a subshell: a failed step writes NAME.failure and the next profile still
+# Files per profile NAME: NAME.clone.yaml, NAME.original.json, NAME.clone.json, NAME.clone-rc, NAME.probe-rc, the
+# clone's event log NAME.clone-events.jsonl and the logs. Each profile is a story in a subshell: a failed step writes NAME.failure and the next profile still
 # runs. Then the bad cases, with DROP-PROFILE served (it drops the link during the reads): `blemu clone` of it
 # (drop.clone-rc, drop.clone.out, drop.original.json; drop.clone.yaml must not appear), and of an address nobody
 # has (missing.*).
@@ -25,10 +25,13 @@ advertising() { # LOG
     exited "$blemu_pid" && fail "blemu run exited before advertising (see $1)"
     grep -q '^advertising "' "$1"
 }
-serve() { # PROFILE LOG
-    "$B" run "$1" --adapter "$BLEMU_LAB_PERIPHERAL" </dev/null >"$2" 2>&1 &
+serve() { # PROFILE LOG [blemu run OPTION...]
+    served_profile=$1
+    served_log=$2
+    shift 2
+    "$B" run "$served_profile" --adapter "$BLEMU_LAB_PERIPHERAL" "$@" </dev/null >"$served_log" 2>&1 &
     blemu_pid=$!
-    within 20 "blemu run $1 to advertise" advertising "$2"
+    within 20 "blemu run $served_profile to advertise" advertising "$served_log"
 }
 # stop RC-FILE: stop_blemu, then forget the device on the central, so the next probe resolves from nothing, and
 # the central on the peripheral's adapter: a bond the peripheral kept (secure.yaml is cloned after pairing) makes
@@ -59,7 +62,9 @@ clone_one() { # NAME PROFILE [RECORD [PASSKEY]]
     echo $? > "$R/$1.clone-rc"
     stop "$R/$1.original-run-rc"
     [ -f "$R/$1.clone.yaml" ] || fail "blemu clone wrote no profile: $(tail -3 "$R/$1.clone.out")"
-    serve "$R/$1.clone.yaml" "$R/$1.clone-run.log"
+    # The clone's event log says when it sent each value on its own clock: the pace it keeps, apart from what the
+    # lab's scheduling adds on the way to the central.
+    serve "$R/$1.clone.yaml" "$R/$1.clone-run.log" --events "$R/$1.clone-events.jsonl"
     "$B" probe --adapter "$C" --listen "$listen" --timeout 20 --json "$ADDR" > "$R/$1.clone.json" 2> "$R/$1.probe.err"
     echo $? > "$R/$1.probe-rc"
     stop "$R/$1.clone-run-rc"
@@ -81,7 +86,9 @@ step drop
     serve "$DROP" "$R/drop.run.log"
     # An address nobody has first, while LabDrop is what the adapter sees: the drop below leaves bluetoothd with a
     # read pending on a link that is gone, which crashes it a little later (docs/bluez.md, "Requests answered late").
-    "$B" clone --adapter "$C" --timeout 10 -o "$R/missing.clone.yaml" 00:AA:01:00:00:99 > "$R/missing.clone.out" 2>&1
+    # 20 s: one CI run's central saw no advertisement at all in its first 10 s of discovery (BlueZ 5.82, beside
+    # another suite's VM), though the drop below found LabDrop right after.
+    "$B" clone --adapter "$C" --timeout 20 -o "$R/missing.clone.yaml" 00:AA:01:00:00:99 > "$R/missing.clone.out" 2>&1
     echo $? > "$R/missing.clone-rc"
     forget "$C" "$ADDR"
     "$B" clone --adapter "$C" --timeout 20 -o "$R/drop.clone.yaml" --probe-json "$R/drop.original.json" "$ADDR" \
