@@ -154,11 +154,11 @@ let package = Package(
             dependencies: ["Emulation", "Peripheral", "PeripheralTesting", "GATTModel", "GATTProfile", "BlueZ"],
             swiftSettings: strict),
         .testTarget(
-            name: "LabTests", dependencies: ["Lab", "ProbeCentral", "GATTModel", "ScenarioList"], exclude: ["Fixtures"],
-            swiftSettings: strict),
+            name: "LabTests", dependencies: ["Lab", "ProbeCentral", "GATTModel", "GATTProfile", "ScenarioList"],
+            exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(
             name: "ProbeCentralTests", dependencies: ["ProbeCentral", "GATTProfile", "GATTModel", "DBus"],
-            swiftSettings: strict
+            exclude: ["Fixtures"], swiftSettings: strict
         ),
         .testTarget(
             name: "blemuTests",

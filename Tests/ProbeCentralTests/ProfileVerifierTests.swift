@@ -1,0 +1,214 @@
+import Foundation
+import GATTModel
+import GATTProfile
+import Testing
+
+@testable import ProbeCentral
+
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+
+/// `blemu verify`'s checks, on probe reports a real central made: `blemu probe --json` of every bundled profile
+/// served by `blemu run` on real bluetoothd (the clone scenario's `NAME.original.json`, kept under Fixtures/ for
+/// BlueZ 5.66, 5.82 and 5.87). Each profile verifies clean against its own device, and each defect planted in what
+/// the device showed is found as exactly one failure.
+struct ProfileVerifierTests {
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
+    static let versions = ["5.66", "5.82", "5.87"]
+    static let profiles = [
+        "battery", "cycling-speed-cadence", "device-information", "health-thermometer", "heart-rate", "secure",
+        "thermostat", "transfer",
+    ]
+
+    static func profile(_ name: String) throws -> PeripheralProfile {
+        let path = ProfileCloneTests.root.appendingPathComponent("profiles/\(name).yaml").path
+        let result = ProfileLoader.load(path: path)
+        return try #require(result.profile, "\(result.diagnostics.map(\.positionedMessage))")
+    }
+
+    static func report(_ name: String, bluez version: String = "5.82") throws -> ProbeReport {
+        let url = fixtures.appendingPathComponent("\(version)/\(name).json")
+        return try JSONDecoder().decode(ProbeReport.self, from: Data(contentsOf: url))
+    }
+
+    /// The failed checks, as `category subject check`.
+    static func failures(_ verification: Verification) -> [String] {
+        verification.checks.filter { $0.status == .fail }.map { "\($0.category.rawValue) \($0.subject) \($0.check)" }
+    }
+
+    @Test(arguments: versions) func everyBundledProfileVerifiesCleanAgainstItsOwnDevice(bluez version: String) throws {
+        for name in Self.profiles {
+            let verification = ProfileVerifier.verify(
+                try Self.profile(name), against: try Self.report(name, bluez: version))
+            #expect(verification.conforms, "\(name) on \(version):\n\(verification.text)")
+            // Something was checked in every category a central can see.
+            let categories = Set(verification.checks.filter { $0.status == .pass }.map(\.category))
+            #expect(categories.isSuperset(of: [.advertisement, .gatt]), "\(name): \(categories)")
+        }
+    }
+
+    @Test func everyCharacteristicAndDeclaredDescriptorIsCheckedOnce() throws {
+        let profile = try Self.profile("heart-rate")
+        let verification = ProfileVerifier.verify(profile, against: try Self.report("heart-rate"))
+        for characteristic in profile.characteristics {
+            let properties = verification.checks.filter { $0.subject == characteristic.id && $0.check == "properties" }
+            #expect(properties.count == 1, "\(characteristic.id)")
+        }
+        // The constant body sensor location is compared byte for byte.
+        let location = verification.checks.first { $0.subject == "body-sensor-location" && $0.check == "value" }
+        #expect(location?.status == .pass)
+    }
+
+    /// A report of heart-rate with one thing changed, as a device with that defect would show it.
+    static func heartRate(_ change: (inout ProbeReport) -> Void) throws -> [String] {
+        var report = try Self.report("heart-rate")
+        change(&report)
+        return failures(ProfileVerifier.verify(try Self.profile("heart-rate"), against: report))
+    }
+
+    /// Where a characteristic of `uuid` sits in `report`.
+    static func locate(_ uuid: String, in report: ProbeReport) -> (service: Int, characteristic: Int)? {
+        for (s, service) in report.services.enumerated() {
+            if let c = service.characteristics.firstIndex(where: { $0.uuid == uuid }) { return (s, c) }
+        }
+        return nil
+    }
+
+    @Test func aPropertyTooManyIsOneFailure() throws {
+        let found = try Self.heartRate { report in
+            guard let (s, c) = Self.locate("2A38", in: report) else { return }
+            report.services[s].characteristics[c].flags.append("write")
+        }
+        #expect(found == ["gatt body-sensor-location properties"])
+    }
+
+    @Test func aMissingCharacteristicIsOneFailure() throws {
+        let found = try Self.heartRate { report in
+            guard let (s, c) = Self.locate("2A39", in: report) else { return }
+            report.services[s].characteristics.remove(at: c)
+        }
+        #expect(found == ["gatt heart-rate-control-point present"])
+    }
+
+    @Test func aWrongConstantIsOneFailure() throws {
+        let found = try Self.heartRate { report in
+            guard let (s, c) = Self.locate("2A38", in: report) else { return }
+            report.services[s].characteristics[c].read = .value(ProbeValue(bytes: [0x07], uuid: "2A38"))
+        }
+        #expect(found == ["value body-sensor-location value"])
+    }
+
+    @Test func aNameThatDiffersIsOneFailureAndAShortenedOneIsNot() throws {
+        #expect(try Self.heartRate { $0.device.name = "Polar H9" } == ["advertisement local-name value"])
+        #expect(try Self.heartRate { $0.device.name = "Polar H10" }.isEmpty)
+    }
+
+    @Test func aMissingAdvertisedServiceAndAnExtraOneAreOneFailureEach() throws {
+        #expect(
+            try Self.heartRate { $0.device.uuids.removeAll { $0 == "180D" } }
+                == ["advertisement service-uuids advertised"])
+        #expect(try Self.heartRate { $0.device.uuids.append("FEE0") } == ["advertisement service-uuids undeclared"])
+    }
+
+    @Test func notificationsAtTheScheduledPacePassAndTooSlowOnesAreOneFailure() throws {
+        let profile = try Self.profile("heart-rate")
+        let report = try Self.report("heart-rate")
+        let pace = ProfileVerifier.verify(profile, against: report).checks.filter { $0.category == .notification }
+        #expect(pace.map(\.subject) == ["heart-rate-measurement", "heart-rate-measurement", "battery-level"])
+        #expect(pace.map(\.status) == [.pass, .pass, .skip], "\(pace)")
+        // The same values, one every two seconds.
+        #expect(
+            try Self.heartRate { report in
+                guard let (s, c) = Self.locate("2A37", in: report) else { return }
+                for n in report.services[s].characteristics[c].notifications.indices {
+                    report.services[s].characteristics[c].notifications[n].at? *= 2
+                }
+                report.listenSeconds *= 2
+            } == ["notification heart-rate-measurement pace"])
+        // None at all, or a value the fields cannot hold.
+        #expect(
+            try Self.heartRate { report in
+                guard let (s, c) = Self.locate("2A37", in: report) else { return }
+                report.services[s].characteristics[c].notifications = []
+            } == ["notification heart-rate-measurement pace"])
+        #expect(
+            try Self.heartRate { report in
+                guard let (s, c) = Self.locate("2A37", in: report) else { return }
+                report.services[s].characteristics[c].notifications[0] = ProbeValue(bytes: [], uuid: "2A37", at: 1)
+            } == ["notification heart-rate-measurement fields"])
+        // A report of a central that did not listen says nothing of the pace.
+        var quiet = report
+        quiet.listenSeconds = 0
+        #expect(!ProfileVerifier.verify(profile, against: quiet).checks.contains { $0.category == .notification })
+    }
+
+    @Test func anUndeclaredCharacteristicAndService() throws {
+        let found = try Self.heartRate { report in
+            guard let (s, _) = Self.locate("2A37", in: report) else { return }
+            report.services[s].characteristics.append(
+                ProbeCharacteristic(
+                    uuid: "FFF1", name: nil, flags: ["read"], path: "/x", read: nil, notifications: [],
+                    descriptors: []))
+            report.services.append(
+                ProbeService(uuid: "FFF0", name: nil, isPrimary: true, path: "/y", characteristics: []))
+        }
+        #expect(found == ["gatt FFF1 undeclared", "gatt FFF0 undeclared"])
+    }
+
+    @Test func wrongManufacturerDataAndAppearance() throws {
+        #expect(
+            try Self.heartRate { $0.device.manufacturerData = ["006B": "0300"] }
+                == ["advertisement manufacturer-data value"])
+        #expect(try Self.heartRate { $0.device.appearance = 0x0340 } == ["advertisement appearance value"])
+    }
+
+    /// A read refused with Insufficient Encryption (0x0F), as the probe reports it.
+    static let insufficientEncryption: ProbeFailure = {
+        var failure = ProbeFailure(name: "org.bluez.Error.Failed", message: "Operation failed with ATT error: 0x0f")
+        failure.attError = 0x0F
+        return failure
+    }()
+
+    @Test func aReadTheProfileGuardsIsSkippedWhenRefusedAndFailedWhenItShouldNotBe() throws {
+        let profile = try Self.profile("secure")
+        let guarded = try #require(profile.characteristics.first { $0.effectiveSecurity[.read] != .none })
+        var report = try Self.report("secure")
+        let (s, c) = try #require(Self.locate(guarded.uuid.description, in: report))
+        report.services[s].characteristics[c].read = .failure(Self.insufficientEncryption)
+        let verification = ProfileVerifier.verify(profile, against: report)
+        #expect(verification.conforms, "\(verification.text)")
+        #expect(verification.checks.contains { $0.subject == guarded.id && $0.status == .skip })
+
+        // The same refusal of a read the profile leaves open is the device's defect.
+        let open = try #require(
+            profile.characteristics.first {
+                $0.effectiveSecurity[.read] == .none && $0.value.isCached && $0.properties.contains(.read)
+            })
+        let (os, oc) = try #require(Self.locate(open.uuid.description, in: report))
+        report.services[os].characteristics[oc].read = .failure(Self.insufficientEncryption)
+        #expect(Self.failures(ProfileVerifier.verify(profile, against: report)) == ["value \(open.id) value"])
+    }
+
+    @Test func theReportsSayWhatWasChecked() throws {
+        var report = try Self.report("heart-rate")
+        report.device.name = "Polar <H9> & co\u{01}"
+        let verification = ProfileVerifier.verify(try Self.profile("heart-rate"), against: report)
+        #expect(verification.text.contains("FAIL  advertisement local-name value"))
+        #expect(verification.text.hasSuffix("1 failed, \(verification.count(.skip)) skipped\n"))
+        let json = try #require(
+            try JSONSerialization.jsonObject(with: Data(verification.json.utf8)) as? [String: Any])
+        #expect(json["failed"] as? Int == 1)
+        #expect(json["conforms"] as? Bool == false)
+        let checks = try #require(json["checks"] as? [[String: Any]])
+        #expect(checks.count == verification.checks.count)
+        #expect(Set(checks.flatMap(\.keys)) == ["category", "subject", "check", "status", "expected", "actual"])
+        // JUnit: one test case per check, the failure's message escaped.
+        let junit = verification.junit
+        #expect(junit.components(separatedBy: "<testcase ").count - 1 == verification.checks.count)
+        #expect(junit.contains("&quot;Polar &lt;H9&gt; &amp; co\\u0001&quot;"))
+        #expect(try XMLDocument(xmlString: junit).rootElement()?.name == "testsuites")
+        // A control character (a device may name itself with any byte) cannot be in XML 1.0 at all.
+        #expect(Verification.escaped("a\u{01}b<'") == "a\u{FFFD}b&lt;&apos;")
+    }
+}
