@@ -16,7 +16,7 @@ if let command = try? Blemu.parseAsRoot(), let run = command as? RunCommand {
     // Parsed and validated: it only hands over, or says why it cannot and exits 70.
     do { try run.run() } catch { Blemu.exit(withError: error) }
 }
-// ArgumentParser takes `blemu verify --help`, a command this blemu lacks, for the root's help and exits 0; a script
+// ArgumentParser takes `blemu nonsense --help`, a command this blemu lacks, for the root's help and exits 0; a script
 // probing for a command must get a usage error instead.
 if let word = CommandLine.arguments.dropFirst().first, let refusal = Blemu.unknownCommand(word) {
     Console.error(refusal)

@@ -22,6 +22,39 @@ import Testing
         #expect(outcome.stderr.contains("advertised-service-not-published.yaml:4:19: error: advertised service 180D"))
     }
 
+    /// `verify --report`: a real central's report of the served heart-rate profile (5.87) conforms (0) and writes one
+    /// JUnit test case per check; against the thermostat it does not (1); a missing report is 66, a file that is
+    /// no report 65, and --report with an address a usage error.
+    @Test func verifyOfASavedReportExitsWithItsVerdict() async throws {
+        let report = "Tests/ProbeCentralTests/Fixtures/5.87/heart-rate.json"
+        let directory = NSTemporaryDirectory() + "blemu-verify-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let junit = directory + "/verify.xml"
+        let conforming = try await BlemuProcess.run(
+            "verify", "profiles/heart-rate.yaml", "--report", report, "--junit", junit)
+        #expect(conforming.status == 0, "\(conforming.stdout)\(conforming.stderr)")
+        #expect(
+            conforming.stdout.contains(" 0 failed, ") && conforming.stdout.hasSuffix("; the device conforms\n"),
+            "\(conforming.stdout)")
+        let cases = try String(contentsOfFile: junit, encoding: .utf8).components(separatedBy: "<testcase ").count - 1
+        #expect(cases == conforming.stdout.split(separator: "\n").count - 2)
+
+        let other = try await BlemuProcess.run("verify", "profiles/thermostat.yaml", "--report", report, "--json")
+        #expect(other.status == 1)
+        #expect(other.stdout.contains(#""conforms" : false"#), "\(other.stdout)")
+
+        #expect(
+            try await BlemuProcess.run("verify", "profiles/heart-rate.yaml", "--report", directory + "/none").status
+                == 66)
+        #expect(
+            try await BlemuProcess.run("verify", "profiles/heart-rate.yaml", "--report", "profiles/heart-rate.yaml")
+                .status == 65)
+        let both = try await BlemuProcess.run(
+            "verify", "profiles/heart-rate.yaml", "00:AA:01:00:00:00", "--report", report)
+        #expect(both.status == 64)
+    }
+
     /// `validate` used to pass a profile `run` then refused (a replay file that is not there).
     @Test func validateMakesTheChecksRunMakesAndRunRefusesTheSame() async throws {
         let directory = NSTemporaryDirectory() + "blemu-validate-\(UUID().uuidString)"
@@ -183,7 +216,7 @@ import Testing
     }
 
     @Test func everyCommandsHelpShowsAnExample() async throws {
-        for command in ["validate", "show", "adv", "probe"] {
+        for command in ["validate", "show", "adv", "probe", "verify"] {
             let outcome = try await BlemuProcess.run(command, "--help")
             #expect(outcome.status == 0)
             #expect(outcome.stdout.contains("Example:"), "\(command) --help has no example")
@@ -191,9 +224,9 @@ import Testing
     }
 
     /// A command this blemu lacks is a usage error, with or without `--help`: ArgumentParser used to print the
-    /// root's help for `blemu verify --help` and exit 0, so a script could not tell that the command is missing.
+    /// root's help for `blemu nonsense --help` and exit 0, so a script could not tell that the command is missing.
     @Test func anUnknownCommandIsAUsageErrorEvenWithHelp() async throws {
-        for arguments in [["verify", "--help"], ["verify"], ["nonsense", "x.yaml"]] {
+        for arguments in [["nonsense", "--help"], ["verfiy"], ["nonsense", "x.yaml"]] {
             let outcome = try await BlemuProcess.run(arguments)
             #expect(outcome.status == 64, "\(arguments): \(outcome.stdout)")
             #expect(outcome.stderr.contains("'\(arguments[0])' is not a blemu command"), "\(outcome.stderr)")

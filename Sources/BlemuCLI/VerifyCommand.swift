@@ -1,0 +1,126 @@
+import ArgumentParser
+import Foundation
+import GATTModel
+import ProbeCentral
+import Serving
+
+/// `blemu verify`: the profile as the firmware's acceptance test. A central checks a live device (or a saved probe
+/// report) against a profile, one check per promise.
+struct VerifyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify",
+        abstract: "Check that a device does what a profile says: advertisement, GATT tree, values, notifications.",
+        discussion: """
+            Probes the device as `blemu probe` does (bluetoothd's client API on the central's adapter), or reads a \
+            report `blemu probe --json` saved (--report), and checks every promise of PROFILE that a central can \
+            see. Each check is pass, fail or skip, with what was expected and what was seen:
+              advertisement  the local name (a shortened prefix passes), each advertised service UUID (one that \
+            does not fit Core Bluetooth's legacy budget is skipped: a device may leave it out), manufacturer and \
+            service data, appearance, TX power; what the device advertises that the profile does not
+              gatt           the GAP device name, every service, characteristic (with exactly its properties) and \
+            descriptor; what the device has that the profile does not declare (bluetoothd's own GAP, GATT, \
+            PnP-only Device Information, CCCDs and Extended Properties are not the device's)
+              value          constants byte for byte, typed values by their fields, user descriptions and \
+            presentation formats; a read the profile guards with encryption and the device refused is skipped \
+            (check it with --pair)
+              notification   each characteristic a schedule notifies or indicates, at its interval (the median gap \
+            over --listen, within a quarter), each value decoding by its fields
+            Nothing is written to the device. docs/verify.md walks through a firmware check in CI.
+
+            Example:
+              blemu verify profiles/heart-rate.yaml 00:AA:01:00:00:00 --adapter hci1
+              blemu verify profiles/heart-rate.yaml --name "Polar H10 A1B2" --junit verify.xml
+              blemu probe --json 00:AA:01:00:00:00 > seen.json && blemu verify profiles/heart-rate.yaml --report seen.json
+
+            Exit codes: 0 the device conforms; 1 a check failed; 2 it could not finish (not found within \
+            --timeout: the message lists the devices seen; Connect, Pair or service resolution failed; the link \
+            dropped: the message says after what); 64 usage; 65 PROFILE or the report is invalid; 66 a file is \
+            missing; 69 no bus, no bluetoothd or no usable adapter; 73 the JUnit file cannot be written.
+            """)
+
+    @Argument(help: "The profile (YAML) the device should keep.")
+    var profile: String
+
+    @OptionGroup var central: CentralOptions
+
+    @Option(help: "Check this saved `blemu probe --json` report instead of probing a device.")
+    var report: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Listen this long after subscribing (5s, 500ms; 0 skips the pace checks).",
+            discussion: "Every characteristic a schedule notifies or indicates is checked for its interval: listen "
+                + "at least two intervals."),
+        transform: { text in
+            guard
+                let duration = Double(text).map({ Duration.milliseconds(Int64($0 * 1000)) })
+                    ?? DurationText.parse(text),
+                duration >= .zero
+            else {
+                throw ValidationError("--listen takes a duration such as 5s or 500ms, got \(text)")
+            }
+            return duration
+        })
+    var listen: Duration = .seconds(5)
+
+    @Flag(help: "Print the checks as JSON.")
+    var json = false
+
+    @Option(help: "Also write the checks as JUnit XML to FILE (one test case per check).")
+    var junit: String?
+
+    func validate() throws {
+        guard report != nil || central.address != nil || central.name != nil else {
+            throw ValidationError("give the device's ADDRESS or --name, or a saved report with --report")
+        }
+        if report != nil && (central.address != nil || central.name != nil || central.pair) {
+            throw ValidationError("--report checks a saved report: give no ADDRESS, --name or --pair with it")
+        }
+    }
+
+    func run() async throws {
+        let declared = try ProfileInput.load(profile)
+        let seen = try await probeReport()
+        let verification = ProfileVerifier.verify(declared, against: seen)
+        print(json ? verification.json : verification.text, terminator: "")
+        if let junit { try write(verification.junit, to: junit) }
+        if !verification.conforms { throw ExitCode(1) }
+    }
+
+    /// The report to check: read from --report, or probed (every probe failure ends with 2, or 69 when there is
+    /// no Bluetooth to probe with). A report of a link that dropped is not checked: what is missing would fail.
+    private func probeReport() async throws -> ProbeReport {
+        let seen: ProbeReport
+        if let path = report {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                Console.error("blemu: cannot read \(path)")
+                throw ExitCode.noInput
+            }
+            do { seen = try JSONDecoder().decode(ProbeReport.self, from: data) } catch {
+                Console.error("blemu: \(path) is not a `blemu probe --json` report: \(error)")
+                throw ExitCode.badProfile
+            }
+        } else {
+            do {
+                seen = try await central.probe(listen: listen, label: "blemu.verify")
+            } catch let code as ExitCode where code.rawValue == 1 {
+                throw ExitCode(2)
+            }
+        }
+        if let linkLoss = seen.linkLoss {
+            Console.error(
+                "blemu: the link to \(seen.device.address) dropped \(linkLoss.summary); nothing checked "
+                    + "(what was not read would fail)")
+            throw ExitCode(2)
+        }
+        return seen
+    }
+
+    /// Writes `text` to `path`; `cannotCreate` after saying why.
+    private func write(_ text: String, to path: String) throws {
+        do { try Data(text.utf8).write(to: URL(fileURLWithPath: path)) } catch {
+            Console.error("blemu: cannot write \(path): \(error.localizedDescription)")
+            throw ExitCode.cannotCreate
+        }
+    }
+}
