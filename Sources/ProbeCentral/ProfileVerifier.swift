@@ -56,9 +56,11 @@ public enum ProfileVerifier {
                 check("service-uuids", "advertised", false, expected: "\(uuid)", actual: "not advertised")
             }
         }
-        // bluetoothd adds the services it resolved to a known device's UUIDs (and keeps them for a bonded one), so a
-        // UUID that is also a GATT service cannot be told to be advertised; only the others are the device's own.
-        let inGATT = Set(services.compactMap { BluetoothUUID($0.uuid) })
+        // bluetoothd adds the primary services it resolved to a known device's UUIDs (src/device.c, the primaries it
+        // discovers; kept for a bonded device), so a UUID that is also a GATT service cannot be told to be
+        // advertised; only the others are the device's own. GAP and GATT are among them even where bluetoothd's
+        // client exports no object for them (5.66 hid them: a second probe of the device saw 1800 in UUIDs).
+        let inGATT = Set(services.compactMap { BluetoothUUID($0.uuid) } + [.genericAccess, .genericAttribute])
         let extra = advertised.subtracting(declared.serviceUUIDs).subtracting(inGATT)
         for uuid in extra.sorted(by: { $0.description < $1.description }) {
             check("service-uuids", "undeclared", false, expected: "only the profile's", actual: "\(uuid) advertised")
@@ -176,6 +178,8 @@ public enum ProfileVerifier {
         var intervals: [String: Duration]
         /// How long the central listened after subscribing, in seconds (`blemu verify --listen`).
         var listened: Double
+        /// The ranges the behaviour keeps typed fields in.
+        var ranges: FieldRanges
 
         init(_ profile: PeripheralProfile, listened: Double) {
             scheduled = Set(profile.behaviour.schedules.map(\.characteristicID))
@@ -188,6 +192,7 @@ public enum ProfileVerifier {
                     intervals[schedule.characteristicID] ?? schedule.interval, schedule.interval)
             }
             self.listened = listened
+            ranges = FieldRanges(profile)
         }
     }
 
@@ -217,8 +222,19 @@ public enum ProfileVerifier {
                 characteristic.properties.isDisjoint(with: .anyWrite)
                 && !behaviour.scheduled.contains(characteristic.id)
             if let value = value(of: characteristic, seen: found, isSteady: isSteady) { checks.append(value) }
+            if let bytes = found.read?.value.flatMap({ Hex.bytes($0.hex) }),
+                let range = behaviour.ranges.check([bytes], of: characteristic, as: .value)
+            {
+                checks.append(range)
+            }
             if let interval = behaviour.intervals[characteristic.id] {
                 checks += notifications(of: characteristic, seen: found, every: interval, listened: behaviour.listened)
+            }
+            if behaviour.listened > 0,
+                let range = behaviour.ranges.check(
+                    found.notifications.compactMap { Hex.bytes($0.hex) }, of: characteristic, as: .notification)
+            {
+                checks.append(range)
             }
         }
         for characteristic in unmatched {
