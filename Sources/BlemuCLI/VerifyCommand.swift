@@ -20,11 +20,11 @@ struct VerifyCommand: AsyncParsableCommand {
               gatt           the GAP device name, every service, characteristic (with exactly its properties) and \
             descriptor; what the device has that the profile does not declare (bluetoothd's own GAP, GATT, \
             PnP-only Device Information, CCCDs and Extended Properties are not the device's)
-              value          constants byte for byte, typed values by their fields, user descriptions and \
-            presentation formats; a read the profile guards with encryption and the device refused is skipped \
-            (check it with --pair)
+              value          constants byte for byte, typed values by their fields and within the ranges the \
+            behaviour generates, user descriptions and presentation formats; a read the profile guards with \
+            encryption and the device refused is skipped (check it with --pair)
               notification   each characteristic a schedule notifies or indicates, at its interval (the median gap \
-            over --listen, within a quarter), each value decoding by its fields
+            over --listen, within a quarter), each value decoding by its fields and within its ranges
             Nothing is written to the device. docs/verify.md walks through a firmware check in CI.
 
             Example:
@@ -48,7 +48,7 @@ struct VerifyCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Listen this long after subscribing (5s, 500ms; 0 skips the pace checks).",
+            "Listen this long after subscribing (default 5s; 0 skips the pace checks).",
             discussion: "Every characteristic a schedule notifies or indicates is checked for its interval: listen "
                 + "at least two intervals."),
         transform: { text in
@@ -61,7 +61,7 @@ struct VerifyCommand: AsyncParsableCommand {
             }
             return duration
         })
-    var listen: Duration = .seconds(5)
+    var listen: Duration?
 
     @Flag(help: "Print the checks as JSON.")
     var json = false
@@ -73,8 +73,10 @@ struct VerifyCommand: AsyncParsableCommand {
         guard report != nil || central.address != nil || central.name != nil else {
             throw ValidationError("give the device's ADDRESS or --name, or a saved report with --report")
         }
-        if report != nil && (central.address != nil || central.name != nil || central.pair) {
-            throw ValidationError("--report checks a saved report: give no ADDRESS, --name or --pair with it")
+        if report != nil && (central.address != nil || central.name != nil || central.pair || listen != nil) {
+            throw ValidationError(
+                "--report checks a saved report: give no ADDRESS, --name, --pair or --listen with it (the report "
+                    + "says how long its probe listened)")
         }
     }
 
@@ -102,7 +104,7 @@ struct VerifyCommand: AsyncParsableCommand {
             }
         } else {
             do {
-                seen = try await central.probe(listen: listen, label: "blemu.verify")
+                seen = try await central.probe(listen: listen ?? .seconds(5), label: "blemu.verify")
             } catch let code as ExitCode where code.rawValue == 1 {
                 throw ExitCode(2)
             }

@@ -24,7 +24,7 @@ import Testing
 
     /// `verify --report`: a real central's report of the served heart-rate profile (5.87) conforms (0) and writes one
     /// JUnit test case per check; against the thermostat it does not (1); a missing report is 66, a file that is
-    /// no report 65, and --report with an address a usage error.
+    /// no report 65, and --report with an address or --listen a usage error.
     @Test func verifyOfASavedReportExitsWithItsVerdict() async throws {
         let report = "Tests/ProbeCentralTests/Fixtures/5.87/heart-rate.json"
         let directory = NSTemporaryDirectory() + "blemu-verify-\(UUID().uuidString)"
@@ -53,6 +53,9 @@ import Testing
         let both = try await BlemuProcess.run(
             "verify", "profiles/heart-rate.yaml", "00:AA:01:00:00:00", "--report", report)
         #expect(both.status == 64)
+        let listening = try await BlemuProcess.run(
+            "verify", "profiles/heart-rate.yaml", "--report", report, "--listen", "5s")
+        #expect(listening.status == 64, "\(listening.stderr)")
     }
 
     /// `validate` used to pass a profile `run` then refused (a replay file that is not there).
