@@ -24,8 +24,20 @@ enum CloneScenario {
     /// The profile cloned with `--pair --passkey`, and the passkey its `pairing` section types (profiles/secure.yaml).
     static let paired = (name: "secure", passkey: "246810")
 
+    /// The profile `blemu verify` checks live while it is served, and the one promise its variant changes: the
+    /// body sensor location (a constant) says wrist where the device says chest.
+    static let verified = (
+        name: "heart-rate", original: #"value: { hex: "01" }"#, variant: #"value: { hex: "02" }"#,
+        failure: "value body-sensor-location value"
+    )
+
     private static func boot(system: LabSystem) async throws -> LabRun {
         let results = try LabScenario.freshResultsDirectory()
+        let verifiedPath = LabScenario.package + "/profiles/\(verified.name).yaml"
+        let text = try String(contentsOfFile: verifiedPath, encoding: .utf8)
+        let variant = results + "/\(verified.name)-variant.yaml"
+        try text.replacingOccurrences(of: verified.original, with: verified.variant)
+            .write(toFile: variant, atomically: true, encoding: .utf8)
         let arguments = profiles.map { path in
             if path.hasSuffix("/\(recorded.name).yaml") { return path + "|\(recorded.seconds)s" }
             if path.hasSuffix("/\(paired.name).yaml") { return path + "||\(paired.passkey)" }
@@ -38,7 +50,7 @@ enum CloneScenario {
             in: results, timeout: .seconds(900), on: system,
             running: [
                 "/bin/sh", LabScenario.fixtures + "/lab-clone.sh", LabScenario.blemuExecutable,
-                LabScenario.fixtures + "/lab-clone-drop.yaml",
+                LabScenario.fixtures + "/lab-clone-drop.yaml", verifiedPath, variant,
             ] + arguments)
     }
 }

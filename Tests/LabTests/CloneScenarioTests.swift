@@ -1,4 +1,5 @@
 import Foundation
+import GATTProfile
 import ProbeCentral
 import Testing
 
@@ -158,6 +159,47 @@ struct CloneScenarioTests {
         // The device served meanwhile (on hci0) is among what was seen.
         let served = read(run, "peripheral-address").trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(!served.isEmpty && output.contains(served), "\(output)\n\(tails(run, ["drop.run.log"]))")
+    }
+
+    @Test(arguments: LabScenario.systems) func aServedProfileVerifiesCleanAndItsVariantFailsOnlyWhereItDiffers(
+        system: LabSystem
+    ) async throws {
+        let run = try await CloneScenario.shared.run(on: system)
+        let name = CloneScenario.verified.name
+        let evidence = tails(run, ["\(name).verify.err", "\(name).variant.err", "\(name).original-run.log"])
+        // `blemu verify` of the live device against the profile it serves: every check passes, in JSON and JUnit.
+        #expect(read(run, "\(name).verify-rc").trimmingCharacters(in: .whitespacesAndNewlines) == "0", "\(evidence)")
+        let verified = try JSONSerialization.jsonObject(with: Data(read(run, "\(name).verify.json").utf8))
+        let document = try #require(verified as? [String: Any], "\(read(run, "\(name).verify.json"))")
+        let checks = try #require(document["checks"] as? [[String: Any]])
+        #expect(document["conforms"] as? Bool == true)
+        #expect(checks.count > 10 && checks.allSatisfy { $0["status"] as? String != "fail" }, "\(checks)")
+        let junit = read(run, "\(name).verify.xml")
+        #expect(junit.components(separatedBy: "<testcase ").count - 1 == checks.count)
+        #expect(!junit.contains("<failure"))
+        // The same device against the profile with one promise changed: exit 1, and that promise is the one failure.
+        #expect(read(run, "\(name)-variant.yaml").contains(CloneScenario.verified.variant))
+        #expect(read(run, "\(name).variant-rc").trimmingCharacters(in: .whitespacesAndNewlines) == "1", "\(evidence)")
+        let variant = try JSONSerialization.jsonObject(with: Data(read(run, "\(name).variant.json").utf8))
+        let failures = ((variant as? [String: Any])?["checks"] as? [[String: Any]] ?? []).filter {
+            $0["status"] as? String == "fail"
+        }.map { "\($0["category"] ?? "") \($0["subject"] ?? "") \($0["check"] ?? "")" }
+        #expect(failures == [CloneScenario.verified.failure], "\(read(run, "\(name).variant.json"))")
+        // Every bundled profile against the report its served device gave the clone, and against the probe of its
+        // clone served in turn: no finding on a conforming device, nor on a clone (the ProbeCentral tests hold such
+        // reports for each BlueZ; these are this run's own).
+        for profile in CloneScenario.profiles {
+            let stem = URL(fileURLWithPath: profile).deletingPathExtension().lastPathComponent
+            let declared = try #require(ProfileLoader.load(path: profile).profile, "\(stem)")
+            for report in ["\(stem).original.json", "\(stem).clone.json"] {
+                guard let seen = try? JSONDecoder().decode(ProbeReport.self, from: Data(read(run, report).utf8)) else {
+                    Issue.record("\(report) is missing or unreadable")
+                    continue
+                }
+                let verification = ProfileVerifier.verify(declared, against: seen)
+                #expect(verification.conforms, "\(report):\n\(verification.text)")
+            }
+        }
     }
 
     @Test(arguments: LabScenario.systems) func everyBundledProfileAndItsCloneLookTheSameToACentral(

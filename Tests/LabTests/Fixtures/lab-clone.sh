@@ -1,6 +1,6 @@
 #!/bin/sh
 # The clone scenario (Tests/LabTests/CloneScenario.swift), run inside the VM:
-#   lab-clone.sh BLEMU DROP-PROFILE PROFILE[|RECORD[|PASSKEY]]...
+#   lab-clone.sh BLEMU DROP-PROFILE VERIFY-PROFILE VERIFY-VARIANT PROFILE[|RECORD[|PASSKEY]]...
 # For each profile: `blemu run PROFILE` on the peripheral controller, `blemu clone` from the central's (the profile
 # and the probe report it was made from; with RECORD, `--record RECORD` too, and the clone's probe listens as
 # long; with PASSKEY, `--pair --passkey PASSKEY`), then `blemu run` of the clone and `blemu probe --json` of it.
@@ -9,11 +9,16 @@
 # runs. Then the bad cases, with DROP-PROFILE served (it drops the link during the reads): `blemu clone` of it
 # (drop.clone-rc, drop.clone.out, drop.original.json; drop.clone.yaml must not appear), and of an address nobody
 # has (missing.*).
+# While VERIFY-PROFILE is served, `blemu verify` checks the live device against it (NAME.verify.json,
+# NAME.verify.xml, NAME.verify-rc) and against VERIFY-VARIANT, the same profile with one promise changed
+# (NAME.variant.json, NAME.variant-rc).
 # Progress goes to scenario-steps.
 R="$BLEMU_LAB_RESULTS"
 B=$1
 DROP=$2
-shift 2
+VERIFY=$3
+VARIANT=$4
+shift 4
 F=$(dirname "$0")
 SCENARIO=clone
 . "$F/guest-lib.sh"
@@ -60,6 +65,14 @@ clone_one() { # NAME PROFILE [RECORD [PASSKEY]]
     "$B" clone --adapter "$C" --timeout 20 -o "$R/$1.clone.yaml" --probe-json "$R/$1.original.json" \
         ${record:+--record "$record"} ${passkey:+--pair --passkey "$passkey"} "$ADDR" > "$R/$1.clone.out" 2>&1
     echo $? > "$R/$1.clone-rc"
+    if [ "$2" = "$VERIFY" ]; then
+        "$B" verify "$2" "$ADDR" --adapter "$C" --timeout 20 --listen 6s --json --junit "$R/$1.verify.xml" \
+            > "$R/$1.verify.json" 2> "$R/$1.verify.err"
+        echo $? > "$R/$1.verify-rc"
+        "$B" verify "$VARIANT" "$ADDR" --adapter "$C" --timeout 20 --listen 0 --json > "$R/$1.variant.json" \
+            2> "$R/$1.variant.err"
+        echo $? > "$R/$1.variant-rc"
+    fi
     stop "$R/$1.original-run-rc"
     [ -f "$R/$1.clone.yaml" ] || fail "blemu clone wrote no profile: $(tail -3 "$R/$1.clone.out")"
     # The clone's event log says when it sent each value on its own clock: the pace it keeps, apart from what the
