@@ -50,7 +50,7 @@ struct VerifyCommand: AsyncParsableCommand {
         help: ArgumentHelp(
             "Listen this long after subscribing (default 5s; 0 skips the pace checks).",
             discussion: "Every characteristic a schedule notifies or indicates is checked for its interval: listen "
-                + "at least two intervals."),
+                + "at least three intervals."),
         transform: { text in
             guard
                 let duration = Double(text).map({ Duration.milliseconds(Int64($0 * 1000)) })

@@ -171,8 +171,9 @@ public enum ProfileVerifier {
 
     /// What the profile's behaviour promises a central, as the checks need it.
     struct Promises {
-        /// The characteristics a schedule sends values to.
-        var scheduled: Set<String>
+        /// The characteristics whose value the behaviour changes: what a schedule sends, and what a write rule sets
+        /// or replies with.
+        var changing: Set<String>
         /// The shortest interval at which a schedule notifies or indicates each characteristic (schedules paced by
         /// a recording are left out: their pace is the recording's).
         var intervals: [String: Duration]
@@ -181,8 +182,17 @@ public enum ProfileVerifier {
         /// The ranges the behaviour keeps typed fields in.
         var ranges: FieldRanges
 
+        /// The promises of `profile`'s behaviour, for a central that listened `listened` seconds.
         init(_ profile: PeripheralProfile, listened: Double) {
-            scheduled = Set(profile.behaviour.schedules.map(\.characteristicID))
+            changing = Set(profile.behaviour.schedules.map(\.characteristicID))
+            for rule in profile.behaviour.writeRules {
+                for action in rule.actions {
+                    switch action {
+                    case .set(let id, _, _), .reply(let id, _): changing.insert(id)
+                    case .store, .validate, .echo: break
+                    }
+                }
+            }
             intervals = [:]
             for schedule in profile.behaviour.schedules
             where [.notify, .indicate].contains(schedule.action) && !schedule.isRecordedPace
@@ -220,7 +230,7 @@ public enum ProfileVerifier {
             checks += descriptors(of: characteristic, seen: found)
             let isSteady =
                 characteristic.properties.isDisjoint(with: .anyWrite)
-                && !behaviour.scheduled.contains(characteristic.id)
+                && !behaviour.changing.contains(characteristic.id)
             if let value = value(of: characteristic, seen: found, isSteady: isSteady) { checks.append(value) }
             if let bytes = found.read?.value.flatMap({ Hex.bytes($0.hex) }),
                 let range = behaviour.ranges.check([bytes], of: characteristic, as: .value)
@@ -299,7 +309,8 @@ public enum ProfileVerifier {
     /// The pace check of a characteristic a schedule notifies or indicates every `interval`, over the `listened`
     /// seconds after subscribing: the median gap between arrivals within a quarter of the interval (a link event or
     /// a busy host delays one value, not the pace), and each value decoding by the declared fields. Nothing is
-    /// checked when the central did not listen; a window shorter than two intervals is a skip.
+    /// checked when the central did not listen. A window shorter than three intervals is a skip: a schedule that
+    /// starts on the subscription sends its first value one interval in, so two intervals may hold a single value.
     private static func notifications(
         of characteristic: Characteristic, seen: ProbeCharacteristic, every interval: Duration, listened: Double
     ) -> [Verification.Check] {
@@ -307,19 +318,23 @@ public enum ProfileVerifier {
         let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
         let expected = "one every \(number(seconds)) s"
         if let failure = seen.subscribeError {
+            // A subscription the profile guards (notify-encryption-required and the like) is refused to a central
+            // that did not pair, as it should be.
+            let security = characteristic.effectiveSecurity
+            let isGuarded = security[.notify] != .none || security[.indicate] != .none
             return [
                 .init(
-                    .notification, characteristic.id, "pace", .fail, expected: expected,
-                    actual: "subscribing failed: \(failure.name): \(failure.message)")
+                    .notification, characteristic.id, "pace", isGuarded ? .skip : .fail, expected: expected,
+                    actual: "subscribing failed: \(failure.name): \(failure.message)"
+                        + (isGuarded ? " (the profile guards it: pair with --pair to check the pace)" : ""))
             ]
         }
-        guard listened >= 2 * seconds else {
+        guard listened >= 3 * seconds else {
             return [
                 .init(
                     .notification, characteristic.id, "pace", .skip, expected: expected,
                     actual:
-                        "listened \(number(listened)) s, too short to tell (--listen \(number(2 * seconds + 1)) or more)"
-                )
+                        "listened \(number(listened)) s, too short to tell (--listen \(number(3 * seconds)) or more)")
             ]
         }
         let arrivals = seen.notifications.compactMap(\.at)
@@ -361,8 +376,8 @@ public enum ProfileVerifier {
     }
 
     /// The value check of a readable characteristic: byte for byte when nothing changes it (a constant, or an
-    /// initial value no central can write and no schedule sends: `isSteady`), else by its fields; nil for a value
-    /// that changes with no layout to hold it to.
+    /// initial value no central can write and the behaviour never changes: `isSteady`), else by its fields; nil for
+    /// a value that changes with no layout to hold it to.
     private static func value(
         of characteristic: Characteristic, seen: ProbeCharacteristic, isSteady: Bool
     ) -> Verification.Check? {

@@ -149,6 +149,51 @@ struct ProfileVerifierTests {
         #expect(!ProfileVerifier.verify(profile, against: quiet).checks.contains { $0.category == .notification })
     }
 
+    @Test func aShortWindowOrAGuardedSubscriptionIsASkipAndAnOpenOneRefusedAFailure() throws {
+        var profile = try Self.profile("heart-rate")
+        var report = try Self.report("heart-rate")
+        // Under three intervals of 1 s a schedule that starts on the subscription may show one value only.
+        report.listenSeconds = 2.5
+        let short = ProfileVerifier.verify(profile, against: report).checks.first {
+            $0.subject == "heart-rate-measurement" && $0.check == "pace"
+        }
+        #expect(short?.status == .skip, "\(String(describing: short))")
+        // A subscription refused: the device's defect when the profile leaves it open, a skip when it guards it.
+        report = try Self.report("heart-rate")
+        let (s, c) = try #require(Self.locate("2A37", in: report))
+        report.services[s].characteristics[c].notifications = []
+        report.services[s].characteristics[c].subscribeError = ProbeFailure(
+            name: "org.bluez.Error.NotPermitted", message: "Insufficient Encryption")
+        #expect(
+            Self.failures(ProfileVerifier.verify(profile, against: report)) == [
+                "notification heart-rate-measurement pace"
+            ])
+        let (ps, pc) = try #require(
+            profile.services.indices.lazy.compactMap { s in
+                profile.services[s].characteristics.firstIndex { $0.id == "heart-rate-measurement" }.map { (s, $0) }
+            }.first)
+        profile.services[ps].characteristics[pc].properties.insert(.notifyEncryptionRequired)
+        let guarded = ProfileVerifier.verify(profile, against: report)
+        #expect(guarded.conforms, "\(guarded.text)")
+        #expect(guarded.checks.contains { $0.subject == "heart-rate-measurement" && $0.status == .skip })
+    }
+
+    @Test func anInitialValueAWriteRuleChangesIsNotHeldToItsBytes() throws {
+        var profile = try Self.profile("secure")
+        var report = try Self.report("secure")
+        let (s, c) = try #require(Self.locate("2A87", in: report))
+        report.services[s].characteristics[c].read = .value(
+            ProbeValue(bytes: Array("ada@lovelace.org".utf8), uuid: "2A87"))
+        // Nothing changes the email address: a different one is the device's defect.
+        #expect(Self.failures(ProfileVerifier.verify(profile, against: report)) == ["value email-address value"])
+        // Once a write to the status sets it, the address may be anything.
+        profile.behaviour.writeRules.append(
+            WriteRule(
+                characteristicID: "status",
+                actions: [.set(characteristicID: "email-address", field: nil, ratePerSecond: nil)]))
+        #expect(Self.failures(ProfileVerifier.verify(profile, against: report)).isEmpty)
+    }
+
     @Test func valuesOutsideWhatTheBehaviourProducesAreOneFailure() throws {
         // bpm wanders within 55...110 (a random walk); a notified 150 is not what the profile allows.
         #expect(
