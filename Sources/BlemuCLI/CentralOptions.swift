@@ -41,7 +41,12 @@ struct CentralOptions: ParsableArguments {
     var verbose = false
 
     func validate() throws {
-        guard timeout > 0 else { throw ValidationError("--timeout must be > 0") }
+        // A number of seconds from the command line becomes a Duration of milliseconds: infinity, NaN or 1e300
+        // would trap in that conversion, so they are usage errors here.
+        guard timeout > 0, timeout <= Self.longest else {
+            throw ValidationError(
+                "--timeout takes seconds, more than 0 and at most \(Int(Self.longest)), got \(timeout)")
+        }
         if let passkey {
             guard pair else { throw ValidationError("--passkey needs --pair") }
             guard passkey <= 999_999 else { throw ValidationError("--passkey takes six digits, got \(passkey)") }
@@ -50,6 +55,9 @@ struct CentralOptions: ParsableArguments {
             throw ValidationError("ADDRESS must look like 00:AA:01:00:00:00, got \(address)")
         }
     }
+
+    /// The longest --timeout (and `probe --listen`), in seconds: a day.
+    static let longest: Double = 86_400
 
     /// The request for this device, with the command's own service filter and listening time.
     func request(service: String? = nil, listen: Duration) -> ProbeRequest {

@@ -40,7 +40,9 @@ struct ProbeCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
-        guard listen >= 0 else { throw ValidationError("--listen must be >= 0") }
+        guard listen >= 0, listen <= CentralOptions.longest else {
+            throw ValidationError("--listen takes seconds, from 0 to \(Int(CentralOptions.longest)), got \(listen)")
+        }
         if let service, BluetoothUUID(service) == nil {
             throw ValidationError("--service must be a UUID such as 180D, got \(service)")
         }

@@ -52,12 +52,11 @@ struct VerifyCommand: AsyncParsableCommand {
             discussion: "Every characteristic a schedule notifies or indicates is checked for its interval: listen "
                 + "at least three intervals."),
         transform: { text in
-            guard
-                let duration = Double(text).map({ Duration.milliseconds(Int64($0 * 1000)) })
-                    ?? DurationText.parse(text),
-                duration >= .zero
+            // A bare number is seconds, as `probe --listen` takes it; DurationText refuses what would not fit.
+            guard let duration = DurationText.parse(Double(text) == nil ? text : text + "s"),
+                duration <= .seconds(CentralOptions.longest)
             else {
-                throw ValidationError("--listen takes a duration such as 5s or 500ms, got \(text)")
+                throw ValidationError("--listen takes a duration such as 5s or 500ms, up to a day, got \(text)")
             }
             return duration
         })

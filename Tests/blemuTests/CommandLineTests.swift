@@ -218,6 +218,27 @@ import Testing
         #expect(try await BlemuProcess.run("probe", "--service", "heart", "00:AA:01:00:00:00").status == 64)
     }
 
+    /// Seconds that cannot be a Duration (infinity, NaN, 1e300) are usage errors: `probe --listen inf` used to
+    /// trap converting them, after connecting to the bus.
+    @Test func timesThatCannotBeDurationsAreUsageErrors() async throws {
+        let address = "00:AA:01:00:00:00"
+        for arguments in [
+            ["probe", "--listen", "inf", address], ["probe", "--listen", "nan", address],
+            ["probe", "--timeout", "inf", address], ["probe", "--timeout", "1e300", address],
+            ["clone", "--timeout", "inf", address],
+            ["verify", "profiles/heart-rate.yaml", "--listen", "inf", address],
+            ["verify", "profiles/heart-rate.yaml", "--listen", "1e300s", address],
+            ["verify", "profiles/heart-rate.yaml", "--timeout", "nan", address],
+        ] {
+            let outcome = try await BlemuProcess.run(arguments + ["--bus", "unix:path=/nonexistent"])
+            #expect(outcome.status == 64, "\(arguments): \(outcome.stderr)")
+        }
+        // A bare number is seconds.
+        let seconds = try await BlemuProcess.run(
+            "verify", "profiles/heart-rate.yaml", "--listen", "2.5", address, "--bus", "unix:path=/nonexistent")
+        #expect(seconds.status == 69, "\(seconds.stderr)")
+    }
+
     @Test func everyCommandsHelpShowsAnExample() async throws {
         for command in ["validate", "show", "adv", "probe", "verify"] {
             let outcome = try await BlemuProcess.run(command, "--help")
