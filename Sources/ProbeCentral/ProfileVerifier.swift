@@ -24,8 +24,9 @@ public enum ProfileVerifier {
     ) -> [Verification.Check] {
         let declared = profile.advertisement
         var checks: [Verification.Check] = []
-        /// A check of one advertised field (`subject`): `value` when the profile declares it, `advertised` for one
-        /// of a list, `undeclared` for what the device advertises that the profile does not.
+        /// A check of one advertised field (`subject`: the field, `/` the item of a list such as a UUID or a company):
+        /// `value` when the profile declares it, `advertised` for a UUID, `undeclared` for what the device advertises
+        /// that the profile does not.
         func check(_ field: String, _ name: String, _ passed: Bool, expected: String, actual: String) {
             checks.append(
                 .init(.advertisement, field, name, passed ? .pass : .fail, expected: expected, actual: actual))
@@ -45,15 +46,15 @@ public enum ProfileVerifier {
         let advertised = Set(device.uuids.compactMap(BluetoothUUID.init))
         for uuid in declared.serviceUUIDs {
             if advertised.contains(uuid) {
-                check("service-uuids", "advertised", true, expected: "\(uuid)", actual: "\(uuid)")
+                check("service-uuids/\(uuid)", "advertised", true, expected: "\(uuid)", actual: "\(uuid)")
             } else if plan?.overflowUUIDs.contains(uuid) == true {
                 checks.append(
                     .init(
-                        .advertisement, "service-uuids", "advertised", .skip, expected: "\(uuid)",
+                        .advertisement, "service-uuids/\(uuid)", "advertised", .skip, expected: "\(uuid)",
                         actual: "\(uuid) not advertised; it does not fit the legacy budget under Core Bluetooth's "
                             + "rule (blemu adv shows the placement), so a device may leave it out"))
             } else {
-                check("service-uuids", "advertised", false, expected: "\(uuid)", actual: "not advertised")
+                check("service-uuids/\(uuid)", "advertised", false, expected: "\(uuid)", actual: "not advertised")
             }
         }
         // bluetoothd adds the primary services it resolved to a known device's UUIDs (src/device.c, the primaries it
@@ -63,7 +64,9 @@ public enum ProfileVerifier {
         let inGATT = Set(services.compactMap { BluetoothUUID($0.uuid) } + [.genericAccess, .genericAttribute])
         let extra = advertised.subtracting(declared.serviceUUIDs).subtracting(inGATT)
         for uuid in extra.sorted(by: { $0.description < $1.description }) {
-            check("service-uuids", "undeclared", false, expected: "only the profile's", actual: "\(uuid) advertised")
+            check(
+                "service-uuids/\(uuid)", "undeclared", false, expected: "only the profile's",
+                actual: "\(uuid) advertised")
         }
 
         let manufacturer = device.manufacturerData ?? [:]
@@ -71,14 +74,14 @@ public enum ProfileVerifier {
             let key = Hex.word(data.companyID)
             let seen = manufacturer.first { Hex.bytes($0.key).map(word) == data.companyID }?.value
             check(
-                "manufacturer-data", "value", seen.flatMap(Hex.bytes) == data.data,
+                "manufacturer-data/0x\(key)", "value", seen.flatMap(Hex.bytes) == data.data,
                 expected: "company 0x\(key): \(Hex.string(data.data, separator: ""))",
                 actual: seen.map { "company 0x\(key): \($0)" } ?? "none for company 0x\(key)")
         }
         for (company, hex) in manufacturer.sorted(by: { $0.key < $1.key })
         where !declared.manufacturerData.contains(where: { Hex.bytes(company).map(word) == $0.companyID }) {
             check(
-                "manufacturer-data", "undeclared", false, expected: "only the profile's",
+                "manufacturer-data/0x\(company)", "undeclared", false, expected: "only the profile's",
                 actual: "company 0x\(company): \(hex)")
         }
 
@@ -86,13 +89,14 @@ public enum ProfileVerifier {
         for data in declared.serviceData {
             let seen = serviceData.first { BluetoothUUID($0.key) == data.uuid }?.value
             check(
-                "service-data", "value", seen.flatMap(Hex.bytes) == data.data,
+                "service-data/\(data.uuid)", "value", seen.flatMap(Hex.bytes) == data.data,
                 expected: "\(data.uuid): \(Hex.string(data.data, separator: ""))",
                 actual: seen.map { "\(data.uuid): \($0)" } ?? "none for \(data.uuid)")
         }
         for (uuid, hex) in serviceData.sorted(by: { $0.key < $1.key })
         where !declared.serviceData.contains(where: { BluetoothUUID(uuid) == $0.uuid }) {
-            check("service-data", "undeclared", false, expected: "only the profile's", actual: "\(uuid): \(hex)")
+            check(
+                "service-data/\(uuid)", "undeclared", false, expected: "only the profile's", actual: "\(uuid): \(hex)")
         }
 
         if declared.appearance == 0 && device.appearance == nil {

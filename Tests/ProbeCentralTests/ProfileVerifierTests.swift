@@ -107,8 +107,9 @@ struct ProfileVerifierTests {
     @Test func aMissingAdvertisedServiceAndAnExtraOneAreOneFailureEach() throws {
         #expect(
             try Self.heartRate { $0.device.uuids.removeAll { $0 == "180D" } }
-                == ["advertisement service-uuids advertised"])
-        #expect(try Self.heartRate { $0.device.uuids.append("FEE0") } == ["advertisement service-uuids undeclared"])
+                == ["advertisement service-uuids/180D advertised"])
+        #expect(
+            try Self.heartRate { $0.device.uuids.append("FEE0") } == ["advertisement service-uuids/FEE0 undeclared"])
         // A device bluetoothd connected before lists the services it resolved, GAP too (5.66 exports no object for
         // GAP, so only its UUID says so): not advertised by the device, so not its finding.
         #expect(try Self.heartRate { $0.device.uuids += ["1800", "1801", "180A"] }.isEmpty)
@@ -230,7 +231,7 @@ struct ProfileVerifierTests {
     @Test func wrongManufacturerDataAndAppearance() throws {
         #expect(
             try Self.heartRate { $0.device.manufacturerData = ["006B": "0300"] }
-                == ["advertisement manufacturer-data value"])
+                == ["advertisement manufacturer-data/0x006B value"])
         #expect(try Self.heartRate { $0.device.appearance = 0x0340 } == ["advertisement appearance value"])
     }
 
