@@ -5,10 +5,10 @@
 # and the probe report it was made from; with RECORD, `--record RECORD` too, and the clone's probe listens as
 # long; with PASSKEY, `--pair --passkey PASSKEY`), then `blemu run` of the clone and `blemu probe --json` of it.
 # Files per profile NAME: NAME.clone.yaml, NAME.original.json, NAME.clone.json, NAME.clone-rc, NAME.probe-rc, the
-# clone's event log NAME.clone-events.jsonl and the logs. Each profile is a story in a subshell: a failed step writes NAME.failure and the next profile still
-# runs. Then the bad cases, with DROP-PROFILE served (it drops the link during the reads): `blemu clone` of it
-# (drop.clone-rc, drop.clone.out, drop.original.json; drop.clone.yaml must not appear), and of an address nobody
-# has (missing.*).
+# clone's event log NAME.clone-events.jsonl and the logs. Each profile is a story in a subshell: a failed step
+# writes NAME.failure and the next profile still runs. Then the bad cases, with DROP-PROFILE served (it drops the
+# link during the reads): `blemu clone` of it (drop.clone-rc, drop.clone.out, drop.original.json; drop.clone.yaml
+# must not appear), and of an address nobody has (missing.*).
 # While VERIFY-PROFILE is served, `blemu verify` checks the live device against it (NAME.verify.json,
 # NAME.verify.xml, NAME.verify-rc) and against VERIFY-VARIANT, the same profile with one promise changed
 # (NAME.variant.json, NAME.variant-rc).
