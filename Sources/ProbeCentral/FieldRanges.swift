@@ -69,8 +69,10 @@ struct FieldRanges {
         guard let fields = ranges[characteristic.id], let layout = characteristic.layout else { return nil }
         let ranged = layout.fields.enumerated().filter { fields[$0.element.name] != nil }
         guard !ranged.isEmpty, !values.isEmpty else { return nil }
-        let expected = ranged.map { "\($0.element.name) in \(Self.text(fields[$0.element.name]!))" }
-            .joined(separator: ", ")
+        let expected = ranged.compactMap { entry in
+            fields[entry.element.name].map { "\(entry.element.name) in \(Self.text($0))" }
+        }
+        .joined(separator: ", ")
         var outside: [String] = []
         for bytes in values {
             guard let decoded = layout.decode(bytes) else { continue }  // the `fields` check reports these
