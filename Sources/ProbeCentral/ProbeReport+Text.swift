@@ -42,10 +42,13 @@ extension ProbeReport {
     }
 
     /// The report as pretty-printed JSON with sorted keys; encoding a report cannot fail.
-    public var json: String {
+    public var json: String { Self.prettyJSON(self) }
+
+    /// `value` as the JSON blemu prints (`probe --json`, `verify --json`): pretty, keys sorted, slashes as they are.
+    static func prettyJSON(_ value: some Encodable) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        let data = (try? encoder.encode(self)) ?? Data("{}".utf8)
+        let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self) + "\n"
     }
 

@@ -71,12 +71,16 @@ public enum ProfileClone {
     /// `-string`, e.g. manufacturer-name-string) holding printable UTF-8, else `{ hex: ... }`.
     static func value(_ hex: String, uuid: String) -> String {
         let isString = BluetoothUUID(uuid).flatMap(AssignedNumber.entry(for:))?.key.hasSuffix("-string") == true
-        if isString, let bytes = Hex.bytes(hex), let text = String(validating: bytes, as: UTF8.self),
-            !text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
-        {
-            return "{ text: \(quoted(text)) }"
-        }
+        if isString, let text = Hex.bytes(hex).flatMap(printableText) { return "{ text: \(quoted(text)) }" }
         return "{ hex: \"\(hex)\" }"
+    }
+
+    /// `bytes` as text when they are UTF-8 without control characters, else nil.
+    static func printableText(_ bytes: [UInt8]) -> String? {
+        guard let text = String(validating: bytes, as: UTF8.self),
+            !text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+        else { return nil }
+        return text
     }
 
     /// The characteristic properties a profile declares, from the Flags bluetoothd's client reports: the same

@@ -319,7 +319,7 @@ public enum ProfileVerifier {
         of characteristic: Characteristic, seen: ProbeCharacteristic, every interval: Duration, listened: Double
     ) -> [Verification.Check] {
         guard listened > 0 else { return [] }
-        let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
+        let seconds = BlueZCentral.seconds(interval)
         let expected = "one every \(number(seconds)) s"
         if let failure = seen.subscribeError {
             // A subscription the profile guards (notify-encryption-required and the like) is refused to a central
@@ -431,12 +431,7 @@ public enum ProfileVerifier {
     /// Bytes as a person compares them: printable UTF-8 as quoted text, anything else as hex.
     static func shown(_ bytes: [UInt8]) -> String {
         if bytes.isEmpty { return "empty" }
-        if let text = String(validating: bytes, as: UTF8.self),
-            !text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
-        {
-            return quoted(text)
-        }
-        return Hex.string(bytes, separator: "")
+        return ProfileClone.printableText(bytes).map(quoted) ?? Hex.string(bytes, separator: "")
     }
 
     /// A refused read: expected when the profile asks for a link the probe did not have (a skip: pair to check

@@ -32,13 +32,10 @@ extension Verification {
             var skipped: Int
             var checks: [Check]
         }
-        let document = Document(
-            profile: profile, address: address, adapter: adapter, conforms: conforms, passed: count(.pass),
-            failed: count(.fail), skipped: count(.skip), checks: checks)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        let data = (try? encoder.encode(document)) ?? Data("{}".utf8)
-        return String(decoding: data, as: UTF8.self) + "\n"
+        return ProbeReport.prettyJSON(
+            Document(
+                profile: profile, address: address, adapter: adapter, conforms: conforms, passed: count(.pass),
+                failed: count(.fail), skipped: count(.skip), checks: checks))
     }
 
     /// The verification as JUnit XML: one test case per check (class name: its category), so CI lists each.
