@@ -74,7 +74,7 @@ struct CloneCommand: AsyncParsableCommand {
         // Without --record no listening: a clone holds what a central reads.
         let report = try await central.probe(listen: record ?? .zero, label: "blemu.clone")
         // The report is whole even when the link dropped (it says so): the evidence of what the central got.
-        if let probeJSON { try write(report.json, to: probeJSON) }
+        if let probeJSON { try OutputFile.write(report.json, to: probeJSON) }
         if let linkLoss = report.linkLoss {
             let read = report.characteristics.filter { $0.read?.value != nil }.count
             Console.error(
@@ -101,25 +101,12 @@ struct CloneCommand: AsyncParsableCommand {
         // The recordings first: a profile that appears refers to files that are there.
         let directory = URL(fileURLWithPath: output).deletingLastPathComponent()
         for (name, csv) in clone.recordings.sorted(by: { $0.key < $1.key }) {
-            try write(csv, to: directory.appendingPathComponent(name).path)
+            try OutputFile.write(csv, to: directory.appendingPathComponent(name).path)
         }
-        try write(text, to: output)
+        try OutputFile.write(text, to: output)
         let kept = report.services.filter { ProfileClone.skippedService($0) == nil }.count
         Console.error(
             "blemu: wrote \(output): \(kept) services from \(report.device.address)"
                 + (clone.recordings.isEmpty ? "" : ", \(clone.recordings.count) recordings"))
-    }
-
-    /// Writes `text` next to `path` and renames it into place, so the file appears whole or not at all.
-    private func write(_ text: String, to path: String) throws {
-        let temporary = path + ".tmp-\(ProcessInfo.processInfo.processIdentifier)"
-        do {
-            try Data(text.utf8).write(to: URL(fileURLWithPath: temporary))
-            guard rename(temporary, path) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        } catch {
-            try? FileManager.default.removeItem(atPath: temporary)
-            Console.error("blemu: cannot write \(path): \(error.localizedDescription)")
-            throw ExitCode.cannotCreate
-        }
     }
 }

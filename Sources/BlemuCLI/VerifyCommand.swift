@@ -65,7 +65,7 @@ struct VerifyCommand: AsyncParsableCommand {
     @Flag(help: "Print the checks as JSON.")
     var json = false
 
-    @Option(help: "Also write the checks as JUnit XML to FILE (one test case per check).")
+    @Option(help: "Also write the checks as JUnit XML to FILE (one test case per check), whole or not at all.")
     var junit: String?
 
     func validate() throws {
@@ -84,7 +84,7 @@ struct VerifyCommand: AsyncParsableCommand {
         let seen = try await probeReport()
         let verification = ProfileVerifier.verify(declared, against: seen)
         print(json ? verification.json : verification.text, terminator: "")
-        if let junit { try write(verification.junit, to: junit) }
+        if let junit { try OutputFile.write(verification.junit, to: junit) }
         if !verification.conforms { throw ExitCode(1) }
     }
 
@@ -115,13 +115,5 @@ struct VerifyCommand: AsyncParsableCommand {
             throw ExitCode(2)
         }
         return seen
-    }
-
-    /// Writes `text` to `path`; `cannotCreate` after saying why.
-    private func write(_ text: String, to path: String) throws {
-        do { try Data(text.utf8).write(to: URL(fileURLWithPath: path)) } catch {
-            Console.error("blemu: cannot write \(path): \(error.localizedDescription)")
-            throw ExitCode.cannotCreate
-        }
     }
 }
