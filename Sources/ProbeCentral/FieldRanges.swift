@@ -2,8 +2,8 @@ import GATTModel
 
 /// The ranges a profile's behaviour keeps each typed field in, for `blemu verify`: what its schedules' generators
 /// can produce (a counter's or random walk's `min`/`max`, a sine's offset plus or minus its amplitude, the values a
-/// sequence or constant names). A field a write rule sets (a set point a central moves) has no range here: a write
-/// may take it anywhere its validation allows.
+/// sequence or constant names). A field a write rule sets (a set point a central moves), or a value a write rule
+/// sets or replies with whole, has no range here: a write may take it anywhere its validation allows.
 struct FieldRanges {
     /// The range of each field, by characteristic id and field name.
     private var ranges: [String: [String: ClosedRange<Double>]] = [:]
@@ -11,11 +11,19 @@ struct FieldRanges {
     /// The ranges `profile` declares, widened to each field's initial value (what a read gets before the first
     /// tick). A characteristic a central can write has none: a write may store any value its rules accept.
     init(_ profile: PeripheralProfile) {
+        // What write rules change: a field (`set` with a field), or a whole value (`set` without one, `reply`).
         var written: Set<String> = []
+        var rewritten: Set<String> = []
         for rule in profile.behaviour.writeRules {
-            for case .set(let id, let field, _) in rule.actions { written.insert("\(id)/\(field ?? "")") }
+            for action in rule.actions {
+                switch action {
+                case .set(let id, let field?, _): written.insert("\(id)/\(field)")
+                case .set(let id, nil, _), .reply(let id, _): rewritten.insert(id)
+                case .store, .validate, .echo: break
+                }
+            }
         }
-        for schedule in profile.behaviour.schedules {
+        for schedule in profile.behaviour.schedules where !rewritten.contains(schedule.characteristicID) {
             for generator in schedule.generators {
                 guard let field = generator.field, !written.contains("\(schedule.characteristicID)/\(field)"),
                     let range = Self.range(of: generator.generator)

@@ -213,6 +213,13 @@ struct ProfileVerifierTests {
         let (s, c) = try #require(Self.locate("2A6F", in: report))
         report.services[s].characteristics[c].read = .value(ProbeValue(bytes: [0x70, 0x17], uuid: "2A6F"))  // 60.00 %
         #expect(Self.failures(ProfileVerifier.verify(profile, against: report)) == ["value humidity range"])
+        // A write rule that replaces the humidity whole (a `set` without a field) takes its range away too.
+        var rewritten = profile
+        rewritten.behaviour.writeRules.append(
+            WriteRule(
+                characteristicID: "mode", actions: [.set(characteristicID: "humidity", field: nil, ratePerSecond: nil)])
+        )
+        #expect(!ProfileVerifier.verify(rewritten, against: report).checks.contains { $0.check == "range" })
     }
 
     @Test func anUndeclaredCharacteristicAndService() throws {
