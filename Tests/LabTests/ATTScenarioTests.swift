@@ -55,7 +55,7 @@ struct ATTScenarioTests {
     /// 5.87 sends notifications where a CCCD enables both (9c36e4189); a central cannot enable both on an
     /// application's characteristic on any version: bluetoothd refuses 0x0003 with 0xFD before blemu hears of it,
     /// so what blemu's queue and event log call an indication is one on the air (docs/bluez.md, "Notifications").
-    @Test(arguments: LabScenario.systems) func aCCCDEnablingNotificationsAndIndicationsAtOnceIsRefusedWith0xFD(
+    @Test(arguments: LabScenario.longSystems) func aCCCDEnablingNotificationsAndIndicationsAtOnceIsRefusedWith0xFD(
         system: LabSystem
     ) async throws {
         let run = try await finishedRun(system)
@@ -74,7 +74,7 @@ struct ATTScenarioTests {
     /// The events log's spelling of a value (`Hex`, uppercase, no separator).
     private static func hex(_ bytes: [UInt8]) -> String { Hex.string(bytes, separator: "") }
 
-    @Test(arguments: LabScenario.systems) func everyRefusalAProfileCanCauseReachesTheCentralWithItsExactCode(
+    @Test(arguments: LabScenario.longSystems) func everyRefusalAProfileCanCauseReachesTheCentralWithItsExactCode(
         system: LabSystem
     ) async throws {
         let run = try await finishedRun(system)
@@ -97,7 +97,7 @@ struct ATTScenarioTests {
 
     /// The list both test levels run (Fixtures/lab-att-requests.txt; level 5 is ATTRequestListTests): every answer
     /// the raw client printed, in order, is the list's, with each error's characteristic as its handle.
-    @Test(arguments: LabScenario.systems) func everySessionOfTheRequestListGetsTheAnswersTheListSays(
+    @Test(arguments: LabScenario.longSystems) func everySessionOfTheRequestListGetsTheAnswersTheListSays(
         system: LabSystem
     ) async throws {
         let run = try await finishedRun(system)
@@ -113,7 +113,8 @@ struct ATTScenarioTests {
         }
     }
 
-    @Test(arguments: LabScenario.systems) func btmonShowsEachCodeLeaveThePeripheral(system: LabSystem) async throws {
+    @Test(arguments: LabScenario.longSystems) func btmonShowsEachCodeLeaveThePeripheral(system: LabSystem) async throws
+    {
         let run = try await finishedRun(system)
         let h = try handles(run)
         let sent = Set(BtmonTrace(capture: run.file("btmon.snoop")).errorsSent(by: "hci0"))
@@ -131,7 +132,9 @@ struct ATTScenarioTests {
         #expect(sent.contains(error(0x16, "long", 0x0D)) == Self.countsThePrepareHeader(system), "\(sent)")
     }
 
-    @Test(arguments: LabScenario.systems) func longReadsUseReadBlobAndReturnEveryByte(system: LabSystem) async throws {
+    @Test(arguments: LabScenario.longSystems) func longReadsUseReadBlobAndReturnEveryByte(
+        system: LabSystem
+    ) async throws {
         let run = try await finishedRun(system)
         let h = try handles(run)
         #expect(gatttoolValue(run, "read-long") == ATTScenario.longInitial, "\(read(run, "gt-read-long.err"))")
@@ -149,7 +152,7 @@ struct ATTScenarioTests {
         #expect(bigBlobs == Array(bigBlobs.sorted()) && bigBlobs.last.map { $0 < 512 } == true, "\(bigBlobs)")
     }
 
-    @Test(arguments: LabScenario.systems) func plainAndPreparedWritesAreStoredAndReadBack(
+    @Test(arguments: LabScenario.longSystems) func plainAndPreparedWritesAreStoredAndReadBack(
         system: LabSystem
     ) async throws {
         let run = try await finishedRun(system)
@@ -176,7 +179,7 @@ struct ATTScenarioTests {
     /// a long write's part that ends past byte 508: until 5.69 (commit 8bf3a4a26).
     static func countsThePrepareHeader(_ system: LabSystem) -> Bool { !system.bluez.isAtLeast("5.69") }
 
-    @Test(arguments: LabScenario.systems) func aLongWriteOfOneCharacteristicIsAppliedWholeOrNotAtAll(
+    @Test(arguments: LabScenario.longSystems) func aLongWriteOfOneCharacteristicIsAppliedWholeOrNotAtAll(
         system: LabSystem
     ) async throws {
         let run = try await finishedRun(system)
@@ -198,7 +201,8 @@ struct ATTScenarioTests {
         }
     }
 
-    @Test(arguments: LabScenario.systems) func aReliableWriteOfTwoCharacteristicsKeepsTheFirstWhenTheSecondIsRefused(
+    @Test(arguments: LabScenario.longSystems)
+    func aReliableWriteOfTwoCharacteristicsKeepsTheFirstWhenTheSecondIsRefused(
         system: LabSystem
     ) async throws {
         let run = try await finishedRun(system)
@@ -207,7 +211,7 @@ struct ATTScenarioTests {
         #expect(requestEvents(run, "write", "left").compactMap { $0["value"] as? String } == ["11111111", "33333333"])
     }
 
-    @Test(arguments: LabScenario.systems) func everyRequestThePeripheralReceivedGotExactlyOneAnswer(
+    @Test(arguments: LabScenario.longSystems) func everyRequestThePeripheralReceivedGotExactlyOneAnswer(
         system: LabSystem
     ) async throws {
         let run = try await finishedRun(system)
@@ -236,7 +240,7 @@ struct ATTScenarioTests {
         print("ATT lab: hci0 answered \(answers.values.reduce(0, +)) ATT requests; blemu \(requestEvents.count)")
     }
 
-    @Test(arguments: LabScenario.systems) func writeCommandsStreamThroughAcquireWriteInOrder(
+    @Test(arguments: LabScenario.longSystems) func writeCommandsStreamThroughAcquireWriteInOrder(
         system: LabSystem
     ) async throws {
         let run = try await finishedRun(system)
@@ -252,7 +256,7 @@ struct ATTScenarioTests {
         #expect(streamed.map { $0["code"] as? Int } == [nil, nil, nil, 0x0D])
     }
 
-    @Test(arguments: LabScenario.systems) func justWorksPairingTurnsTheRefusedReadIntoTheValue(
+    @Test(arguments: LabScenario.longSystems) func justWorksPairingTurnsTheRefusedReadIntoTheValue(
         system: LabSystem
     ) async throws {
         let run = try await finishedRun(system)
@@ -285,7 +289,7 @@ struct ATTScenarioTests {
 
     /// Every step of Fixtures/lab-att.sh ran, once each and in the script's order (a step skipped or repeated would
     /// leave later tests asserting on files of another moment); the timings go to the test log.
-    @Test(arguments: LabScenario.systems) func everyStepOfTheScriptRanOnceInOrder(system: LabSystem) async throws {
+    @Test(arguments: LabScenario.longSystems) func everyStepOfTheScriptRanOnceInOrder(system: LabSystem) async throws {
         let run = try await ATTScenario.shared.run(on: system)
         let script = try String(contentsOfFile: LabScenario.fixtures + "/lab-att.sh", encoding: .utf8)
         let planned = script.split(separator: "\n").filter { $0.hasPrefix("step ") }.map { String($0.dropFirst(5)) }

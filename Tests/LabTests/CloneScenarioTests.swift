@@ -75,7 +75,7 @@ struct CloneScenarioTests {
         }
     }
 
-    @Test(arguments: LabScenario.systems) func aRecordedStreamPlaysAgainInOrderFromTheClone(
+    @Test(arguments: LabScenario.longSystems) func aRecordedStreamPlaysAgainInOrderFromTheClone(
         system: LabSystem
     ) async throws {
         let run = try await CloneScenario.shared.run(on: system)
@@ -140,7 +140,7 @@ struct CloneScenarioTests {
         return (run, output)
     }
 
-    @Test(arguments: LabScenario.systems) func aLinkDroppedMidwayWritesNothingAndSaysHowFarItGot(
+    @Test(arguments: LabScenario.longSystems) func aLinkDroppedMidwayWritesNothingAndSaysHowFarItGot(
         system: LabSystem
     ) async throws {
         let (run, output) = try await Self.refusedClone("drop", exitCode: 2, on: system)
@@ -151,7 +151,7 @@ struct CloneScenarioTests {
         #expect(report?.linkLoss?.phase == .reading, "\(read(run, "drop.original.json"))")
     }
 
-    @Test(arguments: LabScenario.systems) func anAddressThatNeverAdvertisesExits1WithWhatWasSeen(
+    @Test(arguments: LabScenario.longSystems) func anAddressThatNeverAdvertisesExits1WithWhatWasSeen(
         system: LabSystem
     ) async throws {
         let (run, output) = try await Self.refusedClone("missing", exitCode: 1, on: system)
@@ -161,7 +161,7 @@ struct CloneScenarioTests {
         #expect(!served.isEmpty && output.contains(served), "\(output)\n\(tails(run, ["drop.run.log"]))")
     }
 
-    @Test(arguments: LabScenario.systems) func aServedProfileVerifiesCleanAndItsVariantFailsOnlyWhereItDiffers(
+    @Test(arguments: LabScenario.longSystems) func aServedProfileVerifiesCleanAndItsVariantFailsOnlyWhereItDiffers(
         system: LabSystem
     ) async throws {
         let run = try await CloneScenario.shared.run(on: system)
@@ -202,7 +202,7 @@ struct CloneScenarioTests {
         }
     }
 
-    @Test(arguments: LabScenario.systems) func everyBundledProfileAndItsCloneLookTheSameToACentral(
+    @Test(arguments: LabScenario.longSystems) func everyBundledProfileAndItsCloneLookTheSameToACentral(
         system: LabSystem
     ) async throws {
         let run = try await CloneScenario.shared.run(on: system)

@@ -49,10 +49,10 @@ actor LabScenario {
         return try await task.value
     }
 
-    /// Every system the lab can boot here, each scenario's tests run once per system: the named ones (docs/lab.md,
+    /// Every system the lab can boot here, the short suites' tests run once per system: the named ones (docs/lab.md,
     /// "Kernels and systems"), else the system's kernel with each installed BlueZ. `BLEMU_LAB_SYSTEMS=debian-12,current`
     /// (comma-separated) narrows the list. A suite boots once per system and its tests read that run's files, so a
-    /// system costs one boot per suite whatever it asserts: smoke tests on some systems would save no time.
+    /// system costs one boot per suite whatever it asserts: what a system skips is whole suites (`longSuiteSystems`).
     static let systems: [LabSystem] = {
         var found = LabSystem.available()
         if found.isEmpty, let kernel = LabKernel.system() {
@@ -63,6 +63,21 @@ actor LabScenario {
         }
         return found.filter { wanted.contains(Substring($0.name)) }
     }()
+
+    /// The systems the long suites run on (ATT, Clone, Profiles: six to ten minutes of TCG a boot, half the lab's
+    /// time on three systems). See `longSuiteSystems(of:chosen:)`.
+    static let longSystems = longSuiteSystems(
+        of: systems, chosen: ProcessInfo.processInfo.environment["BLEMU_LAB_SYSTEMS"] != nil)
+
+    /// The oldest and newest named systems among `systems`: they bound what changes between the BlueZ releases and
+    /// kernels blemu supports (docs/bluez.md), while a system between them runs the short suites, which still boot
+    /// every path of the stack once. Every system when the list was `chosen` (`BLEMU_LAB_SYSTEMS`: asking for a
+    /// system means all of it) or holds no named system at either end.
+    static func longSuiteSystems(of systems: [LabSystem], chosen: Bool) -> [LabSystem] {
+        let ends = [LabSystem.names.first?.name, LabSystem.names.last?.name]
+        let bounding = systems.filter { ends.contains($0.name) }
+        return chosen || bounding.isEmpty ? systems : bounding
+    }
 
     /// The checkout's root, found from this file.
     static let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

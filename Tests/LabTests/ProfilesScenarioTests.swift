@@ -139,7 +139,8 @@ struct ProfilesScenarioTests {
         return (profile, plan)
     }
 
-    @Test(arguments: LabScenario.systems, profileNames) func theScanSeesTheAdvertisedNameAndExactlyTheAdvertisedUUIDs(
+    @Test(arguments: LabScenario.longSystems, profileNames)
+    func theScanSeesTheAdvertisedNameAndExactlyTheAdvertisedUUIDs(
         system: LabSystem, _ name: String
     ) async throws {
         let run = try await finished("profile-" + name, system)
@@ -156,7 +157,7 @@ struct ProfilesScenarioTests {
         #expect(Set(device.uuids) == Set(plan["advertised"] as? [String] ?? []), "\(device.uuids)")
     }
 
-    @Test(arguments: LabScenario.systems, profileNames)
+    @Test(arguments: LabScenario.longSystems, profileNames)
     func theCentralSeesExactlyTheDeclaredTreeAfterBluetoothdsOwnServices(
         system: LabSystem, _ name: String
     ) async throws {
@@ -174,7 +175,7 @@ struct ProfilesScenarioTests {
         for (got, want) in zip(seen, expected) { #expect(got == want) }
     }
 
-    @Test(arguments: LabScenario.systems, profileNames) func theAdvertisingBytesAreThoseBlemuAdvPredicts(
+    @Test(arguments: LabScenario.longSystems, profileNames) func theAdvertisingBytesAreThoseBlemuAdvPredicts(
         system: LabSystem, _ name: String
     ) async throws {
         let run = try await finished("profile-" + name, system)
@@ -194,7 +195,7 @@ struct ProfilesScenarioTests {
             "\(scanResponse) vs \(plan["scanResponse"] ?? "")")
     }
 
-    @Test(arguments: LabScenario.systems, profileNames)
+    @Test(arguments: LabScenario.longSystems, profileNames)
     func everyRequestOfTheProbeIsAnsweredOnceAndBlemuStopsCleanly(
         system: LabSystem, _ name: String
     ) async throws {
@@ -233,7 +234,7 @@ struct ProfilesScenarioTests {
         return (response["hex"] as? String)?.replacingOccurrences(of: " ", with: "").uppercased()
     }
 
-    @Test(arguments: LabScenario.systems, ["hci1", "hci2"]) func eachCentralReceivesEveryValueInOrder(
+    @Test(arguments: LabScenario.longSystems, ["hci1", "hci2"]) func eachCentralReceivesEveryValueInOrder(
         system: LabSystem, _ adapter: String
     ) async throws {
         let run = try await finished("two-centrals", system)
@@ -261,7 +262,7 @@ struct ProfilesScenarioTests {
             uniquingKeysWith: { a, _ in a })
     }
 
-    @Test(arguments: LabScenario.systems) func twoCentralsAreReportedAsBluetoothdCarriesThem(
+    @Test(arguments: LabScenario.longSystems) func twoCentralsAreReportedAsBluetoothdCarriesThem(
         system: LabSystem
     ) async throws {
         let run = try await finished("two-centrals", system)
@@ -325,7 +326,7 @@ struct ProfilesScenarioTests {
         return try #require(response["counters"] as? [String: Any], "\(response)")
     }
 
-    @Test(arguments: LabScenario.systems)
+    @Test(arguments: LabScenario.longSystems)
     func aFloodWhileBluetoothdIsStoppedArrivesWholeAndInOrderThroughQueueFullAndReady(system: LabSystem) async throws {
         let run = try await finished("flood", system)
         #expect(trimmed(run, "flood-central-rc") == "0", "\(tails(run, ["flood.log", "flood-run.log"]))")
@@ -362,7 +363,7 @@ struct ProfilesScenarioTests {
 
     // MARK: Story 5: the transfer
 
-    @Test(arguments: LabScenario.systems) func aLongTransferArrivesWholeInChunksNoLongerThanAnAttributeValue(
+    @Test(arguments: LabScenario.longSystems) func aLongTransferArrivesWholeInChunksNoLongerThanAnAttributeValue(
         system: LabSystem
     ) async throws {
         let run = try await finished("transfer", system)
@@ -390,7 +391,7 @@ struct ProfilesScenarioTests {
         #expect(notified.count == chunks.count + 1)
     }
 
-    @Test(arguments: LabScenario.systems) func timingsAreRecorded(system: LabSystem) async throws {
+    @Test(arguments: LabScenario.longSystems) func timingsAreRecorded(system: LabSystem) async throws {
         let run = try await ProfilesScenario.shared.run(on: system)
         print(
             "profiles lab: qemu start to command \(run.untilCommand.map(LabMachine.seconds) ?? "?"), "
