@@ -86,7 +86,7 @@ public struct WriteRules: Sendable {
                 values[characteristicID] = value
                 actions.append(.update(characteristicID: characteristicID, value: value))
             case .validate(let check, let error):
-                guard passes(value, check, characteristicID: characteristicID) else { return .reject(error) }
+                guard check.admits(value, to: characteristics[characteristicID]) else { return .reject(error) }
             case .set(let targetID, let field, let rate):
                 actions += set(
                     value, from: characteristicID, into: targetID, field: field, rate: rate, at: now,
@@ -153,7 +153,7 @@ public struct WriteRules: Sendable {
             values[targetID] = value
             return [.storing(value, in: targetID, by: pushKind(targetID))]
         }
-        guard let number = Self.number(in: value, of: characteristics[sourceID]) else {
+        guard let number = WriteCheck.number(in: value, of: characteristics[sourceID]) else {
             return [.warning(characteristicID: targetID, message: "`set`: written value is not a number; ignored")]
         }
         // A new set on the same field replaces its ramp, starting from where the old one had got to.
@@ -176,36 +176,11 @@ public struct WriteRules: Sendable {
             + [.storing(composition.value, in: targetID, by: pushKind(targetID))]
     }
 
-    private func passes(_ value: [UInt8], _ check: WriteCheck, characteristicID: String) -> Bool {
-        switch check {
-        case .length(let range): range.contains(value.count)
-        case .allowedValues(let allowed): allowed.contains(value)
-        case .range(let range):
-            Self.number(in: value, of: characteristics[characteristicID]).map(range.contains) ?? false
-        }
-    }
-
     /// How a value set on `id` reaches centrals: notify if it can, else indicate, else stored only.
     private func pushKind(_ id: String) -> Schedule.Action {
         guard let properties = characteristics[id]?.properties else { return .update }
         if properties.contains(.notify) { return .notify }
         if properties.contains(.indicate) { return .indicate }
         return .update
-    }
-
-    /// A written value as a number: its first typed field when the characteristic has a numeric one, else the bytes
-    /// as a little-endian unsigned integer (1 to 8 bytes). Nil when too short, empty or too long.
-    static func number(in value: [UInt8], of characteristic: Characteristic?) -> Double? {
-        if let first = characteristic?.layout?.fields.first, let count = first.type.byteCount {
-            guard value.count >= count else { return nil }
-            if let number = ValueLayout([first]).decode(Array(value.prefix(count)))?.first?.number { return number }
-            return Double(littleEndian(value.prefix(count)))
-        }
-        guard (1...8).contains(value.count) else { return nil }
-        return Double(littleEndian(value[...]))
-    }
-
-    private static func littleEndian(_ bytes: ArraySlice<UInt8>) -> UInt64 {
-        bytes.enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << UInt64($1.offset * 8) }
     }
 }

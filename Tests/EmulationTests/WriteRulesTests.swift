@@ -36,8 +36,8 @@ import Testing
 
     @Test func rangeWithoutALayoutReadsALittleEndianUnsigned() {
         let control = Characteristic(id: "c", uuid: BluetoothUUID(0x1), properties: [.write])
-        #expect(WriteRules.number(in: [0x10, 0x0E], of: control) == 3600)
-        #expect(WriteRules.number(in: [], of: control) == nil)
+        #expect(WriteCheck.number(in: [0x10, 0x0E], of: control) == 3600)
+        #expect(WriteCheck.number(in: [], of: control) == nil)
     }
 
     @Test func setWithARateRampsTheTemperatureToTheSetPointOverTicks() throws {
