@@ -133,30 +133,25 @@ public enum ProfileVerifier {
                     .gatt, "gap", "device-name", gapName == profile.name ? .pass : .fail,
                     expected: quoted(profile.name), actual: quoted(gapName)))
         }
-        // The device's services: bluetoothd's own are not its promises. Each declared service takes the unmatched
-        // one of its UUID that holds most of its characteristics (bluetoothd's PnP-only 180A may sit beside a
-        // declared Device Information).
-        var unmatched = report.services.filter { ProfileClone.skippedService($0) == nil }
         let behaviour = Promises(profile, listened: report.listenSeconds)
-        for service in profile.services {
-            let candidates = unmatched.indices.filter { BluetoothUUID(unmatched[$0].uuid) == service.uuid }
-            let best = candidates.max { overlap(service, unmatched[$0]) < overlap(service, unmatched[$1]) }
-            guard let best else {
+        let match = ProfileMatch(profile, report)
+        for matched in match.services {
+            let service = matched.service
+            guard let seen = matched.seen else {
                 checks.append(
                     .init(
                         .gatt, service.id, "present", .fail, expected: "service \(service.uuid)",
                         actual: "missing"))
                 continue
             }
-            let seen = unmatched.remove(at: best)
             checks.append(
                 .init(
                     .gatt, service.id, "present", seen.isPrimary == service.isPrimary ? .pass : .fail,
                     expected: "\(kind(service.isPrimary)) service \(service.uuid)",
                     actual: "\(kind(seen.isPrimary)) service \(seen.uuid)"))
-            checks += characteristics(of: service, seen: seen, behaviour: behaviour)
+            checks += characteristics(of: matched, behaviour: behaviour)
         }
-        for service in unmatched {
+        for service in match.undeclared {
             checks.append(
                 .init(
                     .gatt, service.uuid, "undeclared", .fail, expected: "no such service",
@@ -166,12 +161,6 @@ public enum ProfileVerifier {
     }
 
     private static func kind(_ isPrimary: Bool) -> String { isPrimary ? "primary" : "secondary" }
-
-    /// How many of `service`'s characteristic UUIDs `seen` has.
-    private static func overlap(_ service: Service, _ seen: ProbeService) -> Int {
-        let uuids = Set(seen.characteristics.compactMap { BluetoothUUID($0.uuid) })
-        return service.characteristics.filter { uuids.contains($0.uuid) }.count
-    }
 
     /// What the profile's behaviour promises a central, as the checks need it.
     struct Promises {
@@ -210,21 +199,19 @@ public enum ProfileVerifier {
         }
     }
 
-    /// The checks of `service`'s characteristics against what the central saw of them.
+    /// The checks of a service's characteristics against what the central saw of them.
     private static func characteristics(
-        of service: Service, seen: ProbeService, behaviour: Promises
+        of matched: ProfileMatch.ServiceMatch, behaviour: Promises
     ) -> [Verification.Check] {
         var checks: [Verification.Check] = []
-        var unmatched = seen.characteristics
-        for characteristic in service.characteristics {
-            guard let index = unmatched.firstIndex(where: { BluetoothUUID($0.uuid) == characteristic.uuid }) else {
+        for (characteristic, seen) in matched.characteristics {
+            guard let found = seen else {
                 checks.append(
                     .init(
                         .gatt, characteristic.id, "present", .fail,
                         expected: "characteristic \(characteristic.uuid)", actual: "missing"))
                 continue
             }
-            let found = unmatched.remove(at: index)
             let expected = onAirProperties(characteristic.properties)
             let actual = ProfileClone.properties(found.flags)
             checks.append(
@@ -251,11 +238,11 @@ public enum ProfileVerifier {
                 checks.append(range)
             }
         }
-        for characteristic in unmatched {
+        for characteristic in matched.undeclared {
             checks.append(
                 .init(
                     .gatt, characteristic.uuid, "undeclared", .fail,
-                    expected: "no such characteristic in \(service.id)",
+                    expected: "no such characteristic in \(matched.service.id)",
                     actual: "characteristic \(characteristic.uuid)"))
         }
         return checks
