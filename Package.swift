@@ -157,7 +157,8 @@ let package = Package(
             name: "LabTests", dependencies: ["Lab", "ProbeCentral", "GATTModel", "GATTProfile", "ScenarioList"],
             exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(
-            name: "ProbeCentralTests", dependencies: ["ProbeCentral", "GATTProfile", "GATTModel", "DBus"],
+            name: "ProbeCentralTests",
+            dependencies: ["ProbeCentral", "GATTProfile", "GATTModel", "BlueZModel", "DBus", "Emulation"],
             exclude: ["Fixtures"], swiftSettings: strict
         ),
         .testTarget(

@@ -59,6 +59,9 @@ struct CentralOptions: ParsableArguments {
     /// The longest --timeout (and `probe --listen`), in seconds: a day.
     static let longest: Double = 86_400
 
+    /// The link the probe's pairing gives: Just Works is encrypted, a typed passkey authenticated; none unpaired.
+    var linkSecurity: SecurityLevel { pair ? (passkey == nil ? .encrypted : .authenticated) : .none }
+
     /// The request for this device, with the command's own service filter and listening time.
     func request(service: String? = nil, listen: Duration) -> ProbeRequest {
         ProbeRequest(
@@ -70,13 +73,17 @@ struct CentralOptions: ParsableArguments {
     }
 
     /// Probes the device: the report, or the error's message on stderr and its exit code.
-    func probe(service: String? = nil, listen: Duration, label: String) async throws -> ProbeReport {
+    /// `plan` names the writes to make after listening (`verify --writes`).
+    func probe(
+        service: String? = nil, listen: Duration, label: String,
+        writing plan: (@Sendable (ProbeReport) -> [ProbeWrite])? = nil
+    ) async throws -> ProbeReport {
         var logger = Logger(label: label, factory: { StreamLogHandler.standardError(label: $0) })
         logger.logLevel = verbose ? .trace : .warning
         do {
             let central = try BlueZCentral(bus: bus, logger: logger)
             defer { central.close() }
-            return try await central.probe(request(service: service, listen: listen))
+            return try await central.probe(request(service: service, listen: listen), writing: plan)
         } catch {
             Console.error("blemu: \(error.description)")
             throw ExitCode(error.exitCode)

@@ -9,7 +9,8 @@ import Serving
 struct VerifyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
-        abstract: "Check that a device does what a profile says: advertisement, GATT tree, values, notifications.",
+        abstract:
+            "Check that a device does what a profile says: advertisement, GATT tree, values, notifications, writes.",
         discussion: """
             Probes the device as `blemu probe` does (bluetoothd's client API on the central's adapter), or reads a \
             report `blemu probe --json` saved (--report), and checks every promise of PROFILE that a central can \
@@ -25,11 +26,16 @@ struct VerifyCommand: AsyncParsableCommand {
             encryption and the device refused is skipped (check it with --pair)
               notification   each characteristic a schedule notifies or indicates, at its interval (the median gap \
             over --listen, within a quarter), each value decoding by its fields and within its ranges
-            Nothing is written to the device. docs/verify.md walks through a firmware check in CI.
+              write          only with --writes, after listening: each writable characteristic accepts a value the \
+            profile allows (read back where it reads), refuses a value each write-rule check refuses with that \
+            check's error, and gets the value read before written back (restored); a write the profile guards \
+            with encryption needs --pair
+            Without --writes nothing is written to the device. docs/verify.md walks through a firmware check in CI.
 
             Example:
               blemu verify profiles/heart-rate.yaml 00:AA:01:00:00:00 --adapter hci1
               blemu verify profiles/heart-rate.yaml --name "Polar H10 A1B2" --junit verify.xml
+              blemu verify profiles/thermostat.yaml 00:AA:01:00:00:01 --pair --writes
               blemu probe --json 00:AA:01:00:00:00 > seen.json && blemu verify profiles/heart-rate.yaml --report seen.json
 
             Exit codes: 0 the device conforms; 1 a check failed; 2 it could not finish (not found within \
@@ -62,6 +68,14 @@ struct VerifyCommand: AsyncParsableCommand {
         })
     var listen: Duration?
 
+    @Flag(
+        help: ArgumentHelp(
+            "Also check writes (this changes the device): valid values accepted, invalid ones refused with the "
+                + "profile's errors, and what was there before written back.",
+            discussion: "Every write made and its outcome is in the report; a value that could not be written back "
+                + "fails its `restored` check, and one the device does not let a central read is skipped."))
+    var writes = false
+
     @Flag(help: "Print the checks as JSON.")
     var json = false
 
@@ -72,16 +86,18 @@ struct VerifyCommand: AsyncParsableCommand {
         guard report != nil || central.address != nil || central.name != nil else {
             throw ValidationError("give the device's ADDRESS or --name, or a saved report with --report")
         }
-        if report != nil && (central.address != nil || central.name != nil || central.pair || listen != nil) {
+        if report != nil
+            && (central.address != nil || central.name != nil || central.pair || listen != nil || writes)
+        {
             throw ValidationError(
-                "--report checks a saved report: give no ADDRESS, --name, --pair or --listen with it (the report "
-                    + "says how long its probe listened)")
+                "--report checks a saved report: give no ADDRESS, --name, --pair, --listen or --writes with it (the "
+                    + "report says how long its probe listened)")
         }
     }
 
     func run() async throws {
         let declared = try ProfileInput.load(profile)
-        let seen = try await probeReport()
+        let seen = try await probeReport(declared)
         let verification = ProfileVerifier.verify(declared, against: seen)
         print(json ? verification.json : verification.text, terminator: "")
         if let junit { try OutputFile.write(verification.junit, to: junit) }
@@ -89,8 +105,9 @@ struct VerifyCommand: AsyncParsableCommand {
     }
 
     /// The report to check: read from --report, or probed (every probe failure ends with 2, or 69 when there is
-    /// no Bluetooth to probe with). A report of a link that dropped is not checked: what is missing would fail.
-    private func probeReport() async throws -> ProbeReport {
+    /// no Bluetooth to probe with), with `declared`'s writes after listening when --writes asks. A report of a link
+    /// that dropped is not checked (what is missing would fail), but what it left written is named.
+    private func probeReport(_ declared: PeripheralProfile) async throws -> ProbeReport {
         let seen: ProbeReport
         if let path = report {
             guard let data = FileManager.default.contents(atPath: path) else {
@@ -103,7 +120,9 @@ struct VerifyCommand: AsyncParsableCommand {
             }
         } else {
             do {
-                seen = try await central.probe(listen: listen ?? .seconds(5), label: "blemu.verify")
+                seen = try await central.probe(
+                    listen: listen ?? .seconds(5), label: "blemu.verify",
+                    writing: writes ? ProfileVerifier.writes(for: declared, security: central.linkSecurity) : nil)
             } catch let code as ExitCode where code.rawValue == 1 {
                 throw ExitCode(2)
             }
@@ -112,6 +131,10 @@ struct VerifyCommand: AsyncParsableCommand {
             Console.error(
                 "blemu: the link to \(seen.device.address) dropped \(linkLoss.summary); nothing checked "
                     + "(what was not read would fail)")
+            let changed = ProfileVerifier.leftWritten(seen.writes ?? [])
+            if !changed.isEmpty {
+                Console.error("blemu: not written back, so left changed: \(changed.joined(separator: ", "))")
+            }
             throw ExitCode(2)
         }
         return seen

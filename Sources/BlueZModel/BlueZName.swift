@@ -75,6 +75,7 @@ package enum BlueZName {
         package static let startDiscovery = "StartDiscovery"
         package static let stopDiscovery = "StopDiscovery"
         package static let readValue = "ReadValue"
+        package static let writeValue = "WriteValue"
         package static let startNotify = "StartNotify"
         package static let stopNotify = "StopNotify"
     }
@@ -143,6 +144,15 @@ package enum BlueZName {
         package static let offset = "offset"
         package static let link = "link"
         package static let prepareAuthorize = "prepare-authorize"
+    }
+
+    /// A client's `WriteValue` option that chooses the ATT procedure, and its values (5.66:src/gatt-client.c
+    /// `characteristic_write_value`: "request" is a Write Request, or a long write past the MTU; "command" a Write
+    /// Command; with no type bluetoothd picks by the characteristic's properties, a reliable write first).
+    package enum WriteType {
+        package static let option = "type"
+        package static let request = "request"
+        package static let command = "command"
     }
 
     /// Values of LEAdvertisement1 properties (5.66:src/advertising.c `parse_type`, `parse_includes`).

@@ -27,10 +27,15 @@ public struct BlueZCentral: Sendable {
     public func close() { connection.close() }
 
     /// Runs the whole probe and returns its report. Throws `ProbeError` for every failure (see its cases for the
-    /// exit codes); read and subscribe errors are not failures: they are recorded in the report.
-    public func probe(_ request: ProbeRequest) async throws(ProbeError) -> ProbeReport {
+    /// exit codes); read, subscribe and write errors are not failures: they are recorded in the report.
+    ///
+    /// `plan`, when given, is asked after listening for the writes to make, from the report so far (`blemu verify
+    /// --writes`: `ProfileVerifier.writes`); they are made in order before disconnecting, and recorded in `writes`.
+    public func probe(
+        _ request: ProbeRequest, writing plan: (@Sendable (ProbeReport) -> [ProbeWrite])? = nil
+    ) async throws(ProbeError) -> ProbeReport {
         do {
-            return try await run(request)
+            return try await run(request, writing: plan)
         } catch let error as ProbeError {
             throw error
         } catch let error as DBusError {
@@ -40,7 +45,9 @@ public struct BlueZCentral: Sendable {
         }
     }
 
-    private func run(_ request: ProbeRequest) async throws -> ProbeReport {
+    private func run(
+        _ request: ProbeRequest, writing plan: (@Sendable (ProbeReport) -> [ProbeWrite])?
+    ) async throws -> ProbeReport {
         let clock = ContinuousClock()
         let start = clock.now
         func seconds() -> Double { Self.seconds(start.duration(to: clock.now)) }
@@ -122,14 +129,20 @@ public struct BlueZCentral: Sendable {
                 linkLoss = ProbeLinkLoss(phase: .listening, readsDone: reads.done, readsSkipped: 0)
             }
         }
-        _ = try? await call(devicePath, BlueZName.Interface.device, BlueZName.Member.disconnect)
-
         let device = Self.device(devicePath, scanned: scanned, now: mirror.objects[devicePath] ?? [:])
-        return ProbeReport(
+        var report = ProbeReport(
             adapter: adapterName, device: device, services: services, listenSeconds: Self.seconds(request.listen),
-            timings: ProbeTimings(
-                found: timeFound, connected: timeConnected, resolved: timeResolved, total: seconds()),
+            timings: ProbeTimings(found: timeFound, connected: timeConnected, resolved: timeResolved, total: 0),
             linkLoss: linkLoss)
+        if let plan, linkLoss == nil {
+            report.writes = await write(plan(report), linkDropped: linkDropped)
+            if linkDropped() {
+                report.linkLoss = ProbeLinkLoss(phase: .writing, readsDone: reads.done, readsSkipped: 0)
+            }
+        }
+        _ = try? await call(devicePath, BlueZName.Interface.device, BlueZName.Member.disconnect)
+        report.timings.total = seconds()
+        return report
     }
 
     // MARK: Steps
@@ -345,6 +358,34 @@ public struct BlueZCentral: Sendable {
             }
         }
         return services
+    }
+
+    /// Makes the planned writes in order, each `WriteValue` with its type, and the read after each accepted one
+    /// that asks for it; what the plan marks not made, and everything once the link is gone, is not sent.
+    private func write(_ plan: [ProbeWrite], linkDropped: () -> Bool) async -> [ProbeWrite] {
+        var writes = plan
+        for index in writes.indices where writes[index].outcome == nil {
+            guard !linkDropped() else {
+                writes[index].outcome = .notMade("the link dropped first")
+                continue
+            }
+            let path = ObjectPath(stringLiteral: writes[index].path)
+            let type = writes[index].withResponse ? BlueZName.WriteType.request : BlueZName.WriteType.command
+            do {
+                try await call(
+                    path, BlueZName.Interface.gattCharacteristic, BlueZName.Member.writeValue,
+                    [.bytes(writes[index].bytes), .vardict([BlueZName.WriteType.option: .string(type)])])
+                writes[index].outcome = .accepted
+            } catch let error as DBusError {
+                writes[index].outcome = .refused(ProbeFailure(name: error.name, message: error.message))
+            } catch {
+                writes[index].outcome = .refused(ProbeFailure(name: "blemu.UnexpectedReply", message: "\(error)"))
+            }
+            if writes[index].outcome == .accepted, writes[index].readsBack != nil, !linkDropped() {
+                writes[index].readBack = await read(path, BlueZName.Interface.gattCharacteristic, uuid: "")
+            }
+        }
+        return writes
     }
 
     /// Calls a method on bluetoothd with its default timeout.

@@ -17,11 +17,14 @@ public struct ProbeReport: Codable, Sendable, Equatable {
     /// Where the link dropped before the probe was done with it; nil when it held. A report with a lost link is
     /// incomplete: what came after the drop is missing.
     public var linkLoss: ProbeLinkLoss?
+    /// The writes made after listening and what became of each (`blemu verify --writes`); nil when none were asked
+    /// for, as `blemu probe` never writes.
+    public var writes: [ProbeWrite]?
 
     /// A report from its parts.
     public init(
         adapter: String, device: ProbeDevice, services: [ProbeService], listenSeconds: Double, timings: ProbeTimings,
-        linkLoss: ProbeLinkLoss? = nil
+        linkLoss: ProbeLinkLoss? = nil, writes: [ProbeWrite]? = nil
     ) {
         self.adapter = adapter
         self.device = device
@@ -29,6 +32,7 @@ public struct ProbeReport: Codable, Sendable, Equatable {
         self.listenSeconds = listenSeconds
         self.timings = timings
         self.linkLoss = linkLoss
+        self.writes = writes
     }
 
     /// Every characteristic of every service, in order.
@@ -44,6 +48,8 @@ public struct ProbeLinkLoss: Codable, Sendable, Equatable {
         case reading
         /// Listening for notifications: the recording ends early.
         case listening
+        /// Writing (`blemu verify --writes`): the writes after the drop, restores included, were not made.
+        case writing
     }
 
     /// What the probe was doing.
@@ -65,6 +71,7 @@ public struct ProbeLinkLoss: Codable, Sendable, Equatable {
         switch phase {
         case .reading: "while reading, after \(readsDone) reads (\(readsSkipped) not tried)"
         case .listening: "while listening for notifications, after all \(readsDone) reads"
+        case .writing: "while writing, after all \(readsDone) reads and the listening"
         }
     }
 }

@@ -24,7 +24,7 @@ import Testing
 
     /// `verify --report`: a real central's report of the served heart-rate profile (5.87) conforms (0) and writes one
     /// JUnit test case per check; against the thermostat it does not (1); a missing report is 66, a file that is
-    /// no report 65, and --report with an address or --listen a usage error.
+    /// no report 65, and --report with an address, --listen or --writes a usage error.
     @Test func verifyOfASavedReportExitsWithItsVerdict() async throws {
         let report = "Tests/ProbeCentralTests/Fixtures/5.87/heart-rate.json"
         let directory = NSTemporaryDirectory() + "blemu-verify-\(UUID().uuidString)"
@@ -56,6 +56,9 @@ import Testing
         let listening = try await BlemuProcess.run(
             "verify", "profiles/heart-rate.yaml", "--report", report, "--listen", "5s")
         #expect(listening.status == 64, "\(listening.stderr)")
+        // A saved report cannot be written to: --writes needs the device.
+        let writing = try await BlemuProcess.run("verify", "profiles/heart-rate.yaml", "--report", report, "--writes")
+        #expect(writing.status == 64 && writing.stderr.contains("--writes"), "\(writing.stderr)")
     }
 
     /// `validate` used to pass a profile `run` then refused (a replay file that is not there).

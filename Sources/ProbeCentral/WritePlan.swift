@@ -1,0 +1,227 @@
+import GATTModel
+
+/// The writes `blemu verify --writes` makes, planned from the profile and what the probe saw before them.
+///
+/// For each characteristic the profile lets a central write and the device has, in the profile's order:
+/// - `accepts`: a value the profile allows (its initial value, else one its write rule lets through), read back
+///   where the characteristic reads and nothing else changes it;
+/// - `refuses`: for each `validate` of its write rule, a value that passes the checks before it and fails it; the
+///   rule stops at the first failure, so the device must answer with that check's error;
+/// - `restores`: the value read before the writes, written back.
+///
+/// Values are judged by `WriteCheck.admits`, as the engine judges them. A write the profile guards is made only on
+/// a link paired as its security asks (`--pair` is Just Works: encrypted; with `--passkey`: authenticated):
+/// bluetoothd's client answers Insufficient Encryption or Authentication by raising the link's security and trying
+/// again (src/shared/att.c `change_security`, 5.66 to 5.87), so a try on a weaker link would pair the devices, or
+/// fail for the pairing's sake, instead of testing the write.
+enum WritePlan {
+    /// The writes for `profile` against the device `report` saw, over a link of `security` (`.none` unpaired).
+    static func writes(
+        for profile: PeripheralProfile, seen report: ProbeReport, security: SecurityLevel
+    ) -> [ProbeWrite] {
+        let changing = ProfileVerifier.Promises(profile, listened: 0).changing
+        let match = ProfileMatch(profile, report)
+        var writes: [ProbeWrite] = []
+        for case (let declared, let seen?) in match.services.flatMap(\.characteristics)
+        where !declared.properties.isDisjoint(with: [.write, .writeWithoutResponse]) {
+            let rule = profile.behaviour.writeRules.first { $0.characteristicID == declared.id }
+            let target = Target(
+                declared: declared, seen: seen, actions: rule?.actions ?? [],
+                isChanging: changing.contains(declared.id))
+            writes += target.writes(skipping: skipReason(declared, profile: profile, security: security))
+        }
+        return writes
+    }
+
+    /// Why no write to `characteristic` is made, nil when they all are.
+    private static func skipReason(
+        _ characteristic: Characteristic, profile: PeripheralProfile, security: SecurityLevel
+    ) -> String? {
+        let needed = characteristic.effectiveSecurity[.write]
+        if needed > security {
+            let how =
+                switch needed {
+                case .none, .encrypted: "--pair"
+                case .authenticated: "--pair --passkey N"
+                case .secure: "a pairing with LE Secure Connections and a passkey, which --pair cannot promise"
+                }
+            return "writing needs a link that is \(needed.name), this one is "
+                + (security == .none ? "not paired" : security.name) + " (\(how) pairs so): on a weaker link "
+                + "bluetoothd would try to pair by itself"
+        }
+        for fault in profile.behaviour.faults {
+            if case .request(.write, let id, let nth) = fault.trigger, id == nil || id == characteristic.id {
+                return "a fault answers the device's write number \(nth) itself, so the answers would not be "
+                    + "its write rule's"
+            }
+        }
+        return nil
+    }
+
+    /// One writable characteristic and what the profile says of its writes.
+    private struct Target {
+        var declared: Characteristic
+        var seen: ProbeCharacteristic
+        /// Its write rule's actions, in order (none: every write is stored).
+        var actions: [WriteAction]
+        /// Whether a schedule or another rule changes it, so a read after a write cannot be foretold.
+        var isChanging: Bool
+
+        /// The rule's checks, in order, with their errors.
+        var checks: [(check: WriteCheck, error: ATTError)] {
+            actions.compactMap { if case .validate(let check, let error) = $0 { (check, error) } else { nil } }
+        }
+        /// The value read before the writes, when there was one.
+        var original: [UInt8]? { seen.read?.value.flatMap { Hex.bytes($0.hex) } }
+        var withResponse: Bool { declared.properties.contains(.write) }
+        var readsBack: Bool { declared.properties.contains(.read) && seen.canRead && !isChanging }
+
+        /// Its writes: accepts, one refuses per check, then restores; all planned not made when `skipped`.
+        func writes(skipping skipped: String?) -> [ProbeWrite] {
+            func write(
+                _ purpose: ProbeWrite.Purpose, _ bytes: [UInt8]?, readsBack: [UInt8]?, why: String?
+            )
+                -> ProbeWrite
+            {
+                ProbeWrite(
+                    characteristic: declared.id, path: seen.path, purpose: purpose, bytes: bytes ?? [],
+                    withResponse: withResponse, readsBack: readsBack, skipped: skipped ?? (bytes == nil ? why : nil))
+            }
+            let valid = validValue
+            var writes = [
+                write(
+                    .accepts, valid, readsBack: valid.flatMap(heldAfterWriting),
+                    why: "no value the profile declares passes its write rule")
+            ]
+            var names: [String] = []
+            for (index, (check, error)) in checks.enumerated() {
+                var name = Self.name(of: check)
+                if names.contains(name) { name += "-\(index + 1)" }
+                names.append(name)
+                let purpose = ProbeWrite.Purpose.refuses(check: name, error: error.rawValue)
+                guard withResponse else {
+                    writes.append(
+                        write(purpose, [], readsBack: nil, why: nil).notMade(
+                            skipped ?? "a Write Command gets no answer: only a Write Request can be refused"))
+                    continue
+                }
+                writes.append(
+                    write(
+                        purpose, invalidValue(failing: index, near: valid ?? original ?? []), readsBack: nil,
+                        why: "no value of at most \(declared.maximumLength) bytes fails this check alone"))
+            }
+            let restore: ProbeWrite
+            if let original {
+                restore = write(.restores, original, readsBack: readsBack ? original : nil, why: nil)
+            } else {
+                let why =
+                    seen.canRead
+                    ? "its value before the writes could not be read, so it is not written back"
+                    : "not readable: its value before the writes is unknown, so it is not written back"
+                restore = write(.restores, [], readsBack: nil, why: nil).notMade(skipped ?? why)
+            }
+            return writes + [restore]
+        }
+
+        /// A value the profile allows, within the characteristic's length: the declared initial value, else the
+        /// first that passes every check of the values each check names (an allowed value, a range's middle, the
+        /// shortest length) and the one read before.
+        var validValue: [UInt8]? {
+            var candidates = [declared.value.bytes]
+            for (check, _) in checks {
+                switch check {
+                case .allowedValues(let allowed): candidates += allowed
+                case .length(let range): candidates.append(Self.resized(declared.value.bytes, to: range.lowerBound))
+                case .range(let range):
+                    candidates += [number((range.lowerBound + range.upperBound) / 2, into: declared.value.bytes)]
+                        .compactMap { $0 }
+                }
+            }
+            if let original { candidates.append(original) }
+            return candidates.first { admitted($0, by: checks.count) }
+        }
+
+        /// Whether `value` fits and passes the first `count` checks.
+        func admitted(_ value: [UInt8], by count: Int) -> Bool {
+            value.count <= declared.maximumLength
+                && checks.prefix(count).allSatisfy { $0.check.admits(value, to: declared) }
+        }
+
+        /// A value that passes every check before `index` and fails the one at `index`, built from `base`.
+        func invalidValue(failing index: Int, near base: [UInt8]) -> [UInt8]? {
+            let check = checks[index].check
+            var candidates: [[UInt8]] = []
+            switch check {
+            case .allowedValues(let allowed):
+                let start = allowed.contains(base) || allowed.isEmpty ? base : allowed[0]
+                if let last = start.indices.last {
+                    candidates = (1...255).map { step in
+                        var value = start
+                        value[last] = start[last] &+ UInt8(step)
+                        return value
+                    }
+                } else {
+                    candidates = [[0x00]]
+                }
+            case .length(let range):
+                candidates = [range.upperBound + 1, range.lowerBound - 1].filter { $0 >= 0 }
+                    .map { Self.resized(base, to: $0) }
+            case .range(let range):
+                candidates = [range.lowerBound - 1, range.upperBound + 1].compactMap { number($0, into: base) }
+            }
+            return candidates.first { admitted($0, by: index) && !check.admits($0, to: declared) }
+        }
+
+        /// `base` with its number (the first typed field, or the whole value as a little-endian unsigned integer)
+        /// set to `value`; nil when the number's type cannot hold it.
+        func number(_ value: Double, into base: [UInt8]) -> [UInt8]? {
+            if let first = declared.layout?.fields.first, let count = first.type.byteCount {
+                guard let bytes = try? ValueLayout.encode(.real(value.rounded()), as: first) else { return nil }
+                return bytes + base.dropFirst(count)
+            }
+            let count = max(1, min(base.count, 8))
+            guard value >= 0, value < Double(UInt64(1) << UInt64(min(count * 8, 63))) else { return nil }
+            let whole = UInt64(value.rounded())
+            return (0..<count).map { UInt8(truncatingIfNeeded: whole >> UInt64($0 * 8)) }
+        }
+
+        /// What a read returns after `written` is accepted, nil when it is not read back or cannot be foretold: the
+        /// rule's last `store`, `echo` or `reply` to itself decides; with no rule every write is stored.
+        func heldAfterWriting(_ written: [UInt8]) -> [UInt8]? {
+            guard readsBack else { return nil }
+            var held: [UInt8]? = actions.isEmpty ? written : original
+            for action in actions {
+                switch action {
+                case .store, .echo: held = written
+                case .reply(let id, let value) where id == declared.id: held = value
+                case .set(let id, _, _) where id == declared.id: return nil
+                case .validate, .reply, .set: break
+                }
+            }
+            return held
+        }
+
+        /// The name a check goes by in a `refuses` purpose.
+        static func name(of check: WriteCheck) -> String {
+            switch check {
+            case .allowedValues: "allowed"
+            case .length: "length"
+            case .range: "range"
+            }
+        }
+
+        /// `bytes` cut or padded with zeros to `count` bytes.
+        static func resized(_ bytes: [UInt8], to count: Int) -> [UInt8] {
+            Array((bytes + [UInt8](repeating: 0, count: max(0, count - bytes.count))).prefix(count))
+        }
+    }
+}
+
+extension ProbeWrite {
+    /// This write, planned as not made for `reason`.
+    fileprivate func notMade(_ reason: String) -> ProbeWrite {
+        var write = self
+        write.outcome = .notMade(reason)
+        return write
+    }
+}
