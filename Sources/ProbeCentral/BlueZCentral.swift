@@ -88,6 +88,10 @@ public struct BlueZCentral: Sendable {
         let timeFound = seconds()
         // The scan's view (RSSI above all) before connecting changes it.
         let scanned = mirror.objects[devicePath]?[BlueZName.Interface.device] ?? [:]
+        let isPaired = {
+            Self.bool(mirror.objects[devicePath]?[BlueZName.Interface.device]?[BlueZName.Property.paired]) == true
+        }
+        let pairedBefore = isPaired()
         logger.debug("found", metadata: ["device": "\(devicePath)"])
 
         if let pairing = request.pairing {
@@ -111,6 +115,7 @@ public struct BlueZCentral: Sendable {
         try await refresh(mirror)
 
         var (services, reads) = try await readTree(of: devicePath, mirror: mirror)
+        let pairing = ProbePairing(requested: request.pairing != nil, before: pairedBefore, afterReads: isPaired())
         let isDown: @Sendable (ManagedObjects) -> Bool = { objects in
             Self.bool(objects[devicePath]?[BlueZName.Interface.device]?[BlueZName.Property.connected]) == false
         }
@@ -134,6 +139,7 @@ public struct BlueZCentral: Sendable {
             adapter: adapterName, device: device, services: services, listenSeconds: Self.seconds(request.listen),
             timings: ProbeTimings(found: timeFound, connected: timeConnected, resolved: timeResolved, total: 0),
             linkLoss: linkLoss)
+        report.pairing = pairing
         if let plan, linkLoss == nil {
             report.writes = await write(plan(report), linkDropped: linkDropped)
             if linkDropped() {

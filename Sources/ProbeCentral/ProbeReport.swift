@@ -20,6 +20,8 @@ public struct ProbeReport: Codable, Sendable, Equatable {
     /// The writes made after listening and what became of each (`blemu verify --writes`); nil when none were asked
     /// for, as `blemu probe` never writes.
     public var writes: [ProbeWrite]?
+    /// Whether the link was paired, asked for or not; nil in reports of earlier blemu versions.
+    public var pairing: ProbePairing?
 
     /// A report from its parts.
     public init(
@@ -37,6 +39,25 @@ public struct ProbeReport: Codable, Sendable, Equatable {
 
     /// Every characteristic of every service, in order.
     public var characteristics: [ProbeCharacteristic] { services.flatMap(\.characteristics) }
+}
+
+/// What the probe knew of the link's pairing: a read the device guards is refused on a link that was never
+/// paired, and bluetoothd's client pairs by itself when a read is refused for want of encryption (src/shared/att.c
+/// `change_security`), so whether a guarded value was open can only be told from a link that stayed unpaired.
+public struct ProbePairing: Codable, Sendable, Equatable {
+    /// The probe paired before reading (`--pair`).
+    public var requested: Bool
+    /// bluetoothd's `Device1.Paired` when the device was found, before connecting: a bond from before the probe.
+    public var before: Bool
+    /// `Device1.Paired` after the reads: true when the link was paired by then, asked for or not.
+    public var afterReads: Bool
+
+    /// A pairing record from its parts.
+    public init(requested: Bool, before: Bool, afterReads: Bool) {
+        self.requested = requested
+        self.before = before
+        self.afterReads = afterReads
+    }
 }
 
 /// The link dropping under the probe (bluetoothd reported `Connected` false before the probe disconnected), and how

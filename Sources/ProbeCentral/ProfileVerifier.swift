@@ -13,6 +13,7 @@ public enum ProfileVerifier {
     public static func verify(_ profile: PeripheralProfile, against report: ProbeReport) -> Verification {
         var checks = advertisement(profile, report.device, services: report.services)
         checks += gatt(profile, report)
+        checks += security(profile, report)
         if let made = report.writes { checks += writes(profile, made) }
         return Verification(
             profile: profile.name, address: report.device.address, adapter: report.adapter, checks: checks)
