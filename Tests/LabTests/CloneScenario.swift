@@ -24,11 +24,45 @@ enum CloneScenario {
     /// The profile cloned with `--pair --passkey`, and the passkey its `pairing` section types (profiles/secure.yaml).
     static let paired = (name: "secure", passkey: "246810")
 
-    /// The profile `blemu verify` checks live while it is served, and the one promise its variant changes: the
-    /// body sensor location (a constant) says wrist where the device says chest.
+    /// The profile `blemu verify --writes` checks live while it is served, and the promises its variant changes,
+    /// each from what the profile says to what the variant says: the variant is the firmware that differs, each
+    /// change one defect, and each must be found as exactly its one failure, in the order checked.
     static let verified = (
-        name: "heart-rate", original: #"value: { hex: "01" }"#, variant: #"value: { hex: "02" }"#,
-        failure: "value body-sensor-location value"
+        name: "heart-rate",
+        changes: [
+            // A name that differs.
+            (original: "local-name: Polar H10 A1B2", variant: "local-name: Polar H10 A1B3"),
+            // Manufacturer data that differs.
+            (original: #"data: { hex: "02 00" }"#, variant: #"data: { hex: "02 01" }"#),
+            // A property too many (the control point also declared write-without-response).
+            (
+                original: "        properties: [write]\n        max-length: 1",
+                variant: "        properties: [write, write-without-response]\n        max-length: 1"
+            ),
+            // A wrong constant: the body sensor location says wrist where the device says chest.
+            (original: #"value: { hex: "01" }"#, variant: #"value: { hex: "02" }"#),
+            // A characteristic missing from the device.
+            (
+                original: "      - id: battery-level\n",
+                variant:
+                    "      - { id: battery-level-state, uuid: 2A1B, properties: [read] }\n      - id: battery-level\n"
+            ),
+            // An encrypted read left open: the battery level is guarded in the profile, not on the device.
+            (
+                original: "        uuid: battery-level\n        properties: [read, notify]\n",
+                variant:
+                    "        uuid: battery-level\n        properties: [read, notify]\n"
+                    + "        permissions: [read-encryption-required]\n"
+            ),
+            // A write rule answering another error.
+            (original: "error: 0x80 }", variant: "error: 0x81 }"),
+        ],
+        failures: [
+            "advertisement local-name value", "advertisement manufacturer-data/0x006B value",
+            "value body-sensor-location value", "gatt heart-rate-control-point properties",
+            "gatt battery-level-state present", "security battery-level read",
+            "write heart-rate-control-point refuses-allowed",
+        ]
     )
 
     private static func boot(system: LabSystem) async throws -> LabRun {
@@ -36,8 +70,9 @@ enum CloneScenario {
         let verifiedPath = LabScenario.package + "/profiles/\(verified.name).yaml"
         let text = try String(contentsOfFile: verifiedPath, encoding: .utf8)
         let variant = results + "/\(verified.name)-variant.yaml"
-        try text.replacingOccurrences(of: verified.original, with: verified.variant)
-            .write(toFile: variant, atomically: true, encoding: .utf8)
+        try verified.changes.reduce(text) { text, change in
+            text.replacingOccurrences(of: change.original, with: change.variant)
+        }.write(toFile: variant, atomically: true, encoding: .utf8)
         let arguments = profiles.map { path in
             if path.hasSuffix("/\(recorded.name).yaml") { return path + "|\(recorded.seconds)s" }
             if path.hasSuffix("/\(paired.name).yaml") { return path + "||\(paired.passkey)" }
