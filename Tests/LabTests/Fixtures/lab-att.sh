@@ -148,10 +148,18 @@ step pairing
 gt read-secret --char-read -a "$(H secret)"
 # The retry races the pairing: it can reach the peripheral while bluetoothd still waits for blemu's agent to allow
 # Just Works (seen with 5.82), and is refused 0x0F again, or never leave gatttool, which then reports 0x0E "unlikely
-# error" with no second Read Request on air (5.82, seen once in btmon); once paired, the same read succeeds.
-if ! grep -q "Characteristic value" "$R/gt-read-secret.out"; then
-    gt read-secret-again --char-read -a "$(H secret)"
-fi
+# error" with no second Read Request on air (5.82, seen once in btmon); once paired, the same read succeeds. A read
+# again on the bonded link can meet the reconnect below's failure (5.87 failed twice in a row once), so up to three
+# tries more, counted in secret-retries for the tests.
+last=read-secret
+secret_retries=0
+for again in again again-2 again-3; do
+    grep -q "Characteristic value" "$R/gt-$last.out" && break
+    secret_retries=$((secret_retries + 1))
+    last=read-secret-$again
+    gt "$last" --char-read -a "$(H secret)"
+done
+echo "$secret_retries" > "$R/secret-retries"
 # Bonded now; a new unencrypted link is still refused, an encrypted one (the stored key) reads.
 raw secret-after-pairing "read:$(H secret)"
 # On a bonded reconnect bluetoothd raises the link's security itself (`device_attach_att`, "Elevating security level
