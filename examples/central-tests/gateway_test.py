@@ -7,7 +7,8 @@ and checks each strap's stream. With bleak, as a Linux gateway would:
 The argument is how many straps the gateway expects. Nothing here knows about the lab: it scans for the Heart Rate
 service, connects to each strap it found, one after the other (a controller creates one connection at a time), then
 listens to all of them together. Every strap must send at least MEASUREMENTS plausible measurements, under its own
-name. It prints one line per strap and exits 0 when every check passed, 1 otherwise.
+name. A connection that fails while it is set up is tried again (`connect`). It prints one line per strap and exits
+0 when every check passed, 1 otherwise.
 """
 
 import asyncio
@@ -15,12 +16,14 @@ import sys
 import time
 
 from bleak import BleakClient, BleakScanner
+from bleak.exc import BleakError
 
 HEART_RATE = "0000180d-0000-1000-8000-00805f9b34fb"
 HEART_RATE_MEASUREMENT = "00002a37-0000-1000-8000-00805f9b34fb"
 MEASUREMENTS = 3
 SCAN_SECONDS = 60
 LISTEN_SECONDS = 30
+CONNECT_ATTEMPTS = 3
 
 
 async def find(count):
@@ -42,6 +45,22 @@ async def find(count):
     return found
 
 
+async def connect(device):
+    """A connected client for `device`, trying up to CONNECT_ATTEMPTS times. A link can drop while it is being set
+    up (on a radio, a missed connection event; in the lab, a busy emulated controller), and bleak then reports
+    "device disconnected" during service discovery: a gateway tries again, as it would with a strap at the edge of
+    its range. Each failed attempt is printed."""
+    for attempt in range(1, CONNECT_ATTEMPTS + 1):
+        client = BleakClient(device)
+        try:
+            await client.connect()
+            return client
+        except BleakError as error:
+            print(f"connect to {device.address}, attempt {attempt} of {CONNECT_ATTEMPTS}: {error}")
+            if attempt == CONNECT_ATTEMPTS:
+                raise
+
+
 async def main(count):
     found = await find(count)
     if len(found) < count:
@@ -60,9 +79,7 @@ async def main(count):
 
     try:
         for address, (device, _) in found.items():
-            client = BleakClient(device)
-            await client.connect()
-            clients[address] = client
+            clients[address] = await connect(device)
         print(f"connected to {len(clients)} straps at once")
         started = time.monotonic()
         for address, client in clients.items():
