@@ -50,8 +50,12 @@ struct CtlCommand: ParsableCommand {
     @Option(help: "For `notify`: send only to this subscribed central (its id from `centrals`).")
     var central: String?
 
+    @Flag(help: "For `events`: print each event as it happens, one JSON line, until interrupted.")
+    var follow = false
+
     func run() throws {
         let request = try makeRequest()
+        if follow { return try stream(request) }
         let response: String
         do { response = try ControlClient(path: socket).send(request) } catch {
             Console.error("blemu: \(error)")
@@ -62,6 +66,25 @@ struct CtlCommand: ParsableCommand {
         if !ControlClient.isOK(response) { throw ExitCode.badProfile }
     }
 
+    /// `events --follow`: the response line, then every event line as it comes, each written at once so a pipe
+    /// (`| jq`, a test reading the output) sees it when it happens.
+    private func stream(_ request: [String: JSONValue]) throws {
+        // The first line is the response; only a refusal there ends the stream early.
+        var isOK: Bool?
+        do {
+            try ControlClient(path: socket).stream(request) { line in
+                // Unbuffered, so a pipe sees each line when it happens.
+                FileHandle.standardOutput.write(Data((line + "\n").utf8))
+                if isOK == nil { isOK = ControlClient.isOK(line) }
+                return isOK == true
+            }
+        } catch {
+            Console.error("blemu: \(error)")
+            throw ExitCode.unavailable
+        }
+        if isOK != true { throw ExitCode.badProfile }
+    }
+
     private func makeRequest() throws -> [String: JSONValue] {
         let names = ControlCommand.allCases.map(\.rawValue).joined(separator: ", ")
         guard let name = words.first else { throw ValidationError("Give a command: \(names).") }
@@ -69,6 +92,7 @@ struct CtlCommand: ParsableCommand {
             throw ValidationError("Unknown command `\(name)` (commands: \(names)).")
         }
         let arguments = Array(words.dropFirst())
+        if follow && command != .events { throw ValidationError("--follow is for `events` only.") }
         func argument(_ index: Int, _ name: String) throws -> String {
             guard arguments.indices.contains(index) else {
                 throw ValidationError("`\(command.rawValue)` needs \(name).")
@@ -93,8 +117,10 @@ struct CtlCommand: ParsableCommand {
                 values[String(field[..<equals])] = Self.value(String(field[field.index(after: equals)...]))
             }
             return ["command": "set", "id": .string(id), "fields": .object(values)]
-        case .centrals, .counters, .pairing:
+        case .centrals, .counters, .pairing, .reset:
             return ["command": .string(name)]
+        case .events:
+            return follow ? ["command": .string(name), "follow": .bool(true)] : ["command": .string(name)]
         case .advertising:
             return ["command": .string(name), "action": .string(try argument(0, "start or stop"))]
         case .schedules:

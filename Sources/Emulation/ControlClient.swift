@@ -26,6 +26,43 @@ public struct ControlClient: Sendable {
 
     /// Sends one raw line and returns the response line. Throws `Unreachable`.
     public func send(line: String) throws(Unreachable) -> String {
+        let fd = try connect(sending: line)
+        defer { closeDescriptor(fd) }
+        var response: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while !response.contains(UInt8(ascii: "\n")) {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { throw Unreachable(description: "\(path): closed before answering") }
+            response += buffer[..<count]
+        }
+        return String(decoding: response.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
+    }
+
+    /// Sends a request and hands every line that comes back to `line`, the response first, until the server closes
+    /// the connection or `line` returns false: for `events` with `follow`, whose answer is a stream. Throws
+    /// `Unreachable` when the socket cannot be reached or closes before the first line.
+    public func stream(_ request: [String: JSONValue], line: (String) -> Bool) throws(Unreachable) {
+        let fd = try connect(sending: JSONValue.object(request).text)
+        defer { closeDescriptor(fd) }
+        var framer = LineFramer(maximumLength: ControlServer.maximumLineLength)
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        var received = 0
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            for framed in framer.append(buffer[..<count]) {
+                guard case .line(let text) = framed else { continue }
+                received += 1
+                guard line(text) else { return }
+            }
+        }
+        if received == 0 { throw Unreachable(description: "\(path): closed before answering") }
+    }
+
+    /// A connection to the socket with `line` sent on it. Throws `Unreachable`.
+    private func connect(sending line: String) throws(Unreachable) -> Int32 {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let pathBytes = Array(path.utf8)
@@ -37,13 +74,16 @@ public struct ControlClient: Sendable {
         }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Unreachable(description: "socket: \(String(cString: strerror(errno)))") }
-        defer { closeDescriptor(fd) }
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
             }
         }
-        guard connected == 0 else { throw Unreachable(description: "\(path): \(String(cString: strerror(errno)))") }
+        guard connected == 0 else {
+            let reason = String(cString: strerror(errno))
+            closeDescriptor(fd)
+            throw Unreachable(description: "\(path): \(reason)")
+        }
         let bytes = Array((line + "\n").utf8)
         var written = 0
         while written < bytes.count {
@@ -51,18 +91,13 @@ public struct ControlClient: Sendable {
                 Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
             }
             if result < 0 && errno == EINTR { continue }
-            guard result > 0 else { throw Unreachable(description: "\(path): connection closed") }
+            guard result > 0 else {
+                closeDescriptor(fd)
+                throw Unreachable(description: "\(path): connection closed")
+            }
             written += result
         }
-        var response: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while !response.contains(UInt8(ascii: "\n")) {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { throw Unreachable(description: "\(path): closed before answering") }
-            response += buffer[..<count]
-        }
-        return String(decoding: response.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
+        return fd
     }
 
     /// Whether a response line says `"ok":true`.

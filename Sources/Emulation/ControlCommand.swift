@@ -20,6 +20,10 @@ public enum ControlCommand: String, CaseIterable, Sendable {
     case pairing
     /// Requests and answers, notifications, queue and log counters.
     case counters
+    /// Puts the device back as the profile starts it: values, schedules, faults (not links or subscriptions).
+    case reset
+    /// The latest events, or every event from now on, as the event log's lines.
+    case events
 
     /// How `blemu ctl` spells the command's arguments after `blemu ctl SOCKET` (at most 76 characters: help is
     /// wrapped at 80).
@@ -34,6 +38,8 @@ public enum ControlCommand: String, CaseIterable, Sendable {
         case .schedules: "schedules [pause|resume] [ID]"
         case .pairing: "pairing"
         case .counters: "counters"
+        case .reset: "reset"
+        case .events: "events [--follow]"
         }
     }
 
@@ -49,6 +55,8 @@ public enum ControlCommand: String, CaseIterable, Sendable {
         case .schedules: "list the schedules; hold or release one (or all)"
         case .pairing: "the latest pairing steps: a displayed passkey to type"
         case .counters: "requests and answers, notifications, queue and event-log counters"
+        case .reset: "values, schedules and faults as at start (links and subscriptions stay)"
+        case .events: "the latest events; with --follow, each event from now on as it happens"
         }
     }
 }

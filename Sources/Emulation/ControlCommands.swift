@@ -15,12 +15,25 @@ import Peripheral
 /// | `{"command":"schedules"}`, or `"action":"pause"` / `"resume"` with an optional `"id"` | `schedules`: `[{id, intervalMs, paused, running}]` |
 /// | `{"command":"pairing"}` | `pairings`: `[{central, method, passkey?, accepted}]`, the latest 16, oldest first |
 /// | `{"command":"counters"}` | `counters` |
+/// | `{"command":"reset"}` | `changed`: the ids whose value went back to the profile's |
+/// | `{"command":"events"}` | `events`: the latest 256 event-log records as objects, oldest first |
+/// | `{"command":"events","follow":true}` | `following`: then one event-log line per event from now on (`ControlServer`) |
 ///
 /// `set` with `fields` changes only the named fields of the current value. A running schedule of that characteristic
 /// writes its generated fields again at its next tick; `schedules` `pause` holds it so a set value stays. Anything wrong gets
 /// `{"ok":false,"error":"..."}`.
 struct ControlCommands: Sendable {
     let emulator: Emulator
+
+    /// The feed to stream when `line` asks to follow the events (`{"command":"events","follow":true}`), else nil:
+    /// such a request turns its connection into a stream (`ControlServer`), so it is told apart before answering.
+    /// Nil too when the emulator records no events; `respond` then says so.
+    func feedToFollow(_ line: String) -> EventFeed? {
+        guard let request = (try? JSONValue(parsing: line))?.object,
+            request["command"]?.string == ControlCommand.events.rawValue, request["follow"]?.bool == true
+        else { return nil }
+        return emulator.log?.feed
+    }
 
     /// The response line (without newline) for a request line.
     func respond(to line: String) async -> String {
@@ -135,6 +148,17 @@ struct ControlCommands: Sendable {
                 "notificationsToNobody": counters.withoutSubscribers,
             ]
             return ["counters": .object(numbers.mapValues { .integer(Int64($0)) })]
+        case .reset:
+            return ["changed": .array(await emulator.reset().map(JSONValue.string))]
+        case .events:
+            guard let feed = emulator.log?.feed else {
+                throw .failed("no events are recorded: `blemu run` records them with --control or --events")
+            }
+            if request["follow"] != nil && request["follow"]?.bool == nil {
+                throw .badValue("`follow` must be true or false")
+            }
+            let events = feed.recent.compactMap { try? JSONValue(parsing: EventLineEncoder.encode($0)) }
+            return ["events": .array(events)]
         }
     }
 

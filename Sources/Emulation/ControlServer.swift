@@ -12,6 +12,8 @@ import Darwin
 /// The control socket of `blemu run --control PATH`: a Unix stream socket speaking JSON lines, one request object
 /// per line and one response object per line (`ControlCommands` lists them). A bad line gets
 /// `{"ok":false,"error":"..."}` and the connection stays open; nothing a client sends can stop the emulator.
+/// `{"command":"events","follow":true}` turns its connection into a stream: `{"following":true,"ok":true}`, then
+/// every event as the event log writes it, until the client closes the connection (`stream`).
 ///
 /// Blocking POSIX calls run on their own threads (one accepting, one per connection), never on Swift's cooperative
 /// pool, whose few threads (two on a two-core machine) the emulator needs; each line's answer is computed on the
@@ -214,7 +216,12 @@ public final class ControlServer: Sendable {
             for line in framer.append(buffer[..<count]) {
                 let response: String
                 switch line {
-                case .line(let text): response = answer(text)
+                case .line(let text):
+                    if let feed = commands.feedToFollow(text) {
+                        stream(feed, to: connection)
+                        break reading
+                    }
+                    response = answer(text)
                 case .tooLong:
                     response =
                         #"{"error":"request line longer than \#(Self.maximumLineLength) bytes, ignored","ok":false}"#
@@ -224,6 +231,47 @@ public final class ControlServer: Sendable {
         }
         sockets.withLock { _ = $0.connections.remove(connection) }
         closeDescriptor(connection)
+    }
+
+    /// Streams every event recorded from now on to `connection`, one event-log line each, until the client closes
+    /// it (or `stop()` shuts it down). The connection's thread sleeps in `poll` on the socket and the follower's pipe:
+    /// an event wakes it, and what the client sends is read and ignored, so its end of file ends the stream. A client
+    /// that reads too slowly loses events past the follower's backlog, told by a `lines-dropped` line.
+    private func stream(_ feed: EventFeed, to connection: Int32) {
+        let follower: EventFollower
+        do { follower = try feed.follow() } catch {
+            _ = reply(#"{"error":"cannot follow the events: \#(error)","ok":false}"# + "\n", to: connection)
+            return
+        }
+        defer { feed.unfollow(follower) }
+        guard reply(#"{"following":true,"ok":true}"# + "\n", to: connection) else { return }
+        var watched = [
+            pollfd(fd: connection, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: follower.wakeDescriptor, events: Int16(POLLIN), revents: 0),
+        ]
+        var scratch = [UInt8](repeating: 0, count: 4096)
+        while true {
+            watched[0].revents = 0
+            watched[1].revents = 0
+            let ready = poll(&watched, nfds_t(watched.count), -1)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            if watched[0].revents != 0 {
+                let count = scratch.withUnsafeMutableBytes { read(connection, $0.baseAddress, $0.count) }
+                if count == 0 || (count < 0 && errno != EINTR && errno != EAGAIN) { return }
+            }
+            if watched[1].revents != 0 {
+                let (records, dropped) = follower.take()
+                var text = ""
+                if dropped > 0 {
+                    text += EventLineEncoder.encode(EventRecord(time: .now, event: .linesDropped(dropped))) + "\n"
+                }
+                for record in records { text += EventLineEncoder.encode(record) + "\n" }
+                guard text.isEmpty || reply(text, to: connection) else { return }
+            }
+        }
     }
 
     /// Computes the response on the cooperative pool while this (non-pool) thread waits for it.

@@ -38,6 +38,9 @@ public enum EmulationEvent: Hashable, Sendable {
     case restarted(reason: String)
     /// A pairing step the stack asked the peripheral's side (a passkey shown or typed, Just Works authorized).
     case pairing(PairingEvent)
+    /// The control socket's `reset` put the device back as the profile starts it; `changed` are the characteristics
+    /// whose value that changed, in profile order.
+    case reset(changed: [String])
     /// The event log itself fell `EventLog.maximumPending` lines behind its reader and dropped this many.
     case linesDropped(Int)
 }

@@ -101,6 +101,32 @@ extension Emulator {
         }
     }
 
+    /// Puts the device back as the profile starts it, so a test does not see what the one before it did: every
+    /// value is the profile's initial one again, the schedules start over from now (held ones released), write
+    /// rules' ramps stop, the faults armed through the control socket are dropped and the profile's own count
+    /// requests from now, and a state file (`--restore-id`) forgets the values centrals wrote. What the centrals did
+    /// stays: who is connected and subscribed, and the notifications already queued for them. The counters keep
+    /// counting (a test reads them as differences). Subscribers are not notified of the values put back: a reset is
+    /// the test's set-up, not the device's behaviour (`notify` sends a value when a test wants one). Returns the ids
+    /// whose value changed, in profile order.
+    @discardableResult
+    public func reset() async -> [String] {
+        let now = clock.now()
+        let isStarted = manager != nil
+        let initial = initialEngines
+        engines.withLock { $0.reset(to: initial, at: now, isStarted: isStarted) }
+        var changed: [String] = []
+        for characteristic in profile.characteristics {
+            let value = characteristic.value.bytes
+            guard server.store.value(of: characteristic) != value else { continue }
+            if store(value, for: characteristic.id) != nil { changed.append(characteristic.id) }
+        }
+        arm()
+        await stateStore?.forgetWrites()
+        log?.record(.reset(changed: changed))
+        return changed
+    }
+
     /// Starts advertising the profile's advertisement, or stops. Throws `.failed` with the manager's reason.
     public func setAdvertising(_ isOn: Bool) async throws(ControlError) {
         guard let manager else { throw .failed("the emulator is not running") }

@@ -39,6 +39,8 @@ public actor Emulator {
     let logger: Logger
     let transfers: [String: TransferDefinition]
     let characteristics: [String: Characteristic]
+    /// The engines as the profile builds them, before any start, value or request: what `reset` goes back to.
+    let initialEngines: RunningBehaviour
     private let followUps: AsyncStream<[EmulationAction]>
     private let followUpContinuation: AsyncStream<[EmulationAction]>.Continuation
 
@@ -71,10 +73,11 @@ public actor Emulator {
         // A transfer's schedule is replaced by the transfer itself, sent whole to each subscriber.
         var scheduled = profile
         scheduled.behaviour.schedules.removeAll { transfers[$0.characteristicID] != nil }
-        let engines = SharedBehaviour(
-            RunningBehaviour(
-                schedules: try Schedules(profile: scheduled, baseDirectory: baseDirectory),
-                rules: try WriteRules(profile: profile), faults: Faults(faults: profile.behaviour.faults)))
+        let initial = RunningBehaviour(
+            schedules: try Schedules(profile: scheduled, baseDirectory: baseDirectory),
+            rules: try WriteRules(profile: profile), faults: Faults(faults: profile.behaviour.faults))
+        let engines = SharedBehaviour(initial)
+        initialEngines = initial
         let clock = ElapsedClock(clock)
         (followUps, followUpContinuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
         handler = BehaviourHandler(

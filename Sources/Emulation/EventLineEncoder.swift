@@ -62,6 +62,8 @@ public enum EventLineEncoder {
             ]
             if let passkey = pairing.passkey { fields.append(("passkey", .string(PairingEvent.spelled(passkey)))) }
             fields.append(("result", .string(pairing.accepted ? "accepted" : "rejected")))
+        case .reset(let changed):
+            fields += [("type", .string("reset")), ("changed", .array(changed.map(JSONValue.string)))]
         case .linesDropped(let count):
             fields += [("type", .string("lines-dropped")), ("count", .integer(Int64(count)))]
         }

@@ -20,6 +20,8 @@ import Darwin
 /// stops the device: the first failure is said once on standard error with its reason, and from then on the lines
 /// that could not be written are counted (`lostLines`), for `counters` and the run's last words. With SIGPIPE
 /// ignored (`blemu run` ignores it), a closed pipe is such a failure instead of the end of the process.
+///
+/// Every record also goes to `feed`, file or not: the control socket's `events` reads the latest there, and follows.
 public final class EventLog: Sendable {
     /// Why the log cannot be opened.
     public struct OpenError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -55,6 +57,8 @@ public final class EventLog: Sendable {
     private let observer: (@Sendable (EventRecord) -> Void)?
     private let backlog = Mutex(Backlog())
     private let writer = DispatchQueue(label: "blemu.event-log")
+    /// The latest records and the live followers (`events` on the control socket).
+    public let feed = EventFeed()
 
     /// A log appending to `path` (created if missing), or writing to standard output for `-`.
     /// Throws `OpenError` when the file cannot be opened.
@@ -68,6 +72,13 @@ public final class EventLog: Sendable {
             descriptor = Atomic(fd)
             ownsDescriptor = true
         }
+        observer = nil
+    }
+
+    /// A log that writes no file: its records reach only `feed` (`blemu run --control` without `--events`).
+    public init() {
+        descriptor = Atomic(-1)
+        ownsDescriptor = false
         observer = nil
     }
 
@@ -92,6 +103,7 @@ public final class EventLog: Sendable {
     public func record(_ event: EmulationEvent, at time: WallTime = .now) {
         let record = EventRecord(time: time, event: event)
         observer?(record)
+        feed.publish(record)
         guard descriptor.load(ordering: .acquiring) >= 0 else { return }
         let admitted = backlog.withLock { backlog -> Bool in
             guard backlog.pending < Self.maximumPending else {

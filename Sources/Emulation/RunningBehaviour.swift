@@ -18,6 +18,17 @@ struct RunningBehaviour: Sendable {
         schedules.tick(at: now) + rules.tick(at: now) + faults.tick(at: now)
     }
 
+    /// Back to `initial` (the engines as the profile built them) at `now`: schedules restarted with their
+    /// subscribers kept, ramps stopped, faults armed through the control socket dropped and the profile's own
+    /// counting requests from now, timed ones armed from now. `isStarted` says whether the emulator had started
+    /// the engines (faults and schedules start with it).
+    mutating func reset(to initial: RunningBehaviour, at now: Duration, isStarted: Bool) {
+        schedules.restart(from: initial.schedules, at: now)
+        rules = initial.rules
+        faults = initial.faults
+        if isStarted { faults.start(at: now) }
+    }
+
     /// Tells every engine about a value that was stored, so the next generated or composed value builds on it.
     mutating func valueChanged(_ id: String, to value: [UInt8]) {
         schedules.valueChanged(id, to: value)

@@ -74,6 +74,18 @@ public struct Schedules: Sendable {
         }
     }
 
+    /// Back to `initial` (this profile's schedules as built, never started), started again at `now` if these had
+    /// started, keeping how many centrals subscribe to each characteristic: a `reset` puts the device back as the
+    /// profile starts it, but who is subscribed is the centrals' business. Holds are released, generators start
+    /// over (a sine from its phase at 0, a counter from the declared value, a replay from its first row).
+    public mutating func restart(from initial: Schedules, at now: Duration) {
+        let wasStarted = startTime != nil
+        let subscribed = self.subscribers
+        self = initial
+        self.subscribers = subscribed
+        if wasStarted { start(at: now) }
+    }
+
     /// Holds the schedules of `characteristicID` (every schedule when nil) until `resume`; returns how many
     /// schedules that names, so a caller can refuse an ID that has none.
     public mutating func pause(_ characteristicID: String?) -> Int {

@@ -183,6 +183,12 @@ public final class StateStore: Sendable {
         await save { $0.values.merge(values) { _, new in new } }
     }
 
+    /// Forgets every value centrals wrote (a `reset`), so a restart restores the profile's initial values; returns
+    /// once that is on disk.
+    public func forgetWrites() async {
+        await save { $0.values = [:] }
+    }
+
     /// Persists the current subscriptions (characteristic id to central ids), replacing the earlier ones; returns
     /// once they are on disk.
     public func recordSubscriptions(_ subscriptions: [String: [String]]) async {

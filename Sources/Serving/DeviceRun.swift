@@ -78,11 +78,13 @@ public struct DeviceRun: Sendable {
             Console.error("blemu: \(error)")
             throw .badProfile
         }
+        // The control socket's `events` reads the log's feed: with `--control` alone, a log that writes no file.
+        let feedLog = eventLog ?? (options.control != nil ? EventLog() : nil)
         do {
             emulator = try Emulator(
                 profile: profile, server: ProfileServer(store: ValueStore(restored?.values ?? [:]), logger: logger),
                 requestDeadline: configuration.requestDeadline,
-                baseDirectory: LocalFile.split(options.file).directory, eventLog: eventLog,
+                baseDirectory: LocalFile.split(options.file).directory, eventLog: feedLog,
                 stateStore: stateStore, logger: logger)
         } catch {
             Console.error("\(options.file): error: \(error)")

@@ -169,7 +169,7 @@ struct BlemuRunOnFakeBluetoothdTests {
             ], outputIn: directory + "/python")
         let status = await python.exitStatus()
         #expect(status == 0, "\(python.stderr)")
-        #expect(python.stderr.contains("Ran 8 tests") && python.stderr.contains("\nOK\n"), "\(python.stderr)")
+        #expect(python.stderr.contains("Ran 14 tests") && python.stderr.contains("\nOK\n"), "\(python.stderr)")
         #expect(!python.stderr.contains("skipped"), "\(python.stderr)")
         run.signal(SIGTERM)
         #expect(await run.exitStatus() == 0)
@@ -203,6 +203,87 @@ struct BlemuRunOnFakeBluetoothdTests {
         #expect(pytest.stdout.contains("1 passed"), "\(pytest.stdout)")
         #expect(await fake.until { $0.applications.isEmpty }, "still registered")
         #expect(await fake.advertisements.isEmpty, "the advertisement is still registered")
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// `blemu ctl SOCK events --follow` prints each event as it happens, flushed; `ctl reset` puts a set value back
+    /// and is one of them; `--follow` with another command is a usage error.
+    @Test func ctlFollowsTheEventsAndResetsTheDevice() async throws {
+        let (bus, fake, directory) = try await rig()
+        let (run, control, _) = try await steerableHeartRate(on: bus, in: directory)
+        defer { withExtendedLifetime(fake) {} }
+        func ctl(_ arguments: String...) async throws -> ChildProcess {
+            let output = directory + "/ctl-\(UUID().uuidString.prefix(8))"
+            try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
+            return try ChildProcess(ChildProcess.blemu, ["ctl", control] + arguments, outputIn: output)
+        }
+        let follow = try await ctl("events", "--follow")
+        // Its first line says the peripheral follows for it: every event after that reaches it.
+        let following = await eventually(within: .seconds(10)) { follow.stdout.contains(#""following":true"#) }
+        #expect(following, "\(follow.stderr)")
+        let set = try await ctl("set", "battery-level", "14")
+        #expect(await set.exitStatus() == 0, "\(set.stderr)")
+        let reset = try await ctl("reset")
+        #expect(await reset.exitStatus() == 0, "\(reset.stderr)")
+        #expect(reset.stdout.contains(#""changed":["battery-level"]"#), "\(reset.stdout)")
+        let streamed = await eventually(within: .seconds(10)) { follow.stdout.contains(#""type":"reset""#) }
+        #expect(streamed, "\(follow.stdout)")
+        let lines = follow.stdout.split(separator: "\n")
+        #expect(lines.count >= 2 && lines.dropFirst().allSatisfy { $0.hasPrefix(#"{"time":""#) }, "\(follow.stdout)")
+        follow.signal(SIGINT)
+        _ = await follow.exitStatus()
+        let misuse = try await ctl("counters", "--follow")
+        #expect(await misuse.exitStatus() == 64, "\(misuse.stderr)")
+        #expect(misuse.stderr.contains("--follow is for `events` only"), "\(misuse.stderr)")
+        run.signal(SIGTERM)
+        #expect(await run.exitStatus() == 0, "\(run.stderr)")
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// The pytest plugin tested as a plugin: python/tests/plugin_test.py runs pytest (pytester) on test files that use
+    /// the fixtures against this `blemu run`, presented as the lab presents its peripherals. Needs the venv's pytest.
+    @Test(
+        .enabled(if: FileManager.default.isExecutableFile(atPath: Self.venvPython), "needs scripts/setup --lab's venv"))
+    func thePytestPluginsOwnTestsPassAgainstARunningBlemu() async throws {
+        let (bus, fake, directory) = try await rig()
+        let (run, control, _) = try await steerableHeartRate(on: bus, in: directory)
+        defer { withExtendedLifetime(fake) {} }
+        let pytest = try ChildProcess(
+            "/usr/bin/env",
+            [
+                "PYTHONPATH=\(ChildProcess.repositoryRoot)/python/src", "BLEMU_TEST_CONTROL=\(control)",
+                "PYTHONDONTWRITEBYTECODE=1", Self.venvPython, "-m", "pytest", "-p", "pytester", "-p",
+                "no:cacheprovider", "-q", ChildProcess.repositoryRoot + "/python/tests/plugin_test.py",
+            ], outputIn: directory)
+        let status = await pytest.exitStatus()
+        #expect(status == 0, "\(pytest.stdout)\(pytest.stderr)")
+        #expect(pytest.stdout.contains("6 passed"), "\(pytest.stdout)")
+        #expect(!pytest.stdout.contains("skipped"), "\(pytest.stdout)")
+        run.signal(SIGTERM)
+        #expect(await run.exitStatus() == 0)
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// The Python package and the pytest example are typed: `mypy --strict` finds nothing (the venv's mypy,
+    /// python/requirements-test.txt).
+    @Test(
+        .enabled(
+            if: FileManager.default.isExecutableFile(
+                atPath: URL(fileURLWithPath: Self.venvPython).deletingLastPathComponent().path + "/mypy"),
+            "needs scripts/setup --lab's venv with mypy"))
+    func thePythonPackageAndThePytestExampleTypeCheckStrictly() async throws {
+        let directory = "/tmp/blemu-mypy-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let root = ChildProcess.repositoryRoot
+        let mypy = try ChildProcess(
+            "/usr/bin/env",
+            [
+                "MYPYPATH=\(root)/python/src", Self.venvPython, "-m", "mypy", "--strict", "--cache-dir",
+                directory + "/cache", root + "/python/src", root + "/python/tests/plugin_test.py",
+                root + "/examples/pytest-bleak/test_device.py",
+            ], outputIn: directory)
+        #expect(await mypy.exitStatus() == 0, "\(mypy.stdout)\(mypy.stderr)")
+        #expect(mypy.stdout.contains("Success: no issues found"), "\(mypy.stdout)")
         try? FileManager.default.removeItem(atPath: directory)
     }
 

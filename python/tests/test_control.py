@@ -1,12 +1,14 @@
 """The package against a live `blemu run` of profiles/heart-rate.yaml: BLEMU_TEST_CONTROL and BLEMU_TEST_EVENTS
 name its control socket and event log (Tests/BlueZTests/BlemuRunOnFakeBluetoothdTests.swift starts it on a
-stand-in bluetoothd and runs this file). Standard library only: `python3 -m unittest discover -s python/tests`."""
+stand-in bluetoothd and runs this file). Standard library only: `python3 -m unittest discover -s python/tests`.
+The pytest plugin's own tests are plugin_test.py (pytest's pytester; not collected here)."""
 
+import asyncio
 import os
 import unittest
 from unittest import mock
 
-from blemu import ControlError, ControlUnavailable, EventLog, Peripheral
+from blemu import AsyncPeripheral, Central, ControlError, ControlUnavailable, EventLog, EventTimeout, Peripheral
 
 
 @unittest.skipUnless(os.environ.get("BLEMU_TEST_CONTROL"), "needs a running blemu (BLEMU_TEST_CONTROL)")
@@ -51,14 +53,72 @@ class PeripheralAgainstBlemuRun(unittest.TestCase):
         counters = self.strap.counters()
         self.assertEqual(counters.unanswered, 0)
         self.assertIn("eventLinesLost", counters.raw)
-        self.assertIsInstance(self.strap.centrals(), list)
-        self.assertIsInstance(self.strap.pairing(), list)
+        # Nobody is connected to the stand-in bluetoothd's blemu: typed, empty lists.
+        self.assertEqual(self.strap.centrals(), [])
+        self.assertEqual(self.strap.pairing(), [])
+        self.assertEqual(self.strap.disconnects(), [])
+
+    def test_reset_puts_a_set_value_back_and_releases_a_held_schedule(self):
+        self.strap.set("battery-level", fields={"percent": 20})
+        self.strap.pause_schedules("battery-level")
+        self.assertIn("battery-level", self.strap.reset())
+        self.assertEqual(self.strap.get("battery-level").fields, {"percent": 87})
+        held = [schedule.id for schedule in self.strap.schedules() if schedule.paused]
+        self.assertEqual(held, [])
+        self.assertEqual(self.strap.reset(), [], "nothing left to put back")
+        self.assertEqual(self.strap.recent_events()[-1]["type"], "reset")
+
+    def test_counting_gives_what_the_block_made_the_peripheral_count(self):
+        with self.strap.counting() as counted:
+            self.strap.notify("battery-level", count=3)
+        self.assertEqual(counted.delta.notifications_queued, 3)
+        self.assertEqual(counted.delta.requests, 0)
+        self.assertEqual(counted.delta.raw["notificationsQueued"], 3)
 
     def test_the_event_log_is_read_from_the_start_and_followed(self):
         log = EventLog(os.environ["BLEMU_TEST_EVENTS"])
         self.assertEqual(log.wait_for(lambda event: event["type"] == "state", timeout=5)["state"], "poweredOn")
         log.skip_to_end()
         self.assertIsNone(log.wait_for(lambda event: event["type"] == "state", timeout=0.2))
+
+
+@unittest.skipUnless(os.environ.get("BLEMU_TEST_CONTROL"), "needs a running blemu (BLEMU_TEST_CONTROL)")
+class AsyncPeripheralAgainstBlemuRun(unittest.IsolatedAsyncioTestCase):
+    def setUp(self):
+        self.strap = AsyncPeripheral(os.environ["BLEMU_TEST_CONTROL"], timeout=5)
+
+    async def test_commands_are_awaited_and_typed(self):
+        self.assertEqual((await self.strap.set("battery-level", bytes([0x30]))).fields, {"percent": 48})
+        self.assertEqual((await self.strap.get("battery-level")).bytes, b"\x30")
+        self.assertEqual(await self.strap.centrals(), [])
+        with self.assertRaises(ControlError) as refused:
+            await self.strap.get("no-such-characteristic")
+        self.assertEqual(refused.exception.command, "get")
+        async with self.strap.counting() as counted:
+            await self.strap.notify("battery-level")
+        self.assertEqual(counted.delta.notifications_queued, 1)
+
+    async def test_an_expected_event_is_caught_even_when_it_comes_at_once(self):
+        await self.strap.set("battery-level", fields={"percent": 11})
+        async with self.strap.expect("reset") as seen:
+            await self.strap.reset()
+        self.assertEqual(seen.event["changed"], ["battery-level"])
+        self.assertIn("time", seen.event)
+
+    async def test_the_stream_yields_events_in_order_and_a_wait_names_what_came(self):
+        async with self.strap.events() as stream:
+            await self.strap.set("battery-level", fields={"percent": 12})
+            await self.strap.reset()
+            await self.strap.reset()
+            first = await stream.wait_for("reset", changed=["battery-level"], timeout=5)
+            second = await stream.wait_for("reset", timeout=5)
+            self.assertEqual(second["changed"], [])
+            self.assertLessEqual(first["time"], second["time"])
+            with self.assertRaises(EventTimeout) as late:
+                await stream.wait_for("subscribed", characteristic="battery-level", timeout=0.3)
+            self.assertIn("no subscribed (characteristic=battery-level) within 0.3 s", str(late.exception))
+        with self.assertRaises(EventTimeout):
+            await self.strap.wait_for("reset", timeout=0.2)
 
 
 class EventLogWithoutBlemu(unittest.TestCase):
@@ -87,6 +147,19 @@ class PeripheralWithoutBlemu(unittest.TestCase):
         with self.assertRaises(ControlUnavailable) as unreachable:
             Peripheral("/nonexistent/blemu.sock", timeout=1).counters()
         self.assertEqual(unreachable.exception.command, "counters")
+        with self.assertRaises(ControlUnavailable) as unreachable:
+            asyncio.run(AsyncPeripheral("/nonexistent/blemu.sock", timeout=1).reset())
+        self.assertEqual(unreachable.exception.command, "reset")
+
+    def test_counters_subtract_into_what_happened_between(self):
+        from blemu.control import _counters
+
+        before = _counters({"requests": 3, "answered": 3, "notificationsSent": 1})
+        after = _counters({"requests": 7, "answered": 6, "notificationsSent": 1, "queueFull": 2})
+        between = after - before
+        self.assertEqual((between.requests, between.answered, between.unanswered), (4, 3, 1))
+        self.assertEqual(between.raw["queueFull"], 2)
+        self.assertEqual(between.notifications_sent, 0)
 
     def test_from_lab_reads_the_lab_environment(self):
         lab = {

@@ -1,4 +1,4 @@
-"""Drive a blemu peripheral from Python: its control socket, its event log, and a pytest fixture.
+"""Drive a blemu peripheral from Python: its control socket, its events, and pytest fixtures.
 
     from blemu import Peripheral
 
@@ -7,18 +7,38 @@
     strap.set("heart-rate-measurement", fields={"bpm": 150})
     assert strap.counters().unanswered == 0
 
-Standard library only. The protocol is docs/control-and-events.md in the blemu repository.
+In asyncio code (bleak's), `blemu.aio.AsyncPeripheral` has the same commands, awaited, and follows the events as
+they happen. Standard library only. The protocol is docs/control-and-events.md in the blemu repository.
 """
 
-from .control import Centrals, ControlError, ControlUnavailable, Counters, Peripheral, Schedule, Value
-from .events import EventLog
+from .aio import AsyncPeripheral, EventStream, EventTimeout
+from .control import (
+    Central,
+    ControlError,
+    ControlUnavailable,
+    Counters,
+    Counting,
+    Disconnect,
+    PairingStep,
+    Peripheral,
+    Schedule,
+    Value,
+)
+from .events import Event, EventLog
 
 __all__ = [
-    "Centrals",
+    "AsyncPeripheral",
+    "Central",
     "ControlError",
     "ControlUnavailable",
     "Counters",
+    "Counting",
+    "Disconnect",
+    "Event",
     "EventLog",
+    "EventStream",
+    "EventTimeout",
+    "PairingStep",
     "Peripheral",
     "Schedule",
     "Value",

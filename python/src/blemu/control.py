@@ -1,17 +1,25 @@
-"""The control-socket client: one JSON request line, one JSON response line (docs/control-and-events.md)."""
+"""The control protocol (docs/control-and-events.md): one JSON request line, one JSON response line.
+
+Every command is built here once, as a `Command` that holds its request and how to read its response, so the
+blocking client below (`Peripheral`) and the asyncio one (`blemu.aio.AsyncPeripheral`) send the same requests and
+return the same types.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import socket
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Generic, Iterator, List, Mapping, Optional, TypeVar, Union
 
-from .events import EventLog
+from .events import Event, EventLog
 
-Centrals = List[Dict[str, Any]]
-"""`centrals()`: each connected central's `id`, `maximumUpdateValueLength` and `subscriptions`."""
+if TYPE_CHECKING:  # aio imports this module
+    from .aio import AsyncPeripheral
+
+T = TypeVar("T")
 
 
 class ControlError(Exception):
@@ -50,7 +58,7 @@ class Schedule:
 
 @dataclass(frozen=True)
 class Counters:
-    """What the peripheral counted (docs/control-and-events.md, `counters`)."""
+    """What the peripheral counted (docs/control-and-events.md, `counters`); `a - b` is what happened between."""
 
     requests: int
     answered: int
@@ -64,12 +72,179 @@ class Counters:
         """Requests not answered yet: 0 whenever nothing is in flight, or a request was lost."""
         return self.requests - self.answered
 
+    def __sub__(self, earlier: "Counters") -> "Counters":
+        """The counts since `earlier`, every raw counter included."""
+        return _counters({key: value - earlier.raw.get(key, 0) for key, value in self.raw.items()})
+
+
+@dataclass(frozen=True)
+class Central:
+    """A connected central as the peripheral knows it (`centrals`)."""
+
+    id: str
+    """bluetoothd's device path, e.g. ``/org/bluez/hci0/dev_00_AA_01_01_00_01``; `*` on BlueZ before 5.76, whose
+    notify socket serves every central at once."""
+    maximum_update_value_length: int
+    subscriptions: List[str]
+    """The ids of the characteristics it is subscribed to."""
+
+
+@dataclass(frozen=True)
+class Disconnect:
+    """A central that left: `reason` and `message` where bluetoothd said why (5.83 and later), else None."""
+
+    central: str
+    reason: Optional[str] = None
+    """Remote, Local, Timeout, Authentication, Suspend or Unknown."""
+    message: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class PairingStep:
+    """A pairing step the peripheral's side was asked (`pairing`)."""
+
+    central: str
+    method: str
+    """``display-passkey`` (type `passkey` on the central), ``just-works``, ..."""
+    accepted: bool
+    passkey: Optional[str] = None
+    """Six digits, where the method shows one."""
+
+
+@dataclass(frozen=True)
+class Command(Generic[T]):
+    """One control request and how to read its response into a `T`."""
+
+    request: Dict[str, Any]
+    parse: Callable[[Dict[str, Any]], T]
+
+    @property
+    def name(self) -> str:
+        """The command's name, for errors."""
+        return str(self.request.get("command", "?"))
+
+
+def request_line(request: Mapping[str, Any]) -> bytes:
+    """The request as the one line the socket reads."""
+    return (json.dumps(dict(request), separators=(",", ":")) + "\n").encode()
+
+
+def response(command: str, line: bytes, control: str) -> Dict[str, Any]:
+    """The response line read, or `ControlError` when it says not ok (`ControlUnavailable` when there is none)."""
+    if not line.endswith(b"\n"):
+        raise ControlUnavailable(command, f"{control} closed without answering")
+    answer: Dict[str, Any] = json.loads(line)
+    if not answer.get("ok"):
+        raise ControlError(command, str(answer.get("error", "refused")))
+    return answer
+
+
+class Commands:
+    """Every command of the protocol, as a `Command` to send (`Peripheral` and `AsyncPeripheral` run them)."""
+
+    @staticmethod
+    def get(id: str) -> Command[Value]:
+        """The current value of characteristic `id`."""
+        return Command({"command": "get", "id": id}, _value)
+
+    @staticmethod
+    def set(id: str, value: Optional[bytes] = None, fields: Optional[Mapping[str, Any]] = None) -> Command[Value]:
+        """Stores `value` (bytes) or changes the named `fields` of the current value."""
+        if (value is None) == (fields is None):
+            raise ValueError("set() takes either value or fields")
+        request: Dict[str, Any] = {"command": "set", "id": id}
+        if value is not None:
+            request["hex"] = bytes(value).hex().upper()
+        else:
+            request["fields"] = dict(fields or {})
+        return Command(request, _value)
+
+    @staticmethod
+    def notify(id: str, count: int = 1, central: Optional[str] = None) -> Command[Value]:
+        """Sends the current value `count` times, to every subscriber or only to `central`."""
+        request: Dict[str, Any] = {"command": "notify", "id": id, "count": count}
+        if central is not None:
+            request["central"] = central
+        return Command(request, _value)
+
+    @staticmethod
+    def fault(
+        operation: str,
+        id: Optional[str] = None,
+        nth: int = 1,
+        error: Optional[Union[str, int]] = None,
+        delay_ms: Optional[int] = None,
+        effect: Optional[str] = None,
+    ) -> Command[None]:
+        """Arms a one-shot fault on the `nth` `operation` from now."""
+        request: Dict[str, Any] = {"command": "fault", "operation": operation, "nth": nth}
+        if id is not None:
+            request["id"] = id
+        if effect is not None:
+            request["effect"] = effect
+        elif delay_ms is not None:
+            request["delayMs"] = delay_ms
+        elif error is not None:
+            request["error"] = error
+        return Command(request, _nothing)
+
+    @staticmethod
+    def schedules(action: Optional[str] = None, id: Optional[str] = None) -> Command[List[Schedule]]:
+        """Lists the schedules, after `action` ("pause" or "resume") on those of `id` (all when None)."""
+        request: Dict[str, Any] = {"command": "schedules"}
+        if action is not None:
+            request["action"] = action
+        if id is not None:
+            request["id"] = id
+        return Command(request, _schedules)
+
+    @staticmethod
+    def advertising(on: bool) -> Command[None]:
+        """Starts or stops advertising."""
+        return Command({"command": "advertising", "action": "start" if on else "stop"}, _nothing)
+
+    @staticmethod
+    def centrals() -> Command[List[Central]]:
+        """The connected centrals and their subscriptions."""
+        return Command({"command": "centrals"}, _centrals)
+
+    @staticmethod
+    def disconnects() -> Command[List[Disconnect]]:
+        """The latest centrals that disconnected, oldest first."""
+        return Command({"command": "centrals"}, _disconnects)
+
+    @staticmethod
+    def pairing() -> Command[List[PairingStep]]:
+        """The latest pairing steps, oldest first."""
+        return Command({"command": "pairing"}, _pairing)
+
+    @staticmethod
+    def counters() -> Command[Counters]:
+        """Requests, answers and notifications as the peripheral counted them."""
+        return Command({"command": "counters"}, lambda answer: _counters(answer["counters"]))
+
+    @staticmethod
+    def reset() -> Command[List[str]]:
+        """Puts the device back as the profile starts it; the ids whose value changed."""
+        return Command({"command": "reset"}, lambda answer: [str(id) for id in answer["changed"]])
+
+    @staticmethod
+    def recent_events() -> Command[List[Event]]:
+        """The latest events (at most 256), oldest first, as the event log has them."""
+        return Command({"command": "events"}, lambda answer: [dict(event) for event in answer["events"]])
+
+    @staticmethod
+    def follow_events() -> Dict[str, Any]:
+        """The request that turns a connection into the stream of every event from then on."""
+        return {"command": "events", "follow": True}
+
 
 class Peripheral:
-    """A running `blemu run` (or lab peripheral), reached through its control socket.
+    """A running `blemu run` (or lab peripheral), reached through its control socket; blocking.
 
     Each call opens the socket, sends one line and reads one line, so a `Peripheral` is cheap, thread-safe and
-    survives the peripheral restarting. `timeout` bounds each call in seconds.
+    survives the peripheral restarting. `timeout` bounds each call in seconds. In asyncio code, use
+    `blemu.aio.AsyncPeripheral` (or `.aio()` of this one): the same commands, awaited.
     """
 
     def __init__(
@@ -100,15 +275,19 @@ class Peripheral:
             address=addresses[index] if index < len(addresses) else None,
         )
 
-    def request(self, request: Mapping[str, Any]) -> Dict[str, Any]:
-        """Sends one request object and returns the response; raises `ControlError` when it is not ok."""
-        command = str(request.get("command", "?"))
-        line = (json.dumps(dict(request), separators=(",", ":")) + "\n").encode()
+    def aio(self) -> "AsyncPeripheral":
+        """The same peripheral, with awaitable commands and the live event stream."""
+        from .aio import AsyncPeripheral
+
+        return AsyncPeripheral(self.control, address=self.address, timeout=self.timeout)
+
+    def run(self, command: Command[T]) -> T:
+        """Sends `command` and returns its response read; raises `ControlError` when it is refused."""
         try:
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
                 connection.settimeout(self.timeout)
                 connection.connect(self.control)
-                connection.sendall(line)
+                connection.sendall(request_line(command.request))
                 answer = b""
                 while not answer.endswith(b"\n"):
                     chunk = connection.recv(65536)
@@ -116,36 +295,25 @@ class Peripheral:
                         break
                     answer += chunk
         except OSError as error:
-            raise ControlUnavailable(command, f"{self.control}: {error.strerror or error}") from error
-        if not answer.endswith(b"\n"):
-            raise ControlUnavailable(command, f"{self.control} closed without answering")
-        response = json.loads(answer)
-        if not response.get("ok"):
-            raise ControlError(command, str(response.get("error", "refused")))
-        return response
+            raise ControlUnavailable(command.name, f"{self.control}: {error.strerror or error}") from error
+        return command.parse(response(command.name, answer, self.control))
+
+    def request(self, request: Mapping[str, Any]) -> Dict[str, Any]:
+        """Sends one request object and returns the response object; raises `ControlError` when it is not ok."""
+        return self.run(Command(dict(request), lambda answer: answer))
 
     def get(self, id: str) -> Value:
         """The current value of characteristic `id`."""
-        return _value(self.request({"command": "get", "id": id}))
+        return self.run(Commands.get(id))
 
     def set(self, id: str, value: Optional[bytes] = None, *, fields: Optional[Mapping[str, Any]] = None) -> Value:
         """Stores `value` (bytes) or changes the named `fields` of the current value; subscribers are notified.
         A running schedule of `id` writes its fields again at its next tick: `pause_schedules(id)` first to hold."""
-        if (value is None) == (fields is None):
-            raise ValueError("set() takes either value or fields")
-        request: Dict[str, Any] = {"command": "set", "id": id}
-        if value is not None:
-            request["hex"] = bytes(value).hex().upper()
-        else:
-            request["fields"] = dict(fields or {})
-        return _value(self.request(request))
+        return self.run(Commands.set(id, value, fields))
 
     def notify(self, id: str, count: int = 1, central: Optional[str] = None) -> Value:
         """Sends the current value to the subscribers `count` times, or only to the subscribed `central`."""
-        request: Dict[str, Any] = {"command": "notify", "id": id, "count": count}
-        if central is not None:
-            request["central"] = central
-        return _value(self.request(request))
+        return self.run(Commands.notify(id, count, central))
 
     def fault(
         self,
@@ -153,82 +321,93 @@ class Peripheral:
         id: Optional[str] = None,
         *,
         nth: int = 1,
-        error: Optional[Any] = None,
+        error: Optional[Union[str, int]] = None,
         delay_ms: Optional[int] = None,
         effect: Optional[str] = None,
     ) -> None:
         """Arms a one-shot fault on the `nth` `operation` ("read" or "write") from now: an ATT `error` (a name
         such as "unlikely-error", or a code), an answer delayed by `delay_ms`, or an `effect` after answering
         ("disconnect", "stop-advertising")."""
-        request: Dict[str, Any] = {"command": "fault", "operation": operation, "nth": nth}
-        if id is not None:
-            request["id"] = id
-        if effect is not None:
-            request["effect"] = effect
-        elif delay_ms is not None:
-            request["delayMs"] = delay_ms
-        elif error is not None:
-            request["error"] = error
-        self.request(request)
+        self.run(Commands.fault(operation, id, nth, error, delay_ms, effect))
 
     def schedules(self) -> List[Schedule]:
         """The profile's schedules, in declaration order."""
-        return _schedules(self.request({"command": "schedules"}))
+        return self.run(Commands.schedules())
 
     def pause_schedules(self, id: Optional[str] = None) -> List[Schedule]:
-        """Holds the schedules of characteristic `id` (all when None) until `resume_schedules`."""
-        return _schedules(self.request(_with_id({"command": "schedules", "action": "pause"}, id)))
+        """Holds the schedules of characteristic `id` (all when None) until `resume_schedules` or `reset`."""
+        return self.run(Commands.schedules("pause", id))
 
     def resume_schedules(self, id: Optional[str] = None) -> List[Schedule]:
         """Lets held schedules run again from now (the first tick one interval later)."""
-        return _schedules(self.request(_with_id({"command": "schedules", "action": "resume"}, id)))
+        return self.run(Commands.schedules("resume", id))
 
     def advertising(self, on: bool) -> None:
         """Starts or stops advertising."""
-        self.request({"command": "advertising", "action": "start" if on else "stop"})
+        self.run(Commands.advertising(on))
 
-    def centrals(self) -> Centrals:
+    def centrals(self) -> List[Central]:
         """The connected centrals and their subscriptions."""
-        return list(self.request({"command": "centrals"})["centrals"])
+        return self.run(Commands.centrals())
 
-    def disconnects(self) -> List[Dict[str, Any]]:
-        """The latest centrals that disconnected, oldest first: `central`, and `reason` (Remote, Local, Timeout,
-        Authentication, Suspend, Unknown) and `message` where bluetoothd said why (5.83 and later)."""
-        return list(self.request({"command": "centrals"}).get("disconnects", []))
+    def disconnects(self) -> List[Disconnect]:
+        """The latest centrals that disconnected, oldest first, with bluetoothd's reason where it gave one."""
+        return self.run(Commands.disconnects())
 
-    def pairing(self) -> List[Dict[str, Any]]:
-        """The latest pairing steps, oldest first: `central`, `method` ("display-passkey": type `passkey` on the
-        central), `passkey` (six digits), `accepted`."""
-        return list(self.request({"command": "pairing"})["pairings"])
+    def pairing(self) -> List[PairingStep]:
+        """The latest pairing steps, oldest first (a displayed passkey to type on the central)."""
+        return self.run(Commands.pairing())
 
     def counters(self) -> Counters:
         """Requests, answers and notifications as the peripheral counted them."""
-        raw = {key: int(value) for key, value in self.request({"command": "counters"})["counters"].items()}
-        return Counters(
-            requests=raw.get("requests", 0),
-            answered=raw.get("answered", 0),
-            notifications_queued=raw.get("notificationsQueued", 0),
-            notifications_sent=raw.get("notificationsSent", 0),
-            notifications_dropped=raw.get("notificationsDropped", 0),
-            raw=raw,
-        )
+        return self.run(Commands.counters())
+
+    def reset(self) -> List[str]:
+        """Puts the device back as the profile starts it: values, schedules (held ones released) and faults. Links,
+        subscriptions and counters stay; subscribers are not notified. Returns the ids whose value changed."""
+        return self.run(Commands.reset())
+
+    def recent_events(self) -> List[Event]:
+        """The latest events (at most 256), oldest first, as the event log has them."""
+        return self.run(Commands.recent_events())
+
+    @contextmanager
+    def counting(self) -> Iterator["Counting"]:
+        """``with strap.counting() as counted: ...``: then ``counted.delta`` is what the block made the peripheral
+        count (requests, answers, notifications), whatever the tests before it did."""
+        counted = Counting(self.counters())
+        yield counted
+        counted.after = self.counters()
+
+
+class Counting:
+    """The counters before a block and, once it ended, after it (`Peripheral.counting`)."""
+
+    def __init__(self, before: Counters) -> None:
+        self.before = before
+        self.after: Optional[Counters] = None
+
+    @property
+    def delta(self) -> Counters:
+        """What was counted during the block; only once it has ended."""
+        if self.after is None:
+            raise RuntimeError("the counting block has not ended yet")
+        return self.after - self.before
 
 
 def _listed(name: str) -> List[str]:
     return [item for item in os.environ.get(name, "").split(",") if item]
 
 
-def _with_id(request: Dict[str, Any], id: Optional[str]) -> Dict[str, Any]:
-    if id is not None:
-        request["id"] = id
-    return request
+def _nothing(_: Dict[str, Any]) -> None:
+    return None
 
 
-def _value(response: Mapping[str, Any]) -> Value:
-    return Value(id=response["id"], bytes=bytes.fromhex(response["hex"]), fields=dict(response.get("fields", {})))
+def _value(answer: Mapping[str, Any]) -> Value:
+    return Value(id=answer["id"], bytes=bytes.fromhex(answer["hex"]), fields=dict(answer.get("fields", {})))
 
 
-def _schedules(response: Mapping[str, Any]) -> List[Schedule]:
+def _schedules(answer: Mapping[str, Any]) -> List[Schedule]:
     return [
         Schedule(
             id=item["id"],
@@ -237,5 +416,44 @@ def _schedules(response: Mapping[str, Any]) -> List[Schedule]:
             running=item["running"],
             recorded=item.get("recorded", False),
         )
-        for item in response["schedules"]
+        for item in answer["schedules"]
     ]
+
+
+def _centrals(answer: Mapping[str, Any]) -> List[Central]:
+    return [
+        Central(
+            id=item["id"],
+            maximum_update_value_length=int(item["maximumUpdateValueLength"]),
+            subscriptions=[str(id) for id in item["subscriptions"]],
+        )
+        for item in answer["centrals"]
+    ]
+
+
+def _disconnects(answer: Mapping[str, Any]) -> List[Disconnect]:
+    return [
+        Disconnect(central=item["central"], reason=item.get("reason"), message=item.get("message"))
+        for item in answer.get("disconnects", [])
+    ]
+
+
+def _pairing(answer: Mapping[str, Any]) -> List[PairingStep]:
+    return [
+        PairingStep(
+            central=item["central"], method=item["method"], accepted=bool(item["accepted"]), passkey=item.get("passkey")
+        )
+        for item in answer["pairings"]
+    ]
+
+
+def _counters(raw: Mapping[str, Any]) -> Counters:
+    numbers = {key: int(value) for key, value in raw.items()}
+    return Counters(
+        requests=numbers.get("requests", 0),
+        answered=numbers.get("answered", 0),
+        notifications_queued=numbers.get("notificationsQueued", 0),
+        notifications_sent=numbers.get("notificationsSent", 0),
+        notifications_dropped=numbers.get("notificationsDropped", 0),
+        raw=numbers,
+    )

@@ -1,10 +1,14 @@
 """pytest fixtures for tests against a blemu peripheral (entry point `pytest11`: installed, it is loaded).
 
-- Inside `blemu lab run --profile ...`, `blemu_peripheral` is the lab's first peripheral (`blemu_peripherals`:
-  all of them), found from `BLEMU_LAB_*`.
+- Inside `blemu lab run --profile ...`, the peripherals are the lab's, found from `BLEMU_LAB_*`.
 - Elsewhere (a machine with a Bluetooth adapter), give a profile with `--blemu-profile FILE` (or the ini option
-  `blemu_profile`): the fixture starts `blemu run FILE` with a control socket and an event log for the session,
-  waits until it answers, and stops it with SIGINT at the end, which unregisters everything.
+  `blemu_profile`): `blemu run FILE` is started with a control socket and an event log for the session, waited for
+  until it answers, and stopped with SIGINT at the end, which unregisters everything.
+
+`blemu_peripheral` (blocking) and `blemu_async_peripheral` (asyncio) are the first peripheral, `blemu_peripherals`
+all of them. Each test that asks for one starts from the profile's state: the fixture sends `reset` first (values,
+schedules and faults as at start; links, subscriptions and counters stay). `@pytest.mark.blemu_keep_state`, or
+`--blemu-keep-state` for a whole run, skips that for a test that builds on the one before it.
 """
 
 from __future__ import annotations
@@ -13,13 +17,15 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from typing import Iterator, List
 
 import pytest
 
+from .aio import AsyncPeripheral
 from .control import ControlError, Peripheral
+
+KEEP_STATE = "blemu_keep_state"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -28,12 +34,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--blemu-adapter", default=None, help="adapter for blemu run (default: blemu's, hci0)")
     group.addoption("--blemu", default=None, help="the blemu executable (default: blemu on PATH)")
     group.addoption("--blemu-bus", default=None, help="D-Bus address for blemu run (default: the system bus)")
+    group.addoption(
+        "--blemu-keep-state",
+        action="store_true",
+        default=False,
+        help="do not reset the peripherals before each test that uses them",
+    )
     parser.addini("blemu_profile", "profile for blemu run when not inside blemu lab run", default="")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{KEEP_STATE}: the blemu fixtures do not reset the peripheral before this test"
+    )
+
+
 @pytest.fixture(scope="session")
-def blemu_peripherals(request: pytest.FixtureRequest) -> Iterator[List[Peripheral]]:
-    """Every peripheral under test: the lab's, or one `blemu run` of `--blemu-profile` started for the session."""
+def blemu_session_peripherals(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[List[Peripheral]]:
+    """Every peripheral under test, for the session: the lab's, or one `blemu run` of `--blemu-profile`."""
     if os.environ.get("BLEMU_LAB_CONTROLS"):
         controls = [item for item in os.environ["BLEMU_LAB_CONTROLS"].split(",") if item]
         yield [Peripheral.from_lab(index) for index in range(len(controls))]
@@ -48,7 +68,8 @@ def blemu_peripherals(request: pytest.FixtureRequest) -> Iterator[List[Periphera
     executable = request.config.getoption("blemu") or shutil.which("blemu")
     if not executable:
         pytest.fail("blemu is not on PATH (or give --blemu PATH)", pytrace=False)
-    directory = tempfile.mkdtemp(prefix="blemu-pytest-")
+    # A short path: a Unix socket's path must fit in 107 bytes, and pytest's base temporary directory can be deep.
+    directory = str(tmp_path_factory.mktemp("blemu", numbered=True))
     control, events = os.path.join(directory, "control.sock"), os.path.join(directory, "events.jsonl")
     arguments = [executable, "run", str(profile), "--control", control, "--events", events]
     adapter = request.config.getoption("blemu_adapter")
@@ -57,11 +78,12 @@ def blemu_peripherals(request: pytest.FixtureRequest) -> Iterator[List[Periphera
     bus = request.config.getoption("blemu_bus")
     if bus:
         arguments += ["--bus", bus]
-    with open(os.path.join(directory, "blemu.log"), "wb") as log:
-        process = subprocess.Popen(arguments, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    log = os.path.join(directory, "blemu.log")
+    with open(log, "wb") as output:
+        process = subprocess.Popen(arguments, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     peripheral = Peripheral(control, events=events)
     try:
-        _wait_until_it_answers(peripheral, process, os.path.join(directory, "blemu.log"))
+        _wait_until_it_answers(peripheral, process, log)
         yield [peripheral]
     finally:
         if process.poll() is None:
@@ -71,16 +93,34 @@ def blemu_peripherals(request: pytest.FixtureRequest) -> Iterator[List[Periphera
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-        shutil.rmtree(directory, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
+def blemu_peripherals(request: pytest.FixtureRequest, blemu_session_peripherals: List[Peripheral]) -> List[Peripheral]:
+    """Every peripheral under test, each reset to the profile's state first (unless `blemu_keep_state`)."""
+    keep = request.node.get_closest_marker(KEEP_STATE) is not None or request.config.getoption("blemu_keep_state")
+    if not keep:
+        for peripheral in blemu_session_peripherals:
+            try:
+                peripheral.reset()
+            except ControlError as error:
+                pytest.fail(f"blemu fixture: could not reset the peripheral before the test: {error}", pytrace=False)
+    return blemu_session_peripherals
+
+
+@pytest.fixture
 def blemu_peripheral(blemu_peripherals: List[Peripheral]) -> Peripheral:
-    """The first peripheral under test (the lab's hci0, or the one `--blemu-profile` started)."""
+    """The first peripheral under test (the lab's hci0, or the one `--blemu-profile` started), reset first."""
     return blemu_peripherals[0]
 
 
-def _wait_until_it_answers(peripheral: Peripheral, process: subprocess.Popen, log: str, seconds: float = 30) -> None:
+@pytest.fixture
+def blemu_async_peripheral(blemu_peripherals: List[Peripheral]) -> AsyncPeripheral:
+    """The first peripheral under test for asyncio tests: its commands awaited, its events followed; reset first."""
+    return blemu_peripherals[0].aio()
+
+
+def _wait_until_it_answers(peripheral: Peripheral, process: subprocess.Popen[bytes], log: str, seconds: float = 30) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if process.poll() is not None:
