@@ -1,18 +1,28 @@
-"""An app team's BLE tests, written with bleak and pytest, against the plant sensor in device.yaml.
+"""An app team's BLE tests, written with bleak and pytest (async, with pytest-asyncio), against the plant sensor in
+device.yaml.
 
     blemu lab run --profile examples/pytest-bleak/device.yaml -- python -m pytest examples/pytest-bleak
 
-No conftest: the `blemu_peripheral` fixture comes from the blemu Python package's pytest plugin (pip install
+No conftest: the `blemu_async_peripheral` fixture comes from the blemu Python package's pytest plugin (pip install
 ./python), which finds the lab's peripheral from the environment, or starts `blemu run` itself with
-`--blemu-profile device.yaml` on a machine with an adapter. docs/ci.md walks through it.
+`--blemu-profile device.yaml` on a machine with an adapter. Each test that takes it starts from the profile's state
+(the fixture resets the device first), so no test cleans up after itself. docs/ci.md walks through it.
 """
 
 import asyncio
-import contextlib
+from typing import Dict, List
 
 import pytest
+import pytest_asyncio
 from bleak import BleakClient, BleakScanner
+from bleak.backends.characteristic import BleakGATTCharacteristic
+from bleak.backends.device import BLEDevice
+from bleak.backends.scanner import AdvertisementData
 from bleak.exc import BleakError, BleakGATTProtocolError, BleakGATTProtocolErrorCode
+
+from blemu import AsyncPeripheral
+
+pytestmark = pytest.mark.asyncio
 
 ENVIRONMENTAL_SENSING = "0000181a-0000-1000-8000-00805f9b34fb"
 PLANT = "5e1c0001-4b8a-4f3d-9c21-7a0e3b6d2f10"
@@ -21,7 +31,8 @@ BATTERY_LEVEL = "00002a19-0000-1000-8000-00805f9b34fb"
 ALARM_THRESHOLD = "5e1c0002-4b8a-4f3d-9c21-7a0e3b6d2f10"
 
 
-async def find_sensor():
+@pytest_asyncio.fixture
+async def sensor() -> BLEDevice:
     """The sensor, found as the app finds it: by its advertised service."""
     device = await BleakScanner.find_device_by_filter(
         lambda _, advertisement: PLANT in advertisement.service_uuids, timeout=30
@@ -30,134 +41,96 @@ async def find_sensor():
     return device
 
 
-@contextlib.asynccontextmanager
-async def connected():
-    async with BleakClient(await find_sensor()) as client:
-        yield client
-
-
-def run(scenario):
-    return asyncio.run(scenario())
-
-
-def celsius(value: bytes) -> float:
+def celsius(value: bytearray) -> float:
     return int.from_bytes(value[:2], "little", signed=True) / 100
 
 
-def test_the_sensor_advertises_its_name_and_services():
-    async def scenario():
-        found = {}
+async def test_the_sensor_advertises_its_name_and_services() -> None:
+    named = asyncio.Event()
+    found: Dict[str, AdvertisementData] = {}
 
-        def seen(device, advertisement):
-            if PLANT in advertisement.service_uuids:
-                found["advertisement"] = advertisement
+    def seen(device: BLEDevice, advertisement: AdvertisementData) -> None:
+        if PLANT in advertisement.service_uuids and advertisement.local_name:
+            found["advertisement"] = advertisement
+            named.set()
 
-        async with BleakScanner(seen):
-            for _ in range(300):
-                if "advertisement" in found and found["advertisement"].local_name:
-                    break
-                await asyncio.sleep(0.1)
-        advertisement = found["advertisement"]
-        assert advertisement.local_name == "Fern Sensor 07"
-        assert ENVIRONMENTAL_SENSING in advertisement.service_uuids
-
-    run(scenario)
+    async with BleakScanner(seen):
+        await asyncio.wait_for(named.wait(), timeout=30)
+    advertisement = found["advertisement"]
+    assert advertisement.local_name == "Fern Sensor 07"
+    assert ENVIRONMENTAL_SENSING in advertisement.service_uuids
 
 
-def test_it_offers_its_three_services():
-    async def scenario():
-        async with connected() as sensor:
-            services = {service.uuid for service in sensor.services}
-            assert {ENVIRONMENTAL_SENSING, PLANT, "0000180f-0000-1000-8000-00805f9b34fb"} <= services
-
-    run(scenario)
+async def test_it_offers_its_three_services(sensor: BLEDevice) -> None:
+    async with BleakClient(sensor) as client:
+        services = {service.uuid for service in client.services}
+        assert {ENVIRONMENTAL_SENSING, PLANT, "0000180f-0000-1000-8000-00805f9b34fb"} <= services
 
 
-def test_the_battery_reads_as_a_percentage():
-    async def scenario():
-        async with connected() as sensor:
-            assert await sensor.read_gatt_char(BATTERY_LEVEL) == bytearray([93])
-
-    run(scenario)
+async def test_the_battery_reads_as_a_percentage(sensor: BLEDevice) -> None:
+    async with BleakClient(sensor) as client:
+        assert await client.read_gatt_char(BATTERY_LEVEL) == bytearray([93])
 
 
-def test_temperature_notifies_once_a_second_within_range():
-    async def scenario():
-        readings = []
-        three = asyncio.Event()
+async def test_temperature_notifies_once_a_second_within_range(sensor: BLEDevice) -> None:
+    readings: List[float] = []
+    three = asyncio.Event()
 
-        def notified(_, value):
-            readings.append(celsius(value))
-            if len(readings) == 3:
-                three.set()
+    def notified(_: BleakGATTCharacteristic, value: bytearray) -> None:
+        readings.append(celsius(value))
+        if len(readings) == 3:
+            three.set()
 
-        async with connected() as sensor:
-            await sensor.start_notify(TEMPERATURE, notified)
-            await asyncio.wait_for(three.wait(), timeout=15)
-        assert all(10 <= reading <= 25 for reading in readings), readings
-
-    run(scenario)
+    async with BleakClient(sensor) as client:
+        await client.start_notify(TEMPERATURE, notified)
+        await asyncio.wait_for(three.wait(), timeout=15)
+    assert all(10 <= reading <= 25 for reading in readings), readings
 
 
-def test_a_threshold_the_app_writes_reads_back():
-    async def scenario():
-        async with connected() as sensor:
-            await sensor.write_gatt_char(ALARM_THRESHOLD, bytes([35]), response=True)
-            assert await sensor.read_gatt_char(ALARM_THRESHOLD) == bytearray([35])
-
-    run(scenario)
-
-
-def test_an_out_of_range_threshold_is_refused_with_0x80(blemu_peripheral):
-    async def scenario():
-        async with connected() as sensor:
-            with pytest.raises(BleakError, match="0x80"):
-                await sensor.write_gatt_char(ALARM_THRESHOLD, bytes([99]), response=True)
-
-    run(scenario)
-    assert blemu_peripheral.get("alarm-threshold").fields["celsius"] != 99
+async def test_a_threshold_the_app_writes_reads_back(sensor: BLEDevice, blemu_async_peripheral: AsyncPeripheral) -> None:
+    async with BleakClient(sensor) as client:
+        async with blemu_async_peripheral.expect("request", characteristic="alarm-threshold") as written:
+            await client.write_gatt_char(ALARM_THRESHOLD, bytes([35]), response=True)
+        assert written.event["result"] == "success"
+        assert await client.read_gatt_char(ALARM_THRESHOLD) == bytearray([35])
 
 
-def test_the_app_survives_a_read_that_fails(blemu_peripheral):
-    blemu_peripheral.fault("read", "battery-level", error="unlikely-error")
-
-    async def scenario():
-        async with connected() as sensor:
-            with pytest.raises(BleakGATTProtocolError) as refused:
-                await sensor.read_gatt_char(BATTERY_LEVEL)
-            assert refused.value.code == BleakGATTProtocolErrorCode.UNLIKELY_ERROR  # ATT 0x0E
-            assert await sensor.read_gatt_char(BATTERY_LEVEL) == bytearray([93])  # once only
-
-    run(scenario)
+async def test_an_out_of_range_threshold_is_refused_with_0x80(sensor: BLEDevice, blemu_async_peripheral: AsyncPeripheral) -> None:
+    async with BleakClient(sensor) as client:
+        with pytest.raises(BleakError, match="0x80"):
+            await client.write_gatt_char(ALARM_THRESHOLD, bytes([99]), response=True)
+    assert (await blemu_async_peripheral.get("alarm-threshold")).fields["celsius"] == 30
 
 
-def test_a_temperature_the_test_sets_is_what_the_app_reads(blemu_peripheral):
-    blemu_peripheral.pause_schedules("temperature")
-    try:
-        blemu_peripheral.set("temperature", fields={"centidegrees": 3550})
-
-        async def scenario():
-            async with connected() as sensor:
-                assert celsius(await sensor.read_gatt_char(TEMPERATURE)) == 35.5
-
-        run(scenario)
-    finally:
-        blemu_peripheral.resume_schedules("temperature")
+async def test_the_app_survives_a_read_that_fails(sensor: BLEDevice, blemu_async_peripheral: AsyncPeripheral) -> None:
+    await blemu_async_peripheral.fault("read", "battery-level", error="unlikely-error")
+    async with BleakClient(sensor) as client:
+        with pytest.raises(BleakGATTProtocolError) as refused:
+            await client.read_gatt_char(BATTERY_LEVEL)
+        assert refused.value.code == BleakGATTProtocolErrorCode.UNLIKELY_ERROR  # ATT 0x0E
+        assert await client.read_gatt_char(BATTERY_LEVEL) == bytearray([93])  # once only
 
 
-def test_a_dropped_link_is_seen_by_the_app(blemu_peripheral):
-    async def scenario():
-        gone = asyncio.Event()
-        async with BleakClient(await find_sensor(), disconnected_callback=lambda _: gone.set()) as sensor:
-            blemu_peripheral.fault("read", "battery-level", effect="disconnect")
-            await sensor.read_gatt_char(BATTERY_LEVEL)
-            await asyncio.wait_for(gone.wait(), timeout=15)
-            assert not sensor.is_connected
-
-    run(scenario)
+async def test_a_temperature_the_test_sets_is_what_the_app_reads(sensor: BLEDevice, blemu_async_peripheral: AsyncPeripheral) -> None:
+    await blemu_async_peripheral.pause_schedules("temperature")  # held until the next test's reset
+    await blemu_async_peripheral.set("temperature", fields={"centidegrees": 3550})
+    async with BleakClient(sensor) as client:
+        assert celsius(await client.read_gatt_char(TEMPERATURE)) == 35.5
 
 
-def test_every_request_was_answered_exactly_once(blemu_peripheral):
-    counters = blemu_peripheral.counters()
-    assert counters.requests > 0
-    assert counters.unanswered == 0
+async def test_a_dropped_link_is_seen_by_the_app(sensor: BLEDevice, blemu_async_peripheral: AsyncPeripheral) -> None:
+    gone = asyncio.Event()
+    async with BleakClient(sensor, disconnected_callback=lambda _: gone.set()) as client:
+        await blemu_async_peripheral.fault("read", "battery-level", effect="disconnect")
+        await client.read_gatt_char(BATTERY_LEVEL)
+        await asyncio.wait_for(gone.wait(), timeout=15)
+        assert not client.is_connected
+
+
+async def test_every_request_of_a_test_is_answered_exactly_once(sensor: BLEDevice, blemu_async_peripheral: AsyncPeripheral) -> None:
+    async with blemu_async_peripheral.counting() as counted:
+        async with BleakClient(sensor) as client:
+            for _ in range(3):
+                await client.read_gatt_char(BATTERY_LEVEL)
+    assert counted.delta.requests == 3
+    assert counted.delta.unanswered == 0
