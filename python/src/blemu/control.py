@@ -162,10 +162,7 @@ class Commands:
     @staticmethod
     def notify(id: str, count: int = 1, central: Optional[str] = None) -> Command[Value]:
         """Sends the current value `count` times, to every subscriber or only to `central`."""
-        request: Dict[str, Any] = {"command": "notify", "id": id, "count": count}
-        if central is not None:
-            request["central"] = central
-        return Command(request, _value)
+        return Command(_with({"command": "notify", "id": id, "count": count}, central=central), _value)
 
     @staticmethod
     def fault(
@@ -177,9 +174,8 @@ class Commands:
         effect: Optional[str] = None,
     ) -> Command[None]:
         """Arms a one-shot fault on the `nth` `operation` from now."""
-        request: Dict[str, Any] = {"command": "fault", "operation": operation, "nth": nth}
-        if id is not None:
-            request["id"] = id
+        request = _with({"command": "fault", "operation": operation, "nth": nth}, id=id)
+        # One effect per fault: the first given of effect, delay and error.
         if effect is not None:
             request["effect"] = effect
         elif delay_ms is not None:
@@ -191,12 +187,7 @@ class Commands:
     @staticmethod
     def schedules(action: Optional[str] = None, id: Optional[str] = None) -> Command[List[Schedule]]:
         """Lists the schedules, after `action` ("pause" or "resume") on those of `id` (all when None)."""
-        request: Dict[str, Any] = {"command": "schedules"}
-        if action is not None:
-            request["action"] = action
-        if id is not None:
-            request["id"] = id
-        return Command(request, _schedules)
+        return Command(_with({"command": "schedules"}, action=action, id=id), _schedules)
 
     @staticmethod
     def advertising(on: bool) -> Command[None]:
@@ -397,6 +388,12 @@ class Counting:
 
 def _listed(name: str) -> List[str]:
     return [item for item in os.environ.get(name, "").split(",") if item]
+
+
+def _with(request: Dict[str, Any], **optional: Any) -> Dict[str, Any]:
+    """`request` with each of the `optional` members that is not None."""
+    request.update((key, value) for key, value in optional.items() if value is not None)
+    return request
 
 
 def _nothing(_: Dict[str, Any]) -> None:
