@@ -25,23 +25,24 @@ import Peripheral
 struct ControlCommands: Sendable {
     let emulator: Emulator
 
-    /// The feed to stream when `line` asks to follow the events (`{"command":"events","follow":true}`), else nil:
-    /// such a request turns its connection into a stream (`ControlServer`), so it is told apart before answering.
-    /// Nil too when the emulator records no events; `respond` then says so.
-    func feedToFollow(_ line: String) -> EventFeed? {
-        guard let request = (try? JSONValue(parsing: line))?.object,
-            request["command"]?.string == ControlCommand.events.rawValue, request["follow"]?.bool == true
+    /// A request line's object, parsed once for `feedToFollow` and `respond`; nil when it is not a JSON object.
+    static func request(in line: String) -> [String: JSONValue]? { (try? JSONValue(parsing: line))?.object }
+
+    /// The feed to stream when `request` asks to follow the events (`{"command":"events","follow":true}`), else
+    /// nil: such a request turns its connection into a stream (`ControlServer`), so it is told apart before
+    /// answering. Nil too when the emulator records no events; `respond` then says so.
+    func feedToFollow(_ request: [String: JSONValue]?) -> EventFeed? {
+        guard let request, request["command"]?.string == ControlCommand.events.rawValue,
+            request["follow"]?.bool == true
         else { return nil }
         return emulator.log?.feed
     }
 
-    /// The response line (without newline) for a request line.
-    func respond(to line: String) async -> String {
+    /// The response line (without newline) for a request already parsed (nil: the line was not a JSON object).
+    func respond(to request: [String: JSONValue]?) async -> String {
         let response: [String: JSONValue]
         do {
-            guard let object = (try? JSONValue(parsing: line))?.object else {
-                throw ControlError.badRequest("not a JSON object")
-            }
+            guard let object = request else { throw ControlError.badRequest("not a JSON object") }
             response = try await run(object).merging(["ok": .bool(true)]) { _, new in new }
         } catch let error as ControlError {
             response = ["ok": .bool(false), "error": .string(error.description)]

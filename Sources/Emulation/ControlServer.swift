@@ -217,11 +217,12 @@ public final class ControlServer: Sendable {
                 let response: String
                 switch line {
                 case .line(let text):
-                    if let feed = commands.feedToFollow(text) {
+                    let request = ControlCommands.request(in: text)
+                    if let feed = commands.feedToFollow(request) {
                         stream(feed, to: connection)
                         break reading
                     }
-                    response = answer(text)
+                    response = answer(request)
                 case .tooLong:
                     response =
                         #"{"error":"request line longer than \#(Self.maximumLineLength) bytes, ignored","ok":false}"#
@@ -275,12 +276,12 @@ public final class ControlServer: Sendable {
     }
 
     /// Computes the response on the cooperative pool while this (non-pool) thread waits for it.
-    private func answer(_ line: String) -> String {
+    private func answer(_ request: [String: JSONValue]?) -> String {
         let box = ResponseBox()
         let done = DispatchSemaphore(value: 0)
         let commands = commands
         Task {
-            let response = await commands.respond(to: line)
+            let response = await commands.respond(to: request)
             box.response.withLock { $0 = response }
             done.signal()
         }
