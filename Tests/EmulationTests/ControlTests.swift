@@ -45,6 +45,16 @@ func object(_ line: String) -> [String: Any] {
     (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]) ?? [:]
 }
 
+/// A started heart-rate rig with its control socket listening in a fresh directory, and a client of it; the caller
+/// stops the server.
+func controlledHeartRate() async throws -> (rig: Rig, server: ControlServer, client: ControlClient) {
+    let rig = try await Rig(try bundledProfile("heart-rate"))
+    await rig.start()
+    let server = ControlServer(path: try temporaryDirectory() + "/control.sock", emulator: rig.emulator)
+    try server.start()
+    return (rig, server, ControlClient(path: server.path))
+}
+
 @Suite struct ControlServerTests {
     @Test func controlSocketGetsSetsCountsAndSurvivesBadLines() async throws {
         let rig = try await Rig(try bundledProfile("heart-rate"))
@@ -83,12 +93,8 @@ func object(_ line: String) -> [String: Any] {
     }
 
     @Test func controlFaultWithTheDisconnectEffectDropsTheCentralAfterAnswering() async throws {
-        let rig = try await Rig(try bundledProfile("heart-rate"))
-        await rig.start()
-        let server = ControlServer(path: try temporaryDirectory() + "/c.sock", emulator: rig.emulator)
-        try server.start()
+        let (rig, server, client) = try await controlledHeartRate()
         defer { server.stop() }
-        let client = ControlClient(path: server.path)
         let bad = object(
             try await offPool { try client.send(["command": "fault", "operation": "read", "effect": "explode"]) })
         #expect(bad["ok"] as? Bool == false && (bad["error"] as? String)?.contains("explode") == true)
@@ -103,14 +109,10 @@ func object(_ line: String) -> [String: Any] {
     }
 
     @Test func notifyWithACountSendsTheValueThatManyTimesAndRefusesABadCount() async throws {
-        let rig = try await Rig(try bundledProfile("heart-rate"))
-        await rig.start()
-        let server = ControlServer(path: try temporaryDirectory() + "/n.sock", emulator: rig.emulator)
-        try server.start()
+        let (rig, server, client) = try await controlledHeartRate()
         defer { server.stop() }
         let central = VirtualCentral(connectingTo: rig.backend)
         try await rig.subscribe(central, to: "battery-level")
-        let client = ControlClient(path: server.path)
         let sent = object(
             try await offPool { try client.send(["command": "notify", "id": "battery-level", "count": 3]) })
         #expect(sent["ok"] as? Bool == true)
@@ -128,15 +130,11 @@ func object(_ line: String) -> [String: Any] {
     /// `set` used to be overwritten by the profile's schedule within a second; a paused schedule
     /// leaves the set value alone until `resume`.
     @Test func aPausedScheduleKeepsTheValueATestSetUntilItResumes() async throws {
-        let rig = try await Rig(try bundledProfile("heart-rate"))
-        await rig.start()
-        let server = ControlServer(path: try temporaryDirectory() + "/s.sock", emulator: rig.emulator)
-        try server.start()
+        let (rig, server, client) = try await controlledHeartRate()
         defer { server.stop() }
         let central = VirtualCentral(connectingTo: rig.backend)
         try await rig.subscribe(central, to: "heart-rate-measurement")
         var updates = central.notifications.makeAsyncIterator()
-        let client = ControlClient(path: server.path)
         func send(_ request: [String: JSONValue]) async throws -> [String: Any] {
             object(try await offPool { try client.send(request) })
         }
@@ -167,10 +165,7 @@ func object(_ line: String) -> [String: Any] {
     }
 
     @Test func badJSONKeepsTheConnectionOpen() async throws {
-        let rig = try await Rig(try bundledProfile("heart-rate"))
-        await rig.start()
-        let server = ControlServer(path: try temporaryDirectory() + "/c.sock", emulator: rig.emulator)
-        try server.start()
+        let (_, server, _) = try await controlledHeartRate()
         defer { server.stop() }
         // Two lines on one connection: the first is garbage, the second still gets its answer.
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)

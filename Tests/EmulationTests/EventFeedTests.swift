@@ -61,12 +61,8 @@ import Glibc
 /// `events` on the control socket: the latest records, and a stream of each one as it is recorded.
 @Suite struct ControlEventsTests {
     @Test func eventsListsTheLatestAndFollowStreamsEachEventAsItIsRecorded() async throws {
-        let rig = try await Rig(try bundledProfile("heart-rate"))
-        await rig.start()
-        let server = ControlServer(path: try temporaryDirectory() + "/e.sock", emulator: rig.emulator)
-        try server.start()
+        let (rig, server, client) = try await controlledHeartRate()
         defer { server.stop() }
-        let client = ControlClient(path: server.path)
         _ = try await offPool { try client.send(["command": "reset"]) }
         let listed = object(try await offPool { try client.send(["command": "events"]) })
         let types = (listed["events"] as? [[String: Any]] ?? []).compactMap { $0["type"] as? String }

@@ -8,12 +8,8 @@ import Testing
 /// The control socket's `reset`: the device as the profile starts it, the centrals' links and subscriptions kept.
 @Suite struct ResetTests {
     @Test func resetPutsValuesSchedulesAndFaultsBackAndKeepsTheSubscriptions() async throws {
-        let rig = try await Rig(try bundledProfile("heart-rate"))
-        await rig.start()
-        let server = ControlServer(path: try temporaryDirectory() + "/r.sock", emulator: rig.emulator)
-        try server.start()
+        let (rig, server, client) = try await controlledHeartRate()
         defer { server.stop() }
-        let client = ControlClient(path: server.path)
         func send(_ request: [String: JSONValue]) async throws -> [String: Any] {
             object(try await offPool { try client.send(request) })
         }
