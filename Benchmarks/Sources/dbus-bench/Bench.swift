@@ -108,7 +108,8 @@ struct Bench {
                 for (label, name, process) in round % 2 == 0 ? responders.reversed() : responders {
                     let cpuBefore = cpuNanoseconds(of: process.pid)
                     var m = try await measure(client, name, payload, calls: calls, inFlight: inFlight)
-                    m.responderCPU = Double(cpuNanoseconds(of: process.pid) - cpuBefore) / 1e3 / Double(calls)
+                    let cpuAfter = cpuNanoseconds(of: process.pid)
+                    m.responderCPU = Double(cpuAfter > cpuBefore ? cpuAfter - cpuBefore : 0) / 1e3 / Double(calls)
                     m.responder = label
                     perResponder[label, default: []].append(m)
                 }
@@ -192,26 +193,14 @@ struct Bench {
     }
 }
 
-/// CPU time of every thread of `pid` in nanoseconds, from /proc/<pid>/task/*/schedstat (first field).
+/// CPU time of `pid` in nanoseconds: its process CPU clock (clock_getcpuclockid(3)), which counts every thread,
+/// those that have exited too. Summing /proc/<pid>/task/*/schedstat instead drops a thread's time when it exits, so a
+/// later reading could be smaller than an earlier one. 0 when the process is gone.
 func cpuNanoseconds(of pid: pid_t) -> UInt64 {
-    guard let directory = opendir("/proc/\(pid)/task") else { return 0 }
-    defer { closedir(directory) }
-    var total: UInt64 = 0
-    while let entry = readdir(directory) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        guard name.first?.isNumber == true, let file = fopen("/proc/\(pid)/task/\(name)/schedstat", "r") else {
-            continue
-        }
-        var nanoseconds: UInt64 = 0
-        var buffer = [CChar](repeating: 0, count: 128)
-        if fgets(&buffer, 128, file) != nil {
-            let text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            nanoseconds = UInt64(text.split(separator: " ").first ?? "") ?? 0
-        }
-        fclose(file)
-        total += nanoseconds
-    }
-    return total
+    var clock = clockid_t()
+    var now = timespec()
+    guard clock_getcpuclockid(pid, &clock) == 0, clock_gettime(clock, &now) == 0 else { return 0 }
+    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
 }
 
 func monotonic() -> UInt64 {

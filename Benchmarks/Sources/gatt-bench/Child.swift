@@ -169,17 +169,18 @@ func monotonic() -> UInt64 {
 
 func printError(_ text: String) { _ = (text + "\n").withCString { write(2, $0, strlen($0)) } }
 
-/// CPU time of every thread of `pid` in nanoseconds, from /proc/<pid>/task/*/schedstat (first field); 0 when gone.
+/// CPU time of `pid` in nanoseconds: its process CPU clock (clock_getcpuclockid(3)), which counts every thread,
+/// those that have exited too. Summing /proc/<pid>/task/*/schedstat instead drops a thread's time when it exits, so a
+/// later reading could be smaller than an earlier one. 0 when the process is gone.
 func cpuNanoseconds(of pid: pid_t) -> UInt64 {
-    guard let directory = opendir("/proc/\(pid)/task") else { return 0 }
-    defer { closedir(directory) }
-    var total: UInt64 = 0
-    while let entry = readdir(directory) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        guard name.first?.isNumber == true, let text = readText("/proc/\(pid)/task/\(name)/schedstat") else {
-            continue
-        }
-        total += UInt64(text.split(separator: " ").first ?? "") ?? 0
-    }
-    return total
+    var clock = clockid_t()
+    var now = timespec()
+    guard clock_getcpuclockid(pid, &clock) == 0, clock_gettime(clock, &now) == 0 else { return 0 }
+    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+}
+
+/// `later - earlier`, or 0 when `earlier` is the later one: a timestamp stored by another thread can be newer than
+/// a clock read taken just before it was loaded, and unsigned subtraction would trap.
+func nanoseconds(from earlier: UInt64, to later: UInt64) -> UInt64 {
+    later > earlier ? later - earlier : 0
 }

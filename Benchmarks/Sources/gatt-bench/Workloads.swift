@@ -126,7 +126,7 @@ extension Target {
             return (latencies.sorted(), errors, firstError)
         }
         let elapsed = Double(monotonic() - start) / 1e9
-        let cpu = cpuNanoseconds(of: child.pid) - cpuBefore
+        let cpu = nanoseconds(from: cpuBefore, to: cpuNanoseconds(of: child.pid))
         let latencies = outcome.0
         var result = RoundTrip(calls: latencies.count, errors: outcome.1, note: outcome.2)
         guard !latencies.isEmpty else { return result }
@@ -262,13 +262,13 @@ extension Target {
                 if poll(&poller, 1, 100) > 0 {
                     let got = recv(socket, &buffer, buffer.count, Int32(MSG_DONTWAIT))
                     if got > 0 { tally.add() } else if got == 0 { break }
-                } else if monotonic() - tally.last.load(ordering: .relaxed) > 2_000_000_000 {
+                } else if tally.idle(longerThan: 2_000_000_000) {
                     break
                 }
             }
         } else {
             while tally.count.load(ordering: .relaxed) < count
-                && monotonic() - tally.last.load(ordering: .relaxed) < 2_000_000_000
+                && !tally.idle(longerThan: 2_000_000_000)
             {
                 try? await Task.sleep(for: .milliseconds(5))
             }
@@ -276,7 +276,7 @@ extension Target {
         var note: String?
         if case .failure(let error) = await trigger.result { note = "control point write: \(error)" }
         let received = tally.count.load(ordering: .relaxed)
-        let seconds = Double(tally.last.load(ordering: .relaxed) - start) / 1e9
+        let seconds = Double(nanoseconds(from: start, to: tally.last.load(ordering: .relaxed))) / 1e9
         if acquire {
             close(socket)
         } else {
@@ -298,5 +298,10 @@ final class Tally: Sendable {
     func add() {
         count.add(1, ordering: .relaxed)
         last.store(monotonic(), ordering: .relaxed)
+    }
+    /// Whether nothing has arrived for more than `limit` nanoseconds. The signal thread can store a time newer than
+    /// the clock read here, so the difference saturates at zero.
+    func idle(longerThan limit: UInt64) -> Bool {
+        nanoseconds(from: last.load(ordering: .relaxed), to: monotonic()) > limit
     }
 }
