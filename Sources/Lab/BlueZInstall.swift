@@ -67,17 +67,21 @@ public struct BlueZInstall: Sendable, Equatable, CustomStringConvertible {
         return BlueZInstall(version: version, bluetoothd: bluetoothd, toolDirectory: path)
     }
 
-    /// Every BlueZ the lab can boot here: the system's first, then each build in the cache, by version.
-    public static func available(cacheRoot: String = cacheRoot()) -> [BlueZInstall] {
-        var found: [BlueZInstall] = []
-        if let system = system() { found.append(system) }
-        for name in LabCache.finishedEntries(in: cacheRoot) {
-            if let build = directory("\(cacheRoot)/\(name)/bin"),
-                !found.contains(where: { $0.version == build.version })
-            {
-                found.append(build)
+    /// Where the lab looks for builds, in order: the user's cache, then the `blemu-lab` package's (`LabCache`).
+    public static func cacheRoots() -> [String] { LabCache.roots("bluez") }
+
+    /// Every BlueZ the lab can boot here: the system's first, then each build in `cacheRoots` by version (the
+    /// first root's build of a version wins).
+    public static func available(cacheRoots: [String] = cacheRoots()) -> [BlueZInstall] {
+        var found: [BlueZInstall] = system().map { [$0] } ?? []
+        var builds: [BlueZInstall] = []
+        for root in cacheRoots {
+            for build in LabCache.finishedEntries(in: root).compactMap({ directory("\(root)/\($0)/bin") })
+            where !(found + builds).contains(where: { $0.version == build.version }) {
+                builds.append(build)
             }
         }
+        found += builds.sorted { $0.version.compare($1.version, options: .numeric) == .orderedAscending }
         return found
     }
 
@@ -89,13 +93,15 @@ public struct BlueZInstall: Sendable, Equatable, CustomStringConvertible {
     /// 200 ms after the link comes up, as a link's connection events take time, instead of at once. Without it bluetoothd
     /// sees a central's ATT socket connect before MGMT Device Connected and never signals `Connected` (the patch
     /// says why), and bleak drops the link. `bluez`'s own btvirt when its build is patched, else the newest
-    /// patched build's in the cache: the controller emulator is the lab's, not the BlueZ under test, so one serves
+    /// patched build's in `cacheRoots`: the controller emulator is the lab's, not the BlueZ under test, so one serves
     /// every bluetoothd. Nil when no build has one (the system's btvirt is unpatched).
-    public static func labRadio(for bluez: BlueZInstall?, cacheRoot: String = cacheRoot()) -> String? {
+    public static func labRadio(for bluez: BlueZInstall?, cacheRoots: [String] = cacheRoots()) -> String? {
         let files = FileManager.default
-        let builds = ((try? files.contentsOfDirectory(atPath: cacheRoot)) ?? [])
-            .sorted { $0.compare($1, options: .numeric) == .orderedDescending }
-            .map { "\(cacheRoot)/\($0)/bin" }
+        let builds = cacheRoots.flatMap { root in
+            ((try? files.contentsOfDirectory(atPath: root)) ?? [])
+                .sorted { $0.compare($1, options: .numeric) == .orderedDescending }
+                .map { "\(root)/\($0)/bin" }
+        }
         return ([bluez?.toolDirectory].compactMap { $0 } + builds).first { bin in
             files.isExecutableFile(atPath: bin + "/btvirt")
                 && files.fileExists(atPath: bin + "/../" + radioPatchesFile)
@@ -104,7 +110,8 @@ public struct BlueZInstall: Sendable, Equatable, CustomStringConvertible {
 
     /// What `--bluez` names: "system", a version ("5.66", "5.82": the system's when it is that version, else the
     /// build in the cache), or a directory holding bluetoothd and its tools (a path with a slash).
-    public static func resolve(_ name: String, cacheRoot: String = cacheRoot()) throws(ResolveError) -> BlueZInstall {
+    public static func resolve(_ name: String, cacheRoots: [String] = cacheRoots()) throws(ResolveError) -> BlueZInstall
+    {
         if name.contains("/") {
             let path = URL(fileURLWithPath: name).standardizedFileURL.path
             guard let build = directory(path) else {
@@ -120,12 +127,13 @@ public struct BlueZInstall: Sendable, Equatable, CustomStringConvertible {
             }
             return system
         }
-        if let match = available(cacheRoot: cacheRoot).first(where: { $0.version == name }) { return match }
-        let known = available(cacheRoot: cacheRoot).map(\.version)
+        let known = available(cacheRoots: cacheRoots)
+        if let match = known.first(where: { $0.version == name }) { return match }
         throw ResolveError(
             description:
-                "--bluez \(name): not installed (the lab has \(known.isEmpty ? "none" : known.joined(separator: ", "))); "
-                + "build it with scripts/build-bluez \(name)")
+                "--bluez \(name): not installed (the lab has "
+                + "\(known.isEmpty ? "none" : known.map(\.version).joined(separator: ", "))); "
+                + "build it with scripts/build-bluez \(name) or install blemu-lab")
     }
 
     /// The first line `bluetoothd --version` prints ("5.82"), or nil when it cannot be run.

@@ -1,8 +1,18 @@
 import Foundation
 
-/// The per-user cache the lab's scripts fill: `scripts/build-bluez` into `bluez/`, `scripts/fetch-kernel` into
-/// `kernel/`, each entry stamped `.complete` when whole.
+/// Where the lab finds its BlueZ builds (`bluez/`) and kernels (`kernel/`), each entry stamped `.complete` when
+/// whole: the per-user cache the lab's scripts fill (`scripts/build-bluez`, `scripts/fetch-kernel`), then the
+/// `blemu-lab` Debian package's copy of the same (`scripts/package-lab`), so a machine with the two packages needs
+/// no source build. The user's cache comes first: a build made here wins over the packaged one of the same version.
 enum LabCache {
+    /// Where the `blemu-lab` package installs the lab's BlueZ builds and kernels.
+    static let packaged = "/usr/lib/blemu-lab"
+
+    /// The directories holding `kind` ("bluez" or "kernel"), searched in order: the user's cache, then the package's.
+    static func roots(_ kind: String, environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
+        [root(environment: environment) + "/" + kind, packaged + "/" + kind]
+    }
+
     /// `$BLEMU_CACHE`, else `$XDG_CACHE_HOME/blemu`, else `~/.cache/blemu` (the scripts use the same rule), else
     /// /var/tmp/blemu-cache.
     static func root(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {

@@ -76,22 +76,26 @@ public struct LabKernel: Sendable, Equatable, CustomStringConvertible {
             release: release, image: path + "/vmlinuz", modules: "\(path)/lib/modules/\(release)", isSystem: false)
     }
 
-    /// Every kernel the lab can boot here: the system's first, then each unpacked one in the cache, by release.
-    public static func available(cacheRoot: String = cacheRoot()) -> [LabKernel] {
-        var found: [LabKernel] = []
-        if let system = system() { found.append(system) }
-        for name in LabCache.finishedEntries(in: cacheRoot) {
-            if let kernel = directory("\(cacheRoot)/\(name)"), !found.contains(where: { $0.release == kernel.release })
-            {
-                found.append(kernel)
+    /// Where the lab looks for kernels, in order: the user's cache, then the `blemu-lab` package's (`LabCache`).
+    public static func cacheRoots() -> [String] { LabCache.roots("kernel") }
+
+    /// Every kernel the lab can boot here: the system's first, then each unpacked one in `cacheRoots` by release
+    /// (the first root's copy of a release wins).
+    public static func available(cacheRoots: [String] = cacheRoots()) -> [LabKernel] {
+        let found: [LabKernel] = system().map { [$0] } ?? []
+        var unpacked: [LabKernel] = []
+        for root in cacheRoots {
+            for kernel in LabCache.finishedEntries(in: root).compactMap({ directory("\(root)/\($0)") })
+            where !(found + unpacked).contains(where: { $0.release == kernel.release }) {
+                unpacked.append(kernel)
             }
         }
-        return found
+        return found + unpacked.sorted { $0.release.compare($1.release, options: .numeric) == .orderedAscending }
     }
 
     /// What `--kernel` names: "system", a series ("6.1", "6.12", "7.2": the system's when it is of that series,
     /// else the newest unpacked one of it), or a directory laid out as `scripts/fetch-kernel` leaves it.
-    public static func resolve(_ name: String, cacheRoot: String = cacheRoot()) throws(ResolveError) -> LabKernel {
+    public static func resolve(_ name: String, cacheRoots: [String] = cacheRoots()) throws(ResolveError) -> LabKernel {
         if name.contains("/") {
             let path = URL(fileURLWithPath: name).standardizedFileURL.path
             guard let kernel = directory(path) else {
@@ -101,7 +105,7 @@ public struct LabKernel: Sendable, Equatable, CustomStringConvertible {
             }
             return kernel
         }
-        let all = available(cacheRoot: cacheRoot)
+        let all = available(cacheRoots: cacheRoots)
         if name == "system" {
             guard let system = all.first(where: \.isSystem) else {
                 throw ResolveError(
@@ -117,7 +121,7 @@ public struct LabKernel: Sendable, Equatable, CustomStringConvertible {
         throw ResolveError(
             description:
                 "--kernel \(name): not unpacked (the lab has \(known.isEmpty ? "none" : known.joined(separator: ", "))); "
-                + "unpack it with scripts/fetch-kernel \(name)")
+                + "unpack it with scripts/fetch-kernel \(name) or install blemu-lab")
     }
 
     /// The module file for `name` (path under the modules directory, without extension) when it is a plain .ko,

@@ -116,7 +116,8 @@ public struct LabPrerequisites: Sendable {
                 name: "btvirt with the lab's link timing", path: radio, package: "",
                 isRequired: false,
                 problem: radio == nil
-                    ? "no build in \(BlueZInstall.cacheRoot()) has a patched btvirt (run scripts/build-bluez 5.82)"
+                    ? "no build in \(BlueZInstall.cacheRoots().joined(separator: " or ")) has a patched btvirt "
+                        + "(run scripts/build-bluez 5.82, or install blemu-lab)"
                     : nil))
         items.append(executable("python3", ["/usr/bin/python3"], package: "python3", required: false))
         let pythonDBus = root + "/usr/lib/python3/dist-packages/dbus"

@@ -58,7 +58,7 @@ public struct LabSystem: Sendable, Equatable, CustomStringConvertible {
 
     /// The named system `name`, with its kernel and BlueZ resolved here.
     public static func resolve(
-        _ name: String, kernelCache: String = LabKernel.cacheRoot(), bluezCache: String = BlueZInstall.cacheRoot()
+        _ name: String, kernelCache: [String] = LabKernel.cacheRoots(), bluezCache: [String] = BlueZInstall.cacheRoots()
     ) throws(ResolveError) -> LabSystem {
         guard let named = names.first(where: { $0.name == name }) else {
             throw ResolveError(
@@ -66,26 +66,26 @@ public struct LabSystem: Sendable, Equatable, CustomStringConvertible {
         }
         var missing: [String] = []
         let kernel: LabKernel?
-        do { kernel = try LabKernel.resolve(named.kernel, cacheRoot: kernelCache) } catch {
+        do { kernel = try LabKernel.resolve(named.kernel, cacheRoots: kernelCache) } catch {
             kernel = nil
             missing.append("scripts/fetch-kernel \(named.kernel)")
         }
         let bluez: BlueZInstall?
-        do { bluez = try BlueZInstall.resolve(named.bluez, cacheRoot: bluezCache) } catch {
+        do { bluez = try BlueZInstall.resolve(named.bluez, cacheRoots: bluezCache) } catch {
             bluez = nil
             missing.append("scripts/build-bluez \(named.bluez)")
         }
         guard let kernel, let bluez else {
             throw ResolveError(
                 description: "--system \(name) (kernel \(named.kernel), BlueZ \(named.bluez)) is not installed: run "
-                    + missing.joined(separator: " && "))
+                    + missing.joined(separator: " && ") + ", or install blemu-lab")
         }
         return LabSystem(name: named.name, kernel: kernel, bluez: bluez)
     }
 
     /// The named systems this machine can boot, oldest first.
     public static func available(
-        kernelCache: String = LabKernel.cacheRoot(), bluezCache: String = BlueZInstall.cacheRoot()
+        kernelCache: [String] = LabKernel.cacheRoots(), bluezCache: [String] = BlueZInstall.cacheRoots()
     ) -> [LabSystem] {
         names.compactMap { try? resolve($0.name, kernelCache: kernelCache, bluezCache: bluezCache) }
     }

@@ -154,9 +154,9 @@ struct LabGenerationTests {
     @Test func bluezNamesAVersionInTheCacheOrRefusesWithTheBuildCommand() throws {
         let cache = NSTemporaryDirectory() + "blemu-bluez-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: cache) }
-        #expect(throws: BlueZInstall.ResolveError.self) { try BlueZInstall.resolve("9.99", cacheRoot: cache) }
+        #expect(throws: BlueZInstall.ResolveError.self) { try BlueZInstall.resolve("9.99", cacheRoots: [cache]) }
         do {
-            _ = try BlueZInstall.resolve("9.99", cacheRoot: cache)
+            _ = try BlueZInstall.resolve("9.99", cacheRoots: [cache])
         } catch {
             #expect(error.description.contains("scripts/build-bluez 9.99"))
         }
@@ -167,17 +167,45 @@ struct LabGenerationTests {
             try "#!/bin/sh\necho 9.99\n".write(toFile: bin + "/" + tool, atomically: true, encoding: .utf8)
             try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: bin + "/" + tool)
         }
-        #expect(throws: BlueZInstall.ResolveError.self) { try BlueZInstall.resolve("9.99", cacheRoot: cache) }
+        #expect(throws: BlueZInstall.ResolveError.self) { try BlueZInstall.resolve("9.99", cacheRoots: [cache]) }
         _ = FileManager.default.createFile(atPath: cache + "/9.99/.complete", contents: Data())
-        let install = try BlueZInstall.resolve("9.99", cacheRoot: cache)
+        let install = try BlueZInstall.resolve("9.99", cacheRoots: [cache])
         #expect(install.version == "9.99" && install.toolDirectory == bin)
         #expect(try BlueZInstall.resolve(bin).bluetoothd == bin + "/bluetoothd")
         // The lab's radio is a patched btvirt only: this build's has no btvirt-patches yet.
-        #expect(BlueZInstall.labRadio(for: install, cacheRoot: cache) == nil)
+        #expect(BlueZInstall.labRadio(for: install, cacheRoots: [cache]) == nil)
         _ = FileManager.default.createFile(atPath: cache + "/9.99/btvirt-patches", contents: Data("x\n".utf8))
-        #expect(BlueZInstall.labRadio(for: install, cacheRoot: cache) == bin + "/btvirt")
-        #expect(BlueZInstall.labRadio(for: nil, cacheRoot: cache) == bin + "/btvirt")
-        #expect(BlueZInstall.labRadio(for: nil, cacheRoot: cache + "/none") == nil)
+        #expect(BlueZInstall.labRadio(for: install, cacheRoots: [cache]) == bin + "/btvirt")
+        #expect(BlueZInstall.labRadio(for: nil, cacheRoots: [cache]) == bin + "/btvirt")
+        #expect(BlueZInstall.labRadio(for: nil, cacheRoots: [cache + "/none"]) == nil)
+    }
+
+    @Test func theUserCacheComesBeforeTheBlemuLabPackageAndAVersionInBothIsTheCaches() throws {
+        let roots = LabCache.roots("bluez", environment: ["BLEMU_CACHE": "/c"])
+        #expect(roots == ["/c/bluez", "/usr/lib/blemu-lab/bluez"])
+        let base = NSTemporaryDirectory() + "blemu-roots-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let user = base + "/cache/bluez"
+        let packaged = base + "/usr/lib/blemu-lab/bluez"
+        // Fake builds whose bluetoothd prints its version, each finished and with a patched btvirt.
+        for (root, version) in [(packaged, "9.99"), (packaged, "9.98"), (user, "9.98")] {
+            let bin = "\(root)/\(version)/bin"
+            try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+            for tool in ["bluetoothd", "btvirt", "btmon"] {
+                try "#!/bin/sh\necho \(version)\n".write(toFile: bin + "/" + tool, atomically: true, encoding: .utf8)
+                try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: bin + "/" + tool)
+            }
+            for stamp in [".complete", "btvirt-patches"] {
+                _ = FileManager.default.createFile(atPath: "\(root)/\(version)/\(stamp)", contents: Data("x\n".utf8))
+            }
+        }
+        let builds = BlueZInstall.available(cacheRoots: [user, packaged]).filter { $0.toolDirectory != nil }
+        #expect(builds.map(\.version) == ["9.98", "9.99"])
+        #expect(builds.map(\.toolDirectory) == [user + "/9.98/bin", packaged + "/9.99/bin"])
+        #expect(try BlueZInstall.resolve("9.99", cacheRoots: [user, packaged]).toolDirectory == packaged + "/9.99/bin")
+        #expect(BlueZInstall.labRadio(for: nil, cacheRoots: [user, packaged]) == user + "/9.98/bin/btvirt")
+        let packagedRadio = BlueZInstall.labRadio(for: nil, cacheRoots: [base + "/none", packaged])
+        #expect(packagedRadio == packaged + "/9.99/bin/btvirt")
     }
 
     @Test func shellQuotingSurvivesSpacesQuotesAndDollars() throws {

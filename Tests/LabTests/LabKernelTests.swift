@@ -97,16 +97,17 @@ struct LabKernelTests {
     @Test func aSeriesNamesTheUnpackedKernelAndAMissingOneNamesTheCommandThatUnpacksIt() throws {
         let root = try cache(with: "7.2.13+deb14-amd64")
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let kernel = try LabKernel.resolve("7.2", cacheRoot: root)
+        let kernel = try LabKernel.resolve("7.2", cacheRoots: [root])
         #expect(kernel.release == "7.2.13+deb14-amd64" && !kernel.isSystem)
         #expect(kernel.image == "\(root)/7.2.13+deb14-amd64/vmlinuz")
         #expect(kernel.modules == "\(root)/7.2.13+deb14-amd64/lib/modules/7.2.13+deb14-amd64")
-        #expect(try LabKernel.resolve("\(root)/7.2.13+deb14-amd64", cacheRoot: root) == kernel)
+        #expect(try LabKernel.resolve("\(root)/7.2.13+deb14-amd64", cacheRoots: [root]) == kernel)
         do {
-            _ = try LabKernel.resolve("6.12", cacheRoot: root)
+            _ = try LabKernel.resolve("6.12", cacheRoots: [root])
             Issue.record("6.12 is not unpacked, yet it resolved")
         } catch {
-            #expect(error.description.hasSuffix("unpack it with scripts/fetch-kernel 6.12"), "\(error)")
+            let expected = "unpack it with scripts/fetch-kernel 6.12 or install blemu-lab"
+            #expect(error.description.hasSuffix(expected), "\(error)")
         }
     }
 
@@ -114,19 +115,19 @@ struct LabKernelTests {
         let root = try cache(with: "7.2.13+deb14-amd64")
         defer { try? FileManager.default.removeItem(atPath: root) }
         do {
-            _ = try LabSystem.resolve("debian-13", kernelCache: root, bluezCache: root + "/no-bluez")
+            _ = try LabSystem.resolve("debian-13", kernelCache: [root], bluezCache: [root + "/no-bluez"])
             Issue.record("debian-13 resolved without its kernel")
         } catch {
             #expect(error.description.contains("run scripts/fetch-kernel 6.12"), "\(error)")
         }
         do {
-            _ = try LabSystem.resolve("current", kernelCache: root, bluezCache: root + "/no-bluez")
+            _ = try LabSystem.resolve("current", kernelCache: [root], bluezCache: [root + "/no-bluez"])
             Issue.record("current resolved without BlueZ 5.87")
         } catch {
-            #expect(error.description.hasSuffix("run scripts/build-bluez 5.87"), "\(error)")
+            #expect(error.description.hasSuffix("run scripts/build-bluez 5.87, or install blemu-lab"), "\(error)")
         }
         do {
-            _ = try LabSystem.resolve("ubuntu", kernelCache: root, bluezCache: root)
+            _ = try LabSystem.resolve("ubuntu", kernelCache: [root], bluezCache: [root])
             Issue.record("an unknown name resolved")
         } catch {
             #expect(error.description == "--system ubuntu: not a named system (debian-12, debian-13, current)")
