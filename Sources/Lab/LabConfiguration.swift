@@ -77,13 +77,9 @@ public struct LabConfiguration: Sendable, Equatable {
         self.isDualMode = isDualMode
     }
 
-    /// `$XDG_CACHE_HOME/blemu/lab`, else `~/.cache/blemu/lab`; /var/tmp when neither is set.
-    public static func defaultCacheDirectory() -> String {
-        let environment = ProcessInfo.processInfo.environment
-        if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") { return xdg + "/blemu/lab" }
-        if let home = environment["HOME"], home.hasPrefix("/") { return home + "/.cache/blemu/lab" }
-        return "/var/tmp/blemu-lab-cache"
-    }
+    /// `lab/` in the cache the BlueZ builds and kernels share (`LabCache.root`: `$BLEMU_CACHE`, else
+    /// `$XDG_CACHE_HOME/blemu`, else `~/.cache/blemu`), so one variable moves everything the lab keeps.
+    public static func defaultCacheDirectory() -> String { LabCache.root() + "/lab" }
 
     /// `<base>/lab-results/<UTC timestamp>`; the timestamp has no colons, which qemu option values cannot carry.
     public static func defaultResultsDirectory(
