@@ -203,6 +203,20 @@ struct BlemuRunOnFakeBluetoothdTests {
         #expect(pytest.stdout.contains("1 passed"), "\(pytest.stdout)")
         #expect(await fake.until { $0.applications.isEmpty }, "still registered")
         #expect(await fake.advertisements.isEmpty, "the advertisement is still registered")
+        // A profile blemu refuses: the fixture says blemu run exited, with blemu's own `file:line:col` message.
+        let broken = directory + "/broken.yaml"
+        try "name: X\nservices:\n  - uuid: not-a-uuid\n".write(toFile: broken, atomically: true, encoding: .utf8)
+        try FileManager.default.createDirectory(atPath: directory + "/refused", withIntermediateDirectories: true)
+        let refused = try ChildProcess(
+            "/usr/bin/env",
+            [
+                "PYTHONPATH=\(ChildProcess.repositoryRoot)/python/src", "PYTHONDONTWRITEBYTECODE=1", Self.venvPython,
+                "-m", "pytest", "-p", "no:cacheprovider", "--blemu-profile", broken, "--blemu", ChildProcess.blemu,
+                "--blemu-bus", bus.address, tests,
+            ], outputIn: directory + "/refused")
+        #expect(await refused.exitStatus() == 1, "\(refused.stdout)\(refused.stderr)")
+        #expect(refused.stdout.contains("blemu run exited with 65"), "\(refused.stdout)")
+        #expect(refused.stdout.contains("broken.yaml:3:"), "\(refused.stdout)")
         try? FileManager.default.removeItem(atPath: directory)
     }
 

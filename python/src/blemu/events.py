@@ -10,7 +10,9 @@ Event = Dict[str, Any]
 
 
 class EventLog:
-    """Reads a peripheral's event log (`blemu run --events FILE`) from a position, waiting for lines to come."""
+    """Reads a peripheral's event log file (`blemu run --events FILE`, or `events-hci0.jsonl` in the lab's results)
+    from a position. For a file there is nothing to subscribe to, so `wait_for` looks again every `poll` seconds; a
+    live peripheral's events come pushed instead, from its control socket (`Peripheral.events`, `wait_for`)."""
 
     def __init__(self, path: str) -> None:
         self.path = path

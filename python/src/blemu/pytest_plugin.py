@@ -3,7 +3,8 @@
 - Inside `blemu lab run --profile ...`, the peripherals are the lab's, found from `BLEMU_LAB_*`.
 - Elsewhere (a machine with a Bluetooth adapter), give a profile with `--blemu-profile FILE` (or the ini option
   `blemu_profile`): `blemu run FILE` is started with a control socket and an event log for the session, waited for
-  until it answers, and stopped with SIGINT at the end, which unregisters everything.
+  until it says it is advertising (its control socket is open by then), and stopped with SIGINT at the end, which
+  unregisters everything.
 
 `blemu_peripheral` (blocking) and `blemu_async_peripheral` (asyncio) are the first peripheral, `blemu_peripherals`
 all of them. Each test that asks for one starts from the profile's state: the fixture sends `reset` first (values,
@@ -17,8 +18,8 @@ import os
 import shutil
 import signal
 import subprocess
-import time
-from typing import Iterator, List
+import threading
+from typing import IO, Iterator, List
 
 import pytest
 
@@ -79,11 +80,16 @@ def blemu_session_peripherals(
     if bus:
         arguments += ["--bus", bus]
     log = os.path.join(directory, "blemu.log")
-    with open(log, "wb") as output:
-        process = subprocess.Popen(arguments, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    process = subprocess.Popen(arguments, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    assert process.stdout is not None
+    output = _Output(process.stdout, log)
     peripheral = Peripheral(control, events=events)
     try:
-        _wait_until_it_answers(peripheral, process, log)
+        if not output.advertising.wait(timeout=30) and process.poll() is None:
+            pytest.fail(f"blemu run did not start advertising within 30 s:\n{output.text()}", pytrace=False)
+        if not output.advertised:
+            process.wait(timeout=15)
+            pytest.fail(f"blemu run exited with {process.returncode}:\n{output.text()}", pytrace=False)
         yield [peripheral]
     finally:
         if process.poll() is None:
@@ -120,15 +126,28 @@ def blemu_async_peripheral(blemu_peripherals: List[Peripheral]) -> AsyncPeripher
     return blemu_peripherals[0].aio()
 
 
-def _wait_until_it_answers(peripheral: Peripheral, process: subprocess.Popen[bytes], log: str, seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            with open(log, errors="replace") as output:
-                pytest.fail(f"blemu run exited with {process.returncode}:\n{output.read()}", pytrace=False)
-        try:
-            peripheral.counters()
-            return
-        except ControlError:
-            time.sleep(0.1)
-    pytest.fail(f"blemu run did not answer on {peripheral.control} within {seconds:.0f} s", pytrace=False)
+class _Output:
+    """What `blemu run` prints, copied to its log file for the whole session by a thread of its own (so the pipe
+    never fills); `advertising` is set when it says it is advertising, or when its output ends first."""
+
+    def __init__(self, stream: IO[bytes], log: str) -> None:
+        self.log = log
+        self.advertised = False
+        self.advertising = threading.Event()
+        copy = open(log, "wb")  # here, so `text` finds the file even before the first line
+        threading.Thread(target=self._copy, args=(stream, copy), name="blemu run output", daemon=True).start()
+
+    def _copy(self, stream: IO[bytes], copy: IO[bytes]) -> None:
+        with copy as log:
+            for line in stream:
+                log.write(line)
+                log.flush()
+                # `blemu run` says this once everything is published and its control socket is open.
+                if line.startswith(b"advertising "):
+                    self.advertised = True
+                    self.advertising.set()
+        self.advertising.set()
+
+    def text(self) -> str:
+        with open(self.log, errors="replace") as log:
+            return log.read()
