@@ -162,7 +162,7 @@ struct GuestStack {
     /// The script text.
     var script: String {
         let work = Self.shellQuote(configuration.resultsDirectory)
-        let polls = max(1, Int(configuration.stepTimeout.components.seconds) * 10)
+        let stepSeconds = max(1, configuration.stepTimeout.components.seconds)
         let count = configuration.controllers
         let peripherals = configuration.peripheralControllers
         let central = configuration.centralController
@@ -243,13 +243,19 @@ struct GuestStack {
                 printf '%s\\n%s\\n' "$STEP" "$*" > "$W/\(File.failure)"
                 power_off failed
             }
-            # wait_for DESCRIPTION COMMAND [ARGS]: polls every 0.1 s, gives up after the step timeout.
+            # wait_for DESCRIPTION COMMAND [ARGS]: polls every 0.1 s, gives up after the step timeout. The clock is the
+            # VM's uptime, not a count of polls: under TCG one poll (a dbus-send) can take half a second, and a count
+            # of 0.1 s sleeps once stretched 60 s into the VM's whole 300. The kernel's last Bluetooth failure, if
+            # any (a controller whose HCI Reset timed out never reaches bluetoothd), goes into the message.
+            uptime_seconds() { cut -d. -f1 /proc/uptime; }
             wait_for() {
                 what=$1; shift
-                n=0
+                deadline=$(( $(uptime_seconds) + \(stepSeconds) ))
                 until "$@" >/dev/null 2>&1; do
-                    n=$((n + 1))
-                    [ "$n" -ge \(polls) ] && die "gave up after \(configuration.stepTimeout.components.seconds) s waiting for $what"
+                    if [ "$(uptime_seconds)" -ge "$deadline" ]; then
+                        kernel=$(dmesg 2>/dev/null | grep 'Bluetooth: .*failed' | tail -1 | sed 's/^[[][^]]*] //')
+                        die "gave up after \(stepSeconds) s waiting for $what${kernel:+ (kernel: $kernel)}"
+                    fi
                     sleep 0.1
                 done
             }

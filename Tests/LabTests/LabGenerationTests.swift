@@ -180,6 +180,40 @@ struct LabGenerationTests {
         #expect(BlueZInstall.labRadio(for: nil, cacheRoots: [cache + "/none"]) == nil)
     }
 
+    /// The guest's wait gives up after the step timeout by the clock, whatever one poll costs: the functions are
+    /// taken from the generated script and run with a condition that never holds and a poll that takes 0.3 s.
+    @Test func aGuestWaitGivesUpAfterTheStepTimeoutHoweverSlowEachPollIs() throws {
+        var quick = configuration
+        quick.stepTimeout = .seconds(1)
+        let script = guestScript(quick)
+        let start = try #require(script.range(of: "uptime_seconds() {"))
+        let end = try #require(script.range(of: "bluez_get() {", range: start.upperBound..<script.endIndex))
+        let functions = String(script[start.lowerBound..<end.lowerBound])
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = [
+            "-c",
+            """
+            tries=0
+            die() { echo "died: $* ($tries tries)"; exit 3; }
+            \(functions)
+            slow_never() { tries=$((tries + 1)); sleep 0.3; false; }
+            wait_for "the impossible" slow_never
+            echo "returned"
+            """,
+        ]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 3, "\(text)")
+        #expect(text.hasPrefix("died: gave up after 1 s waiting for the impossible"), "\(text)")
+        // Ten polls of 0.1 s would be "1 s" by count; at 0.4 s a poll the clock stops it after three or four.
+        let tries = text.split(separator: "(").last.flatMap { Int($0.prefix { $0.isNumber }) } ?? 0
+        #expect((1..<10).contains(tries), "\(text)")
+    }
+
     @Test func theUserCacheComesBeforeTheBlemuLabPackageAndAVersionInBothIsTheCaches() throws {
         let roots = LabCache.roots("bluez", environment: ["BLEMU_CACHE": "/c"])
         #expect(roots == ["/c/bluez", "/usr/lib/blemu-lab/bluez"])
