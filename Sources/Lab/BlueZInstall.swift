@@ -73,16 +73,8 @@ public struct BlueZInstall: Sendable, Equatable, CustomStringConvertible {
     /// Every BlueZ the lab can boot here: the system's first, then each build in `cacheRoots` by version (the
     /// first root's build of a version wins).
     public static func available(cacheRoots: [String] = cacheRoots()) -> [BlueZInstall] {
-        var found: [BlueZInstall] = system().map { [$0] } ?? []
-        var builds: [BlueZInstall] = []
-        for root in cacheRoots {
-            for build in LabCache.finishedEntries(in: root).compactMap({ directory("\(root)/\($0)/bin") })
-            where !(found + builds).contains(where: { $0.version == build.version }) {
-                builds.append(build)
-            }
-        }
-        found += builds.sorted { $0.version.compare($1.version, options: .numeric) == .orderedAscending }
-        return found
+        LabCache.eachOnce(
+            in: cacheRoots, after: system().map { [$0] } ?? [], make: { directory($0 + "/bin") }, key: \.version)
     }
 
     /// The file beside a build's `bin/` naming the patches scripts/build-bluez applied to its btvirt.

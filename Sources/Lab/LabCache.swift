@@ -22,6 +22,22 @@ enum LabCache {
         return "/var/tmp/blemu-cache"
     }
 
+    /// What the finished entries of `roots` hold (`make` of each entry's path, nil for a broken one) after `first`,
+    /// one per `key` (the earliest wins: `first`, then the first root's), in numeric order of `key` after `first`.
+    static func eachOnce<Value>(
+        in roots: [String], after first: [Value], make: (String) -> Value?, key: (Value) -> String
+    ) -> [Value] {
+        var found = first
+        let entries = roots.flatMap { root in finishedEntries(in: root).map { "\(root)/\($0)" } }
+        for value in entries.compactMap(make) where !found.contains(where: { key($0) == key(value) }) {
+            found.append(value)
+        }
+        let rest = found.dropFirst(first.count).sorted {
+            key($0).compare(key($1), options: .numeric) == .orderedAscending
+        }
+        return first + rest
+    }
+
     /// The entries of `directory` a script finished (a `.complete` stamp), in numeric order: "5.82" before "5.87".
     static func finishedEntries(in directory: String) -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])

@@ -82,15 +82,7 @@ public struct LabKernel: Sendable, Equatable, CustomStringConvertible {
     /// Every kernel the lab can boot here: the system's first, then each unpacked one in `cacheRoots` by release
     /// (the first root's copy of a release wins).
     public static func available(cacheRoots: [String] = cacheRoots()) -> [LabKernel] {
-        let found: [LabKernel] = system().map { [$0] } ?? []
-        var unpacked: [LabKernel] = []
-        for root in cacheRoots {
-            for kernel in LabCache.finishedEntries(in: root).compactMap({ directory("\(root)/\($0)") })
-            where !(found + unpacked).contains(where: { $0.release == kernel.release }) {
-                unpacked.append(kernel)
-            }
-        }
-        return found + unpacked.sorted { $0.release.compare($1.release, options: .numeric) == .orderedAscending }
+        LabCache.eachOnce(in: cacheRoots, after: system().map { [$0] } ?? [], make: directory, key: \.release)
     }
 
     /// What `--kernel` names: "system", a series ("6.1", "6.12", "7.2": the system's when it is of that series,
