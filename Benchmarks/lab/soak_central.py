@@ -5,8 +5,8 @@
 
 Runs `blemu run PROFILE --restore-id soak` on the peripheral controller and, from the central controller through
 bluetoothd's own client API, reads `sample`, writes a rising sequence number to `written` (Write Requests) and
-stays subscribed to `stream`, as fast as one central can, for SECONDS. Meanwhile, every EVERY seconds, a second
-thread disturbs the world in turn: bluetoothd is killed and started again with its own command line, the
+stays subscribed to `stream`, as fast as one central can, for SECONDS. Meanwhile, EVERY seconds after the central
+is back from the last disturbance (or has given up on it), a second thread disturbs the world in turn: bluetoothd is killed and started again with its own command line, the
 peripheral's adapter is powered off and on (btmgmt), and blemu is killed with SIGKILL and started again with the
 same --restore-id. After each disturbance the central finds its way back (discovers, connects, resubscribes) and
 checks that `written` still holds at least the last sequence number it saw acknowledged.
@@ -226,7 +226,10 @@ def power_cycle():
 
 
 class Disturber(threading.Thread):
-    """Every `every` seconds, the next disturbance; the main thread learns of each through `happened`."""
+    """`every` seconds after the central is back from the last disturbance, the next; the main thread learns of each
+    through `happened` and says it is back through `recovered`. Counting from the disturbance instead once let a
+    loaded host's 10-15 s recoveries be overtaken by the next one again and again: the central never got back, and
+    the soak measured its own pace, not blemu."""
 
     def __init__(self, peripheral_process, daemon):
         super().__init__(daemon=True)
@@ -236,11 +239,18 @@ class Disturber(threading.Thread):
         self.failure = None
         self.count = {name: 0 for name in DISTURBANCES}
         self.happened = threading.Event()
+        self.recovered = threading.Event()
+        self.recovered.set()
         self.stop = threading.Event()
 
     def run(self):
         turn = 0
-        while not self.stop.wait(every):
+        while True:
+            while not self.recovered.wait(0.5):
+                if self.stop.is_set():
+                    return
+            if self.stop.wait(every):
+                return
             kind = DISTURBANCES[turn % len(DISTURBANCES)]
             turn += 1
             log('disturbance:', kind)
@@ -273,6 +283,7 @@ class Disturber(threading.Thread):
                         log('the soak stops:', error)
                         self.stop.set()
                 self.count[kind] += 1
+                self.recovered.clear()
                 self.happened.set()
 
 
@@ -452,7 +463,7 @@ if not central.establish():
 daemon = Bluetoothd()
 disturber = Disturber(peripheral_process, daemon)
 disturber.start()
-log('connected; soaking for %d s, a disturbance every %d s' % (seconds, every))
+log('connected; soaking for %d s, a disturbance %d s after each recovery' % (seconds, every))
 while time.monotonic() - started < seconds and disturber.failure is None:
     central.pump()
     healthy = central.work()
@@ -469,6 +480,7 @@ while time.monotonic() - started < seconds and disturber.failure is None:
                 if daemon.revive_if_dead(after=disturber.last):
                     log('bluetoothd had died on its own after', disturber.last, '- started again:',
                         daemon.deaths[-1])
+        disturber.recovered.set()
 disturber.stop.set()
 disturber.join(60)
 # The last check of `written`, on the way back from the last disturbance if there was one.

@@ -18,7 +18,7 @@ def listed(counts):
     return ', '.join('%s %d' % (name, n) for name, n in sorted(counts.items())) or 'none'
 
 
-print('soak on %s: %d s, a disturbance every %d s (%s)' % (
+print('soak on %s: %d s, a disturbance %d s after each recovery (%s)' % (
     soak['bluez'], soak['seconds'], soak['every'], listed(soak['disturbances'])))
 print('  central requests: %d sent, %d answered (%s ATT errors), %d failed with the link down, %d unanswered' % (
     requests['sent'], requests['answered'], sum(requests['attErrors'].values()) or 'no',
