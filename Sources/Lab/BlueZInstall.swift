@@ -40,12 +40,6 @@ public struct BlueZInstall: Sendable, Equatable, CustomStringConvertible {
         public let description: String
     }
 
-    /// Where `scripts/build-bluez` installs builds: `$BLEMU_CACHE/bluez`, else `$XDG_CACHE_HOME/blemu/bluez`, else
-    /// `~/.cache/blemu/bluez` (the script uses the same rule).
-    public static func cacheRoot(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        LabCache.root(environment: environment) + "/bluez"
-    }
-
     /// The system's BlueZ (Debian: /usr/libexec/bluetooth/bluetoothd), or nil when bluez is not installed.
     public static func system(root: String = "") -> BlueZInstall? {
         let candidates = ["/usr/libexec/bluetooth/bluetoothd", "/usr/sbin/bluetoothd"].map { root + $0 }

@@ -43,12 +43,6 @@ public struct LabKernel: Sendable, Equatable, CustomStringConvertible {
         return numbers.split(separator: ".").prefix(2).joined(separator: ".")
     }
 
-    /// Where `scripts/fetch-kernel` unpacks kernels: `$BLEMU_CACHE/kernel`, else `$XDG_CACHE_HOME/blemu/kernel`,
-    /// else `~/.cache/blemu/kernel` (the script uses the same rule).
-    public static func cacheRoot(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        LabCache.root(environment: environment) + "/kernel"
-    }
-
     /// The newest installed kernel whose modules are there (`root` prefixes the paths, for tests); nil when none.
     public static func system(root: String = "") -> LabKernel? {
         let files = FileManager.default

@@ -23,7 +23,7 @@ enum HeartRateScenario {
     static let bleakTests = LabScenario.package + "/examples/central-tests/heart_rate_bleak_test.py"
     /// The venv's interpreter: `<cache>/venv/bin/python` next to the BlueZ builds (scripts/setup).
     static let bleakPython =
-        URL(fileURLWithPath: BlueZInstall.cacheRoot()).deletingLastPathComponent().path + "/venv/bin/python"
+        LabCache.root() + "/venv/bin/python"
     /// A file the command writes by relative path in its working directory (which used to be read-only).
     static let writableCheck = "lab-writable-check.txt"
     /// How long the probe listens: the profile notifies Heart Rate Measurement once a second.
