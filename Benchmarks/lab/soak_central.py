@@ -6,10 +6,11 @@
 Runs `blemu run PROFILE --restore-id soak` on the peripheral controller and, from the central controller through
 bluetoothd's own client API, reads `sample`, writes a rising sequence number to `written` (Write Requests) and
 stays subscribed to `stream`, as fast as one central can, for SECONDS. Meanwhile, EVERY seconds after the central
-is back from the last disturbance (or has given up on it), a second thread disturbs the world in turn: bluetoothd is killed and started again with its own command line, the
-peripheral's adapter is powered off and on (btmgmt), and blemu is killed with SIGKILL and started again with the
-same --restore-id. After each disturbance the central finds its way back (discovers, connects, resubscribes) and
-checks that `written` still holds at least the last sequence number it saw acknowledged.
+is back from the last disturbance (or has given up on it), a second thread disturbs the world in turn: bluetoothd
+is killed and started again with its own command line, the peripheral's adapter is powered off and on (btmgmt),
+and blemu is killed with SIGKILL and started again with the same --restore-id. After each disturbance the central
+finds its way back (discovers, connects, resubscribes) and checks that `written` still holds at least the last
+sequence number it saw acknowledged.
 
 Writes $BLEMU_LAB_RESULTS/soak.json: the central's requests and how each ended, acknowledged writes and how many
 were lost, notifications received and lost inside each subscription (a gap in the counter), and each blemu
