@@ -43,6 +43,9 @@ LINK_DOWN = {'org.bluez.Error.NotConnected', 'org.bluez.Error.Failed', 'org.blue
              'org.freedesktop.DBus.Error.UnknownObject', 'org.freedesktop.DBus.Error.UnknownMethod',
              'org.freedesktop.DBus.Error.ServiceUnknown', 'org.freedesktop.DBus.Error.NameHasNoOwner',
              'org.freedesktop.DBus.Error.Disconnected', 'org.freedesktop.DBus.Error.Spawn.ChildExited'}
+# What the bus answers while no bluetoothd owns org.bluez (Spawn.ChildExited: the bus tried to start one itself).
+NO_BLUETOOTHD = {'org.freedesktop.DBus.Error.ServiceUnknown', 'org.freedesktop.DBus.Error.NameHasNoOwner',
+                 'org.freedesktop.DBus.Error.Spawn.ChildExited'}
 
 blemu, profile, seconds, every = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
 results_dir = os.environ['BLEMU_LAB_RESULTS']
@@ -340,6 +343,13 @@ class Central:
                     # answered by bluetoothd with an ATT error).
                     with lock:
                         daemon.kill_hung(after=disturber.last)
+                elif error.get_dbus_name() in NO_BLUETOOTHD:
+                    # bluetoothd 5.82 once segfaulted while the central was on its way back from a power cycle:
+                    # waiting out the whole limit for it would count a BlueZ crash as blemu never coming back.
+                    with lock:
+                        if daemon.revive_if_dead(after=disturber.last):
+                            log('bluetoothd died on its own after', disturber.last, '- started again:',
+                                daemon.deaths[-1])
             time.sleep(0.5)
         self.reconnects.append(None)
         return False
@@ -457,12 +467,12 @@ class Central:
 started = time.monotonic()
 peripheral_process = Blemu()
 peripheral_process.start()
+daemon = Bluetoothd()
+disturber = Disturber(peripheral_process, daemon)
 central = Central()
 if not central.establish():
     peripheral_process.end('SIGTERM')
     raise SystemExit('the central never connected to the peripheral')
-daemon = Bluetoothd()
-disturber = Disturber(peripheral_process, daemon)
 disturber.start()
 log('connected; soaking for %d s, a disturbance %d s after each recovery' % (seconds, every))
 while time.monotonic() - started < seconds and disturber.failure is None:
