@@ -70,12 +70,7 @@ public struct BlueZCentral: Sendable {
         try await call(
             adapterPath, BlueZName.Interface.adapter, BlueZName.Member.setDiscoveryFilter,
             [.vardict([BlueZName.DiscoveryFilter.transport: .string(BlueZName.DiscoveryFilter.transportLE)])])
-        do {
-            try await call(adapterPath, BlueZName.Interface.adapter, BlueZName.Member.startDiscovery)
-        } catch let error as DBusError where error.name == BlueZName.Error.inProgress {
-            // Someone else's discovery on this adapter serves us as well.
-        }
-        let found = await mirror.wait(upTo: request.timeout) { objects in
+        let found = try await discover(on: adapterPath, mirror: mirror, timeout: request.timeout) { objects in
             objects.keys.sorted().first { matches($0, objects[$0] ?? [:]) }
         }
         // bluetoothd recommends no discovery while connecting (device-api.txt, Connect); errors here are harmless.
@@ -392,6 +387,46 @@ public struct BlueZCentral: Sendable {
             }
         }
         return writes
+    }
+
+    /// How long one discovery runs without finding the device before it is started again.
+    static let rescanInterval: Duration = .seconds(4)
+
+    /// Discovers until `find` matches or `timeout` ends, starting the discovery again every `rescanInterval`.
+    ///
+    /// Why again: the kernel reports a device found in the first moments of a discovery before it completes the
+    /// Start Discovery command (btmon, kernel 7.2), and bluetoothd drops that report because it marks the adapter
+    /// discovering only on the completion (src/adapter.c `btd_adapter_device_found` returns while
+    /// `!adapter->discovering`, set in `start_discovery_complete`; 5.66 to 5.87). The controller filters duplicate
+    /// reports, so the device is not reported again in that scan: seen in the lab as a probe finding nothing in
+    /// 15 s of a peripheral a second central found at once. A new discovery resets the controller's filter.
+    private func discover<T: Sendable>(
+        on adapterPath: ObjectPath, mirror: ObjectMirror, timeout: Duration,
+        find: @escaping @Sendable (ManagedObjects) -> T?
+    ) async throws -> T? {
+        let deadline = ContinuousClock.now.advanced(by: timeout)
+        var ours = true
+        do {
+            try await call(adapterPath, BlueZName.Interface.adapter, BlueZName.Member.startDiscovery)
+        } catch let error as DBusError where error.name == BlueZName.Error.inProgress {
+            // Someone else's discovery on this adapter serves us as well; it is theirs to start again.
+            ours = false
+        }
+        while true {
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else { return nil }
+            let wait = ours ? min(left, Self.rescanInterval) : left
+            if let found = await mirror.wait(upTo: wait, for: find) { return found }
+            guard ours, ContinuousClock.now < deadline else { return nil }
+            logger.debug("nothing found yet: discovering again")
+            do {
+                try await call(adapterPath, BlueZName.Interface.adapter, BlueZName.Member.stopDiscovery)
+                try await call(adapterPath, BlueZName.Interface.adapter, BlueZName.Member.startDiscovery)
+            } catch {
+                // bluetoothd may be busy with the adapter (a power change): the next round tries again.
+                logger.debug("discovering again failed", metadata: ["error": "\(error)"])
+            }
+        }
     }
 
     /// Calls a method on bluetoothd with its default timeout.
