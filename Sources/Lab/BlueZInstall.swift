@@ -75,7 +75,7 @@ public struct BlueZInstall: Sendable, Equatable, CustomStringConvertible {
     static let radioPatchesFile = "btvirt-patches"
 
     /// The lab's radio: a btvirt built with scripts/btvirt-ll-timing.patch (and btvirt-conn-handles.patch, for a
-    /// central with links to several peripherals), which completes the LL feature exchange
+    /// central with links to several peripherals, and btvirt-first-report.patch, for discovery), which completes the LL feature exchange
     /// 200 ms after the link comes up, as a link's connection events take time, instead of at once. Without it bluetoothd
     /// sees a central's ATT socket connect before MGMT Device Connected and never signals `Connected` (the patch
     /// says why), and bleak drops the link. `bluez`'s own btvirt when its build is patched, else the newest
@@ -92,6 +92,13 @@ public struct BlueZInstall: Sendable, Equatable, CustomStringConvertible {
             files.isExecutableFile(atPath: bin + "/btvirt")
                 && files.fileExists(atPath: bin + "/../" + radioPatchesFile)
         }.map { $0 + "/btvirt" }
+    }
+
+    /// The patches `radio`'s build applied (its `radioPatchesFile`), comma-separated, for the run's transcript.
+    static func radioPatches(of radio: String) -> String {
+        let file = (radio as NSString).deletingLastPathComponent + "/../" + radioPatchesFile
+        let names = ((try? String(contentsOfFile: file, encoding: .utf8)) ?? "").split(whereSeparator: \.isNewline)
+        return names.isEmpty ? "unknown" : names.joined(separator: ", ")
     }
 
     /// What `--bluez` names: "system", a version ("5.66", "5.82": the system's when it is that version, else the

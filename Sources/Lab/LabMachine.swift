@@ -53,7 +53,7 @@ public struct LabMachine: Sendable {
         transcript.log(
             patchedRadio == nil
                 ? "radio: \(radio), unpatched: bluetoothd will miss Connected for centrals (run scripts/build-bluez 5.82)"
-                : "radio: \(radio) (answers the LL feature exchange after 200 ms, as a link does)")
+                : "radio: \(radio) (patched as a radio behaves: \(BlueZInstall.radioPatches(of: radio)))")
         try write(bluez.version + "\n", to: results + "/" + GuestStack.File.bluezVersion)
         let profileCopies = try copyProfiles()
         try copyBlemuWhereTheGuestSeesIt()

@@ -174,8 +174,11 @@ struct LabGenerationTests {
         #expect(try BlueZInstall.resolve(bin).bluetoothd == bin + "/bluetoothd")
         // The lab's radio is a patched btvirt only: this build's has no btvirt-patches yet.
         #expect(BlueZInstall.labRadio(for: install, cacheRoots: [cache]) == nil)
-        _ = FileManager.default.createFile(atPath: cache + "/9.99/btvirt-patches", contents: Data("x\n".utf8))
+        #expect(BlueZInstall.radioPatches(of: bin + "/btvirt") == "unknown")
+        _ = FileManager.default.createFile(atPath: cache + "/9.99/btvirt-patches", contents: Data("x\ny\n".utf8))
         #expect(BlueZInstall.labRadio(for: install, cacheRoots: [cache]) == bin + "/btvirt")
+        // The run's transcript names what the radio was built with, so an old build shows what it lacks.
+        #expect(BlueZInstall.radioPatches(of: bin + "/btvirt") == "x, y")
         #expect(BlueZInstall.labRadio(for: nil, cacheRoots: [cache]) == bin + "/btvirt")
         #expect(BlueZInstall.labRadio(for: nil, cacheRoots: [cache + "/none"]) == nil)
     }
