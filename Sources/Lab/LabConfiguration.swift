@@ -147,6 +147,17 @@ public struct LabConfiguration: Sendable, Equatable {
         GuestInit.tmpfsMounts.contains { path == $0 || path.hasPrefix($0 + "/") }
     }
 
+    /// The words of `command` that name a host file the VM cannot see: an existing absolute path under one of
+    /// `GuestInit.tmpfsMounts`, outside the shared checkout and the results directory (the VM mounts both). A
+    /// script in /tmp or /var/tmp is the usual slip: the command then fails in the VM with "No such file".
+    public func pathsHiddenFromGuest(in command: [String]) -> [String] {
+        let shared = [sharedCheckout, resultsDirectory].compactMap { $0 }
+        return command.filter { word in
+            word.hasPrefix("/") && Self.isHiddenFromGuest(word) && FileManager.default.fileExists(atPath: word)
+                && !shared.contains { word == $0 || word.hasPrefix($0 + "/") }
+        }
+    }
+
     /// The controllers the peripherals use: one per profile from hci0; without profiles hci0 is left free for the
     /// command to drive as its own peripheral.
     public var peripheralControllers: [String] {

@@ -50,6 +50,13 @@ public struct LabMachine: Sendable {
         let results = configuration.resultsDirectory
         let transcript = try Transcript(path: results + "/" + Self.transcriptFile, logger: logger)
         transcript.log("\(bluez), \(kernel)")
+        for path in configuration.pathsHiddenFromGuest(in: command) {
+            let warning =
+                "the command names \(path), which the VM cannot see: it mounts its own "
+                + "\(GuestInit.tmpfsMounts.joined(separator: ", ")); put it under the working directory or your home"
+            logger.warning("\(warning)")
+            transcript.log(warning, toLogger: false)
+        }
         transcript.log(
             patchedRadio == nil
                 ? "radio: \(radio), unpatched: bluetoothd will miss Connected for centrals (run scripts/build-bluez 5.82)"

@@ -245,6 +245,24 @@ struct LabGenerationTests {
         #expect(packagedRadio == packaged + "/9.99/bin/btvirt")
     }
 
+    /// A script the user left in /tmp exists on the host but not in the VM (its /tmp is a tmpfs of its own): the
+    /// run warns about that word, and about no other.
+    @Test func aCommandNamingAFileInTmpIsToldTheVMCannotSeeIt() throws {
+        let checkout = "/tmp/blemu-checkout-\(getpid())"
+        let script = checkout + "/central.py"
+        try FileManager.default.createDirectory(atPath: checkout, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: checkout) }
+        #expect(FileManager.default.createFile(atPath: script, contents: Data()))
+        var run = configuration
+        run.workingDirectory = "/work"
+        let results = run.resultsDirectory + "/central.py"
+        let command = ["/usr/bin/python3", script, "/tmp/made-in-the-vm", "relative.py", results]
+        #expect(run.pathsHiddenFromGuest(in: command) == [script])
+        // Run from that checkout, which the VM mounts at its path, the same file is seen.
+        run.workingDirectory = checkout
+        #expect(run.pathsHiddenFromGuest(in: command) == [])
+    }
+
     @Test func shellQuotingSurvivesSpacesQuotesAndDollars() throws {
         let words = ["plain", "two words", "it's", "$HOME", "a\"b", "", "back\\slash"]
         let process = Process()
