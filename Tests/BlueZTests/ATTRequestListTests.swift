@@ -48,7 +48,7 @@ struct ATTRequestListTests {
                 "run", Self.fixtures + "/lab-att.yaml", "--bus", bus.address, "--acquire-write", "--control", control,
                 "--events", directory + "/events.jsonl",
             ], outputIn: directory)
-        let isAdvertising = await eventually(within: .seconds(30)) { run.stdout.contains("advertising \"") }
+        let isAdvertising = await FileWait.until(run.stdoutPath, contains: "advertising \"", within: .seconds(30))
         try #require(isAdvertising, "blemu run did not advertise:\n\(run.stdout)\n\(run.stderr)")
 
         for (number, session) in list.sessions.enumerated() {

@@ -35,9 +35,8 @@ struct BlemuRunOnFakeBluetoothdTests {
             ChildProcess.blemu,
             ["run", ChildProcess.repositoryRoot + "/profiles/heart-rate.yaml", "--bus", bus.address] + options,
             outputIn: directory)
-        let isAdvertising = await eventually(within: .seconds(30)) {
-            (saysOnStderr ? run.stderr : run.stdout).contains("advertising \"")
-        }
+        let isAdvertising = await FileWait.until(
+            saysOnStderr ? run.stderrPath : run.stdoutPath, contains: "advertising \"", within: .seconds(30))
         try #require(isAdvertising, "blemu run did not advertise:\n\(run.stdout)\n\(run.stderr)")
         return run
     }
@@ -233,14 +232,14 @@ struct BlemuRunOnFakeBluetoothdTests {
         }
         let follow = try await ctl("events", "--follow")
         // Its first line says the peripheral follows for it: every event after that reaches it.
-        let following = await eventually(within: .seconds(10)) { follow.stdout.contains(#""following":true"#) }
+        let following = await FileWait.until(follow.stdoutPath, contains: #""following":true"#)
         #expect(following, "\(follow.stderr)")
         let set = try await ctl("set", "battery-level", "14")
         #expect(await set.exitStatus() == 0, "\(set.stderr)")
         let reset = try await ctl("reset")
         #expect(await reset.exitStatus() == 0, "\(reset.stderr)")
         #expect(reset.stdout.contains(#""changed":["battery-level"]"#), "\(reset.stdout)")
-        let streamed = await eventually(within: .seconds(10)) { follow.stdout.contains(#""type":"reset""#) }
+        let streamed = await FileWait.until(follow.stdoutPath, contains: #""type":"reset""#)
         #expect(streamed, "\(follow.stdout)")
         let lines = follow.stdout.split(separator: "\n")
         #expect(lines.count >= 2 && lines.dropFirst().allSatisfy { $0.hasPrefix(#"{"time":""#) }, "\(follow.stdout)")
@@ -319,8 +318,12 @@ struct BlemuRunOnFakeBluetoothdTests {
         let reader = open(pipe, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         try #require(reader >= 0)
         let run = try await heartRate(on: bus, ["--events", "-"], in: directory, saysOnStderr: true)
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let gotLines = await eventually(within: .seconds(10)) { read(reader, &buffer, buffer.count) > 0 }
+        // The first line wakes the poll; no writer's end yet would be a hang-up, read as no lines.
+        let gotLines = try await blocking {
+            var descriptor = pollfd(fd: reader, events: Int16(POLLIN), revents: 0)
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            return poll(&descriptor, 1, 10_000) > 0 && read(reader, &buffer, buffer.count) > 0
+        }
         #expect(gotLines, "no event line on stdout")
         close(reader)
 
@@ -435,9 +438,7 @@ struct BlemuRunOnFakeBluetoothdTests {
         let central = try await fake.connect(address: "11:22:33:44:55:07")
         let started = ContinuousClock.now
         async let held = fake.read("2a19", by: central)
-        let isHeld = await eventually(within: .seconds(10)) {
-            ((try? String(contentsOfFile: events, encoding: .utf8)) ?? "").contains(#""fault":"delay"#)
-        }
+        let isHeld = await FileWait.until(events, contains: #""fault":"delay"#)
         #expect(isHeld)
         run.signal(SIGTERM)
         #expect(await held == .success([87]))
@@ -459,7 +460,8 @@ struct BlemuRunOnFakeBluetoothdTests {
             ],
             outputIn: directory)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        try #require(await eventually(within: .seconds(30)) { run.stdout.contains("advertising \"") }, "\(run.stderr)")
+        try #require(
+            await FileWait.until(run.stdoutPath, contains: "advertising \"", within: .seconds(30)), "\(run.stderr)")
         let name = try String(contentsOfFile: "/proc/\(run.pid)/comm", encoding: .utf8)
         #expect(name == "blemu\n")
         run.signal(SIGTERM)
