@@ -75,12 +75,12 @@ public struct BlueZInstall: Sendable, Equatable, CustomStringConvertible {
     static let radioPatchesFile = "btvirt-patches"
 
     /// The lab's radio: a btvirt built with scripts/btvirt-ll-timing.patch (and btvirt-conn-handles.patch, for a
-    /// central with links to several peripherals, and btvirt-first-report.patch, for discovery), which completes the LL feature exchange
-    /// 200 ms after the link comes up, as a link's connection events take time, instead of at once. Without it bluetoothd
-    /// sees a central's ATT socket connect before MGMT Device Connected and never signals `Connected` (the patch
-    /// says why), and bleak drops the link. `bluez`'s own btvirt when its build is patched, else the newest
-    /// patched build's in `cacheRoots`: the controller emulator is the lab's, not the BlueZ under test, so one serves
-    /// every bluetoothd. Nil when no build has one (the system's btvirt is unpatched).
+    /// central with links to several peripherals, and btvirt-first-report.patch, for discovery), which completes the
+    /// LL feature exchange 200 ms after the link comes up, as a link's connection events take time, instead of at
+    /// once. Without it bluetoothd sees a central's ATT socket connect before MGMT Device Connected and never signals
+    /// `Connected` (the patch says why), and bleak drops the link. `bluez`'s own btvirt when its build is patched,
+    /// else the newest patched build's in `cacheRoots`: the controller emulator is the lab's, not the BlueZ under
+    /// test, so one serves every bluetoothd. Nil when no build has one (the system's btvirt is unpatched).
     public static func labRadio(for bluez: BlueZInstall?, cacheRoots: [String] = cacheRoots()) -> String? {
         let files = FileManager.default
         let builds = cacheRoots.flatMap { root in
