@@ -396,10 +396,12 @@ public struct BlueZCentral: Sendable {
     ///
     /// Why again: the kernel reports a device found in the first moments of a discovery before it completes the
     /// Start Discovery command (btmon, kernel 7.2), and bluetoothd drops that report because it marks the adapter
-    /// discovering only on the completion (src/adapter.c `btd_adapter_device_found` returns while
-    /// `!adapter->discovering`, set in `start_discovery_complete`; 5.66 to 5.87). The controller filters duplicate
-    /// reports, so the device is not reported again in that scan: seen in the lab as a probe finding nothing in
-    /// 15 s of a peripheral a second central found at once. A new discovery resets the controller's filter.
+    /// discovering only when the command completes (src/adapter.c `btd_adapter_device_found`, in 5.66
+    /// `btd_adapter_update_found_device`, returns while `!adapter->discovering`, which `start_discovery_complete`
+    /// sets). A controller filtering duplicates does not report the device again in that scan: seen in the lab as a
+    /// probe finding nothing in 15 s of a peripheral a second central found at once. A new discovery starts a new
+    /// scan when the probe is the adapter's only discovery client; beside another client's, bluetoothd keeps the
+    /// running scan (`update_discovery_filter`), and the restart costs nothing.
     private func discover<T: Sendable>(
         on adapterPath: ObjectPath, mirror: ObjectMirror, timeout: Duration,
         find: @escaping @Sendable (ManagedObjects) -> T?
@@ -409,7 +411,8 @@ public struct BlueZCentral: Sendable {
         do {
             try await call(adapterPath, BlueZName.Interface.adapter, BlueZName.Member.startDiscovery)
         } catch let error as DBusError where error.name == BlueZName.Error.inProgress {
-            // Someone else's discovery on this adapter serves us as well; it is theirs to start again.
+            // This connection's own discovery is already running or starting (src/adapter.c `start_discovery`
+            // answers InProgress only to the same sender): it serves, and it is not ours to restart.
             ours = false
         }
         while true {
@@ -419,8 +422,9 @@ public struct BlueZCentral: Sendable {
             if let found = await mirror.wait(upTo: wait, for: find) { return found }
             guard ours, ContinuousClock.now < deadline else { return nil }
             logger.debug("nothing found yet: discovering again")
+            // A stop that fails (no discovery left after a failed start) must not keep the next start from running.
+            _ = try? await call(adapterPath, BlueZName.Interface.adapter, BlueZName.Member.stopDiscovery)
             do {
-                try await call(adapterPath, BlueZName.Interface.adapter, BlueZName.Member.stopDiscovery)
                 try await call(adapterPath, BlueZName.Interface.adapter, BlueZName.Member.startDiscovery)
             } catch {
                 // bluetoothd may be busy with the adapter (a power change): the next round tries again.
