@@ -148,12 +148,14 @@ public struct LabConfiguration: Sendable, Equatable {
     }
 
     /// The words of `command` that name a host file the VM cannot see: an existing absolute path under one of
-    /// `GuestInit.tmpfsMounts`, outside the shared checkout and the results directory (the VM mounts both). A
-    /// script in /tmp or /var/tmp is the usual slip: the command then fails in the VM with "No such file".
+    /// `GuestInit.tmpfsMounts` (not a mount point itself, which the VM has), outside the shared checkout and the
+    /// results directory (the VM mounts both). A script in /tmp or /var/tmp is the usual slip: the command then
+    /// fails in the VM with "No such file". Only whole words are checked, not an option's `--file=/tmp/x`.
     public func pathsHiddenFromGuest(in command: [String]) -> [String] {
         let shared = [sharedCheckout, resultsDirectory].compactMap { $0 }
         return command.filter { word in
-            word.hasPrefix("/") && Self.isHiddenFromGuest(word) && FileManager.default.fileExists(atPath: word)
+            word.hasPrefix("/") && Self.isHiddenFromGuest(word) && !GuestInit.tmpfsMounts.contains(word)
+                && FileManager.default.fileExists(atPath: word)
                 && !shared.contains { word == $0 || word.hasPrefix($0 + "/") }
         }
     }

@@ -256,7 +256,7 @@ struct LabGenerationTests {
         var run = configuration
         run.workingDirectory = "/work"
         let results = run.resultsDirectory + "/central.py"
-        let command = ["/usr/bin/python3", script, "/tmp/made-in-the-vm", "relative.py", results]
+        let command = ["/usr/bin/python3", script, "/tmp/made-in-the-vm", "relative.py", results, "/tmp"]
         #expect(run.pathsHiddenFromGuest(in: command) == [script])
         // Run from that checkout, which the VM mounts at its path, the same file is seen.
         run.workingDirectory = checkout
