@@ -318,7 +318,7 @@ struct BlemuRunOnFakeBluetoothdTests {
         let reader = open(pipe, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         try #require(reader >= 0)
         let run = try await heartRate(on: bus, ["--events", "-"], in: directory, saysOnStderr: true)
-        // The first line wakes the poll; no writer's end yet would be a hang-up, read as no lines.
+        // The first line wakes the poll; blemu holds the writer's end, so its going would be a hang-up (no lines).
         let gotLines = try await blocking {
             var descriptor = pollfd(fd: reader, events: Int16(POLLIN), revents: 0)
             var buffer = [UInt8](repeating: 0, count: 4096)
