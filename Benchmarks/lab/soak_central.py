@@ -331,6 +331,7 @@ class Central:
     def establish(self, limit=90):
         """Connected, resolved and subscribed, from whatever state the world left: True, or False after `limit`."""
         begun = time.monotonic()
+        revivals = 0
         while time.monotonic() - begun < limit:
             try:
                 if self.try_establish():
@@ -343,11 +344,13 @@ class Central:
                     # answered by bluetoothd with an ATT error).
                     with lock:
                         daemon.kill_hung(after=disturber.last)
-                elif error.get_dbus_name() in NO_BLUETOOTHD:
+                elif error.get_dbus_name() in NO_BLUETOOTHD and revivals < 3:
                     # bluetoothd 5.82 once segfaulted while the central was on its way back from a power cycle:
-                    # waiting out the whole limit for it would count a BlueZ crash as blemu never coming back.
+                    # waiting out the whole limit for it would count a BlueZ crash as blemu never coming back. A
+                    # few tries: one that dies as it starts is not started every 0.5 s for the whole limit.
                     with lock:
                         if daemon.revive_if_dead(after=disturber.last):
+                            revivals += 1
                             log('bluetoothd died on its own after', disturber.last, '- started again:',
                                 daemon.deaths[-1])
             time.sleep(0.5)
