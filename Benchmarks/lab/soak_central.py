@@ -207,7 +207,7 @@ class Bluetoothd:
         return True
 
     def revive_if_dead(self, after):
-        """True when bluetoothd had died on its own (and was started again)."""
+        """True when bluetoothd had died on its own (and was started again, which the soak's log says)."""
         if bluetoothd_pid() is not None:
             return False
         log = 'bluetoothd.log' if self.starts == 0 else 'bluetoothd-%d.log' % self.starts
@@ -220,6 +220,7 @@ class Bluetoothd:
         self.deaths.append({'at': round(time.monotonic() - started, 1), 'after': after, 'log': log,
                             'lastLines': last, 'kernel': [k for k in kernel if 'bluetoothd' in k][-3:]})
         self.start()
+        log('bluetoothd died on its own after', after, '- started again:', self.deaths[-1])
         return True
 
 
@@ -269,8 +270,7 @@ class Disturber(threading.Thread):
                     # bluetoothd 5.66 was seen to die as it removed the killed app's services (proxy_removed_cb):
                     # the next blemu needs a live one.
                     time.sleep(1)
-                    if self.bluetoothd.revive_if_dead(after=kind):
-                        log('bluetoothd died on its own after', kind, '- started again:', self.bluetoothd.deaths[-1])
+                    self.bluetoothd.revive_if_dead(after=kind)
                     try:
                         try:
                             self.blemu.start()
@@ -279,8 +279,6 @@ class Disturber(threading.Thread):
                             # one; start it again on a live one.
                             if not self.bluetoothd.revive_if_dead(after=kind):
                                 raise
-                            log('bluetoothd died on its own after', kind, '- started again:',
-                                self.bluetoothd.deaths[-1])
                             self.blemu.start()
                     except SystemExit as error:
                         self.failure = str(error)
@@ -351,8 +349,6 @@ class Central:
                     with lock:
                         if daemon.revive_if_dead(after=disturber.last):
                             revivals += 1
-                            log('bluetoothd died on its own after', disturber.last, '- started again:',
-                                daemon.deaths[-1])
             time.sleep(0.5)
         self.reconnects.append(None)
         return False
@@ -486,14 +482,11 @@ while time.monotonic() - started < seconds and disturber.failure is None:
         # Whatever happened, wait for the disturbance to finish, then find the way back and check `written`.
         with lock:
             disturber.happened.clear()
-            if daemon.revive_if_dead(after=disturber.last):
-                log('bluetoothd died on its own after', disturber.last, '- started again:', daemon.deaths[-1])
+            daemon.revive_if_dead(after=disturber.last)
         if not central.establish():
             log('could not find the peripheral again within 90 s')
             with lock:
-                if daemon.revive_if_dead(after=disturber.last):
-                    log('bluetoothd had died on its own after', disturber.last, '- started again:',
-                        daemon.deaths[-1])
+                daemon.revive_if_dead(after=disturber.last)
         disturber.recovered.set()
 disturber.stop.set()
 disturber.join(60)
