@@ -11,7 +11,6 @@ Writes $BLEMU_LAB_RESULTS/lab-bench.json; each contender's output goes to $BLEMU
 """
 import json
 import os
-import select
 import signal
 import statistics
 import struct

@@ -210,14 +210,14 @@ class Bluetoothd:
         """True when bluetoothd had died on its own (and was started again, which the soak's log says)."""
         if bluetoothd_pid() is not None:
             return False
-        log = 'bluetoothd.log' if self.starts == 0 else 'bluetoothd-%d.log' % self.starts
+        output = 'bluetoothd.log' if self.starts == 0 else 'bluetoothd-%d.log' % self.starts
         try:
-            with open(os.path.join(results_dir, log), errors='replace') as text:
+            with open(os.path.join(results_dir, output), errors='replace') as text:
                 last = text.read().splitlines()[-3:]
         except OSError:
             last = []
         kernel = subprocess.run(['dmesg'], capture_output=True, text=True).stdout.splitlines()
-        self.deaths.append({'at': round(time.monotonic() - started, 1), 'after': after, 'log': log,
+        self.deaths.append({'at': round(time.monotonic() - started, 1), 'after': after, 'log': output,
                             'lastLines': last, 'kernel': [k for k in kernel if 'bluetoothd' in k][-3:]})
         self.start()
         log('bluetoothd died on its own after', after, '- started again:', self.deaths[-1])

@@ -8,7 +8,7 @@ import os
 import unittest
 from unittest import mock
 
-from blemu import AsyncPeripheral, Central, ControlError, ControlUnavailable, EventLog, EventTimeout, Peripheral
+from blemu import AsyncPeripheral, ControlError, ControlUnavailable, EventLog, EventTimeout, Peripheral
 
 
 @unittest.skipUnless(os.environ.get("BLEMU_TEST_CONTROL"), "needs a running blemu (BLEMU_TEST_CONTROL)")
