@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "GATTModel", targets: ["GATTModel"]),
         .library(name: "BlueZModel", targets: ["BlueZModel"]),
         .library(name: "GATTProfile", targets: ["GATTProfile"]),
+        .library(name: "LocalIO", targets: ["LocalIO"]),
         .library(name: "DBus", targets: ["DBus"]),
         .library(name: "Peripheral", targets: ["Peripheral"]),
         .library(name: "BlueZ", targets: ["BlueZ"]),
@@ -41,11 +42,16 @@ let package = Package(
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
         .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
 
+        // Plain Bluetooth values: UUIDs, services, characteristics, descriptors, ATT errors, advertisement data.
         .target(name: "GATTModel", swiftSettings: strict),
+        // Whole-file reads and whole-buffer writes with POSIX calls, so nothing on the serving path links Foundation.
+        .target(name: "LocalIO", swiftSettings: strict),
         // What bluetoothd is, as blemu knows it: its names (one table for both sides of its API), flag strings,
         // which ATT errors it carries, and the advertisement it puts on air.
         .target(name: "BlueZModel", dependencies: ["GATTModel"], swiftSettings: strict),
-        .target(name: "GATTProfile", dependencies: ["GATTModel", "BlueZModel", "CYAML"], swiftSettings: strict),
+        // The profile: a whole device (PeripheralProfile) with its behaviour language, and its YAML.
+        .target(
+            name: "GATTProfile", dependencies: ["GATTModel", "BlueZModel", "LocalIO", "CYAML"], swiftSettings: strict),
         .target(
             name: "DBus",
             dependencies: ["CDBus", .product(name: "Logging", package: "swift-log")],
@@ -63,13 +69,15 @@ let package = Package(
         .target(
             name: "BlueZ",
             dependencies: [
-                "Peripheral", "BlueZAgent", "DBus", "GATTModel", "BlueZModel",
+                "Peripheral", "BlueZAgent", "DBus", "GATTModel", "BlueZModel", "LocalIO",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
         .target(
             name: "Emulation",
-            dependencies: ["Peripheral", "GATTModel", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "Peripheral", "GATTModel", "GATTProfile", "LocalIO", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict),
         .target(
             name: "Lab",
@@ -79,7 +87,8 @@ let package = Package(
         .target(
             name: "ProbeCentral",
             dependencies: [
-                "BlueZAgent", "DBus", "GATTModel", "BlueZModel", .product(name: "Logging", package: "swift-log"),
+                "BlueZAgent", "DBus", "GATTModel", "GATTProfile", "BlueZModel",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
         .target(
@@ -94,11 +103,11 @@ let package = Package(
             swiftSettings: strict),
         // `blemu run`'s work: its options as arguments, the device served until a stop signal, and the hand-over
         // between the two executables. Links neither ArgumentParser nor Foundation, so the process that serves stays
-        // small (issue 14).
+        // small.
         .target(
             name: "Serving",
             dependencies: [
-                "GATTModel", "BlueZModel", "GATTProfile", "Emulation", "Peripheral", "BlueZ", "DBus",
+                "GATTModel", "BlueZModel", "GATTProfile", "Emulation", "Peripheral", "BlueZ", "DBus", "LocalIO",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
@@ -110,7 +119,7 @@ let package = Package(
             name: "BlemuCLI",
             dependencies: [
                 "GATTModel", "BlueZModel", "GATTProfile", "Emulation", "Peripheral", "BlueZ", "DBus", "Lab",
-                "ProbeCentral", "Serving",
+                "LocalIO", "ProbeCentral", "Serving",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -1,5 +1,6 @@
 import Foundation
 import GATTModel
+import GATTProfile
 
 /// The behaviour section of `blemu show`: what the device does on its own and when written, in words.
 struct BehaviourText {

@@ -1,5 +1,6 @@
 import BlueZModel
 import GATTModel
+import GATTProfile
 
 /// The text `blemu show` prints: the GATT tree with SIG names, properties, permissions, security, descriptors and
 /// values decoded by their fields.

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
-import GATTModel
 import Lab
+import LocalIO
 import Logging
 import Serving
 

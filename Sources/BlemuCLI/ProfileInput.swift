@@ -2,6 +2,7 @@ import ArgumentParser
 import BlueZModel
 import Foundation
 import GATTModel
+import GATTProfile
 import Serving
 
 /// The commands' way to a profile: Serving's `ProfileFile` (shared with `blemu`, which serves), its exit status as

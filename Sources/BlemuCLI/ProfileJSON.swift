@@ -1,5 +1,6 @@
 import BlueZModel
 import GATTModel
+import GATTProfile
 import Peripheral
 
 /// The machine-readable form of `blemu show --json`: the same facts as the text, with stable keys.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GATTModel
+import GATTProfile
 import ProbeCentral
 import Serving
 

@@ -17,7 +17,7 @@ public struct BlueZErrorReply: Hashable, Sendable {
 
     /// The reply that comes closest to `error` for a request of `operation` (read or write).
     public init(for error: ATTError, operation: AttributeOperation) {
-        // Which codes get through is GATTModel's fact (`deliveredThroughBlueZ`), which the validator warns from;
+        // Which codes get through is BlueZModel's fact (`deliveredThroughBlueZ`), which the validator warns from;
         // this spells each one.
         guard error.deliveredThroughBlueZ(on: operation) == error else {
             // Any name bluetoothd does not know maps to 0x0E; ours says why in bluetoothd's log. (`Failed` would

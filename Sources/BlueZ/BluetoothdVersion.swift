@@ -1,7 +1,7 @@
 import BlueZModel
 import DBus
-import GATTModel
 import Glibc
+import LocalIO
 import Logging
 
 /// The version of the bluetoothd on a bus, for `blemu clone`'s header, `blemu doctor` and `blemu run`'s diagnosis of

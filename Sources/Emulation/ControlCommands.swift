@@ -1,4 +1,5 @@
 import GATTModel
+import GATTProfile
 import Peripheral
 
 /// The control socket's commands, one JSON object per line in and out, independent of the socket:

@@ -1,4 +1,5 @@
 import GATTModel
+import GATTProfile
 
 /// Something the engines ask the peripheral to do; the engines own no I/O, so an actor performs these in order.
 ///

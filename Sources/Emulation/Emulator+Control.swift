@@ -1,4 +1,5 @@
 import GATTModel
+import GATTProfile
 import Peripheral
 
 /// What the control socket asks of a running emulator. Every failure is a `ControlError`, answered to the client;

@@ -1,5 +1,5 @@
 import Dispatch
-import GATTModel
+import LocalIO
 import Synchronization
 
 #if canImport(Glibc)

@@ -1,4 +1,5 @@
 import GATTModel
+import GATTProfile
 
 /// Decides a profile's deliberate faults as a state machine: it counts requests and says which fault, if any,
 /// applies to each; time-triggered faults come out of `tick(at:)`.

@@ -1,4 +1,5 @@
 import GATTModel
+import GATTProfile
 
 #if canImport(Glibc)
 import Glibc

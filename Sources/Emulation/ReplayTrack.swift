@@ -1,4 +1,6 @@
 import GATTModel
+import GATTProfile
+import LocalIO
 
 /// A recorded series of `time,value` rows replayed by time: the value at `t` is the last row at or before `t`.
 /// Values are numbers, or hex bytes for a whole value (`Replay.Format`).

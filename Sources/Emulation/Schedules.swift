@@ -1,4 +1,5 @@
 import GATTModel
+import GATTProfile
 
 /// Runs a profile's schedules as a state machine: no clock, no timer, no I/O. The caller reads `nextDeadline`,
 /// waits until then on its own clock, calls `tick(at:)` and performs the returned actions.

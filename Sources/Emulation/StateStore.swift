@@ -1,5 +1,7 @@
 import Dispatch
 import GATTModel
+import GATTProfile
+import LocalIO
 import Logging
 import Peripheral
 import Synchronization

@@ -1,4 +1,5 @@
 import GATTModel
+import GATTProfile
 
 /// Splits a text into notifications the way Apple's BTLE Transfer sample sends it: chunks of at most the central's
 /// maximum update length, then a separate `EOM` (end of message) notification.

@@ -1,4 +1,5 @@
 import GATTModel
+import GATTProfile
 
 /// A text a profile streams to each subscriber as Apple's BTLE Transfer sample does (profiles/transfer.yaml).
 ///

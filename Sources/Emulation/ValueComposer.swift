@@ -1,4 +1,5 @@
 import GATTModel
+import GATTProfile
 
 /// Builds a characteristic's next value from its generators: generated fields replace theirs, the other fields
 /// (a Heart Rate Measurement's flags, say) keep their current bytes, and `ValueLayout.encode` lays them out.

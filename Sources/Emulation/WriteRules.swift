@@ -1,4 +1,5 @@
 import GATTModel
+import GATTProfile
 
 /// Answers writes as a profile's write rules say, as a state machine: the caller hands it a write and performs the
 /// decision, and drives `set` ramps (a thermostat's room moving toward its set point) with `tick(at:)`.

@@ -1,4 +1,4 @@
-import GATTModel
+import LocalIO
 
 /// Loads profiles: YAML text -> `PeripheralProfile`, with every problem reported as a `Diagnostic`.
 public enum ProfileLoader {

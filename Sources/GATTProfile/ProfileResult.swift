@@ -1,5 +1,3 @@
-public import GATTModel
-
 /// What loading a profile gives: the profile when it has no errors, and every diagnostic found.
 public struct ProfileResult: Sendable {
     /// The decoded profile; nil when any diagnostic is an error.

@@ -1,4 +1,5 @@
 import GATTModel
+import GATTProfile
 
 /// The ranges a profile's behaviour keeps each typed field in, for `blemu verify`: what its schedules' generators
 /// can produce (a counter's or random walk's `min`/`max`, a sine's offset plus or minus its amplitude, the values a

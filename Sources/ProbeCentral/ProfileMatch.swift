@@ -1,4 +1,5 @@
 import GATTModel
+import GATTProfile
 
 /// Which of a device's services and characteristics stand for which of a profile's, as a central can tell them
 /// apart: by UUID, each declared service taking the unmatched one of its UUID that holds most of its

@@ -1,5 +1,6 @@
 import BlueZModel
 import GATTModel
+import GATTProfile
 
 extension ProfileVerifier {
     /// One `security` check per readable characteristic whose reads the profile guards: refused on a link that was

@@ -1,5 +1,6 @@
 import BlueZModel
 import GATTModel
+import GATTProfile
 
 extension ProfileVerifier {
     /// The writes `blemu verify --writes` makes once the central has seen the device (`WritePlan`), for

@@ -1,5 +1,6 @@
 import BlueZModel
 import GATTModel
+import GATTProfile
 
 /// Checks a profile against a probe report, promise by promise: the advertisement as scanned, the GATT tree with
 /// each characteristic's properties and declared descriptors, the GAP name, the values a central could read, the

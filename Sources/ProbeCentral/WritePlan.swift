@@ -1,4 +1,5 @@
 import GATTModel
+import GATTProfile
 
 /// The writes `blemu verify --writes` makes, planned from the profile and what the probe saw before them.
 ///

@@ -3,6 +3,8 @@ import BlueZModel
 import DBus
 import Emulation
 import GATTModel
+import GATTProfile
+import LocalIO
 import Logging
 import Peripheral
 

@@ -1,4 +1,4 @@
-import GATTModel
+import LocalIO
 
 #if canImport(Glibc)
 import Glibc

@@ -1,7 +1,7 @@
 import BlueZModel
 import Emulation
-import GATTModel
 import GATTProfile
+import LocalIO
 import Peripheral
 
 /// A profile file as the commands take it: read and decoded with its diagnostics on stderr, planned, and checked as

@@ -1,6 +1,7 @@
 import Emulation
 import Foundation
 import GATTModel
+import GATTProfile
 import Peripheral
 import PeripheralTesting
 import Testing

@@ -1,4 +1,5 @@
 import GATTModel
+import GATTProfile
 import Testing
 
 @testable import Emulation

@@ -1,4 +1,5 @@
 import GATTModel
+import GATTProfile
 
 /// Hand-built copies of the bundled profiles' relevant parts (profiles/heart-rate.yaml, thermostat.yaml), so the
 /// engines are tested against the model without the YAML decoder.

@@ -1,5 +1,6 @@
 import Foundation
 import GATTModel
+import GATTProfile
 import Testing
 
 @testable import Emulation

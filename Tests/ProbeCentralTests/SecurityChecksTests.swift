@@ -1,6 +1,7 @@
 import BlueZModel
 import Foundation
 import GATTModel
+import GATTProfile
 import Testing
 
 @testable import ProbeCentral

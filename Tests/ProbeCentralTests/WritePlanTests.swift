@@ -2,6 +2,7 @@ import BlueZModel
 import Emulation
 import Foundation
 import GATTModel
+import GATTProfile
 import Testing
 
 @testable import ProbeCentral

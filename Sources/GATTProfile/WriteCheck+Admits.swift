@@ -1,3 +1,5 @@
+import GATTModel
+
 extension WriteCheck {
     /// Whether a write rule's `validate` lets `value`, written to `characteristic`, through. The engine answers a
     /// write by it, and `blemu verify --writes` picks its valid and invalid values by it, so both read a rule alike.

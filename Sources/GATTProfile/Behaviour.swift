@@ -1,3 +1,5 @@
+import GATTModel
+
 /// How a device behaves at run time, as a profile declares it. The Emulation module runs it; this is data only.
 public struct Behaviour: Hashable, Sendable {
     /// Values that change on a schedule, and whether the change is pushed to subscribers.
