@@ -189,13 +189,8 @@ struct LabGenerationTests {
         var quick = configuration
         quick.stepTimeout = .seconds(1)
         let script = guestScript(quick)
-        let start = try #require(script.range(of: "uptime_seconds() {"))
-        let end = try #require(script.range(of: "bluez_get() {", range: start.upperBound..<script.endIndex))
-        let functions = String(script[start.lowerBound..<end.lowerBound])
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = [
-            "-c",
+        let functions = try Self.waitAndRadioFunctions(of: script)
+        let (status, text) = try Self.shell(
             """
             tries=0
             die() { echo "died: $* ($tries tries)"; exit 3; }
@@ -203,18 +198,98 @@ struct LabGenerationTests {
             slow_never() { tries=$((tries + 1)); sleep 0.3; false; }
             wait_for "the impossible" slow_never
             echo "returned"
-            """,
-        ]
+            """)
+        #expect(status == 3, "\(text)")
+        #expect(text.hasPrefix("died: gave up after 1 s waiting for the impossible"), "\(text)")
+        // Ten polls of 0.1 s would be "1 s" by count; at 0.4 s a poll the clock stops it after three or four.
+        let tries = text.split(separator: "(").last.flatMap { Int($0.prefix { $0.isNumber }) } ?? 0
+        #expect((1..<10).contains(tries), "\(text)")
+    }
+
+    /// The controllers step, run with a stand-in radio whose first start leaves both controllers in set-up (the
+    /// kernel's `Opcode 0x0c03 failed` line, and no index in mgmt's list): the radio is started once more, and a
+    /// second failure ends the step naming the kernel's line. `btmgmt`, `dmesg` and sysfs are stand-ins too.
+    @Test(arguments: [(failures: 0, starts: 1), (failures: 1, starts: 2), (failures: 2, starts: 2)])
+    func aControllerWhoseSetUpFailedGetsTheRadioStartedAgainOnce(failures: Int, starts: Int) throws {
+        let directory = NSTemporaryDirectory() + "blemu-radio-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createDirectory(atPath: directory + "/class", withIntermediateDirectories: true)
+        // Each start adds two controllers, which go when it is killed; the first `failures` starts fail their set-up.
+        let radio = directory + "/btvirt"
+        try """
+        #!/bin/sh
+        d=\(directory)
+        n=$(( $(cat "$d/starts" 2>/dev/null || echo 0) + 1 )); echo "$n" > "$d/starts"
+        touch "$d/class/hci0" "$d/class/hci1"
+        if [ "$n" -le \(failures) ]; then
+            echo "[   12.5] Bluetooth: hci0: Opcode 0x0c03 failed: -110" >> "$d/dmesg"
+        else
+            echo 2 > "$d/mgmt"
+        fi
+        parent=$$
+        (while kill -0 "$parent" 2>/dev/null; do sleep 0.05; done; rm -f "$d/class/hci0" "$d/class/hci1") &
+        exec sleep 30
+        """.write(toFile: radio, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: radio)
+        var quick = LabConfiguration(
+            resultsDirectory: directory, controllers: 2, profiles: [], blemuExecutable: "/opt/blemu/bin/blemu",
+            workingDirectory: "/work/checkout")
+        quick.stepTimeout = .seconds(3)
+        let script = GuestStack(
+            configuration: quick, command: ["true"], bluez: Self.system, radio: radio, busybox: "/bin/busybox",
+            profileCopies: []
+        ).script
+        let functions = try Self.waitAndRadioFunctions(of: script)
+        let (status, text) = try Self.shell(
+            """
+            W=\(directory)
+            die() { echo "died: $*"; kill -9 "$radio_pid"; exit 3; }
+            step() { echo "step $1"; }
+            \(functions)
+            bt_class=$W/class
+            btmgmt() { [ -f "$W/mgmt" ] && echo "Index list with $(cat "$W/mgmt") items"; }
+            dmesg() { cat "$W/dmesg" 2>/dev/null; }
+            bring_up_radio
+            echo "up"
+            kill -9 "$radio_pid"
+            """)
+        let started = try String(contentsOfFile: directory + "/starts", encoding: .utf8)
+        #expect(Int(started.trimmingCharacters(in: .whitespacesAndNewlines)) == starts, "\(text)")
+        #expect(text.contains("step radio-again") == (failures > 0), "\(text)")
+        if failures > 0 {
+            #expect(
+                text.contains("a controller's set-up failed (Bluetooth: hci0: Opcode 0x0c03 failed: -110); starting"),
+                "\(text)")
+        }
+        if failures < 2 {
+            #expect(status == 0 && text.hasSuffix("up\n"), "\(text)")
+        } else {
+            #expect(status == 3, "\(text)")
+            #expect(
+                text.contains(
+                    "died: gave up after 3 s waiting for mgmt to list 2 controllers (kernel: Bluetooth: hci0: Opcode"),
+                "\(text)")
+        }
+    }
+
+    /// The guest script's shell functions from `wait_for` through the radio's, to run on the host with stand-ins.
+    private static func waitAndRadioFunctions(of script: String) throws -> String {
+        let start = try #require(script.range(of: "uptime_seconds() {"))
+        let end = try #require(script.range(of: "bluez_get() {", range: start.upperBound..<script.endIndex))
+        return String(script[start.lowerBound..<end.lowerBound])
+    }
+
+    /// Runs `text` with /bin/sh: its exit status and standard output.
+    private static func shell(_ text: String) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", text]
         let output = Pipe()
         process.standardOutput = output
         try process.run()
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        #expect(process.terminationStatus == 3, "\(text)")
-        #expect(text.hasPrefix("died: gave up after 1 s waiting for the impossible"), "\(text)")
-        // Ten polls of 0.1 s would be "1 s" by count; at 0.4 s a poll the clock stops it after three or four.
-        let tries = text.split(separator: "(").last.flatMap { Int($0.prefix { $0.isNumber }) } ?? 0
-        #expect((1..<10).contains(tries), "\(text)")
+        return (process.terminationStatus, text)
     }
 
     @Test func theUserCacheComesBeforeTheBlemuLabPackageAndAVersionInBothIsTheCaches() throws {
