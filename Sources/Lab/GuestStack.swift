@@ -259,10 +259,11 @@ struct GuestStack {
                     sleep 0.1
                 done
             }
-            # The radio: btvirt's controllers, ready once mgmt lists them all. The kernel leaves a controller whose
-            # set-up failed (its HCI Reset timed out, seen on a VM's first boot in a fresh root: docs/ci.md, "5. In
-            # CI") out of mgmt's index list for good (net/bluetooth/mgmt.c read_index_list skips HCI_SETUP), and
-            # bluetoothd never hears of it: the radio is started again, once.
+            # The radio: btvirt's controllers, ready once mgmt lists them all. btvirt reads no controller until it
+            # has created all of them, and on cold caches that took longer than the 2 s the kernel waits for the
+            # first one's HCI Reset (docs/ci.md, "5. In CI"). The kernel then leaves that controller out of mgmt's
+            # index list for good (net/bluetooth/mgmt.c read_index_list skips HCI_SETUP), and bluetoothd never hears
+            # of it: the radio is started again, once.
             bt_class=/sys/class/bluetooth
             start_radio() {
                 # -L: LE-only controllers (docs/bluez.md, Pairing: BR/EDR paging during pairing crashes the kernel).
