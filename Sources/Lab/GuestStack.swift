@@ -164,6 +164,8 @@ struct GuestStack {
         let work = Self.shellQuote(configuration.resultsDirectory)
         let stepSeconds = max(1, configuration.stepTimeout.components.seconds)
         let count = configuration.controllers
+        // -L: LE-only controllers (docs/bluez.md, Pairing: BR/EDR paging during pairing crashes the kernel).
+        let radioArguments = configuration.isDualMode ? "-l\(count)" : "-L -l\(count)"
         let peripherals = configuration.peripheralControllers
         let central = configuration.centralController
         let commandLine = command.map(Self.shellQuote).joined(separator: " ")
@@ -266,8 +268,7 @@ struct GuestStack {
             # of it: the radio is started again, once.
             bt_class=/sys/class/bluetooth
             start_radio() {
-                # -L: LE-only controllers (docs/bluez.md, Pairing: BR/EDR paging during pairing crashes the kernel).
-                \(Self.shellQuote(radio)) \(configuration.isDualMode ? "" : "-L ")-l\(count) >>"$W/\(File.btvirt)" 2>&1 &
+                \(Self.shellQuote(radio)) \(radioArguments) >>"$W/\(File.btvirt)" 2>&1 &
                 radio_pid=$!
             }
             all_controllers_present() {
