@@ -94,11 +94,25 @@ public struct BlueZInstall: Sendable, Equatable, CustomStringConvertible {
         }.map { $0 + "/btvirt" }
     }
 
+    /// The patches scripts/build-bluez applies to btvirt today, as its `radioPatchesFile` names them.
+    static let currentRadioPatches = ["btvirt-ll-timing", "btvirt-conn-handles", "btvirt-first-report"]
+
     /// The patches `radio`'s build applied (its `radioPatchesFile`), comma-separated, for the run's transcript.
     static func radioPatches(of radio: String) -> String {
-        let file = (radio as NSString).deletingLastPathComponent + "/../" + radioPatchesFile
-        let names = ((try? String(contentsOfFile: file, encoding: .utf8)) ?? "").split(whereSeparator: \.isNewline)
+        let names = appliedRadioPatches(of: radio)
         return names.isEmpty ? "unknown" : names.joined(separator: ", ")
+    }
+
+    /// The patches of `currentRadioPatches` that `radio`'s build lacks: a build made before one was added.
+    static func missingRadioPatches(of radio: String) -> [String] {
+        let applied = Set(appliedRadioPatches(of: radio))
+        return currentRadioPatches.filter { !applied.contains($0) }
+    }
+
+    private static func appliedRadioPatches(of radio: String) -> [String] {
+        let file = (radio as NSString).deletingLastPathComponent + "/../" + radioPatchesFile
+        return ((try? String(contentsOfFile: file, encoding: .utf8)) ?? "").split(whereSeparator: \.isNewline)
+            .map(String.init)
     }
 
     /// What `--bluez` names: "system", a version ("5.66", "5.82": the system's when it is that version, else the

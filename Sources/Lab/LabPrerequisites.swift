@@ -17,6 +17,8 @@ public struct LabPrerequisites: Sendable {
         public let isRequired: Bool
         /// Why it is missing or unusable, when it is.
         public let problem: String?
+        /// What works but is not as the lab expects it now (a radio built before the newest patch), when so.
+        public var warning: String? = nil
 
         /// True when it was found and is usable.
         public var isPresent: Bool { path != nil && problem == nil }
@@ -110,15 +112,7 @@ public struct LabPrerequisites: Sendable {
             executable("btvirt", build.map { $0 + "btvirt" } + ["/usr/bin/btvirt"], package: "bluez-test-tools"))
         // The radio the lab runs: a btvirt whose feature exchange takes link time (BlueZInstall.labRadio).
         // Without it centrals that wait for `Connected` (bleak) are dropped, so the lab tests need it.
-        let radio = root.isEmpty ? BlueZInstall.labRadio(for: bluez) : nil
-        items.append(
-            Item(
-                name: "btvirt with the lab's link timing", path: radio, package: "",
-                isRequired: false,
-                problem: radio == nil
-                    ? "no build in \(BlueZInstall.cacheRoots().joined(separator: " or ")) has a patched btvirt "
-                        + "(run scripts/build-bluez 5.82, or install blemu-lab)"
-                    : nil))
+        items.append(radioItem(root.isEmpty ? BlueZInstall.labRadio(for: bluez) : nil))
         items.append(executable("python3", ["/usr/bin/python3"], package: "python3", required: false))
         let pythonDBus = root + "/usr/lib/python3/dist-packages/dbus"
         items.append(
@@ -156,11 +150,35 @@ public struct LabPrerequisites: Sendable {
         return !(0..<count).contains { integer(table, $0 * entrySize, 4) == interpreter }
     }
 
+    /// The lab's radio (`BlueZInstall.labRadio`), nil when no build has one. A radio built before one of today's
+    /// patches still works, with the old behaviour that patch removed: a warning, not a problem.
+    static func radioItem(_ radio: String?, cacheRoots: [String] = BlueZInstall.cacheRoots()) -> Item {
+        let missing = radio.map(BlueZInstall.missingRadioPatches(of:)) ?? []
+        // A build's radio is VERSION/bin/btvirt.
+        let version = radio.flatMap { $0.split(separator: "/").dropLast(2).last }
+        return Item(
+            name: "btvirt with the lab's link timing", path: radio, package: "", isRequired: false,
+            problem: radio == nil
+                ? "no build in \(cacheRoots.joined(separator: " or ")) has a patched btvirt "
+                    + "(run scripts/build-bluez 5.82, or install blemu-lab)"
+                : nil,
+            warning: missing.isEmpty
+                ? nil
+                : "built without \(missing.joined(separator: ", ")) (docs/lab.md, \"The radio\"): run "
+                    + "scripts/build-bluez \(version ?? "VERSION") again, or install a newer blemu-lab")
+    }
+
     /// A report for people: one line per item, then the `apt-get install` line when something is missing.
     public var report: String {
         var lines = items.map { item in
-            let mark = item.isPresent ? "ok     " : (item.isRequired ? "MISSING" : "absent ")
-            let detail = item.problem ?? item.path ?? ""
+            let mark =
+                switch (item.isPresent, item.isRequired, item.warning) {
+                case (false, true, _): "MISSING"
+                case (false, false, _): "absent "
+                case (true, _, nil): "ok     "
+                case (true, _, _): "warning"
+                }
+            let detail = item.problem ?? [item.path, item.warning].compactMap { $0 }.joined(separator: ": ")
             return "\(mark) \(item.name): \(detail)"
         }
         if !missingPackages.isEmpty {

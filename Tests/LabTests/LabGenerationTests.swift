@@ -183,6 +183,38 @@ struct LabGenerationTests {
         #expect(BlueZInstall.labRadio(for: nil, cacheRoots: [cache + "/none"]) == nil)
     }
 
+    /// A cache filled before the newest btvirt patch still has a radio: `lab check` says what it lacks and how to
+    /// build it again, and the list it compares with is the one scripts/build-bluez writes.
+    @Test func aRadioBuiltBeforeTodaysPatchesIsAWarningNamingWhatItLacks() throws {
+        let cache = NSTemporaryDirectory() + "blemu-radio-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        let bin = cache + "/9.99/bin"
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(
+            atPath: bin + "/btvirt", contents: Data("#!/bin/sh\n".utf8), attributes: [.posixPermissions: 0o755])
+        let patches = cache + "/9.99/btvirt-patches"
+        try "btvirt-ll-timing\nbtvirt-conn-handles\n".write(toFile: patches, atomically: true, encoding: .utf8)
+        let old = LabPrerequisites.radioItem(bin + "/btvirt")
+        #expect(old.isPresent)
+        #expect(
+            old.warning == "built without btvirt-first-report (docs/lab.md, \"The radio\"): run scripts/build-bluez "
+                + "9.99 again, or install a newer blemu-lab")
+        let report = LabPrerequisites(kernel: nil, items: [old]).report
+        #expect(
+            report.hasPrefix("warning btvirt with the lab's link timing: \(bin)/btvirt: built without"), "\(report)")
+
+        try BlueZInstall.currentRadioPatches.joined(separator: "\n")
+            .write(toFile: patches, atomically: true, encoding: .utf8)
+        let current = LabPrerequisites.radioItem(bin + "/btvirt")
+        #expect(current.isPresent && current.warning == nil)
+        #expect(LabPrerequisites(kernel: nil, items: [current]).report.hasPrefix("ok      btvirt"))
+        #expect(LabPrerequisites.radioItem(nil, cacheRoots: [cache]).problem?.contains("no build in \(cache)") == true)
+
+        let buildScript = try String(contentsOfFile: LabScenario.package + "/scripts/build-bluez", encoding: .utf8)
+        let written = try #require(buildScript.split(separator: "\n").first { $0.contains("btvirt-patches\"") })
+        #expect(written.contains("printf '%s\\n' \(BlueZInstall.currentRadioPatches.joined(separator: " ")) >"))
+    }
+
     /// The guest's wait gives up after the step timeout by the clock, whatever one poll costs: the functions are
     /// taken from the generated script and run with a condition that never holds and a poll that takes 0.3 s.
     @Test func aGuestWaitGivesUpAfterTheStepTimeoutHoweverSlowEachPollIs() throws {
