@@ -56,6 +56,13 @@ public actor PeripheralManager {
     public var notificationStatistics: NotificationQueue.Statistics { queue.statistics }
     /// Requests received and how each was answered: `requests == answered` once all are answered.
     public nonisolated var requestCounts: RequestCounts { ledger.snapshot }
+    /// True as soon as the request counts satisfy `condition` (checked now, then at each request and answer); false
+    /// if they did not within `limit`. For tests: wait for "every request answered" instead of polling.
+    public nonisolated func requestCounts(
+        within limit: Duration, satisfying condition: @escaping @Sendable (RequestCounts) -> Bool
+    ) async -> Bool {
+        await ledger.wait(within: limit, until: condition)
+    }
 
     private let backend: any PeripheralBackend
     private let configuration: Configuration

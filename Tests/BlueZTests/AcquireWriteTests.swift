@@ -37,10 +37,7 @@ struct AcquireWriteTests {
         // An empty write is a datagram of its own, not the end of the stream.
         #expect(await rig.fake.write("2a3d", [], withResponse: false, by: central) == nil)
         #expect(await rig.fake.write("2a3d", [9], withResponse: false, by: central) == nil)
-        #expect(
-            await eventually {
-                rig.manager.requestCounts.requests == 5 && rig.manager.requestCounts.withoutReply == 5
-            })
+        #expect(await rig.manager.requestCounts(within: .seconds(5)) { $0.requests == 5 && $0.withoutReply == 5 })
         #expect(rig.store.value(of: Self.stream) == [9])
         #expect(await rig.fake.callsToApp["AcquireWrite"] == 1)
         #expect(await rig.fake.callsToApp["WriteValue"] == nil)
@@ -55,7 +52,7 @@ struct AcquireWriteTests {
         // Write Command, so the engine can only refuse to store it.
         #expect(await rig.fake.write("2a3d", [UInt8](repeating: 7, count: 21), withResponse: false, by: central) == nil)
         #expect(await rig.fake.write("2a3d", [1], withResponse: false, by: central) == nil)
-        #expect(await eventually { rig.manager.requestCounts.requests == 2 })
+        #expect(await rig.manager.requestCounts(within: .seconds(5)) { $0.requests == 2 })
         #expect(await eventually { rig.store.value(of: Self.stream) == [1] })
         #expect(rig.manager.requestCounts.rejected == 1)
         await rig.stop()

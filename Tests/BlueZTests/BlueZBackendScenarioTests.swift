@@ -51,11 +51,10 @@ struct BackendRig {
         return await manager.subscribedCentrals(of: characteristic).count == count
     }
 
-    /// Waits until the manager received `requests` requests and counted an answer to each (it counts an answer
-    /// just after sending it, so the central may hold the answer a moment before the count moves). Counts are no
-    /// event, so this one polls.
+    /// Waits until the manager received `requests` requests and counted an answer to each: the count that
+    /// satisfies the condition wakes the wait.
     func waitForAnswers(_ requests: Int) async -> Bool {
-        await eventually { manager.requestCounts.requests == requests && manager.requestCounts.answered == requests }
+        await manager.requestCounts(within: .seconds(5)) { $0.requests == requests && $0.answered == requests }
     }
 
     func stop() async {
