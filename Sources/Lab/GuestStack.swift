@@ -275,10 +275,15 @@ struct GuestStack {
                 for i in $(seq 0 \(count - 1)); do [ -e "$bt_class/hci$i" ] || return 1; done
             }
             no_controllers() { ! ls "$bt_class" | grep -q hci; }
-            all_controllers_ready() { btmgmt info 2>/dev/null | grep -q "^Index list with \(count) item"; }
-            setup_failures() { dmesg 2>/dev/null | grep -c 'Bluetooth: hci[0-9]*: Opcode 0x[0-9a-f]* failed'; }
+            # Bounded: 5.82's btmgmt never returns from non-interactive mode (docs/bluez.md), though it prints first.
+            all_controllers_ready() {
+                timeout 5 btmgmt info </dev/null 2>/dev/null | grep -q "^Index list with \(count) item"
+            }
+            setup_failure_lines() { dmesg 2>/dev/null | grep 'Bluetooth: hci[0-9]*: Opcode 0x[0-9a-f]* failed'; }
+            setup_failures() { setup_failure_lines | grep -c .; }
             radio_settled() { all_controllers_ready || [ "$(setup_failures)" -gt "$failures_before" ]; }
             bring_up_radio() {
+                : >"$W/\(File.btvirt)"
                 failures_before=$(setup_failures)
                 start_radio
                 wait_for "\(count) controllers in $bt_class" all_controllers_present
@@ -286,7 +291,7 @@ struct GuestStack {
                 if ! all_controllers_ready && ! { sleep 2; all_controllers_ready; }; then
                     # Once: a radio that fails twice is a problem to report, not to hide.
                     step radio-again
-                    echo "blemu-lab: a controller's set-up failed ($(dmesg | grep 'Bluetooth: hci.*failed' | tail -1 \\
+                    echo "blemu-lab: a controller's set-up failed ($(setup_failure_lines | tail -1 \\
                         | sed 's/^[[][^]]*] //')); starting the radio again"
                     kill -9 "$radio_pid"
                     wait_for "the failed controllers to go" no_controllers
@@ -354,7 +359,7 @@ struct GuestStack {
             step power
             for i in $(seq 0 \(count - 1)); do
                 # bluetoothd powers adapters itself (AutoEnable); ask only when it has not yet.
-                powered "hci$i" || btmgmt -i "hci$i" power on >/dev/null 2>&1
+                powered "hci$i" || timeout 10 btmgmt -i "hci$i" power on </dev/null >/dev/null 2>&1
                 wait_for "hci$i powered" powered "hci$i"
             done
             : > "$W/\(File.controllers)"

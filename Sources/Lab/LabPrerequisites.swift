@@ -18,7 +18,19 @@ public struct LabPrerequisites: Sendable {
         /// Why it is missing or unusable, when it is.
         public let problem: String?
         /// What works but is not as the lab expects it now (a radio built before the newest patch), when so.
-        public var warning: String? = nil
+        public let warning: String?
+
+        /// An item from its parts; `warning` only for one that is present.
+        init(
+            name: String, path: String?, package: String, isRequired: Bool, problem: String?, warning: String? = nil
+        ) {
+            self.name = name
+            self.path = path
+            self.package = package
+            self.isRequired = isRequired
+            self.problem = problem
+            self.warning = warning
+        }
 
         /// True when it was found and is usable.
         public var isPresent: Bool { path != nil && problem == nil }
