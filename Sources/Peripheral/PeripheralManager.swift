@@ -57,7 +57,9 @@ public actor PeripheralManager {
     /// Requests received and how each was answered: `requests == answered` once all are answered.
     public nonisolated var requestCounts: RequestCounts { ledger.snapshot }
     /// True as soon as the request counts satisfy `condition` (checked now, then at each request and answer); false
-    /// if they did not within `limit`. For tests: wait for "every request answered" instead of polling.
+    /// if they did not within `limit`, or when the caller is cancelled. For tests: wait for "every request answered"
+    /// instead of polling. `condition` runs while the counts are locked: judge the counts it is given, never
+    /// `requestCounts`.
     public nonisolated func requestCounts(
         within limit: Duration, satisfying condition: @escaping @Sendable (RequestCounts) -> Bool
     ) async -> Bool {

@@ -69,7 +69,8 @@ package final class RequestLedger: Sendable {
 
     package func recordRefusedLate() { change { $0.refusedLate += 1 } }
 
-    /// True as soon as `condition` holds for the counts (checked now, then at each change); false after `limit`.
+    /// True as soon as `condition` holds for the counts (checked now, then at each change); false after `limit` or
+    /// when the caller is cancelled. `condition` runs under the ledger's lock: it must not read the ledger again.
     package func wait(within limit: Duration, until condition: @escaping Condition) async -> Bool {
         let id = state.withLock { state in
             state.lastWaiter += 1

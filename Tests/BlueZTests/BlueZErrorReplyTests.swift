@@ -51,7 +51,7 @@ import Testing
         }
     }
 
-    /// The spelling agrees with GATTModel's rule for every code and operation: what is said to arrive does.
+    /// The spelling agrees with BlueZModel's rule for every code and operation: what is said to arrive does.
     @Test func everyCodeIsSpelledAsTheRuleSaysItArrives() {
         for code in 0...255 {
             for operation in [AttributeOperation.read, .write] {

@@ -1,3 +1,4 @@
+import Synchronization
 import Testing
 
 @_spi(Backend) @testable import Peripheral
@@ -13,22 +14,32 @@ import Testing
     @Test func theAnswerThatSatisfiesTheConditionWakesTheWaiter() async {
         let ledger = RequestLedger()
         ledger.recordRequest()
-        async let answered = ledger.wait(within: .seconds(30)) { $0.outstanding == 0 && $0.requests == 1 }
-        // The waiter is registered or not yet: either way the answer below must satisfy it (a wait that timed out
-        // would give false after 30 s).
-        await Task.yield()
+        let asked = AskCount()
+        async let answered = ledger.wait(within: .seconds(30)) { counts in
+            asked.add()
+            return counts.outstanding == 0 && counts.requests == 1
+        }
+        // The first ask and the registration happen under one hold of the ledger's lock, so once the condition was
+        // asked, the answer below finds the waiter registered and must wake it (a wait that timed out gives false).
+        while asked.value == 0 { await Task.yield() }
         ledger.recordAnswer(by: .handler, isError: false, hasReply: true)
         #expect(await answered)
+        #expect(asked.value == 2)
         #expect(ledger.snapshot.answered == 1)
     }
 
     @Test func aConditionThatNeverHoldsReturnsFalseAfterTheLimit() async {
         let ledger = RequestLedger()
         ledger.recordRequest()
-        #expect(await ledger.wait(within: .milliseconds(50)) { $0.requests == 2 } == false)
-        // The expired waiter is gone: the change that would have satisfied it wakes nobody and counts as usual.
+        let asked = AskCount()
+        let reached = await ledger.wait(within: .milliseconds(50)) { counts in
+            asked.add()
+            return counts.requests == 2
+        }
+        #expect(reached == false)
+        // The expired waiter is gone: the change that would have satisfied it no longer asks its condition.
         ledger.recordRequest()
-        #expect(ledger.snapshot.requests == 2)
+        #expect(asked.value == 1)
     }
 
     @Test func aCancelledWaitReturnsFalse() async {
@@ -40,13 +51,28 @@ import Testing
 
     @Test func severalWaitersEachWakeWhenTheirOwnConditionHolds() async {
         let ledger = RequestLedger()
-        async let first = ledger.wait(within: .seconds(30)) { $0.requests >= 1 }
-        async let third = ledger.wait(within: .seconds(30)) { $0.requests >= 3 }
-        for _ in 1...3 {
-            await Task.yield()
-            ledger.recordRequest()
+        let asked = AskCount()
+        async let first = ledger.wait(within: .seconds(30)) { counts in
+            asked.add()
+            return counts.requests >= 1
         }
+        async let third = ledger.wait(within: .seconds(30)) { counts in
+            asked.add()
+            return counts.requests >= 3
+        }
+        // Both registered (each asked once) before the first request.
+        while asked.value < 2 { await Task.yield() }
+        for _ in 1...3 { ledger.recordRequest() }
         #expect(await first)
         #expect(await third)
     }
+}
+
+/// How many times a condition was asked, from whatever thread asks it.
+private final class AskCount: Sendable {
+    private let count = Atomic(0)
+
+    var value: Int { count.load(ordering: .sequentiallyConsistent) }
+
+    func add() { count.add(1, ordering: .sequentiallyConsistent) }
 }
