@@ -276,8 +276,9 @@ struct GuestStack {
             }
             no_controllers() { ! ls "$bt_class" | grep -q hci; }
             # Bounded: 5.82's btmgmt never returns from non-interactive mode (docs/bluez.md), though it prints first.
+            # Its standard input stays the console's: at end of input (</dev/null) it quits before the answer comes.
             all_controllers_ready() {
-                timeout 5 btmgmt info </dev/null 2>/dev/null | grep -q "^Index list with \(count) item"
+                timeout --foreground 5 btmgmt info 2>/dev/null | grep -q "^Index list with \(count) item"
             }
             setup_failure_lines() { dmesg 2>/dev/null | grep 'Bluetooth: hci[0-9]*: Opcode 0x[0-9a-f]* failed'; }
             setup_failures() { setup_failure_lines | grep -c .; }
@@ -359,7 +360,7 @@ struct GuestStack {
             step power
             for i in $(seq 0 \(count - 1)); do
                 # bluetoothd powers adapters itself (AutoEnable); ask only when it has not yet.
-                powered "hci$i" || timeout 10 btmgmt -i "hci$i" power on </dev/null >/dev/null 2>&1
+                powered "hci$i" || timeout --foreground 10 btmgmt -i "hci$i" power on >/dev/null 2>&1
                 wait_for "hci$i powered" powered "hci$i"
             done
             : > "$W/\(File.controllers)"

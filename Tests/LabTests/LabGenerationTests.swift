@@ -279,7 +279,7 @@ struct LabGenerationTests {
             step() { echo "step $1"; }
             \(functions)
             bt_class=$W/class
-            timeout() { shift; "$@"; }
+            timeout() { shift 2; "$@"; }
             btmgmt() { [ -f "$W/mgmt" ] && echo "Index list with $(cat "$W/mgmt") items"; }
             dmesg() { cat "$W/dmesg" 2>/dev/null; }
             bring_up_radio
