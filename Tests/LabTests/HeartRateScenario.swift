@@ -49,7 +49,7 @@ enum HeartRateScenario {
         let results = try LabScenario.freshResultsDirectory()
         let configuration = LabConfiguration(
             resultsDirectory: results, controllers: 2, profiles: [LabScenario.package + "/" + profile],
-            timeout: .seconds(180), stepTimeout: .seconds(30), blemuExecutable: LabScenario.blemuExecutable,
+            timeout: .seconds(300), stepTimeout: .seconds(30), blemuExecutable: LabScenario.blemuExecutable,
             workingDirectory: LabScenario.package, bluez: system.bluez, kernel: system.kernel)
         return try await LabScenario.boot(
             configuration,
