@@ -154,7 +154,9 @@ let package = Package(
         .testTarget(
             name: "BlueZTests",
             dependencies: [
-                "BlueZ", "BlueZModel", "DBus", "Peripheral", "GATTModel", "BlueZTesting", "Emulation", "GATTProfile",
+                "BlueZ", "BlueZModel", "DBus", "Peripheral", "PeripheralTesting", "GATTModel", "BlueZTesting",
+                "Emulation",
+                "GATTProfile",
                 "ScenarioList", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),

@@ -71,8 +71,6 @@ extension BlueZBackend {
         guard let call = owner.admit(call) else { return }
         let options = RequestOptions(call.arguments.first)
         remember(options)
-        let pending = PendingCall(call)
-        let logger = logger
         let id = characteristic.id
         // Formatted only when the line is logged (an autoclosure): most runs log requests at no level at all.
         let summary = RequestSummary(operation: "read", id: id, device: options.device, offset: options.offset)
@@ -81,17 +79,7 @@ extension BlueZBackend {
                 central: Central(id: options.device, attMTU: options.mtu), characteristicID: id,
                 offset: options.offset, linkSecurity: linkSecurity(characteristic, .read),
                 errorDelivery: .throughBlueZ,
-                reply: { result in
-                    switch result {
-                    case .success(let bytes):
-                        logger.debug("\(summary) -> \(bytes.count) bytes \(Self.hex(bytes))")
-                        pending.reply([.bytes(bytes)])
-                    case .failure(let error):
-                        let reply = BlueZErrorReply(for: error, operation: .read)
-                        logger.debug("\(summary) -> \(error) as \(reply.name)")
-                        pending.fail(reply.name, reply.message)
-                    }
-                }))
+                reply: MethodCallReply(call: call, operation: .read, summary: summary, logger: logger)))
     }
 
     private nonisolated func write(_ call: consuming MethodCall, _ characteristic: Characteristic) {
@@ -103,21 +91,9 @@ extension BlueZBackend {
         let summary = RequestSummary(
             operation: options.isPrepareAuthorize ? "prepare-authorize" : "write", id: id, device: options.device,
             offset: options.offset, value: value)
-        let reply: (@Sendable (Result<[UInt8], ATTError>) -> Void)?
+        let reply: MethodCallReply?
         if call.expectsReply {
-            let pending = PendingCall(call)
-            let logger = logger
-            reply = { result in
-                switch result {
-                case .success:
-                    logger.debug("\(summary) -> ok")
-                    pending.reply()
-                case .failure(let error):
-                    let reply = BlueZErrorReply(for: error, operation: .write)
-                    logger.debug("\(summary) -> \(error) as \(reply.name)")
-                    pending.fail(reply.name, reply.message)
-                }
-            }
+            reply = MethodCallReply(call: call, operation: .write, summary: summary, logger: logger)
         } else {
             // Write Without Response (or a Write Request bluetoothd already acknowledged): the no-reply flag is set
             // and no answer may be sent. Consuming the call lets the DBus module count it as answered, sending nothing.
@@ -134,9 +110,9 @@ extension BlueZBackend {
     }
 
     /// To the manager's router, on this loop thread (answered here when the handler can).
-    private nonisolated func deliver(_ incoming: IncomingRead) { router.read(incoming) }
+    private nonisolated func deliver(_ incoming: consuming IncomingRead) { router.read(incoming) }
 
-    nonisolated func deliver(_ incoming: IncomingWrites) { router.write(incoming) }
+    nonisolated func deliver(_ incoming: consuming IncomingWrites) { router.write(incoming) }
 
     /// The kind a subscription gets. bluetoothd does not tell the app whether the CCCD asked for notifications or
     /// indications; per device it sends what that device enabled. A characteristic that can notify is treated as

@@ -1,7 +1,7 @@
 import GATTModel
 
 /// One or more writes as the stack received them, answered once for all.
-@_spi(Backend) public struct IncomingWrites: Sendable {
+@_spi(Backend) public struct IncomingWrites: ~Copyable, Sendable {
     /// One write: a characteristic id, an offset and the bytes.
     public struct Write: Hashable, Sendable {
         /// The id of the characteristic written (the router answers Invalid Handle for an unknown id).
@@ -27,16 +27,16 @@ import GATTModel
     public var linkSecurity: SecurityLevel
     /// BlueZ's `prepare-authorize`: only ask whether the writes would be accepted, apply nothing.
     public var isAuthorizationOnly: Bool
-    /// Sends success (`.success([])`) or an ATT error, exactly once; nil when the stack expects no reply
-    /// (a no-reply D-Bus `WriteValue` for write-without-response): then nothing is ever called.
-    public var reply: (@Sendable (Result<[UInt8], ATTError>) -> Void)?
+    /// Sends success (`.success([])`) or an ATT error, consumed by the request's `Responder`; nil when the stack
+    /// expects no reply (a no-reply D-Bus `WriteValue` for write-without-response): then nothing is ever sent.
+    public var reply: (any RequestReply & ~Copyable)?
     /// Which ATT errors reach the central as themselves through this stack.
     public var errorDelivery: ErrorDelivery
 
     /// Writes from their parts.
     public init(
         central: Central, writes: [Write], linkSecurity: SecurityLevel = .none, isAuthorizationOnly: Bool = false,
-        errorDelivery: ErrorDelivery = .exact, reply: (@Sendable (Result<[UInt8], ATTError>) -> Void)?
+        errorDelivery: ErrorDelivery = .exact, reply: consuming (any RequestReply & ~Copyable)?
     ) {
         self.central = central
         self.writes = writes

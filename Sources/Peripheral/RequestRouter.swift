@@ -16,15 +16,15 @@ import Synchronization
 ///    its `Method(immediate:)` in `GATTApplication.characteristicInterface` (BlueZ), which wraps it as a
 ///    `MethodCall`, a non-copyable value whose `deinit` answers `Failed` if nobody else does.
 /// 2. `BlueZBackend.read(_:_:)` (BlueZBackend+Requests.swift) admits only bluetoothd's unique name
-///    (`OwnerCheck.admit`), reads the options, boxes the call in a `PendingCall` (taken once) and builds an
-///    `IncomingRead` whose `reply` sends the bytes or the `BlueZErrorReply` for the ATT error.
-/// 3. `RequestRouter.read(_:)` (here) wraps `reply` in a `Responder`, which counts the request in the ledger, finds
+///    (`OwnerCheck.admit`), reads the options and builds an `IncomingRead` whose `reply` (`MethodCallReply`) owns
+///    the call and sends the bytes or the `BlueZErrorReply` for the ATT error.
+/// 3. `RequestRouter.read(_:)` (here) moves `reply` into a `Responder`, which counts the request in the ledger, finds
 ///    the characteristic (unknown: Invalid Handle, answered by the engine) and starts the handler.
 /// 4. The handler (`ProfileServer.handleRead`, `BehaviourHandler.handleRead`) consumes the `ReadRequest` with
 ///    `respond(with:)` or `reject(_:)`; dropping it answers Unlikely Error; `DeadlineQueue` answers a handler that
 ///    suspends for longer than the deadline.
-/// 5. `Responder.answer(_:by:)` lets the first answer through, counts it, and calls `reply`: `PendingCall.reply`,
-///    then `MethodCall.reply`, then libdbus.
+/// 5. `Responder.answer(_:by:)` takes the reply out for the first answer, counts it, and sends it:
+///    `MethodCallReply.send` consumes the `MethodCall` with `reply` or `fail`, and libdbus sends it.
 ///
 /// ## The life of a write
 /// The same hops with `WriteValue`, `BlueZBackend.write(_:_:)`, `IncomingWrites`, `RequestRouter.write(_:)` and a
@@ -33,10 +33,12 @@ import Synchronization
 /// counts its answer and sends nothing. `AcquireWrite` datagrams (BlueZBackend+AcquireWrite.swift) enter at step 3.
 ///
 /// ## Who owns "exactly once"
-/// One owner per layer, each for its own unit: `MethodCall` for a D-Bus call (its `deinit`, counted in
-/// `CallStatistics`), `PendingCall` for the escaping closure that holds one, `Responder` for an ATT request
-/// (counted in `RequestCounts`: `requests == answered`). The two counts differ on purpose: D-Bus calls include
-/// `StartNotify`, descriptor and agent calls, ATT requests include `AcquireWrite` datagrams.
+/// `Responder`, alone: it holds the stack's reply until the first answer takes it, so later answers have nothing
+/// to send, and counts the ATT request in `RequestCounts` (`requests == answered`). The types around it only make
+/// a second answer impossible to write: a `MethodCall`, `ReadRequest` or `WriteRequests` is consumed by its answer
+/// (and a `MethodCall` dropped unanswered answers `Failed` itself, counted in `CallStatistics`). The two counts
+/// differ on purpose: D-Bus calls include `StartNotify`, descriptor and agent calls, ATT requests include
+/// `AcquireWrite` datagrams.
 @_spi(Backend) public final class RequestRouter: Sendable {
     private let handler: any RequestHandler
     private let ledger: RequestLedger
@@ -73,11 +75,16 @@ import Synchronization
     }
 
     /// Hands a read to the handler; an unknown characteristic is answered Invalid Handle by the engine.
-    public func read(_ incoming: IncomingRead) {
+    public func read(_ incoming: consuming IncomingRead) {
+        let central = incoming.central
+        let id = incoming.characteristicID
+        let offset = incoming.offset
+        let linkSecurity = incoming.linkSecurity
+        let errorDelivery = incoming.errorDelivery
         let responder = Responder(
-            summary: "read of \(incoming.characteristicID) by \(incoming.central) at offset \(incoming.offset)",
-            reply: incoming.reply, ledger: ledger, logger: logger)
-        guard let characteristic = characteristics.withLock({ $0[incoming.characteristicID] }) else {
+            summary: "read of \(id) by \(central) at offset \(offset)", reply: incoming.reply, ledger: ledger,
+            logger: logger)
+        guard let characteristic = characteristics.withLock({ $0[id] }) else {
             responder.answer(.failure(.invalidHandle), by: .engine)
             return
         }
@@ -85,21 +92,26 @@ import Synchronization
         start(responder) {
             await handler.handleRead(
                 ReadRequest(
-                    central: incoming.central, characteristic: characteristic, offset: incoming.offset,
-                    linkSecurity: incoming.linkSecurity, errorDelivery: incoming.errorDelivery, responder: responder))
+                    central: central, characteristic: characteristic, offset: offset, linkSecurity: linkSecurity,
+                    errorDelivery: errorDelivery, responder: responder))
         }
     }
 
     /// Hands a batch of writes to the handler; one unknown characteristic answers the batch Invalid Handle.
-    public func write(_ incoming: IncomingWrites) {
+    public func write(_ incoming: consuming IncomingWrites) {
+        let central = incoming.central
+        let incomingWrites = incoming.writes
+        let linkSecurity = incoming.linkSecurity
+        let isAuthorizationOnly = incoming.isAuthorizationOnly
+        let errorDelivery = incoming.errorDelivery
+        let expectsResponse = incoming.reply != nil
         let responder = Responder(
-            summary:
-                "write of \(incoming.writes.map(\.characteristicID).joined(separator: ", ")) by \(incoming.central)",
+            summary: "write of \(incomingWrites.map(\.characteristicID).joined(separator: ", ")) by \(central)",
             reply: incoming.reply, ledger: ledger, logger: logger)
         let found = characteristics.withLock { table -> [WriteRequest]? in
             var writes: [WriteRequest] = []
-            writes.reserveCapacity(incoming.writes.count)
-            for write in incoming.writes {
+            writes.reserveCapacity(incomingWrites.count)
+            for write in incomingWrites {
                 guard let characteristic = table[write.characteristicID] else { return nil }
                 writes.append(WriteRequest(characteristic: characteristic, offset: write.offset, value: write.value))
             }
@@ -113,9 +125,8 @@ import Synchronization
         start(responder) {
             await handler.handleWrites(
                 WriteRequests(
-                    central: incoming.central, requests: writes, linkSecurity: incoming.linkSecurity,
-                    expectsResponse: incoming.reply != nil, isAuthorizationOnly: incoming.isAuthorizationOnly,
-                    errorDelivery: incoming.errorDelivery, responder: responder))
+                    central: central, requests: writes, linkSecurity: linkSecurity, expectsResponse: expectsResponse,
+                    isAuthorizationOnly: isAuthorizationOnly, errorDelivery: errorDelivery, responder: responder))
         }
     }
 

@@ -15,16 +15,17 @@ package final class RouterAttachment: Sendable {
     package func attach(_ router: RequestRouter) { self.router.withLock { $0 = router } }
 
     /// Hands a read to the router, on the caller's thread.
-    package func read(_ incoming: IncomingRead) {
+    package func read(_ incoming: consuming IncomingRead) {
         if let router = router.withLock({ $0 }) { return router.read(incoming) }
         logger?.error("a read arrived before a manager attached: answered Unlikely Error")
-        incoming.reply(.failure(.unlikelyError))
+        let reply = incoming.reply
+        reply.send(.failure(.unlikelyError))
     }
 
     /// Hands writes to the router, on the caller's thread.
-    package func write(_ incoming: IncomingWrites) {
+    package func write(_ incoming: consuming IncomingWrites) {
         if let router = router.withLock({ $0 }) { return router.write(incoming) }
         logger?.error("a write arrived before a manager attached: answered Unlikely Error")
-        incoming.reply?(.failure(.unlikelyError))
+        if let reply = incoming.reply { reply.send(.failure(.unlikelyError)) }
     }
 }

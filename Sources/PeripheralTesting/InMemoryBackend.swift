@@ -149,10 +149,10 @@ public final class InMemoryBackend: PeripheralBackend {
     func emit(_ event: BackendEvent) { continuation.yield(event) }
 
     /// A central's read, to the manager's router as BlueZ hands it.
-    func request(_ incoming: IncomingRead) { router.read(incoming) }
+    func request(_ incoming: consuming IncomingRead) { router.read(incoming) }
 
     /// A central's writes, to the manager's router as BlueZ hands them.
-    func request(_ incoming: IncomingWrites) { router.write(incoming) }
+    func request(_ incoming: consuming IncomingWrites) { router.write(incoming) }
 
     /// The central's application took a notification off the link: room in the buffer, and the confirmation of an
     /// indication when the central confirms automatically.

@@ -51,7 +51,7 @@ public final class VirtualCentral: Sendable {
             backend.request(
                 IncomingRead(
                     central: central, characteristicID: characteristicID, offset: offset, linkSecurity: security,
-                    reply: { waiter.resume(returning: $0) }))
+                    reply: ClosureReply { waiter.resume(returning: $0) }))
         }
         // A Read (Blob) Response carries at most ATT_MTU - 1 bytes (Core Spec Vol 3, Part F, 3.4.4.4).
         return try result.map { Array($0.prefix(attMTU - 1)) }.get()
@@ -123,7 +123,8 @@ public final class VirtualCentral: Sendable {
         let result = await withCheckedContinuation { (waiter: CheckedContinuation<Result<[UInt8], ATTError>, Never>) in
             backend.request(
                 IncomingWrites(
-                    central: central, writes: writes, linkSecurity: security, reply: { waiter.resume(returning: $0) }))
+                    central: central, writes: writes, linkSecurity: security,
+                    reply: ClosureReply { waiter.resume(returning: $0) }))
         }
         _ = try result.get()
     }

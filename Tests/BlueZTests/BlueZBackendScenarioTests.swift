@@ -19,9 +19,12 @@ struct BackendRig {
     let manager: PeripheralManager
     let store: ValueStore
 
+    /// A rig serving `service`; `handler` replaces the `ProfileServer` over `store`, and request deadlines run on
+    /// `clock`.
     init(
         _ service: Service, values: [String: [UInt8]] = [:], useAcquireNotify: Bool = true,
-        useAcquireWrite: Bool = false, queueCapacity: Int = 16, hasExtendedAdvertising: Bool = false
+        useAcquireWrite: Bool = false, queueCapacity: Int = 16, hasExtendedAdvertising: Bool = false,
+        handler: (any RequestHandler)? = nil, clock: some Clock<Duration> = ContinuousClock()
     ) async throws {
         bus = try PrivateBus()
         fake = try await FakeBluetoothd(busAddress: bus.address, hasExtendedAdvertising: hasExtendedAdvertising)
@@ -34,8 +37,9 @@ struct BackendRig {
             logger: logger)
         store = ValueStore(values)
         manager = PeripheralManager(
-            backend: backend, handler: ProfileServer(store: store, logger: logger),
-            configuration: PeripheralManager.Configuration(queueCapacity: queueCapacity), logger: logger)
+            backend: backend, handler: handler ?? ProfileServer(store: store, logger: logger),
+            configuration: PeripheralManager.Configuration(queueCapacity: queueCapacity), clock: clock,
+            logger: logger)
         events = ManagerEvents(of: manager)
         try await manager.waitUntilPoweredOn()
         try await manager.publish(service)

@@ -1,7 +1,7 @@
 import Emulation
 import GATTModel
 import Logging
-import Peripheral
+@_spi(Backend) import Peripheral
 import PeripheralTesting
 import Testing
 
@@ -16,7 +16,7 @@ import Testing
             central: Central(id: "central", attMTU: 23), requests: writes, linkSecurity: .encrypted,
             expectsResponse: true, isAuthorizationOnly: isAuthorizationOnly,
             responder: Responder(
-                summary: "test write", reply: { sink.yield($0) }, ledger: RequestLedger(),
+                summary: "test write", reply: ClosureReply { sink.yield($0) }, ledger: RequestLedger(),
                 logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })))
         await emulator.handler.handleWrites(requests)
         var iterator = replies.makeAsyncIterator()

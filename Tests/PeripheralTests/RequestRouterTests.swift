@@ -31,7 +31,8 @@ import Testing
     }
 
     func read(_ id: String, offset: Int = 0) -> IncomingRead {
-        IncomingRead(central: Central(id: "central"), characteristicID: id, offset: offset, reply: record())
+        IncomingRead(
+            central: Central(id: "central"), characteristicID: id, offset: offset, reply: ClosureReply(record()))
     }
 
     func nextArrival() async {
@@ -51,7 +52,8 @@ import Testing
         router(ProfileServer(store: store)).write(
             IncomingWrites(
                 central: Central(id: "central"),
-                writes: [IncomingWrites.Write(characteristicID: "setting", value: [7, 8])], reply: record()))
+                writes: [IncomingWrites.Write(characteristicID: "setting", value: [7, 8])],
+                reply: ClosureReply(record())))
         #expect(replies == [.success([])])
         #expect(store.value(of: Fixture.setting) == [7, 8])
     }

@@ -4,7 +4,7 @@ import PeripheralTesting
 import Synchronization
 import Testing
 
-@testable import Peripheral
+@_spi(Backend) @testable import Peripheral
 
 /// Level 1: requests answered exactly once, with no manager and no backend: the replies land in a stream.
 @Suite struct RequestTests {
@@ -28,7 +28,7 @@ import Testing
         let sink = sink
         let reply: @Sendable (Result<[UInt8], ATTError>) -> Void = { sink.yield($0) }
         return Responder(
-            summary: "test request", reply: expectsReply ? reply : nil, ledger: ledger,
+            summary: "test request", reply: expectsReply ? ClosureReply(reply) : nil, ledger: ledger,
             logger: Logger.quiet)
     }
 
@@ -179,7 +179,7 @@ import Testing
                 group.addTask {
                     for index in 0..<125 {
                         let responder = Responder(
-                            summary: "load", reply: { _ in replyCount.add() }, ledger: ledger,
+                            summary: "load", reply: ClosureReply { _ in replyCount.add() }, ledger: ledger,
                             logger: Logger.quiet)
                         deadlines.arm(responder)
                         let request = ReadRequest(
@@ -206,7 +206,8 @@ import Testing
         let counts = self.ledger
         let seen = Mutex<RequestCounts?>(nil)
         let responder = Responder(
-            summary: "counted read", reply: { _ in seen.withLock { $0 = counts.snapshot } }, ledger: counts,
+            summary: "counted read", reply: ClosureReply { _ in seen.withLock { $0 = counts.snapshot } },
+            ledger: counts,
             logger: Logger.quiet)
         _ = responder.answer(.success([1]), by: .handler)
         let atReply = seen.withLock { $0 }
