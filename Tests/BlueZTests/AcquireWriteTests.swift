@@ -52,8 +52,9 @@ struct AcquireWriteTests {
         // Write Command, so the engine can only refuse to store it.
         #expect(await rig.fake.write("2a3d", [UInt8](repeating: 7, count: 21), withResponse: false, by: central) == nil)
         #expect(await rig.fake.write("2a3d", [1], withResponse: false, by: central) == nil)
-        #expect(await rig.manager.requestCounts(within: .seconds(5)) { $0.requests == 2 })
-        #expect(await eventually { rig.store.value(of: Self.stream) == [1] })
+        // Answered (with no reply) once the handler has decided: stored or refused.
+        #expect(await rig.manager.requestCounts(within: .seconds(5)) { $0.answered == 2 })
+        #expect(rig.store.value(of: Self.stream) == [1])
         #expect(rig.manager.requestCounts.rejected == 1)
         await rig.stop()
     }
