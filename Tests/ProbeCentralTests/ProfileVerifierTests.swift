@@ -48,6 +48,16 @@ struct ProfileVerifierTests {
         }
     }
 
+    /// The GAP Device Name is checked where the central's bluetoothd shows the GAP service (5.80 on) and skipped,
+    /// saying why, where it keeps it to its plugins.
+    @Test(arguments: versions) func theGAPNameIsCheckedWhereTheCentralCanReadIt(bluez version: String) throws {
+        let verification = ProfileVerifier.verify(
+            try Self.profile("heart-rate"), against: try Self.report("heart-rate", bluez: version))
+        let gap = verification.checks.filter { $0.subject == "gap" && $0.check == "device-name" }
+        #expect(gap.count == 1)
+        #expect(gap.first?.status == (version == "5.66" ? .skip : .pass), "\(gap)")
+    }
+
     @Test func everyCharacteristicAndDeclaredDescriptorIsCheckedOnce() throws {
         let profile = try Self.profile("heart-rate")
         let verification = ProfileVerifier.verify(profile, against: try Self.report("heart-rate"))
