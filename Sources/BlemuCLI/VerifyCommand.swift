@@ -26,13 +26,14 @@ struct VerifyCommand: AsyncParsableCommand {
             behaviour generates, user descriptions and presentation formats; a read the profile guards with \
             encryption and the device refused is skipped (check it with --pair)
               security       each read the profile guards: refused on a link that never paired, read once \
-            --pair paired it (one read after bluetoothd paired by itself, or on a bonded device, is skipped)
+            --pair paired it (one read after bluetoothd paired by itself, or on a bonded device, is skipped); \
+            with --writes and no --pair, each write it guards is refused (written the value read from it)
               notification   each characteristic a schedule notifies or indicates, at its interval (the median gap \
             over --listen, within a quarter), each value decoding by its fields and within its ranges
               write          only with --writes, after listening: each writable characteristic accepts a value the \
             profile allows (read back where it reads), refuses a value each write-rule check refuses with that \
-            check's error, and gets the value read before written back (restored); a write the profile guards \
-            with encryption needs --pair
+            check's error, and gets the value read before written back (restored); these writes to a \
+            characteristic the profile guards with encryption need --pair
             Without --writes nothing is written to the device. docs/verify.md walks through a firmware check in CI.
 
             Example:

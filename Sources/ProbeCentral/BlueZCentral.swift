@@ -136,7 +136,7 @@ public struct BlueZCentral: Sendable {
             linkLoss: linkLoss)
         report.pairing = pairing
         if let plan, linkLoss == nil {
-            report.writes = await write(plan(report), linkDropped: linkDropped)
+            report.writes = await write(plan(report), isPaired: isPaired, linkDropped: linkDropped)
             if linkDropped() {
                 report.linkLoss = ProbeLinkLoss(phase: .writing, readsDone: reads.done, readsSkipped: 0)
             }
@@ -363,7 +363,9 @@ public struct BlueZCentral: Sendable {
 
     /// Makes the planned writes in order, each `WriteValue` with its type, and the read after each accepted one
     /// that asks for it; what the plan marks not made, and everything once the link is gone, is not sent.
-    private func write(_ plan: [ProbeWrite], linkDropped: () -> Bool) async -> [ProbeWrite] {
+    private func write(
+        _ plan: [ProbeWrite], isPaired: () -> Bool, linkDropped: () -> Bool
+    ) async -> [ProbeWrite] {
         var writes = plan
         for index in writes.indices where writes[index].outcome == nil {
             guard !linkDropped() else {
@@ -372,6 +374,12 @@ public struct BlueZCentral: Sendable {
             }
             let path = ObjectPath(stringLiteral: writes[index].path)
             let type = writes[index].withResponse ? BlueZName.WriteType.request : BlueZName.WriteType.command
+            let pairedBefore = isPaired()
+            defer {
+                if writes[index].purpose == .guarded {
+                    writes[index].pairing = ProbeWrite.Pairing(before: pairedBefore, after: isPaired())
+                }
+            }
             do {
                 try await call(
                     path, BlueZName.Interface.gattCharacteristic, BlueZName.Member.writeValue,

@@ -13,6 +13,26 @@ public struct ProbeWrite: Codable, Sendable, Equatable {
         case refuses(check: String, error: UInt8)
         /// The value read before the writes, written back so the device is left as it was found.
         case restores
+        /// The value read before the writes, written on a link that is not paired although the profile guards the
+        /// characteristic's writes: the device must refuse it for want of pairing. Writing what it already holds
+        /// leaves a device that takes it (the defect) as it was.
+        case guarded
+    }
+
+    /// Whether bluetoothd reported the device paired just before and just after a `guarded` write. bluetoothd's
+    /// client answers Insufficient Encryption or Authentication by pairing and writing again (src/shared/att.c
+    /// `change_security`, 5.66 to 5.87), so a link that became paired during the write was refused for want of it.
+    public struct Pairing: Codable, Sendable, Equatable {
+        /// Paired before the write: whether the device would take it unpaired cannot be told.
+        public var before: Bool
+        /// Paired after it.
+        public var after: Bool
+
+        /// The pairing state around one write.
+        public init(before: Bool, after: Bool) {
+            self.before = before
+            self.after = after
+        }
     }
 
     /// What became of a write.
@@ -41,6 +61,8 @@ public struct ProbeWrite: Codable, Sendable, Equatable {
     public var outcome: Outcome?
     /// The read after the write, made when `readsBack` asks for one and the write was accepted.
     public var readBack: ProbeRead?
+    /// For a `guarded` write that was made: the pairing state around it.
+    public var pairing: Pairing?
 
     /// A planned write; `skipped` plans it as not made, for that reason.
     public init(

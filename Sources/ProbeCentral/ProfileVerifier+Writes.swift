@@ -14,7 +14,8 @@ extension ProfileVerifier {
     /// The characteristics (the profile's ids) that a write changed and no restore put back, in the order written.
     public static func leftWritten(_ writes: [ProbeWrite]) -> [String] {
         var changed: [String] = []
-        for write in writes where write.outcome == .accepted {
+        // A `guarded` write sends the value the device held, so even taken it changes nothing.
+        for write in writes where write.outcome == .accepted && write.purpose != .guarded {
             if write.purpose == .restores {
                 changed.removeAll { $0 == write.characteristic }
             } else if !changed.contains(write.characteristic) {
@@ -24,8 +25,8 @@ extension ProfileVerifier {
         return changed
     }
 
-    /// One `write` check per write made or planned: subject the characteristic, check `accepts`,
-    /// `refuses-CHECK` or `restored`.
+    /// One check per write made or planned, subject the characteristic: `write` checks `accepts`, `refuses-CHECK`
+    /// and `restored`, and the `security` check `write` of a `guarded` write.
     static func writes(_ profile: PeripheralProfile, _ writes: [ProbeWrite]) -> [Verification.Check] {
         let characteristics = Dictionary(profile.characteristics.map { ($0.id, $0) }) { first, _ in first }
         return writes.map { write in
@@ -33,6 +34,7 @@ extension ProfileVerifier {
             case .accepts: accepts(write)
             case .refuses(let check, let error): refuses(write, check, ATTError(rawValue: error), characteristics)
             case .restores: restored(write)
+            case .guarded: guarded(write)
             }
         }
     }
@@ -107,6 +109,40 @@ extension ProfileVerifier {
                 .fail, "not restored: writing back \(shown(hex: write.hex)) was refused with \(described(failure))")
         case .notMade(let why)?: return check(.skip, why)
         case nil: return check(.skip, "not made")
+        }
+    }
+
+    /// A write the profile guards, made on an unpaired link: refused for want of pairing passes, taken while the
+    /// link stayed unpaired fails. bluetoothd's client cannot show the refusal itself: it pairs and writes again
+    /// (src/shared/att.c `change_security`), and reports a refusal pairing could not cure as `NotPermitted "Not
+    /// paired"` (src/gatt-client.c `create_gatt_dbus_error`). So a link that became paired during the write was
+    /// refused, and one paired before it cannot tell.
+    private static func guarded(_ write: ProbeWrite) -> Verification.Check {
+        let check = { (status: Verification.Check.Status, actual: String) in
+            Verification.Check(
+                .security, write.characteristic, "write", status, expected: "refused on an unpaired link",
+                actual: actual)
+        }
+        let value = shown(hex: write.hex)
+        switch (write.outcome, write.pairing) {
+        case (.notMade(let why)?, _): return check(.skip, why)
+        case (nil, _), (_, nil): return check(.skip, "not made")
+        case (_, let pairing?) where pairing.before:
+            return check(
+                .skip,
+                "the link was paired before this write (bluetoothd paired by itself for an earlier one, or the "
+                    + "device was bonded), so whether it takes the write unpaired cannot be told")
+        case (.accepted?, let pairing?):
+            return pairing.after
+                ? check(
+                    .pass,
+                    "\(value) refused for want of pairing: bluetoothd's client paired by itself and wrote it again")
+                : check(.fail, "\(value) accepted on a link that was never paired: the write is open")
+        case (.refused(let failure)?, _):
+            let seen = described(failure)
+            return refusedForPairing(failure)
+                ? check(.pass, "\(value) refused on an unpaired link (\(seen))")
+                : check(.skip, "\(value) refused with \(seen), which is not a refusal for want of pairing")
         }
     }
 

@@ -4,7 +4,8 @@ import GATTProfile
 
 /// Checks a profile against a probe report, promise by promise: the advertisement as scanned, the GATT tree with
 /// each characteristic's properties and declared descriptors, the GAP name, the values a central could read, the
-/// reads the profile guards (`+Security`), and the writes made with `--writes` (`+Writes`).
+/// reads the profile guards (`+Security`), and the writes made with `--writes` (`+Writes`, with the guarded writes
+/// made unpaired among the `security` checks).
 ///
 /// Only what a central can see is checked, and what it cannot tell apart is skipped with the reason, never failed:
 /// a check that fails on a device that keeps the profile is as wrong as one that misses a defect. bluetoothd's own

@@ -8,13 +8,16 @@ import GATTProfile
 ///   where the characteristic reads and nothing else changes it;
 /// - `refuses`: for each `validate` of its write rule, a value that passes the checks before it and fails it; the
 ///   rule stops at the first failure, so the device must answer with that check's error;
-/// - `restores`: the value read before the writes, written back.
+/// - `restores`: the value read before the writes, written back;
+/// - on a link that is not paired, `guarded` first for a characteristic whose writes the profile guards: the value
+///   read before, which the device must refuse for want of pairing. Its other writes wait for `--pair`.
 ///
 /// Values are judged by `WriteCheck.admits`, as the engine judges them. A write the profile guards is made only on
 /// a link paired as its security asks (`--pair` is Just Works: encrypted; with `--passkey`: authenticated):
 /// bluetoothd's client answers Insufficient Encryption or Authentication by raising the link's security and trying
-/// again (src/shared/att.c `change_security`, 5.66 to 5.87), so a try on a weaker link would pair the devices, or
-/// fail for the pairing's sake, instead of testing the write.
+/// again (src/shared/att.c `change_security`, 5.66 to 5.87), so a value tried on a weaker link would test the
+/// pairing, not the write rule. The one `guarded` write tests exactly that refusal, and a pairing it sets off is how
+/// a refusal shows to this central.
 enum WritePlan {
     /// The writes for `profile` against the device `report` saw, over a link of `security` (`.none` unpaired).
     static func writes(
@@ -29,15 +32,17 @@ enum WritePlan {
             let target = Target(
                 declared: declared, seen: seen, actions: rule?.actions ?? [],
                 isChanging: changing.contains(declared.id))
-            writes += target.writes(skipping: skipReason(declared, profile: profile, security: security))
+            let fault = faultReason(declared, profile: profile)
+            if security == .none, declared.effectiveSecurity[.write] != .none {
+                writes.append(target.guardedWrite(skipping: fault))
+            }
+            writes += target.writes(skipping: securityReason(declared, security: security) ?? fault)
         }
         return writes
     }
 
-    /// Why no write to `characteristic` is made, nil when they all are.
-    private static func skipReason(
-        _ characteristic: Characteristic, profile: PeripheralProfile, security: SecurityLevel
-    ) -> String? {
+    /// Why no write to `characteristic` is made on a link of `security`, nil when it is paired as the profile asks.
+    private static func securityReason(_ characteristic: Characteristic, security: SecurityLevel) -> String? {
         let needed = characteristic.effectiveSecurity[.write]
         if needed > security {
             let how =
@@ -50,6 +55,11 @@ enum WritePlan {
                 + (security == .none ? "not paired" : security.name) + " (\(how) pairs so): on a weaker link "
                 + "bluetoothd would try to pair by itself"
         }
+        return nil
+    }
+
+    /// Why no write to `characteristic` is made whatever the link: a fault of the profile would answer it.
+    private static func faultReason(_ characteristic: Characteristic, profile: PeripheralProfile) -> String? {
         for fault in profile.behaviour.faults {
             if case .request(.write, let id, let nth) = fault.trigger, id == nil || id == characteristic.id {
                 return "a fault answers the device's write number \(nth) itself, so the answers would not be "
@@ -76,6 +86,26 @@ enum WritePlan {
         var original: [UInt8]? { seen.read?.value.flatMap { Hex.bytes($0.hex) } }
         var withResponse: Bool { declared.properties.contains(.write) }
         var readsBack: Bool { declared.properties.contains(.read) && seen.canRead && !isChanging }
+
+        /// The `guarded` write, on a link that is not paired: the value read before, as a Write Request, so a
+        /// device that takes it is left as it was. Planned not made when `skipped`, when that value is unknown (any
+        /// other could change the device), or when the characteristic takes only Write Commands, which a device
+        /// cannot refuse to a central.
+        func guardedWrite(skipping skipped: String?) -> ProbeWrite {
+            let write = ProbeWrite(
+                characteristic: declared.id, path: seen.path, purpose: .guarded, bytes: original ?? [],
+                withResponse: true)
+            if let skipped { return write.notMade(skipped) }
+            guard withResponse else {
+                return write.notMade("a Write Command gets no answer: only a Write Request can be refused")
+            }
+            guard original != nil else {
+                return write.notMade(
+                    (seen.canRead ? "its value before the writes could not be read" : "not readable")
+                        + ": any value written could change the device, so no write is tried unpaired")
+            }
+            return write
+        }
 
         /// Its writes: accepts, one refuses per check, then restores; all planned not made when `skipped`.
         func writes(skipping skipped: String?) -> [ProbeWrite] {

@@ -27,6 +27,7 @@ struct WritePlanTests {
                 case .accepts: "accepts"
                 case .refuses(let check, let error): "refuses-\(check) 0x\(Hex.byte(error))"
                 case .restores: "restores"
+                case .guarded: "guarded"
                 }
             if case .notMade? = write.outcome { return "\(purpose) skipped" }
             return "\(purpose) \(write.hex)" + (write.readsBack.map { " reads \($0)" } ?? "")
@@ -53,7 +54,14 @@ struct WritePlanTests {
     @Test func encryptedWritesWaitForPairingAndThenEachCheckGetsAValueOnlyItRefuses() throws {
         let unpaired = try Self.plan("thermostat")
         #expect(!unpaired.isEmpty)
-        for write in unpaired {
+        // Unpaired, each is first written what it holds, which the device must refuse; nothing else is written.
+        let report = try Fixtures.report("thermostat")
+        for id in ["set-point", "mode"] {
+            let uuid = try #require(try Fixtures.profile("thermostat").characteristics.first { $0.id == id }?.uuid)
+            let held = try #require(report.characteristics.first { BluetoothUUID($0.uuid) == uuid }?.read?.value?.hex)
+            #expect(Self.summary(unpaired, of: id).first == "guarded \(held)")
+        }
+        for write in unpaired where write.purpose != .guarded {
             guard case .notMade(let why)? = write.outcome else {
                 Issue.record("\(write.characteristic) is written unpaired")
                 continue
@@ -70,6 +78,49 @@ struct WritePlanTests {
                 "accepts 3408 reads 3408", "refuses-range 0x80 F301", "restores \(original) reads \(original)",
             ])
         #expect(Self.summary(paired, of: "mode").prefix(2) == ["accepts 01 reads 01", "refuses-allowed 0x81 04"])
+    }
+
+    /// The security checks of the thermostat's unpaired writes against a device running `device`.
+    static func guardedChecks(
+        _ device: PeripheralProfile, pairsByItself: Bool = false
+    ) throws -> [Verification.Check] {
+        let profile = try Fixtures.profile("thermostat")
+        var report = try Fixtures.report("thermostat")
+        report.writes = try answer(try plan("thermostat"), with: device, pairsByItself: pairsByItself)
+        return ProfileVerifier.verify(profile, against: report).checks.filter {
+            $0.category == .security && $0.check == "write"
+        }
+    }
+
+    @Test func aGuardedWriteRefusedUnpairedPasses() throws {
+        let checks = try Self.guardedChecks(try Fixtures.profile("thermostat"))
+        #expect(checks.map(\.subject) == ["set-point", "mode"])
+        #expect(checks.allSatisfy { $0.status == .pass }, "\(checks)")
+    }
+
+    @Test func aPairingTheGuardedWriteSetOffPassesAndLeavesTheNextOneUntold() throws {
+        let checks = try Self.guardedChecks(try Fixtures.profile("thermostat"), pairsByItself: true)
+        #expect(checks.map(\.status) == [.pass, .skip], "\(checks)")
+        #expect(checks.first?.actual.contains("bluetoothd's client paired by itself") == true)
+    }
+
+    @Test func anEncryptedWriteLeftOpenIsOneFailureAndChangesNothing() throws {
+        var firmware = try Fixtures.profile("thermostat")
+        firmware.services = firmware.services.map { service in
+            var service = service
+            service.characteristics = service.characteristics.map { characteristic in
+                var characteristic = characteristic
+                if characteristic.id == "set-point" { characteristic.security = SecurityRequirements() }
+                return characteristic
+            }
+            return service
+        }
+        let profile = try Fixtures.profile("thermostat")
+        var report = try Fixtures.report("thermostat")
+        report.writes = try Self.answer(try Self.plan("thermostat"), with: firmware)
+        let failed = Fixtures.failures(ProfileVerifier.verify(profile, against: report))
+        #expect(failed == ["security set-point write"])
+        #expect(ProfileVerifier.leftWritten(report.writes ?? []).isEmpty)
     }
 
     @Test func anAuthenticatedWriteWaitsForAPasskeyPairing() throws {
@@ -117,12 +168,30 @@ struct WritePlanTests {
     }
 
     /// The plan carried out against blemu's write-rule engine for `device`, as a central on bluetoothd sees it: a
-    /// refusal arrives as bluetoothd delivers it, and a read back returns what the engine holds.
-    static func answer(_ plan: [ProbeWrite], with device: PeripheralProfile) throws -> [ProbeWrite] {
+    /// refusal arrives as bluetoothd delivers it, and a read back returns what the engine holds. A `guarded` write
+    /// (the link is not paired) to a characteristic the device guards is refused by bluetoothd before the engine
+    /// sees it, and the central's pairing, which `pairsByItself` says succeeds, or not.
+    static func answer(
+        _ plan: [ProbeWrite], with device: PeripheralProfile, pairsByItself: Bool = false
+    ) throws -> [ProbeWrite] {
         var engine = try WriteRules(profile: device)
+        var paired = false
+        let guarded = Set(device.characteristics.filter { $0.effectiveSecurity[.write] != .none }.map(\.id))
         return plan.map { planned in
             var write = planned
             guard write.outcome == nil else { return write }
+            if write.purpose == .guarded {
+                let before = paired
+                if !paired && guarded.contains(write.characteristic) {
+                    guard pairsByItself else {
+                        write.outcome = .refused(Self.clientError(.insufficientEncryption))
+                        write.pairing = ProbeWrite.Pairing(before: false, after: false)
+                        return write
+                    }
+                    paired = true
+                }
+                write.pairing = ProbeWrite.Pairing(before: before, after: paired)
+            }
             switch engine.write(write.bytes, to: write.characteristic, at: .zero) {
             case .accept:
                 write.outcome = .accepted
