@@ -65,6 +65,16 @@ enum CloneScenario {
         ]
     )
 
+    /// A firmware with an encrypted write left open: the thermostat with its set-point's write guard dropped. Served,
+    /// it is verified unpaired with `--writes` against the thermostat's own profile, and that write is its one
+    /// failure (the set-point is written what it holds, so the open device is left as it was).
+    static let openWrite = (
+        name: "thermostat",
+        original: "        properties: [read, write, notify]\n        encryption: { write: encrypted }\n",
+        firmware: "        properties: [read, write, notify]\n",
+        failures: ["security set-point write"]
+    )
+
     private static func boot(system: LabSystem) async throws -> LabRun {
         let results = try LabScenario.freshResultsDirectory()
         let verifiedPath = LabScenario.package + "/profiles/\(verified.name).yaml"
@@ -73,6 +83,11 @@ enum CloneScenario {
         try verified.changes.reduce(text) { text, change in
             text.replacingOccurrences(of: change.original, with: change.variant)
         }.write(toFile: variant, atomically: true, encoding: .utf8)
+        let openProfile = LabScenario.package + "/profiles/\(openWrite.name).yaml"
+        let openFirmware = results + "/\(openWrite.name)-open-write.yaml"
+        try String(contentsOfFile: openProfile, encoding: .utf8)
+            .replacingOccurrences(of: openWrite.original, with: openWrite.firmware)
+            .write(toFile: openFirmware, atomically: true, encoding: .utf8)
         let arguments = profiles.map { path in
             if path.hasSuffix("/\(recorded.name).yaml") { return path + "|\(recorded.seconds)s" }
             if path.hasSuffix("/\(paired.name).yaml") { return path + "||\(paired.passkey)" }
@@ -85,7 +100,7 @@ enum CloneScenario {
             in: results, timeout: .seconds(900), on: system,
             running: [
                 "/bin/sh", LabScenario.fixtures + "/lab-clone.sh", LabScenario.blemuExecutable,
-                LabScenario.fixtures + "/lab-clone-drop.yaml", verifiedPath, variant,
+                LabScenario.fixtures + "/lab-clone-drop.yaml", verifiedPath, variant, openFirmware, openProfile,
             ] + arguments)
     }
 }

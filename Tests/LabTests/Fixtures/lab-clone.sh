@@ -1,6 +1,6 @@
 #!/bin/sh
 # The clone scenario (Tests/LabTests/CloneScenario.swift), run inside the VM:
-#   lab-clone.sh BLEMU DROP-PROFILE VERIFY-PROFILE VERIFY-VARIANT PROFILE[|RECORD[|PASSKEY]]...
+#   lab-clone.sh BLEMU DROP-PROFILE VERIFY-PROFILE VERIFY-VARIANT OPEN-FIRMWARE OPEN-PROFILE PROFILE[|RECORD[|PASSKEY]]...
 # For each profile: `blemu run PROFILE` on the peripheral controller, `blemu clone` from the central's (the profile
 # and the probe report it was made from; with RECORD, `--record RECORD` too, and the clone's probe listens as
 # long; with PASSKEY, `--pair --passkey PASSKEY`), then `blemu run` of the clone and `blemu probe --json` of it.
@@ -13,13 +13,17 @@
 # NAME.verify.xml, NAME.verify-rc) and against VERIFY-VARIANT, the same profile with promises changed
 # (NAME.variant.json, NAME.variant-rc). A profile cloned with PASSKEY is verified with its writes over the paired
 # link once cloned (NAME.verify-paired.json, NAME.verify-paired-rc).
+# Then OPEN-FIRMWARE, a device whose encrypted write was left open, is served and verified unpaired with --writes
+# against OPEN-PROFILE, the profile it should meet (open-write.json, open-write-rc, open-write.failure).
 # Progress goes to scenario-steps.
 R="$BLEMU_LAB_RESULTS"
 B=$1
 DROP=$2
 VERIFY=$3
 VARIANT=$4
-shift 4
+OPEN=$5
+OPEN_PROFILE=$6
+shift 6
 F=$(dirname "$0")
 SCENARIO=clone
 . "$F/guest-lib.sh"
@@ -102,6 +106,23 @@ EOF_ARGUMENT
     step "$name"
     ( clone_one "$name" "$profile" "$record" "$passkey" )
 done
+
+step open-write
+(
+    current=open-write
+    fail() {
+        echo "$*" > "$R/open-write.failure"
+        [ -n "$blemu_pid" ] && kill -9 "$blemu_pid" 2>/dev/null
+        exit 1
+    }
+    serve "$OPEN" "$R/open-write.run.log"
+    "$B" verify "$OPEN_PROFILE" "$ADDR" --adapter "$C" --timeout 20 --listen 0 --writes --json \
+        > "$R/open-write.json" 2> "$R/open-write.err"
+    echo $? > "$R/open-write-rc"
+    # A guarded write the device refused may have made the central's bluetoothd pair by itself: stop forgets both
+    # sides' bonds, so the drop below connects as before.
+    stop "$R/open-write.run-rc"
+)
 
 step drop
 (
