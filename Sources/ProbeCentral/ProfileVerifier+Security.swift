@@ -56,8 +56,7 @@ extension ProfileVerifier {
             }
             return (.fail, "read on a link that was never paired: the value is open")
         case .failure(let failure)?:
-            let seen =
-                failure.attError.map { ATTError(rawValue: $0).description } ?? "\(failure.name) \"\(failure.message)\""
+            let seen = described(failure)
             if Self.refusedForPairing(failure) {
                 return pairing.requested
                     ? (
@@ -68,6 +67,11 @@ extension ProfileVerifier {
             }
             return (.skip, "refused with \(seen), which is not a refusal for want of pairing")
         }
+    }
+
+    /// An error as the central saw it: the ATT error when it can be told, else bluetoothd's D-Bus error.
+    static func described(_ failure: ProbeFailure) -> String {
+        failure.attError.map { ATTError(rawValue: $0).description } ?? "\(failure.name) \"\(failure.message)\""
     }
 
     /// Whether bluetoothd's client reported a refusal that pairing (or more of it) would cure: Insufficient

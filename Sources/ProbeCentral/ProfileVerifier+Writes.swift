@@ -158,9 +158,4 @@ extension ProfileVerifier {
     }
 
     private static func shown(hex: String) -> String { shown(Hex.bytes(hex) ?? []) }
-
-    /// An error as the central saw it: the ATT error when it can be told, else bluetoothd's D-Bus error.
-    private static func described(_ failure: ProbeFailure) -> String {
-        failure.attError.map { ATTError(rawValue: $0).description } ?? "\(failure.name) \"\(failure.message)\""
-    }
 }
