@@ -5,9 +5,22 @@ import Serving
 
 /// `blemu ctl PATH COMMAND...`: talks to a running emulator's control socket.
 struct CtlCommand: ParsableCommand {
-    /// Two lines per command, each within ArgumentParser's 80 columns: its synopsis, then what it does.
-    static let commandTable = ControlCommand.allCases.map { "  \($0.synopsis)\n      \($0.summary)" }
-        .joined(separator: "\n")
+    /// Each command's usage as its subcommand parses it (wrapped within ArgumentParser's 80 columns), then what it
+    /// does.
+    static let commandTable = ControlCommand.allCases.map { command in
+        let usage = ControlVerbs.usageString(for: ControlVerbs.verb(for: command))
+        let words = usage.dropFirst(ControlVerbs.configuration.commandName?.count ?? 0).split(separator: " ")
+        var lines: [String] = []
+        var line = " "
+        for word in words {
+            if line.count + 1 + word.count > 78 {
+                lines.append(line)
+                line = "   "
+            }
+            line += " " + word
+        }
+        return (lines + [line, "      \(command.summary)"]).joined(separator: "\n")
+    }.joined(separator: "\n")
 
     static let configuration = CommandConfiguration(
         commandName: "ctl",
@@ -15,8 +28,7 @@ struct CtlCommand: ParsableCommand {
         discussion: """
             Commands (the control protocol's own table, docs/control-and-events.md):
             \(commandTable)
-            `set` stores a value now; a running schedule of that characteristic writes its generated fields \
-            again at its next tick, so to hold a value, `schedules pause ID` first.
+            `blemu ctl SOCKET COMMAND --help` shows one command's arguments and options.
             Exits 0 on an ok response, 65 on an error response, 69 when the socket is unreachable.
 
             Example:
@@ -26,36 +38,15 @@ struct CtlCommand: ParsableCommand {
     @Argument(help: "The control socket's path.")
     var socket: String
 
-    @Argument(help: "The command and its arguments.")
-    var words: [String]
-
-    @Option(name: .customLong("field"), help: "NAME=VALUE for `set` (repeatable; a list as a,b for flags).")
-    var fields: [String] = []
-
-    @Option(help: "For `fault`: reject the nth request from now.")
-    var nth = 1
-
-    @Option(help: "For `fault`: the ATT error (a name such as unlikely-error, or 0xNN).")
-    var error: String?
-
-    @Option(name: .customLong("delay-ms"), help: "For `fault`: delay the answer instead, in milliseconds.")
-    var delayMs: Int?
-
-    @Option(help: "For `fault`: disconnect or stop-advertising after answering, instead of an error.")
-    var effect: String?
-
-    @Option(help: "For `notify`: how many times to send the value (1 to 100000), queued in order.")
-    var count: Int?
-
-    @Option(help: "For `notify`: send only to this subscribed central (its id from `centrals`).")
-    var central: String?
-
-    @Flag(help: "For `events`: print each event as it happens, one JSON line, until interrupted.")
-    var follow = false
+    @Argument(
+        parsing: .captureForPassthrough,
+        help: "The command and its arguments (`blemu ctl SOCKET COMMAND --help` shows one command's).")
+    var words: [String] = []
 
     func run() throws {
-        let request = try makeRequest()
-        if follow { return try stream(request) }
+        let verb = try Self.verb(from: words)
+        let request = verb.request()
+        if verb.follows { return try stream(request) }
         let response: String
         do { response = try ControlClient(path: socket).send(request) } catch {
             Console.error("blemu: \(error)")
@@ -64,6 +55,37 @@ struct CtlCommand: ParsableCommand {
         print(response)
         // 65 is EX_DATAERR, the code a bad profile gets too: the emulator refused the data it was sent.
         if !ControlClient.isOK(response) { throw ExitCode.badProfile }
+    }
+
+    /// The command `words` spell, parsed by its own subcommand; a mistake is a usage error (64) with ArgumentParser's
+    /// message, and `--help` prints that command's help and exits 0, all before the socket is touched.
+    static func verb(from words: [String]) throws -> any ControlVerb {
+        let names = ControlCommand.allCases.map(\.rawValue).joined(separator: ", ")
+        if let name = words.first, !name.hasPrefix("-"), ControlCommand(rawValue: name) == nil {
+            Console.error("Error: unknown command `\(name)` (commands: \(names)).")
+            throw ExitCode.usage
+        }
+        if words.first == "-h" || words.first == "--help" {
+            print(helpMessage())
+            throw ExitCode.success
+        }
+        do {
+            var parsed = try ControlVerbs.parseAsRoot(words)
+            if let verb = parsed as? any ControlVerb { return verb }
+            // `--help` parses as ArgumentParser's own help command, whose `run` throws the help it prints.
+            if !(parsed is ControlVerbs) { try parsed.run() }
+        } catch {
+            let code = ControlVerbs.exitCode(for: error)
+            let message = ControlVerbs.fullMessage(for: error)
+            if code == .success {
+                print(message)
+            } else {
+                Console.error(message)
+            }
+            throw code
+        }
+        Console.error("Error: give a command: \(names).")
+        throw ExitCode.usage
     }
 
     /// `events --follow`: the response line, then every event line as it comes, each written at once so a pipe
@@ -83,73 +105,5 @@ struct CtlCommand: ParsableCommand {
             throw ExitCode.unavailable
         }
         if isOK != true { throw ExitCode.badProfile }
-    }
-
-    private func makeRequest() throws -> [String: JSONValue] {
-        let names = ControlCommand.allCases.map(\.rawValue).joined(separator: ", ")
-        guard let name = words.first else { throw ValidationError("Give a command: \(names).") }
-        guard let command = ControlCommand(rawValue: name) else {
-            throw ValidationError("Unknown command `\(name)` (commands: \(names)).")
-        }
-        let arguments = Array(words.dropFirst())
-        if follow && command != .events { throw ValidationError("--follow is for `events` only.") }
-        func argument(_ index: Int, _ name: String) throws -> String {
-            guard arguments.indices.contains(index) else {
-                throw ValidationError("`\(command.rawValue)` needs \(name).")
-            }
-            return arguments[index]
-        }
-        switch command {
-        case .get:
-            return ["command": .string(name), "id": .string(try argument(0, "an ID"))]
-        case .notify:
-            var request: [String: JSONValue] = ["command": .string(name), "id": .string(try argument(0, "an ID"))]
-            if let count { request["count"] = .integer(Int64(count)) }
-            if let central { request["central"] = .string(central) }
-            return request
-        case .set:
-            let id = try argument(0, "an ID")
-            if arguments.count > 1 { return ["command": "set", "id": .string(id), "hex": .string(arguments[1])] }
-            guard !fields.isEmpty else { throw ValidationError("`set` needs HEX or --field NAME=VALUE.") }
-            var values: [String: JSONValue] = [:]
-            for field in fields {
-                guard let equals = field.firstIndex(of: "=") else { throw ValidationError("--field wants NAME=VALUE") }
-                values[String(field[..<equals])] = Self.value(String(field[field.index(after: equals)...]))
-            }
-            return ["command": "set", "id": .string(id), "fields": .object(values)]
-        case .centrals, .counters, .pairing, .reset:
-            return ["command": .string(name)]
-        case .events:
-            return follow ? ["command": .string(name), "follow": .bool(true)] : ["command": .string(name)]
-        case .advertising:
-            return ["command": .string(name), "action": .string(try argument(0, "start or stop"))]
-        case .schedules:
-            var request: [String: JSONValue] = ["command": .string(name)]
-            if let action = arguments.first { request["action"] = .string(action) }
-            if arguments.count > 1 { request["id"] = .string(arguments[1]) }
-            return request
-        case .fault:
-            var request: [String: JSONValue] = [
-                "command": "fault", "operation": .string(try argument(0, "read or write")), "nth": .integer(Int64(nth)),
-            ]
-            if arguments.count > 1 { request["id"] = .string(arguments[1]) }
-            if let effect {
-                request["effect"] = .string(effect)
-            } else if let delayMs {
-                request["delayMs"] = .integer(Int64(delayMs))
-            } else if let error {
-                request["error"] = .string(error)
-            }
-            return request
-        }
-    }
-
-    /// A field's text as JSON: a number, true/false, a list (flags) when it has commas, else text.
-    private static func value(_ text: String) -> JSONValue {
-        if let integer = Int64(text) { return .integer(integer) }
-        if let number = Double(text) { return .number(number) }
-        if text == "true" || text == "false" { return .bool(text == "true") }
-        if text.contains(",") { return .array(text.split(separator: ",").map { .string(String($0)) }) }
-        return .string(text)
     }
 }

@@ -1,5 +1,5 @@
-/// The control protocol's commands: the one table the socket's server (`ControlCommands`), `blemu ctl` (its help
-/// and parsing) and the Python client are checked against. Adding a case without handling it does not compile in
+/// The control protocol's commands: the one table the socket's server (`ControlCommands`), `blemu ctl` (one
+/// subcommand per case, `ControlVerbs`) and the Python client are checked against. Adding a case without handling it does not compile in
 /// either executable, and a test fails until python/ and docs/control-and-events.md know it.
 public enum ControlCommand: String, CaseIterable, Sendable {
     /// The value, as hex and decoded fields.
@@ -24,24 +24,6 @@ public enum ControlCommand: String, CaseIterable, Sendable {
     case reset
     /// The latest events, or every event from now on, as the event log's lines.
     case events
-
-    /// How `blemu ctl` spells the command's arguments after `blemu ctl SOCKET` (at most 76 characters: help is
-    /// wrapped at 80).
-    public var synopsis: String {
-        switch self {
-        case .get: "get ID"
-        case .set: "set ID HEX | --field NAME=VALUE"
-        case .notify: "notify ID [--count N] [--central C]"
-        case .centrals: "centrals"
-        case .fault: "fault read|write [ID] --nth N (--error E | --delay-ms MS | --effect X)"
-        case .advertising: "advertising start|stop"
-        case .schedules: "schedules [pause|resume] [ID]"
-        case .pairing: "pairing"
-        case .counters: "counters"
-        case .reset: "reset"
-        case .events: "events [--follow]"
-        }
-    }
 
     /// What the command does, in one line of at most 74 characters.
     public var summary: String {

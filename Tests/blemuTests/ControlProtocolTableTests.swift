@@ -32,9 +32,33 @@ import Testing
         let help = try await BlemuProcess.run("ctl", "--help")
         #expect(help.status == 0)
         for command in ControlCommand.allCases {
-            #expect(help.stdout.contains(command.synopsis), "\(command.synopsis) is not in ctl --help")
+            #expect(help.stdout.contains("\n  \(command.rawValue)"), "\(command.rawValue) is not in ctl --help")
             #expect(help.stdout.contains(command.summary), "\(command.summary) is not in ctl --help")
         }
+    }
+
+    /// Each command is a subcommand of its own: `--help` after it shows its usage, without touching the socket.
+    @Test(arguments: ControlCommand.allCases)
+    func eachCommandHasItsOwnHelp(_ command: ControlCommand) async throws {
+        let help = try await BlemuProcess.run("ctl", "/nonexistent/blemu.sock", command.rawValue, "--help")
+        #expect(help.status == 0, "\(help.stderr)")
+        #expect(help.stdout.contains("USAGE: blemu ctl SOCKET \(command.rawValue)"), "\(help.stdout)")
+    }
+
+    /// A command's arguments are checked by its parser before the socket is tried: a usage error (64) that says what
+    /// is wrong, never 69 for the missing socket.
+    @Test(arguments: [
+        (["advertising", "sideways"], "'start' and 'stop'"),
+        (["frob"], "unknown command `frob`"),
+        (["set", "battery-level"], "Give HEX or --field NAME=VALUE"),
+        (["fault", "read", "--error", "0x0e", "--delay-ms", "5"], "Give one of --error"),
+        (["counters", "--follow"], "Unknown option '--follow'"),
+        ([], "give a command"),
+    ])
+    func aWrongCommandLineIsAUsageError(_ words: [String], _ message: String) async throws {
+        let result = try await BlemuProcess.run(["ctl", "/nonexistent/blemu.sock"] + words)
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(result.stderr.contains(message), "\(result.stderr)")
     }
 
     /// The check above can fail: a command the table lacks is found in text.
