@@ -139,15 +139,15 @@ struct ControlCommands: Sendable {
             return ["pairings": .array(pairings)]
         case .counters:
             let counters = await emulator.counters()
-            let requests = counters.requests
+            let (requests, notifications) = (counters.requests, counters.notifications)
             let numbers: [String: Int] = [
                 "requests": requests.requests, "answered": requests.answered, "responded": requests.responded,
                 "rejected": requests.rejected, "expired": requests.expired, "dropped": requests.dropped,
                 "writesWithoutResponse": requests.withoutReply,
-                "notificationsQueued": counters.queued, "notificationsSent": counters.sent,
-                "queueFull": counters.refusedFull, "waiting": counters.waiting,
-                "notificationsDropped": counters.dropped, "eventLinesLost": counters.eventLinesLost,
-                "notificationsToNobody": counters.withoutSubscribers,
+                "notificationsQueued": notifications.accepted, "notificationsSent": notifications.sent,
+                "queueFull": notifications.refusedFull, "waiting": counters.waiting,
+                "notificationsDropped": notifications.dropped, "eventLinesLost": counters.eventLinesLost,
+                "notificationsToNobody": notifications.withoutSubscribers,
             ]
             return ["counters": .object(numbers.mapValues { .integer(Int64($0)) })]
         case .reset:

@@ -52,7 +52,6 @@ public actor Emulator {
     private var lastTimerToken = 0
     var outbox: [Outgoing] = []
     private var pumping = Pump.idle
-    var counts = EmulatorCounters()
     /// The manager's last state, to tell a return from `.resetting` (bluetoothd restarted) in the event log.
     private var lastState: PeripheralManagerState?
     /// The latest pairing steps, oldest first (`ctl pairing`).
@@ -267,11 +266,9 @@ public actor Emulator {
         _ value: [UInt8], for characteristic: Characteristic, to central: Central?, on manager: PeripheralManager
     ) async -> Bool {
         guard await manager.updateValue(value, for: characteristic, onSubscribedCentrals: central.map { [$0] }) else {
-            counts.refusedFull += 1
             log?.record(.queueFull(characteristicID: characteristic.id))
             return false
         }
-        counts.queued += 1
         let subscribers = await manager.subscribedCentrals(of: characteristic).count
         log?.record(
             .notification(
@@ -336,7 +333,6 @@ public actor Emulator {
             log?.record(.queueReady)
             await pump()
         case .updatesDropped(let central, let count, let reason):
-            counts.dropped += count
             logger.warning("\(count) update(s) for \(central) dropped: \(reason)")
         case .advertisingStopped(let reason):
             logger.warning("advertising stopped by the stack: \(reason)")

@@ -7,7 +7,7 @@
 /// central at a time; an indication stays in flight until the central confirms it (Core Spec Vol 3, Part F, 3.4.7.2).
 ///
 /// The machine is the manager's (package access); what it hands out is public: `Update` (what a central receives),
-/// `Statistics` (`PeripheralManager.notificationStatistics`) and `DropReason` (`PeripheralEvent.updatesDropped`).
+/// `NotificationCounts` (`PeripheralManager.notificationCounts`) and `DropReason` (`PeripheralEvent.updatesDropped`).
 public struct NotificationQueue: Sendable {
     /// One value for one central, already cut to the central's limit.
     public struct Update: Hashable, Sendable {
@@ -61,24 +61,6 @@ public struct NotificationQueue: Sendable {
         case enqueued(truncated: [Central])
         /// Nothing was queued because these targets' queues are full; `signalReady` follows when they have room.
         case full([Central])
-    }
-
-    /// Counters of everything that went through the queue: nothing disappears without showing up here.
-    public struct Statistics: Hashable, Sendable {
-        /// Copies accepted by `enqueue` (one per target central).
-        public var enqueued = 0
-        /// Copies the stack accepted.
-        public var sent = 0
-        /// Indications the central confirmed.
-        public var confirmed = 0
-        /// Copies discarded, for any reason.
-        public var dropped = 0
-        /// Copies cut to the central's `maximumUpdateValueLength`.
-        public var truncated = 0
-        /// `enqueue` calls refused because a queue was full.
-        public var refusedFull = 0
-        /// `signalReady` actions produced.
-        public var readySignals = 0
     }
 
     /// Where a central's link stands: at most one update is out at a time, so one value says which.
@@ -142,7 +124,7 @@ public struct NotificationQueue: Sendable {
     /// The most updates one central may have waiting (not counting the one in flight).
     package let capacity: Int
     /// The counters.
-    package private(set) var statistics = Statistics()
+    package private(set) var statistics = NotificationCounts()
 
     private var links: [String: Link] = [:]
     /// Central ids in connection order, for round-robin sending.

@@ -20,7 +20,7 @@ public enum PeripheralEvent: Hashable, Sendable {
     case unsubscribed(Central, Characteristic)
     /// The queues that made `updateValue` return false have room again: retry (`isReady(toUpdateSubscribers:)`).
     case readyToUpdateSubscribers
-    /// Queued updates were discarded (already counted in `notificationStatistics`), with the reason.
+    /// Queued updates were discarded (already counted in `notificationCounts`), with the reason.
     case updatesDropped(Central, count: Int, reason: NotificationQueue.DropReason)
     /// The stack stopped advertising on its own and will not resume it, with its reason.
     case advertisingStopped(reason: String)

@@ -52,8 +52,13 @@ public actor PeripheralManager {
     public private(set) var services: [Service] = []
     /// The connected centrals, with their current limits.
     public var connectedCentrals: [Central] { Array(centrals.values).sorted { $0.id < $1.id } }
-    /// What went through the notification queue: enqueued, sent, confirmed, dropped, truncated.
-    public var notificationStatistics: NotificationQueue.Statistics { queue.statistics }
+    /// What became of the values given to `updateValue`: accepted, queued, sent, confirmed, dropped, truncated.
+    public var notificationCounts: NotificationCounts {
+        var counts = queue.statistics
+        counts.accepted = updatesAccepted
+        counts.withoutSubscribers = updatesWithoutSubscribers
+        return counts
+    }
     /// Requests received and how each was answered: `requests == answered` once all are answered.
     public nonisolated var requestCounts: RequestCounts { ledger.snapshot }
     /// True as soon as the request counts satisfy `condition` (checked now, then at each request and answer); false
@@ -203,9 +208,9 @@ public actor PeripheralManager {
 
     // MARK: Updates
 
-    /// Updates that reached no central because none was subscribed at that moment (accepted, as Core Bluetooth
-    /// accepts them, and counted apart from the ones sent).
-    public private(set) var updatesWithoutSubscribers = 0
+    /// `NotificationCounts.accepted` and `.withoutSubscribers`: counted here, where `updateValue` decides them.
+    private var updatesAccepted = 0
+    private var updatesWithoutSubscribers = 0
 
     /// Sends a value to the subscribed centrals (all of them, or those of `centrals` that subscribed), as a
     /// notification or indication per subscription, cut to each central's `maximumUpdateValueLength`.
@@ -228,6 +233,7 @@ public actor PeripheralManager {
         guard !targets.isEmpty else {
             // Reaches no central: nobody subscribed, or a central whose CCCD write bluetoothd has acknowledged but
             // not yet turned into an AcquireNotify (docs/bluez.md, Notifications). Counted, never "sent".
+            updatesAccepted += 1
             updatesWithoutSubscribers += 1
             return true
         }
@@ -236,6 +242,7 @@ public actor PeripheralManager {
             logger.debug("updateValue for \(characteristic.id): queue full for \(full.map(\.id))")
             return false
         case .enqueued(let truncated):
+            updatesAccepted += 1
             for central in truncated {
                 let limit = central.maximumUpdateValueLength
                 logger.debug("update of \(characteristic.id) cut to \(limit) bytes for \(central)")

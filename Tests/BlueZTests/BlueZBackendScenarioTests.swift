@@ -192,7 +192,7 @@ struct BlueZBackendScenarioTests {
         let expected = (0..<10).map { [UInt8($0)] }
         #expect(await collect(10, of: first.notifications).map(\.value) == expected)
         #expect(await collect(10, of: second.notifications).map(\.value) == expected)
-        #expect(await rig.manager.notificationStatistics.dropped == 0)
+        #expect(await rig.manager.notificationCounts.dropped == 0)
         await rig.stop()
     }
 
@@ -226,7 +226,7 @@ struct BlueZBackendScenarioTests {
         let received = await collect(5, of: central.notifications)
         #expect(received.map(\.value) == (0..<5).map { [UInt8($0)] })
         #expect(received.allSatisfy { $0.isIndication })
-        #expect(await eventually { await rig.manager.notificationStatistics.confirmed == 5 })
+        #expect(await eventually { await rig.manager.notificationCounts.confirmed == 5 })
         #expect(await rig.fake.callsToApp["Confirm"] == 5)
         await rig.stop()
     }
@@ -244,8 +244,8 @@ struct BlueZBackendScenarioTests {
         #expect(await collect(5, of: second.notifications).map(\.value) == expected)
         // 5.66 `conf_cb` calls Confirm() once per device that confirmed: 2 per indication here.
         #expect(await rig.fake.until { $0.callsToApp["Confirm"] == 10 })
-        #expect(await eventually { await rig.manager.notificationStatistics.confirmed == 5 })
-        #expect(await rig.manager.notificationStatistics.dropped == 0)
+        #expect(await eventually { await rig.manager.notificationCounts.confirmed == 5 })
+        #expect(await rig.manager.notificationCounts.dropped == 0)
         await rig.stop()
     }
 
@@ -269,7 +269,7 @@ struct BlueZBackendScenarioTests {
         let received = await collect(300, of: central.notifications, within: .seconds(20))
         #expect(received.count == 300)
         #expect(received.map(\.value) == values, "\(received.count) of 300 received in order")
-        let statistics = await rig.manager.notificationStatistics
+        let statistics = await rig.manager.notificationCounts
         #expect(statistics.refusedFull > 0)
         #expect(statistics.readySignals > 0)
         #expect(statistics.sent == 300 && statistics.dropped == 0)

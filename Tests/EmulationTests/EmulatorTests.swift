@@ -148,7 +148,7 @@ import Testing
         )
         #expect(chunks.allSatisfy { $0.count <= 20 })
         let counters = await rig.emulator.counters()
-        #expect(counters.refusedFull > 0 && counters.dropped == 0 && counters.waiting == 0)
+        #expect(counters.notifications.refusedFull > 0 && counters.notifications.dropped == 0 && counters.waiting == 0)
     }
 
     /// A `notify` schedule shaped like a transfer used to be turned into one and sent at once, whatever
@@ -166,7 +166,7 @@ import Testing
         #expect(await updates.next()?.bytes == Array("Hello from blemu! Th".utf8))
         rig.clock.advance(by: .milliseconds(50))
         #expect(await updates.next()?.bytes == Array("is text travels in 2".utf8))
-        #expect(await rig.emulator.counters().queued == 2)
+        #expect(await rig.emulator.counters().notifications.accepted == 2)
     }
 
     /// An update nobody is subscribed to (as in the moment between a CCCD write and AcquireNotify)
@@ -176,14 +176,14 @@ import Testing
         await rig.start()
         try await rig.emulator.set([50], for: "battery-level")
         var counters = await rig.emulator.counters()
-        #expect(counters.withoutSubscribers == 1 && counters.sent == 0)
+        #expect(counters.notifications.withoutSubscribers == 1 && counters.notifications.sent == 0)
         let central = VirtualCentral(connectingTo: rig.backend)
         try await rig.subscribe(central, to: "battery-level")
         try await rig.emulator.set([49], for: "battery-level")
         var updates = central.notifications.makeAsyncIterator()
         #expect(await updates.next()?.bytes == [49])
         counters = await rig.emulator.counters()
-        #expect(counters.withoutSubscribers == 1 && counters.sent == 1)
+        #expect(counters.notifications.withoutSubscribers == 1 && counters.notifications.sent == 1)
     }
 
     @Test func transferChunksFollowTheCentralsMTU() async throws {

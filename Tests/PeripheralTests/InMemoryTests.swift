@@ -134,7 +134,7 @@ import Testing
         #expect(await manager.updateValue(Array(repeating: 9, count: 30), for: Fixture.heartRate))
         var updates = phone.notifications.makeAsyncIterator()
         #expect(await updates.next()?.bytes == Array(repeating: 9, count: 20))
-        #expect(await manager.notificationStatistics.truncated == 1)
+        #expect(await manager.notificationCounts.truncated == 1)
     }
 
     @Test func aFloodLargerThanTheQueueArrivesWithZeroLoss() async throws {
@@ -158,7 +158,7 @@ import Testing
             }
         }
         #expect(await received.value == (0..<500).map { [UInt8($0 & 0xFF), UInt8($0 >> 8)] })
-        let statistics = await manager.notificationStatistics
+        let statistics = await manager.notificationCounts
         #expect(statistics.refusedFull > 0)
         #expect(statistics.readySignals == statistics.refusedFull)
         #expect(statistics.sent == 500 && statistics.dropped == 0)
@@ -173,7 +173,7 @@ import Testing
         #expect(await manager.updateValue([2], for: Fixture.alert))
         var updates = phone.notifications.makeAsyncIterator()
         #expect(await updates.next() == .init(characteristicID: "alert", bytes: [1], isIndication: true))
-        #expect(await manager.notificationStatistics.sent == 1)  // [2] waits for the confirmation
+        #expect(await manager.notificationCounts.sent == 1)  // [2] waits for the confirmation
         phone.confirm()
         #expect(await updates.next()?.bytes == [2])
     }
@@ -254,7 +254,7 @@ extension InMemoryTests {
         let event = await manager.nextEvent { if case .unsubscribed = $0 { true } else { false } }
         #expect(event == .unsubscribed(phone.central, Fixture.heartRate))
         #expect(await manager.updateValue([1], for: Fixture.heartRate))  // nobody left: nothing to do
-        #expect(await manager.notificationStatistics.enqueued == 0)
+        #expect(await manager.notificationCounts.enqueued == 0)
     }
 
     @Test func poweringOffEndsEveryLinkAndTheStateFollows() async throws {
