@@ -98,13 +98,13 @@ extension FakeBluetoothd {
     /// sends would block. Sockets acquired meanwhile start held too.
     public func holdNotifySockets() {
         notifySocketsHeld = true
-        for state in notifyStates.values { state.reader?.isHeld.withLock { $0 = true } }
+        for state in notifyStates.values { state.reader?.hold() }
     }
 
     /// Reads the notify sockets again; what was written meanwhile goes out in order.
     public func releaseNotifySockets() {
         notifySocketsHeld = false
-        for state in notifyStates.values { state.reader?.isHeld.withLock { $0 = false } }
+        for state in notifyStates.values { state.reader?.release() }
     }
 
     /// How many subscriptions bluetoothd counts for a characteristic (`ntfy_cnt`), and whether it holds an fd.

@@ -16,7 +16,10 @@ final class NotifyReader: Sendable {
     private let isClosed = Mutex<Bool>(false)
     private let datagrams: AsyncStream<[UInt8]>.Continuation
     /// While held, nothing is read: bluetoothd's main loop is busy, so the app's end fills up and blocks.
-    let isHeld: Mutex<Bool>
+    private let isHeld: Mutex<Bool>
+    /// Signalled on each `release()`: the reading thread sleeps on it while held, and checks `isHeld` again on
+    /// waking (a signal left over from an earlier release only costs one more check).
+    private let released = DispatchSemaphore(value: 0)
 
     init(fd: Int32, isHeld: Bool = false, deliver: @escaping @Sendable ([UInt8]) async -> Void) {
         self.fd = fd
@@ -34,8 +37,7 @@ final class NotifyReader: Sendable {
     private func readUntilClosed() {
         var buffer = [UInt8](repeating: 0, count: 512)
         while true {
-            // A stalled main loop, not a wait for an outcome: a short nap on this dedicated thread.
-            while isHeld.withLock({ $0 }) { usleep(1_000) }
+            while isHeld.withLock({ $0 }) { released.wait() }
             // 5.66 reads only when its main loop reports the fd readable (`io_set_read_handler`): the app may hand
             // over a non-blocking end (O_NONBLOCK is shared by every dup), where a bare read() fails with EAGAIN.
             var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
@@ -52,10 +54,21 @@ final class NotifyReader: Sendable {
         datagrams.finish()
     }
 
+    /// Stops reading until `release()`, as bluetoothd's busy main loop does.
+    func hold() { isHeld.withLock { $0 = true } }
+
+    /// Reads again.
+    func release() {
+        isHeld.withLock { $0 = false }
+        released.signal()
+    }
+
     /// Ends reading: the app sees its end hang up, as when 5.66 calls `io_destroy(chrc->notify_io)`.
     func stop() {
         isClosed.withLock { closed in
             if !closed { _ = shutdown(fd, Int32(SHUT_RDWR)) }
         }
+        // A held reader must wake to see the hang-up and close its fd.
+        release()
     }
 }

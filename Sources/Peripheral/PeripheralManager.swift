@@ -71,6 +71,40 @@ public actor PeripheralManager {
         await ledger.wait(within: limit, until: condition)
     }
 
+    /// True as soon as the notification counts satisfy `condition` (checked now, then each time the queue moves);
+    /// false if they did not within `limit`, or when the caller is cancelled. For tests: wait for "five indications
+    /// confirmed" instead of polling.
+    public func notificationCounts(
+        within limit: Duration, satisfying condition: @escaping @Sendable (NotificationCounts) -> Bool
+    ) async -> Bool {
+        if condition(notificationCounts) { return true }
+        lastCountWaiter += 1
+        let id = lastCountWaiter
+        return await withTaskGroup(of: Void.self) { group in
+            // Ends the wait at its limit, or at once when the caller is cancelled (the sleep throws).
+            group.addTask {
+                try? await Task.sleep(for: limit)
+                await self.endCountWait(id, met: false)
+            }
+            let met = await withCheckedContinuation { continuation in
+                countWaiters[id] = CountWaiter(condition: condition, continuation: continuation)
+            }
+            group.cancelAll()
+            return met
+        }
+    }
+
+    private func endCountWait(_ id: Int, met: Bool) {
+        countWaiters.removeValue(forKey: id)?.continuation.resume(returning: met)
+    }
+
+    /// Wakes the waiters whose condition the counts now satisfy.
+    private func checkCountWaiters() {
+        guard !countWaiters.isEmpty else { return }
+        let counts = notificationCounts
+        for (id, waiter) in countWaiters where waiter.condition(counts) { endCountWait(id, met: true) }
+    }
+
     private let backend: any PeripheralBackend
     private let configuration: Configuration
     private let logger: Logger
@@ -83,6 +117,15 @@ public actor PeripheralManager {
     private var centrals: [String: Central] = [:]
     /// Subscribers by characteristic id, then central id.
     private var subscriptions: [String: [String: (central: Central, kind: UpdateKind)]] = [:]
+    /// Tasks waiting in `notificationCounts(within:satisfying:)`, by a number of their own.
+    private var countWaiters: [Int: CountWaiter] = [:]
+    private var lastCountWaiter = 0
+
+    /// A condition on the notification counts and the task that waits for it.
+    private struct CountWaiter {
+        let condition: @Sendable (NotificationCounts) -> Bool
+        let continuation: CheckedContinuation<Bool, Never>
+    }
     private var stateWaiters: [CheckedContinuation<PeripheralManagerState, Never>] = []
 
     /// A manager that starts consuming the backend's events at once and hands requests to `handler`; it lives until
@@ -235,11 +278,13 @@ public actor PeripheralManager {
             // not yet turned into an AcquireNotify (docs/bluez.md, Notifications). Counted, never "sent".
             updatesAccepted += 1
             updatesWithoutSubscribers += 1
+            checkCountWaiters()
             return true
         }
         switch queue.enqueue(value, characteristicID: characteristic.id, to: targets) {
         case .full(let full):
             logger.debug("updateValue for \(characteristic.id): queue full for \(full.map(\.id))")
+            checkCountWaiters()
             return false
         case .enqueued(let truncated):
             updatesAccepted += 1
@@ -340,6 +385,7 @@ public actor PeripheralManager {
     // MARK: Performing the queue's actions
 
     private func drain() {
+        defer { checkCountWaiters() }
         while let action = queue.nextAction() {
             switch action {
             case .send(let central, let update):

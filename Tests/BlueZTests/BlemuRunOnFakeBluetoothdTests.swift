@@ -86,14 +86,11 @@ struct BlemuRunOnFakeBluetoothdTests {
         #expect(await fake.read("2a38", by: central) == .success([0x01]))
         #expect(await fake.until { !$0.isConnected(central) })
         #expect(await fake.disconnectCalls[central.path] == 1)
-        // `centrals` keeps who left, with bluetoothd's reason: blemu asked, so the local host ended the link.
-        var disconnects: [[String: Any]] = []
-        #expect(
-            await eventually {
-                disconnects =
-                    (try? await send(client, ["command": "centrals"]))?["disconnects"] as? [[String: Any]] ?? []
-                return !disconnects.isEmpty
-            })
+        // `centrals` keeps who left, with bluetoothd's reason: blemu asked, so the local host ended the link. The
+        // emulator records the disconnect before it logs the event, so once the line is written `centrals` has it.
+        #expect(await FileWait.until(events, contains: #""type":"disconnected""#))
+        let centrals = try await send(client, ["command": "centrals"])
+        let disconnects = centrals["disconnects"] as? [[String: Any]] ?? []
         #expect(disconnects.first?["central"] as? String == central.path.rawValue)
         #expect(disconnects.first?["reason"] as? String == "Local", "\(disconnects)")
 

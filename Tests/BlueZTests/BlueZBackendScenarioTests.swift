@@ -226,7 +226,7 @@ struct BlueZBackendScenarioTests {
         let received = await collect(5, of: central.notifications)
         #expect(received.map(\.value) == (0..<5).map { [UInt8($0)] })
         #expect(received.allSatisfy { $0.isIndication })
-        #expect(await eventually { await rig.manager.notificationCounts.confirmed == 5 })
+        #expect(await rig.manager.notificationCounts(within: .seconds(10)) { $0.confirmed == 5 })
         #expect(await rig.fake.callsToApp["Confirm"] == 5)
         await rig.stop()
     }
@@ -244,7 +244,7 @@ struct BlueZBackendScenarioTests {
         #expect(await collect(5, of: second.notifications).map(\.value) == expected)
         // 5.66 `conf_cb` calls Confirm() once per device that confirmed: 2 per indication here.
         #expect(await rig.fake.until { $0.callsToApp["Confirm"] == 10 })
-        #expect(await eventually { await rig.manager.notificationCounts.confirmed == 5 })
+        #expect(await rig.manager.notificationCounts(within: .seconds(10)) { $0.confirmed == 5 })
         #expect(await rig.manager.notificationCounts.dropped == 0)
         await rig.stop()
     }

@@ -32,16 +32,6 @@ struct FakeRig {
     }
 }
 
-/// Waits until `condition` holds, checking every 10 ms for at most `limit`; false if it never did.
-func eventually(within limit: Duration = .seconds(5), _ condition: () async -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + limit
-    while ContinuousClock.now < deadline {
-        if await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return await condition()
-}
-
 @Suite(.enabled(if: PrivateBus.isAvailable), .serialized)
 struct FakeBluetoothdTests {
     @Test func registrationCallsGetManagedObjectsAndKeepsTheFlagsAsDeclared() async throws {
