@@ -43,8 +43,8 @@ struct VerifyCommand: AsyncParsableCommand {
               blemu probe --json 00:AA:01:00:00:00 > seen.json && blemu verify profiles/heart-rate.yaml --report seen.json
 
             Exit codes: 0 the device conforms; 1 a check failed; 2 it could not finish (not found within \
-            --timeout: the message lists the devices seen; Connect, Pair or service resolution failed; the link \
-            dropped: the message says after what); 64 usage; 65 PROFILE or the report is invalid; 66 a file is \
+            --timeout: the message lists the devices seen; Connect, Pair or service resolution failed; bluetoothd \
+            answered in a way blemu does not understand; the link dropped: the message says after what); 64 usage; 65 PROFILE or the report is invalid; 66 a file is \
             missing; 69 no bus, no bluetoothd or no usable adapter; 73 the JUnit file cannot be written.
             """)
 
@@ -127,7 +127,9 @@ struct VerifyCommand: AsyncParsableCommand {
                 seen = try await central.probe(
                     listen: listen ?? .seconds(5), label: "blemu.verify",
                     writing: writes ? ProfileVerifier.writes(for: declared, security: central.linkSecurity) : nil)
-            } catch let code as ExitCode where code.rawValue == 1 {
+            } catch let code as ExitCode where code.rawValue == 1 || code == .software {
+                // Not found (probe's 1) or a reply from bluetoothd the probe does not understand (probe's 70): for
+                // verify both mean it could not finish, and 1 says the device does not conform.
                 throw ExitCode(2)
             }
         }
