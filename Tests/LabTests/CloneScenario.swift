@@ -56,23 +56,48 @@ enum CloneScenario {
             ),
             // A write rule answering another error.
             (original: "error: 0x80 }", variant: "error: 0x81 }"),
+            // Notifications too slow: the device measures once a second where the variant promises twice.
+            (
+                original: "characteristic: heart-rate-measurement\n      interval: 1s\n",
+                variant: "characteristic: heart-rate-measurement\n      interval: 500ms\n"
+            ),
         ],
         failures: [
             "advertisement local-name value", "advertisement manufacturer-data/0x006B value",
-            "value body-sensor-location value", "gatt heart-rate-control-point properties",
-            "gatt battery-level-state present", "security battery-level read",
-            "write heart-rate-control-point refuses-allowed",
+            "notification heart-rate-measurement pace", "value body-sensor-location value",
+            "gatt heart-rate-control-point properties", "gatt battery-level-state present",
+            "security battery-level read", "write heart-rate-control-point refuses-allowed",
         ]
     )
 
-    /// A firmware with an encrypted write left open: the thermostat with its set-point's write guard dropped. Served,
-    /// it is verified unpaired with `--writes` against the thermostat's own profile, and that write is its one
-    /// failure (the set-point is written what it holds, so the open device is left as it was).
-    static let openWrite = (
+    /// A faulty firmware: the thermostat with defects a profile's own variant cannot plant, because they are what
+    /// the device does. Served, it is verified unpaired with `--writes` against the thermostat's own profile, and
+    /// each change is found as exactly its one failure, in the order checked (the set-point is written what it
+    /// holds, so the open device is left as it was).
+    static let firmware = (
         name: "thermostat",
-        original: "        properties: [read, write, notify]\n        encryption: { write: encrypted }\n",
-        firmware: "        properties: [read, write, notify]\n",
-        failures: ["security set-point write"]
+        changes: [
+            // An advertised service missing: Environmental Sensing is served but not advertised.
+            (
+                original: "  service-uuids: [environmental-sensing, 8D3A0001-6B1E-4C2F-9A57-3E2C1D0B4F61]\n",
+                firmware: "  service-uuids: [8D3A0001-6B1E-4C2F-9A57-3E2C1D0B4F61]\n"
+            ),
+            // Values out of range: humidity at 90 % (and its day around it) where the profile's day swings it from
+            // 37 % to 53 %.
+            (
+                original: "{ name: centipercent, type: u16, value: 4300 }",
+                firmware: "{ name: centipercent, type: u16, value: 9000 }"
+            ),
+            (original: "amplitude: 800, offset: 4500", firmware: "amplitude: 800, offset: 9000"),
+            // An encrypted write left open: the set-point's write guard dropped.
+            (
+                original: "        properties: [read, write, notify]\n        encryption: { write: encrypted }\n",
+                firmware: "        properties: [read, write, notify]\n"
+            ),
+        ],
+        failures: [
+            "advertisement service-uuids/181A advertised", "value humidity range", "security set-point write",
+        ]
     )
 
     private static func boot(system: LabSystem) async throws -> LabRun {
@@ -83,11 +108,11 @@ enum CloneScenario {
         try verified.changes.reduce(text) { text, change in
             text.replacingOccurrences(of: change.original, with: change.variant)
         }.write(toFile: variant, atomically: true, encoding: .utf8)
-        let openProfile = LabScenario.package + "/profiles/\(openWrite.name).yaml"
-        let openFirmware = results + "/\(openWrite.name)-open-write.yaml"
-        try String(contentsOfFile: openProfile, encoding: .utf8)
-            .replacingOccurrences(of: openWrite.original, with: openWrite.firmware)
-            .write(toFile: openFirmware, atomically: true, encoding: .utf8)
+        let firmwareProfile = LabScenario.package + "/profiles/\(firmware.name).yaml"
+        let faultyFirmware = results + "/\(firmware.name)-firmware.yaml"
+        try firmware.changes.reduce(try String(contentsOfFile: firmwareProfile, encoding: .utf8)) { text, change in
+            text.replacingOccurrences(of: change.original, with: change.firmware)
+        }.write(toFile: faultyFirmware, atomically: true, encoding: .utf8)
         let arguments = profiles.map { path in
             if path.hasSuffix("/\(recorded.name).yaml") { return path + "|\(recorded.seconds)s" }
             if path.hasSuffix("/\(paired.name).yaml") { return path + "||\(paired.passkey)" }
@@ -100,7 +125,7 @@ enum CloneScenario {
             in: results, timeout: .seconds(900), on: system,
             running: [
                 "/bin/sh", LabScenario.fixtures + "/lab-clone.sh", LabScenario.blemuExecutable,
-                LabScenario.fixtures + "/lab-clone-drop.yaml", verifiedPath, variant, openFirmware, openProfile,
+                LabScenario.fixtures + "/lab-clone-drop.yaml", verifiedPath, variant, faultyFirmware, firmwareProfile,
             ] + arguments)
     }
 }

@@ -218,22 +218,22 @@ struct CloneScenarioTests {
         }
     }
 
-    @Test(arguments: LabScenario.longSystems) func anEncryptedWriteLeftOpenIsFoundUnpairedAndChangesNothing(
+    @Test(arguments: LabScenario.longSystems) func aFaultyFirmwareIsFoundLiveEachDefectOnceAndChangesNothing(
         system: LabSystem
     ) async throws {
         let run = try await CloneScenario.shared.run(on: system)
-        let open = CloneScenario.openWrite
-        let evidence = tails(run, ["open-write.failure", "open-write.err", "open-write.run.log"])
-        #expect(read(run, "\(open.name)-open-write.yaml").contains(open.firmware))
-        #expect(!read(run, "\(open.name)-open-write.yaml").contains(open.original))
-        #expect(read(run, "open-write-rc").trimmingCharacters(in: .whitespacesAndNewlines) == "1", "\(evidence)")
-        let text = read(run, "open-write.json")
+        let firmware = CloneScenario.firmware
+        let evidence = tails(run, ["firmware.failure", "firmware.err", "firmware.run.log"])
+        let served = read(run, "\(firmware.name)-firmware.yaml")
+        #expect(firmware.changes.allSatisfy { served.contains($0.firmware) && !served.contains($0.original) })
+        #expect(read(run, "firmware-rc").trimmingCharacters(in: .whitespacesAndNewlines) == "1", "\(evidence)")
+        let text = read(run, "firmware.json")
         let document = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
         let checks = document?["checks"] as? [[String: Any]] ?? []
         let failures = checks.filter { $0["status"] as? String == "fail" }.map {
             "\($0["category"] ?? "") \($0["subject"] ?? "") \($0["check"] ?? "")"
         }
-        #expect(failures == open.failures, "\(text)")
+        #expect(failures == firmware.failures, "\(text)")
         // The mode's write is still guarded on the device: refused unpaired (or refused, then paired for by
         // bluetoothd's client by itself), or, when an earlier write already paired the link, not told.
         let mode = checks.first { $0["category"] as? String == "security" && $0["subject"] as? String == "mode" }

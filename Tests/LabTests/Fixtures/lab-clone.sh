@@ -1,6 +1,6 @@
 #!/bin/sh
 # The clone scenario (Tests/LabTests/CloneScenario.swift), run inside the VM:
-#   lab-clone.sh BLEMU DROP-PROFILE VERIFY-PROFILE VERIFY-VARIANT OPEN-FIRMWARE OPEN-PROFILE PROFILE[|RECORD[|PASSKEY]]...
+#   lab-clone.sh BLEMU DROP-PROFILE VERIFY-PROFILE VERIFY-VARIANT FIRMWARE FIRMWARE-PROFILE PROFILE[|RECORD[|PASSKEY]]...
 # For each profile: `blemu run PROFILE` on the peripheral controller, `blemu clone` from the central's (the profile
 # and the probe report it was made from; with RECORD, `--record RECORD` too, and the clone's probe listens as
 # long; with PASSKEY, `--pair --passkey PASSKEY`), then `blemu run` of the clone and `blemu probe --json` of it.
@@ -13,16 +13,17 @@
 # NAME.verify.xml, NAME.verify-rc) and against VERIFY-VARIANT, the same profile with promises changed
 # (NAME.variant.json, NAME.variant-rc). A profile cloned with PASSKEY is verified with its writes over the paired
 # link once cloned (NAME.verify-paired.json, NAME.verify-paired-rc).
-# Then OPEN-FIRMWARE, a device whose encrypted write was left open, is served and verified unpaired with --writes
-# against OPEN-PROFILE, the profile it should meet (open-write.json, open-write-rc, open-write.failure).
+# Then FIRMWARE, a device with defects of its own (an encrypted write left open among them), is served and verified
+# unpaired with --writes against FIRMWARE-PROFILE, the profile it should meet (firmware.json, firmware-rc,
+# firmware.failure).
 # Progress goes to scenario-steps.
 R="$BLEMU_LAB_RESULTS"
 B=$1
 DROP=$2
 VERIFY=$3
 VARIANT=$4
-OPEN=$5
-OPEN_PROFILE=$6
+FIRMWARE=$5
+FIRMWARE_PROFILE=$6
 shift 6
 F=$(dirname "$0")
 SCENARIO=clone
@@ -74,7 +75,7 @@ clone_one() { # NAME PROFILE [RECORD [PASSKEY]]
         "$B" verify "$2" "$ADDR" --adapter "$C" --timeout 20 --listen 6s --writes --json \
             --junit "$R/$1.verify.xml" > "$R/$1.verify.json" 2> "$R/$1.verify.err"
         echo $? > "$R/$1.verify-rc"
-        "$B" verify "$VARIANT" "$ADDR" --adapter "$C" --timeout 20 --listen 0 --writes --json \
+        "$B" verify "$VARIANT" "$ADDR" --adapter "$C" --timeout 20 --listen 2s --writes --json \
             > "$R/$1.variant.json" 2> "$R/$1.variant.err"
         echo $? > "$R/$1.variant-rc"
     fi
@@ -107,21 +108,21 @@ EOF_ARGUMENT
     ( clone_one "$name" "$profile" "$record" "$passkey" )
 done
 
-step open-write
+step firmware
 (
-    current=open-write
+    current=firmware
     fail() {
-        echo "$*" > "$R/open-write.failure"
+        echo "$*" > "$R/firmware.failure"
         [ -n "$blemu_pid" ] && kill -9 "$blemu_pid" 2>/dev/null
         exit 1
     }
-    serve "$OPEN" "$R/open-write.run.log"
-    "$B" verify "$OPEN_PROFILE" "$ADDR" --adapter "$C" --timeout 20 --listen 0 --writes --json \
-        > "$R/open-write.json" 2> "$R/open-write.err"
-    echo $? > "$R/open-write-rc"
+    serve "$FIRMWARE" "$R/firmware.run.log"
+    "$B" verify "$FIRMWARE_PROFILE" "$ADDR" --adapter "$C" --timeout 20 --listen 0 --writes --json \
+        > "$R/firmware.json" 2> "$R/firmware.err"
+    echo $? > "$R/firmware-rc"
     # A guarded write the device refused may have made the central's bluetoothd pair by itself: stop forgets both
     # sides' bonds, so the drop below connects as before.
-    stop "$R/open-write.run-rc"
+    stop "$R/firmware.run-rc"
 )
 
 step drop
