@@ -31,7 +31,7 @@ public struct BehaviourHandler: RequestHandler {
         let started = ContinuousClock.now
         let characteristic = request.characteristic
         let faults = engines.withLock { $0.faults.request(.read, characteristicID: characteristic.id) }
-        await hold(faults, on: characteristic.id)
+        if !faults.isEmpty { await hold(faults, on: characteristic.id) }
         var answer = EmulationEvent.Answer.success
         var value: [UInt8] = []
         if let error = faults.rejection
@@ -59,8 +59,8 @@ public struct BehaviourHandler: RequestHandler {
         if !faults.actions.isEmpty { followUp.yield(faults.actions) }
     }
 
-    /// Answers a batch of writes: faults (one count per write), the server's checks, the rules on a copy of the
-    /// engines (committed only when every write is accepted), then the store.
+    /// Answers a batch of writes: faults (one count per write), the server's checks, the rules (`runRules`) when
+    /// any governs a written characteristic, then the store.
     public func handleWrites(_ requests: consuming WriteRequests) async {
         let started = ContinuousClock.now
         let writes = requests.requests
@@ -74,7 +74,7 @@ public struct BehaviourHandler: RequestHandler {
             }
             return merged
         }
-        await hold(faults, on: writes.first?.characteristic.id)
+        if !faults.isEmpty { await hold(faults, on: writes.first?.characteristic.id) }
         var failure = faults.rejection
         let linkSecurity = requests.linkSecurity
         if failure == nil {
@@ -97,28 +97,14 @@ public struct BehaviourHandler: RequestHandler {
         var actions: [EmulationAction] = []
         var rulesMoved = false
         if failure == nil && !isAuthorizationOnly {
-            // Written characteristics in the order the central first wrote them, for a predictable action order.
-            var order: [String] = []
-            for write in writes where !order.contains(write.characteristic.id) { order.append(write.characteristic.id) }
-            let now = clock.now()
-            (failure, actions, rulesMoved) = engines.withLock {
-                engines -> (ATTError?, [EmulationAction], Bool) in
-                var rules = engines.rules
-                var actions: [EmulationAction] = []
-                for id in order {
-                    switch rules.write(staged[id] ?? [], to: id, at: now) {
-                    case .reject(let error): return (error, [], false)
-                    case .accept(let accepted): actions += accepted
-                    }
-                }
-                let moved = rules.nextDeadline != engines.rules.nextDeadline
-                engines.rules = rules
-                return (nil, actions, moved)
+            let isRuled = engines.withLock { engines in
+                writes.contains { engines.rules.hasRule(for: $0.characteristic.id) }
             }
-            if failure == nil {
-                let stored = await store(actions, characteristics: writes.map(\.characteristic))
-                // What was stored here needs nothing more from the emulator.
-                actions.removeAll { if case .update(let id, _) = $0 { stored.contains(id) } else { false } }
+            if isRuled {
+                (failure, actions, rulesMoved) = await runRules(on: staged, of: writes)
+            } else {
+                // No rule to run: stored as ProfileServer stores, and nothing is left for the emulator to do.
+                await store(staged, of: writes)
             }
         }
         let central = requests.central.id
@@ -139,22 +125,62 @@ public struct BehaviourHandler: RequestHandler {
         if !followUps.isEmpty || rulesMoved { followUp.yield(followUps) }
     }
 
-    /// Stores what the accepted rules stored into the written characteristics, before the answer, and persists it:
-    /// with `--restore-id` the answer waits until the value is on disk (the state store's writer does the waiting;
-    /// this task is off the bus thread from here), so an acknowledged write survives a crash. Returns the ids stored.
-    private func store(_ actions: [EmulationAction], characteristics: [Characteristic]) async -> Set<String> {
-        var stored: [String: [UInt8]] = [:]
-        for action in actions {
-            guard case .update(let id, let value) = action,
-                let characteristic = characteristics.first(where: { $0.id == id })
-            else { continue }
-            if server.store.setValue(value, for: characteristic) { stored[id] = value }
+    /// Runs the write rules on the staged values, on a copy of the engines committed only when every write is
+    /// accepted, then stores what they stored. Returns the rejection, the actions left for the emulator, and
+    /// whether the rules' next deadline moved (a ramp started or ended).
+    private func runRules(
+        on staged: [String: [UInt8]], of writes: [WriteRequest]
+    ) async -> (ATTError?, [EmulationAction], Bool) {
+        // Written characteristics in the order the central first wrote them, for a predictable action order.
+        var order: [String] = []
+        for write in writes where !order.contains(write.characteristic.id) { order.append(write.characteristic.id) }
+        let now = clock.now()
+        let (failure, decided, moved) = engines.withLock { engines -> (ATTError?, [EmulationAction], Bool) in
+            var rules = engines.rules
+            var actions: [EmulationAction] = []
+            for id in order {
+                switch rules.write(staged[id] ?? [], to: id, at: now) {
+                case .reject(let error): return (error, [], false)
+                case .accept(let accepted): actions += accepted
+                }
+            }
+            let moved = rules.nextDeadline != engines.rules.nextDeadline
+            engines.rules = rules
+            return (nil, actions, moved)
         }
+        var actions = decided
+        if failure == nil {
+            var updates: [String: [UInt8]] = [:]
+            for case .update(let id, let value) in actions { updates[id] = value }
+            let stored = await store(updates, of: writes)
+            // What was stored here needs nothing more from the emulator.
+            actions.removeAll { if case .update(let id, _) = $0 { stored.contains(id) } else { false } }
+        }
+        return (failure, actions, moved)
+    }
+
+    /// Stores `values` (by characteristic id) into the written characteristics among them, before the answer, and
+    /// persists what changed: with `--restore-id` the answer waits until the value is on disk (the state store's
+    /// writer does the waiting; this task is off the bus thread from here), so an acknowledged write survives a
+    /// crash. Returns the ids stored; a value for a characteristic not written here is left to the emulator.
+    @discardableResult
+    private func store(_ values: [String: [UInt8]], of writes: [WriteRequest]) async -> [String] {
+        var stored: [(id: String, value: [UInt8])] = []
+        for write in writes {
+            let id = write.characteristic.id
+            guard let value = values[id], !stored.contains(where: { $0.id == id }),
+                server.store.setValue(value, for: write.characteristic)
+            else { continue }
+            stored.append((id, value))
+        }
+        guard !stored.isEmpty else { return [] }
         engines.withLock { engines in
             for (id, value) in stored { engines.valueChanged(id, to: value) }
         }
-        if let stateStore, !stored.isEmpty { await stateStore.recordWrites(stored) }
-        return Set(stored.keys)
+        if let stateStore {
+            await stateStore.recordWrites(Dictionary(stored, uniquingKeysWith: { _, last in last }))
+        }
+        return stored.map(\.id)
     }
 
     /// `answer` as the central receives it through `delivery`: an error the stack cannot carry becomes the one it

@@ -71,6 +71,9 @@ public struct WriteRules: Sendable {
         values = characteristics.mapValues(\.value.bytes)
     }
 
+    /// Whether a rule answers writes to the characteristic; without one a write is stored as written.
+    public func hasRule(for characteristicID: String) -> Bool { rules[characteristicID] != nil }
+
     /// Decides a central's write of `value` to a characteristic at `now` (the caller's clock, as for `tick(at:)`).
     public mutating func write(_ value: [UInt8], to characteristicID: String, at now: Duration) -> Decision {
         guard let rule = rules[characteristicID] else {
