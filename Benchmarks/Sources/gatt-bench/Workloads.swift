@@ -26,6 +26,9 @@ struct RoundTrip: Codable, Sendable {
     /// The contender's resident set (`VmRSS`) right after the workload, in kB.
     var rssKilobytesAfter: Int? = nil
     var note: String? = nil
+    /// How many times the app's count was asked for (`writesReceived`), so the instruction count can take out
+    /// what the asking cost the app.
+    var polls = 0
 }
 
 struct Delivery: Codable, Sendable {
@@ -36,6 +39,9 @@ struct Delivery: Codable, Sendable {
     /// The contender's resident set (`VmRSS`) right after the workload, in kB.
     var rssKilobytesAfter: Int? = nil
     var note: String? = nil
+    /// How many times the app's count was asked for (`writesReceived`), so the instruction count can take out
+    /// what the asking cost the app.
+    var polls = 0
 }
 
 let characteristicInterface = "org.bluez.GattCharacteristic1"
@@ -176,9 +182,11 @@ extension Target {
             }
         }
         var received = 0
+        var polls = 1
         var lastProgress = monotonic()
         while received < count {
             try? await Task.sleep(for: .milliseconds(10))
+            polls += 1
             let now = await writesReceived().map { $0 - before } ?? received
             if now > received {
                 received = now
@@ -190,7 +198,7 @@ extension Target {
         let seconds = Double(lastProgress - start) / 1e9
         return Delivery(
             sent: count, received: received, perSecond: seconds > 0 ? Double(received) / seconds : 0,
-            rssKilobytesAfter: child.currentRSS())
+            rssKilobytesAfter: child.currentRSS(), polls: polls)
     }
 
     /// Subscribes through `StartNotify` (PropertiesChanged) or `AcquireNotify` (a SEQPACKET socket), asks the app
