@@ -3,14 +3,16 @@ import GATTProfile
 
 /// The ranges a profile's behaviour keeps each typed field in, for `blemu verify`: what its schedules' generators
 /// can produce (a counter's or random walk's `min`/`max`, a sine's offset plus or minus its amplitude, the values a
-/// sequence or constant names). A field a write rule sets (a set point a central moves), or a value a write rule
-/// sets or replies with whole, has no range here: a write may take it anywhere its validation allows.
+/// sequence or constant names), and for a value a central writes, the range its rule validates before storing it.
+/// A field a write rule sets (a temperature a set point moves), or a value a write rule sets or replies with whole,
+/// has no range here: a write may take it anywhere.
 struct FieldRanges {
     /// The range of each field, by characteristic id and field name.
     private var ranges: [String: [String: ClosedRange<Double>]] = [:]
 
     /// The ranges `profile` declares, widened to each field's initial value (what a read gets before the first
-    /// tick). A characteristic a central can write has none: a write may store any value its rules accept.
+    /// tick). A characteristic a central can write has only its rule's validated range, and only when nothing else
+    /// (a schedule, another rule) changes it.
     init(_ profile: PeripheralProfile) {
         // What write rules change: a field (`set` with a field), or a whole value (`set` without one, `reply`).
         var written: Set<String> = []
@@ -34,9 +36,19 @@ struct FieldRanges {
                 ranges[id, default: [:]][field] = previous.map { Self.union($0, range) } ?? range
             }
         }
+        let scheduled = Set(profile.behaviour.schedules.map(\.characteristicID))
         for characteristic in profile.characteristics {
-            guard let fields = ranges[characteristic.id] else { continue }
-            guard characteristic.properties.isDisjoint(with: .anyWrite), let layout = characteristic.layout else {
+            if !characteristic.properties.isDisjoint(with: .anyWrite) {
+                // A written value is what its rule's validation let through, when that is the only way it changes.
+                ranges[characteristic.id] = nil
+                guard !scheduled.contains(characteristic.id), !rewritten.contains(characteristic.id),
+                    !written.contains(where: { $0.hasPrefix(characteristic.id + "/") }),
+                    let rule = profile.behaviour.writeRules.first(where: { $0.characteristicID == characteristic.id }),
+                    let range = Self.validatedRange(of: rule), let field = characteristic.layout?.fields.first
+                else { continue }
+                ranges[characteristic.id] = [field.name: range]
+            }
+            guard let fields = ranges[characteristic.id], let layout = characteristic.layout else {
                 ranges[characteristic.id] = nil
                 continue
             }
@@ -46,6 +58,21 @@ struct FieldRanges {
                 ranges[characteristic.id]?[spec.name] = Self.union(range, number...number)
             }
         }
+    }
+
+    /// The range a rule's validation holds a stored write to: a `validate` with a range before the rule's `store`
+    /// (or `echo`), which reads the value as its first typed field (`WriteCheck.number`). Nil when the rule stores
+    /// without such a check.
+    private static func validatedRange(of rule: WriteRule) -> ClosedRange<Double>? {
+        var range: ClosedRange<Double>?
+        for action in rule.actions {
+            switch action {
+            case .validate(.range(let allowed), _): range = range.map { $0.clamped(to: allowed) } ?? allowed
+            case .store, .echo: return range
+            case .validate, .set, .reply: break
+            }
+        }
+        return nil
     }
 
     private static func union(_ a: ClosedRange<Double>, _ b: ClosedRange<Double>) -> ClosedRange<Double> {

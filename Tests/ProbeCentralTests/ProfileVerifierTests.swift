@@ -213,22 +213,32 @@ struct ProfileVerifierTests {
                 report.services[s].characteristics[c].notifications[1] = ProbeValue(
                     bytes: [0x06, 150], uuid: "2A37", at: report.services[s].characteristics[c].notifications[1].at)
             } == ["notification heart-rate-measurement range"])
-        // Thermostat: humidity follows a sine of 4500 +- 800; the temperature, which a written set point moves
-        // (a write rule's `set`), has no range to hold it to.
+        // Thermostat: humidity follows a sine of 4500 +- 800, and the set point is what its rule validates (5.00 to
+        // 30.00 °C) before storing it; the temperature, which a written set point moves (a write rule's `set`), and
+        // the mode (allowed values, not a range) have no range to hold them to.
         let profile = try Self.profile("thermostat")
         var report = try Self.report("thermostat")
         let clean = ProfileVerifier.verify(profile, against: report).checks.filter { $0.check == "range" }
-        #expect(clean.map(\.subject) == ["humidity"], "\(clean)")
+        #expect(clean.map(\.subject) == ["humidity", "set-point"], "\(clean)")
         #expect(clean.allSatisfy { $0.status == .pass })
+        var hot = report
+        let (p, q) = try #require(Self.locate("8D3A0002-6B1E-4C2F-9A57-3E2C1D0B4F61", in: hot))
+        hot.services[p].characteristics[q].read = .value(
+            ProbeValue(bytes: [0xA0, 0x0F], uuid: "8D3A0002-6B1E-4C2F-9A57-3E2C1D0B4F61"))  // 40.00 °C
+        #expect(Self.failures(ProfileVerifier.verify(profile, against: hot)) == ["value set-point range"])
         let (s, c) = try #require(Self.locate("2A6F", in: report))
         report.services[s].characteristics[c].read = .value(ProbeValue(bytes: [0x70, 0x17], uuid: "2A6F"))  // 60.00 %
         #expect(Self.failures(ProfileVerifier.verify(profile, against: report)) == ["value humidity range"])
-        // A write rule that replaces the humidity whole (a `set` without a field) takes its range away too.
+        // A write rule that replaces the humidity whole (a `set` without a field) takes its range away too, and one
+        // that sets the set point from another write takes the set point's.
         var rewritten = profile
         rewritten.behaviour.writeRules.append(
             WriteRule(
-                characteristicID: "mode", actions: [.set(characteristicID: "humidity", field: nil, ratePerSecond: nil)])
-        )
+                characteristicID: "mode",
+                actions: [
+                    .set(characteristicID: "humidity", field: nil, ratePerSecond: nil),
+                    .set(characteristicID: "set-point", field: "centidegrees", ratePerSecond: nil),
+                ]))
         #expect(!ProfileVerifier.verify(rewritten, against: report).checks.contains { $0.check == "range" })
     }
 
