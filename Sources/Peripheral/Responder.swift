@@ -88,7 +88,7 @@ package final class Responder: Sendable {
         if case .failure = result { isError = true } else { isError = false }
         ledger.recordAnswer(by: source, isError: isError, hasReply: hasReply)
         // Sent outside the lock: the stack's reply may take its own locks.
-        if let reply = consume reply { reply.send(result) }
+        if var reply = consume reply { reply.send(result) }
         switch (source, result) {
         case (.handler, .success): logger.trace("answered \(summary)")
         case (.handler, .failure(let error)): logger.debug("answered \(summary) with \(error)")

@@ -18,7 +18,7 @@ package final class RouterAttachment: Sendable {
     package func read(_ incoming: consuming IncomingRead) {
         if let router = router.withLock({ $0 }) { return router.read(incoming) }
         logger?.error("a read arrived before a manager attached: answered Unlikely Error")
-        let reply = incoming.reply
+        var reply = incoming.reply
         reply.send(.failure(.unlikelyError))
     }
 
@@ -26,6 +26,6 @@ package final class RouterAttachment: Sendable {
     package func write(_ incoming: consuming IncomingWrites) {
         if let router = router.withLock({ $0 }) { return router.write(incoming) }
         logger?.error("a write arrived before a manager attached: answered Unlikely Error")
-        if let reply = incoming.reply { reply.send(.failure(.unlikelyError)) }
+        if var reply = incoming.reply { reply.send(.failure(.unlikelyError)) }
     }
 }
