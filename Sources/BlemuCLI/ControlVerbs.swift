@@ -39,7 +39,7 @@ struct ControlVerbs: ParsableCommand {
     static func verb(for command: ControlCommand) -> any ControlVerb.Type {
         switch command {
         case .get: Get.self
-        case .set: Set.self
+        case .set: SetValue.self
         case .notify: Notify.self
         case .centrals: Centrals.self
         case .fault: Fault.self
@@ -63,7 +63,7 @@ struct ControlVerbs: ParsableCommand {
     }
 
     /// `set ID HEX` or `set ID --field NAME=VALUE...`.
-    struct Set: ControlVerb {
+    struct SetValue: ControlVerb {
         static let command = ControlCommand.set
         static let discussion = """
             A running schedule of the characteristic writes its generated fields again at its next tick: to hold a \
