@@ -26,9 +26,6 @@ struct RoundTrip: Codable, Sendable {
     /// The contender's resident set (`VmRSS`) right after the workload, in kB.
     var rssKilobytesAfter: Int? = nil
     var note: String? = nil
-    /// How many times the app's count was asked for (`writesReceived`), so the instruction count can take out
-    /// what the asking cost the app.
-    var polls = 0
 }
 
 struct Delivery: Codable, Sendable {
