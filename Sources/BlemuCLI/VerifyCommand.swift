@@ -44,8 +44,9 @@ struct VerifyCommand: AsyncParsableCommand {
 
             Exit codes: 0 the device conforms; 1 a check failed; 2 it could not finish (not found within \
             --timeout: the message lists the devices seen; Connect, Pair or service resolution failed; bluetoothd \
-            answered in a way blemu does not understand; the link dropped: the message says after what); 64 usage; 65 PROFILE or the report is invalid; 66 a file is \
-            missing; 69 no bus, no bluetoothd or no usable adapter; 73 the JUnit file cannot be written.
+            answered in a way blemu does not understand; the link dropped: the message says after what); 64 usage; \
+            65 PROFILE or the report is invalid; 66 a file is missing; 69 no bus, no bluetoothd or no usable \
+            adapter; 73 the JUnit file cannot be written.
             """)
 
     @Argument(help: "The profile (YAML) the device should keep.")

@@ -1,6 +1,6 @@
 /// The control protocol's commands: the one table the socket's server (`ControlCommands`), `blemu ctl` (one
-/// subcommand per case, `ControlVerbs`) and the Python client are checked against. Adding a case without handling it does not compile in
-/// either executable, and a test fails until python/ and docs/control-and-events.md know it.
+/// subcommand per case, `ControlVerbs`) and the Python client are checked against. Adding a case without handling
+/// it does not compile in either executable, and a test fails until python/ and docs/control-and-events.md know it.
 public enum ControlCommand: String, CaseIterable, Sendable {
     /// The value, as hex and decoded fields.
     case get
