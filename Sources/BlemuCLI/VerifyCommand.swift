@@ -25,9 +25,9 @@ struct VerifyCommand: AsyncParsableCommand {
               value          constants byte for byte, typed values by their fields and within the ranges the \
             behaviour generates, user descriptions and presentation formats; a read the profile guards with \
             encryption and the device refused is skipped (check it with --pair)
-              security       each read the profile guards: refused on a link that never paired, read once \
-            --pair paired it (one read after bluetoothd paired by itself, or on a bonded device, is skipped); \
-            with --writes and no --pair, each write it guards is refused (written the value read from it)
+              security       each read and subscription the profile guards: refused on a link that never \
+            paired, made once --pair paired it (one made after bluetoothd paired by itself, or on a bonded device, \
+            is skipped); with --writes and no --pair, each write it guards is refused (written the value read from it)
               notification   each characteristic a schedule notifies or indicates, at its interval (the median gap \
             over --listen, within a quarter), each value decoding by its fields and within its ranges
               write          only with --writes, after listening: each writable characteristic accepts a value the \

@@ -124,7 +124,7 @@ public struct BlueZCentral: Sendable {
         if linkDropped() {
             linkLoss = ProbeLinkLoss(phase: .reading, readsDone: reads.done, readsSkipped: reads.skipped)
         } else {
-            services = try await listen(services, mirror: mirror, for: request.listen)
+            services = try await listen(services, mirror: mirror, for: request.listen, isPaired: isPaired)
             if linkDropped() {
                 linkLoss = ProbeLinkLoss(phase: .listening, readsDone: reads.done, readsSkipped: 0)
             }
@@ -322,9 +322,11 @@ public struct BlueZCentral: Sendable {
         }
     }
 
-    /// Subscribes to every characteristic that notifies or indicates, collects for `duration`, unsubscribes.
+    /// Subscribes to every characteristic that notifies or indicates, collects for `duration`, unsubscribes. The
+    /// pairing state around each StartNotify tells a subscription the device refused for want of pairing (and
+    /// bluetoothd's client paired for) from one it allowed on a link that was never paired.
     private func listen(
-        _ services: [ProbeService], mirror: ObjectMirror, for duration: Duration
+        _ services: [ProbeService], mirror: ObjectMirror, for duration: Duration, isPaired: () -> Bool
     ) async throws -> [ProbeService] {
         var services = services
         let start = ContinuousClock.now
@@ -334,6 +336,11 @@ public struct BlueZCentral: Sendable {
                 let path = ObjectPath(stringLiteral: services[s].characteristics[c].path)
                 // Listening starts before StartNotify: a notification may arrive before its reply does.
                 mirror.listen(to: path, since: start)
+                let pairedBefore = isPaired()
+                defer {
+                    services[s].characteristics[c].subscribePairing = ProbePairingAround(
+                        before: pairedBefore, after: isPaired())
+                }
                 do {
                     try await call(path, BlueZName.Interface.gattCharacteristic, BlueZName.Member.startNotify)
                     subscribed.append(path)
@@ -377,7 +384,7 @@ public struct BlueZCentral: Sendable {
             let pairedBefore = isPaired()
             defer {
                 if writes[index].purpose == .guarded {
-                    writes[index].pairing = ProbeWrite.Pairing(before: pairedBefore, after: isPaired())
+                    writes[index].pairing = ProbePairingAround(before: pairedBefore, after: isPaired())
                 }
             }
             do {

@@ -60,6 +60,24 @@ public struct ProbePairing: Codable, Sendable, Equatable {
     }
 }
 
+/// Whether bluetoothd reported the device paired just before and just after one step of the probe that a device may
+/// refuse for want of pairing: a subscription, or a `guarded` write. bluetoothd's client answers Insufficient
+/// Encryption or Authentication by pairing and sending the request again (src/shared/att.c `change_security`, 5.66
+/// to 5.87), so a link that became paired during the step was refused for want of it, and one paired before the step
+/// cannot tell.
+public struct ProbePairingAround: Codable, Sendable, Equatable {
+    /// Paired before the step: whether the device would allow it unpaired cannot be told.
+    public var before: Bool
+    /// Paired after it.
+    public var after: Bool
+
+    /// The pairing state around one step.
+    public init(before: Bool, after: Bool) {
+        self.before = before
+        self.after = after
+    }
+}
+
 /// The link dropping under the probe (bluetoothd reported `Connected` false before the probe disconnected), and how
 /// far the probe had got.
 public struct ProbeLinkLoss: Codable, Sendable, Equatable {
@@ -182,6 +200,8 @@ public struct ProbeCharacteristic: Codable, Sendable, Equatable {
     public var notifications: [ProbeValue]
     /// Why subscribing failed, nil when it worked or was not tried.
     public var subscribeError: ProbeFailure?
+    /// The pairing state around StartNotify, nil when it was not tried (or in reports of earlier blemu versions).
+    public var subscribePairing: ProbePairingAround?
     /// Its descriptors in handle order.
     public var descriptors: [ProbeDescriptor]
 

@@ -19,22 +19,6 @@ public struct ProbeWrite: Codable, Sendable, Equatable {
         case guarded
     }
 
-    /// Whether bluetoothd reported the device paired just before and just after a `guarded` write. bluetoothd's
-    /// client answers Insufficient Encryption or Authentication by pairing and writing again (src/shared/att.c
-    /// `change_security`, 5.66 to 5.87), so a link that became paired during the write was refused for want of it.
-    public struct Pairing: Codable, Sendable, Equatable {
-        /// Paired before the write: whether the device would take it unpaired cannot be told.
-        public var before: Bool
-        /// Paired after it.
-        public var after: Bool
-
-        /// The pairing state around one write.
-        public init(before: Bool, after: Bool) {
-            self.before = before
-            self.after = after
-        }
-    }
-
     /// What became of a write.
     public enum Outcome: Codable, Sendable, Equatable {
         /// The device accepted it (a Write Command has no answer: sent is all a central can tell).
@@ -62,7 +46,7 @@ public struct ProbeWrite: Codable, Sendable, Equatable {
     /// The read after the write, made when `readsBack` asks for one and the write was accepted.
     public var readBack: ProbeRead?
     /// For a `guarded` write that was made: the pairing state around it.
-    public var pairing: Pairing?
+    public var pairing: ProbePairingAround?
 
     /// A planned write; `skipped` plans it as not made, for that reason.
     public init(

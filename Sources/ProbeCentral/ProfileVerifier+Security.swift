@@ -3,33 +3,85 @@ import GATTModel
 import GATTProfile
 
 extension ProfileVerifier {
-    /// One `security` check per readable characteristic whose reads the profile guards: refused on a link that was
-    /// never paired, read once paired.
+    /// One `security` check per readable characteristic whose reads the profile guards (refused on a link that was
+    /// never paired, read once paired), and one per characteristic whose notifications or indications it guards
+    /// (subscribing likewise), in the profile's order.
     ///
     /// A central on bluetoothd cannot see the refusal itself: its client answers Insufficient Encryption or
-    /// Authentication by pairing and reading again (src/shared/att.c `change_security`), and reports a refusal
-    /// that pairing could not cure as `NotPermitted "Not paired"` for all three errors (src/gatt-client.c
+    /// Authentication by pairing and sending the request again (src/shared/att.c `change_security`), and reports a
+    /// refusal that pairing could not cure as `NotPermitted "Not paired"` for all three errors (src/gatt-client.c
     /// `create_gatt_dbus_error`). So a value read while the link stayed unpaired through every read is open (a
     /// failure); a value read after bluetoothd paired by itself cannot be told from a guarded one (a skip: verify
     /// with --pair); a refusal for want of pairing passes.
     static func security(_ profile: PeripheralProfile, _ report: ProbeReport) -> [Verification.Check] {
         let match = ProfileMatch(profile, report)
         var checks: [Verification.Check] = []
-        for case (let declared, let seen?) in match.services.flatMap(\.characteristics)
-        where declared.properties.contains(.read) && declared.effectiveSecurity[.read] != .none {
-            let level = declared.effectiveSecurity[.read]
-            let expected = "refused on an unpaired link, read on one paired \(level.name)"
-            let check = { (status: Verification.Check.Status, actual: String) in
-                Verification.Check(.security, declared.id, "read", status, expected: expected, actual: actual)
+        for case (let declared, let seen?) in match.services.flatMap(\.characteristics) {
+            let security = declared.effectiveSecurity
+            if declared.properties.contains(.read) && security[.read] != .none {
+                let expected = "refused on an unpaired link, read on one paired \(security[.read].name)"
+                let (status, actual) =
+                    report.pairing.map { readCheck(seen.read, pairing: $0) }
+                    ?? (.skip, "the report does not say whether the link was paired")
+                checks.append(.init(.security, declared.id, "read", status, expected: expected, actual: actual))
             }
-            guard let pairing = report.pairing else {
-                checks.append(check(.skip, "the report does not say whether the link was paired"))
-                continue
+            if let level = subscriptionSecurity(declared) {
+                let expected = "refused on an unpaired link, subscribed on one paired \(level.name)"
+                let (status, actual) =
+                    report.pairing.map { subscribeCheck(seen, pairing: $0) }
+                    ?? (.skip, "the report does not say whether the link was paired")
+                checks.append(.init(.security, declared.id, "subscribe", status, expected: expected, actual: actual))
             }
-            let (status, actual) = readCheck(seen.read, pairing: pairing)
-            checks.append(check(status, actual))
         }
         return checks
+    }
+
+    /// What subscribing to `characteristic` needs, nil when the profile leaves it open. BlueZ guards the CCCD's
+    /// writes, not each kind of update (5.66 src/gatt-database.c `parse_chrc_flags`: `encrypt-notify` and
+    /// `encrypt-indicate` both set the CCCD's write permission), so the stronger of the two is what a subscription
+    /// needs.
+    static func subscriptionSecurity(_ characteristic: Characteristic) -> SecurityLevel? {
+        let security = characteristic.effectiveSecurity
+        var level: SecurityLevel?
+        let kinds: [(CharacteristicProperties, AttributeOperation)] = [(.notify, .notify), (.indicate, .indicate)]
+        for (property, operation) in kinds
+        where characteristic.properties.contains(property) && security[operation] != .none {
+            level = max(level ?? security[operation], security[operation])
+        }
+        return level
+    }
+
+    /// The status and what was seen, for a guarded subscription with `pairing`.
+    private static func subscribeCheck(
+        _ seen: ProbeCharacteristic, pairing: ProbePairing
+    ) -> (Verification.Check.Status, String) {
+        guard seen.canSubscribe else { return (.skip, "the device offers neither notify nor indicate") }
+        if let failure = seen.subscribeError {
+            let described = described(failure)
+            guard refusedForPairing(failure) else {
+                return (.skip, "refused with \(described), which is not a refusal for want of pairing")
+            }
+            return pairing.requested
+                ? (
+                    .fail,
+                    "refused on the link --pair paired (\(described)): the device asks more than that pairing gave"
+                )
+                : (.pass, "refused on an unpaired link (\(described))")
+        }
+        if pairing.requested { return (.pass, "subscribed on the paired link") }
+        guard let around = seen.subscribePairing else {
+            return (.skip, "the report does not say whether the link was paired when it subscribed")
+        }
+        if around.before {
+            return (
+                .skip,
+                "the link was paired before subscribing (bluetoothd paired by itself for an earlier request, or the "
+                    + "device was bonded), so whether it allows an unpaired subscription cannot be told"
+            )
+        }
+        return around.after
+            ? (.pass, "refused for want of pairing: bluetoothd's client paired by itself and subscribed again")
+            : (.fail, "subscribed on a link that was never paired: its updates are open")
     }
 
     /// The status and what was seen, for a guarded read with `pairing`.

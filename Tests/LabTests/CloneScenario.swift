@@ -54,6 +54,13 @@ enum CloneScenario {
                     "        uuid: battery-level\n        properties: [read, notify]\n"
                     + "        permissions: [read-encryption-required]\n"
             ),
+            // An encrypted subscription left open: the measurement's notifications are guarded in the profile, not
+            // on the device.
+            (
+                original: "        uuid: heart-rate-measurement\n        properties: [notify]\n",
+                variant:
+                    "        uuid: heart-rate-measurement\n        properties: [notify, notify-encryption-required]\n"
+            ),
             // A write rule answering another error.
             (original: "error: 0x80 }", variant: "error: 0x81 }"),
             // Notifications too slow: the device measures once a second where the variant promises twice.
@@ -66,7 +73,8 @@ enum CloneScenario {
             "advertisement local-name value", "advertisement manufacturer-data/0x006B value",
             "notification heart-rate-measurement pace", "value body-sensor-location value",
             "gatt heart-rate-control-point properties", "gatt battery-level-state present",
-            "security battery-level read", "write heart-rate-control-point refuses-allowed",
+            "security heart-rate-measurement subscribe", "security battery-level read",
+            "write heart-rate-control-point refuses-allowed",
         ]
     )
 

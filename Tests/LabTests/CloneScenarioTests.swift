@@ -38,6 +38,9 @@ struct CloneScenarioTests {
                     var characteristic = characteristic
                     characteristic.path = ""
                     if ignored.contains(characteristic.uuid) { characteristic.read = nil }
+                    // Whether the link was paired around each subscription is the probe's, not the device's: a
+                    // profile cloned with --pair was probed paired, its clone unpaired.
+                    characteristic.subscribePairing = nil
                     // Streams are compared on their own (recordedStreamsPlayAgainInOrder): their lengths differ.
                     characteristic.notifications = []
                     characteristic.descriptors = characteristic.descriptors.compactMap { descriptor in
@@ -196,8 +199,9 @@ struct CloneScenarioTests {
         // Every bundled profile against the report its served device gave the clone, and against the probe of its
         // clone served in turn: no finding on a conforming device, nor on a clone (the ProbeCentral tests hold such
         // reports for each BlueZ; these are this run's own). The one exception is true of the clone: cloned over
-        // the paired link, the secure profile's clone cannot know which reads were guarded, so it leaves them open,
-        // and its unpaired probe reads them without pairing: an encrypted read left open, found live.
+        // the paired link, the secure profile's clone cannot know which reads and subscriptions were guarded, so it
+        // leaves them open, and its unpaired probe reads them and subscribes without pairing: an encrypted read and an
+        // encrypted subscription left open, found live.
         for profile in CloneScenario.profiles {
             let stem = URL(fileURLWithPath: profile).deletingPathExtension().lastPathComponent
             let declared = try #require(ProfileLoader.load(path: profile).profile, "\(stem)")
@@ -209,7 +213,8 @@ struct CloneScenarioTests {
                 let verification = ProfileVerifier.verify(declared, against: seen)
                 let expected =
                     report == "\(CloneScenario.paired.name).clone.json"
-                    ? ["security email-address read", "security status read"] : []
+                    ? ["security email-address read", "security email-address subscribe", "security status read"]
+                    : []
                 let failures = verification.checks.filter { $0.status == .fail }.map {
                     "\($0.category.rawValue) \($0.subject) \($0.check)"
                 }
@@ -257,11 +262,12 @@ struct CloneScenarioTests {
             Self.writeChecks(checks) == [
                 "status accepts pass", "status refuses-length pass", "status restored pass",
             ], "\(text)")
-        // Its guarded reads, read on the paired link.
+        // Its guarded reads, read on the paired link, and its guarded notifications, subscribed to there.
         let security = checks.filter { $0["category"] as? String == "security" }.map {
             "\($0["subject"] ?? "") \($0["check"] ?? "") \($0["status"] ?? "")"
         }
-        #expect(security == ["email-address read pass", "status read pass"], "\(text)")
+        #expect(
+            security == ["email-address read pass", "email-address subscribe pass", "status read pass"], "\(text)")
     }
 
     /// The write checks of a `verify --json` document, as `subject check status`.

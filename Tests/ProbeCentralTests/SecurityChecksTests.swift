@@ -6,19 +6,21 @@ import Testing
 
 @testable import ProbeCentral
 
-/// `blemu verify`'s security checks: a read the profile guards, told from what a central on bluetoothd can see, on
-/// the secure profile's real report (read over a link `blemu clone --pair --passkey` paired) and heart-rate's.
+/// `blemu verify`'s security checks: a read or a subscription the profile guards, told from what a central on
+/// bluetoothd can see, on the secure profile's real report (read over a link `blemu clone --pair --passkey` paired)
+/// and heart-rate's.
 struct SecurityChecksTests {
     typealias Fixtures = ProfileVerifierTests
 
-    /// The security checks of bundled profile `name` (or `profile`) against its 5.82 report, changed by `change`.
+    /// The security checks `kind` ("read" or "subscribe") of bundled profile `name` (or `profile`) against its 5.82
+    /// report, changed by `change`.
     static func checks(
-        _ name: String, profile: PeripheralProfile? = nil, _ change: (inout ProbeReport) -> Void
+        _ name: String, profile: PeripheralProfile? = nil, kind: String = "read", _ change: (inout ProbeReport) -> Void
     ) throws -> [String] {
         var report = try Fixtures.report(name)
         change(&report)
         let verification = ProfileVerifier.verify(try profile ?? Fixtures.profile(name), against: report)
-        return verification.checks.filter { $0.category == .security }.map {
+        return verification.checks.filter { $0.category == .security && $0.check == kind }.map {
             "\($0.subject) \($0.check) \($0.status.rawValue)"
         }
     }
@@ -96,6 +98,82 @@ struct SecurityChecksTests {
         report.pairing = ProbePairing(requested: false, before: false, afterReads: false)
         let verification = ProfileVerifier.verify(profile, against: report)
         #expect(Fixtures.failures(verification) == ["security body-sensor-location read"])
+        #expect(Fixtures.failures(ProfileVerifier.verify(try Fixtures.profile("heart-rate"), against: report)).isEmpty)
+    }
+
+    /// The secure profile's email address, whose notifications it guards (notify-encryption-required), subscribed
+    /// as `change` says, on a link that was never paired unless `requested`.
+    static func subscription(
+        requested: Bool = false, _ change: (inout ProbeCharacteristic) -> Void
+    ) throws -> [String] {
+        try Self.checks("secure", kind: "subscribe") { report in
+            report.pairing = ProbePairing(requested: requested, before: false, afterReads: requested)
+            for s in report.services.indices {
+                for c in report.services[s].characteristics.indices
+                where report.services[s].characteristics[c].uuid == "2A87" {
+                    change(&report.services[s].characteristics[c])
+                }
+            }
+        }
+    }
+
+    static let neverPaired = ProbePairingAround(before: false, after: false)
+
+    @Test func aGuardedSubscriptionRefusedForWantOfPairingPassesAndAnOpenOneFails() throws {
+        // bluetoothd's client paired by itself during StartNotify: the device refused the CCCD write unpaired.
+        #expect(
+            try Self.subscription { $0.subscribePairing = .init(before: false, after: true) } == [
+                "email-address subscribe pass"
+            ])
+        // Pairing could not be done (no agent to type the passkey): the refusal reaches the central.
+        #expect(
+            try Self.subscription {
+                $0.subscribePairing = Self.neverPaired
+                $0.subscribeError = Self.notPaired.failure
+            } == ["email-address subscribe pass"])
+        // Subscribed while the link stayed unpaired: the device left its updates open.
+        #expect(try Self.subscription { $0.subscribePairing = Self.neverPaired } == ["email-address subscribe fail"])
+        // On the link --pair paired: subscribed passes, refused fails (the device asks for more than it got).
+        #expect(try Self.subscription(requested: true) { _ in } == ["email-address subscribe pass"])
+        #expect(
+            try Self.subscription(requested: true) { $0.subscribeError = Self.notPaired.failure } == [
+                "email-address subscribe fail"
+            ])
+    }
+
+    @Test func aSubscriptionThatCannotBeToldIsSkipped() throws {
+        // Paired before StartNotify (by bluetoothd for a guarded read, or a bond), or not recorded.
+        #expect(
+            try Self.subscription { $0.subscribePairing = .init(before: true, after: true) } == [
+                "email-address subscribe skip"
+            ])
+        #expect(try Self.subscription { $0.subscribePairing = nil } == ["email-address subscribe skip"])
+        #expect(try Self.checks("secure", kind: "subscribe") { $0.pairing = nil } == ["email-address subscribe skip"])
+        // An error that is not a refusal for want of pairing.
+        #expect(
+            try Self.subscription {
+                $0.subscribePairing = Self.neverPaired
+                $0.subscribeError = ProbeFailure(name: BlueZName.Error.failed, message: "Operation failed")
+            } == ["email-address subscribe skip"])
+    }
+
+    @Test func anEncryptedSubscriptionLeftOpenIsTheOneFailure() throws {
+        // The profile guards the heart-rate measurement's notifications; the device takes the subscription on a link
+        // that never paired. Nothing else about the device is wrong.
+        var profile = try Fixtures.profile("heart-rate")
+        let s = try #require(profile.services.firstIndex { $0.id == "heart-rate" })
+        let c = try #require(profile.services[s].characteristics.firstIndex { $0.id == "heart-rate-measurement" })
+        profile.services[s].characteristics[c].security.require(.encrypted, for: .notify)
+        var report = try Fixtures.report("heart-rate")
+        report.pairing = ProbePairing(requested: false, before: false, afterReads: false)
+        for s in report.services.indices {
+            for c in report.services[s].characteristics.indices where report.services[s].characteristics[c].canSubscribe
+            {
+                report.services[s].characteristics[c].subscribePairing = Self.neverPaired
+            }
+        }
+        let verification = ProfileVerifier.verify(profile, against: report)
+        #expect(Fixtures.failures(verification) == ["security heart-rate-measurement subscribe"])
         #expect(Fixtures.failures(ProfileVerifier.verify(try Fixtures.profile("heart-rate"), against: report)).isEmpty)
     }
 }

@@ -185,12 +185,12 @@ struct WritePlanTests {
                 if !paired && guarded.contains(write.characteristic) {
                     guard pairsByItself else {
                         write.outcome = .refused(Self.clientError(.insufficientEncryption))
-                        write.pairing = ProbeWrite.Pairing(before: false, after: false)
+                        write.pairing = ProbePairingAround(before: false, after: false)
                         return write
                     }
                     paired = true
                 }
-                write.pairing = ProbeWrite.Pairing(before: before, after: paired)
+                write.pairing = ProbePairingAround(before: before, after: paired)
             }
             switch engine.write(write.bytes, to: write.characteristic, at: .zero) {
             case .accept:
