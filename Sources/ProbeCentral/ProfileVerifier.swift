@@ -413,17 +413,35 @@ public enum ProfileVerifier {
         }
     }
 
-    /// `bytes` against a read, for a constant value or descriptor.
+    /// The most a Read Response carries at the smallest ATT_MTU (23, less its opcode: Core 5.4 Vol 3 Part F 3.2.8
+    /// and 3.4.4.4). A longer value may need Read Blob Requests to be read whole, which bluetoothd's client sends
+    /// while each response fills ATT_MTU − 1 (src/shared/gatt-client.c `read_long_cb`, 5.66 to 5.87).
+    static let shortestReadResponse = 22
+
+    /// `bytes` against a read, for a constant value or descriptor. A long value read short, or refused with an error
+    /// only a Read Blob Request gets, says so: the device does not read it whole.
     private static func compare(
         _ bytes: [UInt8], with read: ProbeRead?, subject: String, readSecurity: SecurityLevel
     ) -> Verification.Check {
-        let expected = shown(bytes)
+        let isLong = bytes.count > shortestReadResponse
+        let expected = shown(bytes) + (isLong ? " (\(bytes.count) bytes, read whole)" : "")
         switch read {
         case .value(let value)?:
             let seen = Hex.bytes(value.hex) ?? []
-            return .init(
-                .value, subject, "value", seen == bytes ? .pass : .fail, expected: expected, actual: shown(seen))
+            if seen == bytes { return .init(.value, subject, "value", .pass, expected: expected, actual: shown(seen)) }
+            let cut =
+                isLong && seen.count >= shortestReadResponse && bytes.starts(with: seen)
+                ? " (the first \(seen.count) of its \(bytes.count) bytes: the read of a long value stopped short)" : ""
+            return .init(.value, subject, "value", .fail, expected: expected, actual: shown(seen) + cut)
         case .failure(let failure)?:
+            if isLong, let code = failure.attError,
+                [ATTError.invalidOffset, .attributeNotLong].contains(ATTError(rawValue: code))
+            {
+                return .init(
+                    .value, subject, "value", .fail, expected: expected,
+                    actual: "read refused with \(ATTError(rawValue: code)), which only a Read Blob Request gets: the "
+                        + "device does not read a long value whole")
+            }
             return refused(failure, subject: subject, expected: expected, readSecurity: readSecurity)
         case nil:
             return .init(

@@ -109,6 +109,46 @@ struct ProfileVerifierTests {
         #expect(found == ["value body-sensor-location value"])
     }
 
+    /// A long constant (the manufacturer name, 40 bytes where a read response at the smallest ATT_MTU carries 22):
+    /// read whole it passes; read short, or refused with an error only a Read Blob Request gets, it is the one
+    /// failure, saying the device does not read it whole.
+    @Test func aLongValueMustBeReadWhole() throws {
+        let long = Array("Polar Electro Oy, Kempele, Finland 90440".utf8)
+        #expect(long.count == 40)
+        var profile = try Self.profile("heart-rate")
+        let s = try #require(profile.services.firstIndex { $0.id == "device-information" })
+        let c = try #require(profile.services[s].characteristics.firstIndex { $0.id == "manufacturer-name" })
+        profile.services[s].characteristics[c].value = .cached(long)
+        func check(_ read: ProbeRead) throws -> (failures: [String], actual: String?) {
+            var report = try Self.report("heart-rate")
+            let (rs, rc) = try #require(Self.locate("2A29", in: report))
+            report.services[rs].characteristics[rc].read = read
+            let verification = ProfileVerifier.verify(profile, against: report)
+            let check = verification.checks.first { $0.subject == "manufacturer-name" && $0.check == "value" }
+            #expect(check?.expected.hasSuffix("(40 bytes, read whole)") == true, "\(String(describing: check))")
+            return (Self.failures(verification), check?.actual)
+        }
+        #expect(try check(.value(ProbeValue(bytes: long, uuid: "2A29"))).failures.isEmpty)
+        // Cut where a device that answers the first Read Request and ends the value there (an empty Read Blob
+        // Response, or none asked for as it filled fewer than ATT_MTU − 1 bytes) leaves a central on bluetoothd.
+        let short = try check(.value(ProbeValue(bytes: Array(long.prefix(22)), uuid: "2A29")))
+        #expect(short.failures == ["value manufacturer-name value"])
+        #expect(
+            short.actual?.hasSuffix("(the first 22 of its 40 bytes: the read of a long value stopped short)") == true)
+        for (name, message) in [
+            ("org.bluez.Error.InvalidArguments", "Invalid offset"),
+            ("org.bluez.Error.Failed", "Operation failed with ATT error: 0x0b"),
+        ] {
+            let refused = try check(.failure(ProbeFailure(name: name, message: message)))
+            #expect(refused.failures == ["value manufacturer-name value"])
+            #expect(refused.actual?.contains("only a Read Blob Request gets") == true, "\(refused)")
+        }
+        // Another wrong value of that length is only wrong, not cut.
+        let other = try check(.value(ProbeValue(bytes: Array(long.reversed().prefix(22)), uuid: "2A29")))
+        #expect(other.failures == ["value manufacturer-name value"])
+        #expect(other.actual?.contains("stopped short") == false)
+    }
+
     @Test func aNameThatDiffersIsOneFailureAndAShortenedOneIsNot() throws {
         #expect(try Self.heartRate { $0.device.name = "Polar H9" } == ["advertisement local-name value"])
         #expect(try Self.heartRate { $0.device.name = "Polar H10" }.isEmpty)
