@@ -56,6 +56,18 @@ control = '/run/blemu-soak.sock'
 lock = threading.Lock()
 
 
+def resident_kib(pid):
+    """The process's resident set in KiB (/proc/PID/status VmRSS), or None once it is gone."""
+    try:
+        with open('/proc/%d/status' % pid) as status:
+            for line in status:
+                if line.startswith('VmRSS:'):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
 def log(*parts):
     print('soak: %7.1f' % (time.monotonic() - started), *parts, flush=True)
 
@@ -87,6 +99,9 @@ class Blemu:
                                                                                           name))
             with open(name + '.log', errors='replace') as text:
                 if any(line.startswith('advertising "') for line in text):
+                    # Its resident set once serving: the end's less this, over the requests it answered, is what
+                    # each request left behind (a leak of 100 bytes per request shows as 1 MB per 10,000).
+                    self.instances[-1]['rssStartKiB'] = resident_kib(self.process.pid)
                     return
             time.sleep(0.1)
         raise SystemExit('blemu run did not advertise in 30 s: see %s.log' % name)
@@ -99,6 +114,7 @@ class Blemu:
         """Ends the running instance by SIGKILL or SIGTERM and records what it counted."""
         instance = self.instances[-1]
         instance['ended'] = how
+        instance['rssEndKiB'] = resident_kib(self.process.pid)
         if how == 'SIGKILL':
             # Its own count just before: a request may be in flight between the two, and dies with it.
             instance['countersBeforeKill'] = self.counters()
