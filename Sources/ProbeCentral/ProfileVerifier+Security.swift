@@ -56,28 +56,34 @@ extension ProfileVerifier {
         _ seen: ProbeCharacteristic, pairing: ProbePairing
     ) -> (Verification.Check.Status, String) {
         guard seen.canSubscribe else { return (.skip, "the device offers neither notify nor indicate") }
+        let pairedBefore =
+            "the link was paired before subscribing (bluetoothd paired by itself for an earlier request, or the "
+            + "device was bonded)"
         if let failure = seen.subscribeError {
-            let described = described(failure)
+            let error = described(failure)
             guard refusedForPairing(failure) else {
-                return (.skip, "refused with \(described), which is not a refusal for want of pairing")
+                return (.skip, "refused with \(error), which is not a refusal for want of pairing")
             }
-            return pairing.requested
-                ? (
-                    .fail,
-                    "refused on the link --pair paired (\(described)): the device asks more than that pairing gave"
+            if pairing.requested {
+                return (
+                    .fail, "refused on the link --pair paired (\(error)): the device asks more than that pairing gave"
                 )
-                : (.pass, "refused on an unpaired link (\(described))")
+            }
+            if seen.subscribePairing?.before == true {
+                return (
+                    .skip,
+                    "refused with \(error), but \(pairedBefore), so whether it asks more than the profile cannot be "
+                        + "told: verify with --pair"
+                )
+            }
+            return (.pass, "refused on an unpaired link (\(error))")
         }
         if pairing.requested { return (.pass, "subscribed on the paired link") }
         guard let around = seen.subscribePairing else {
             return (.skip, "the report does not say whether the link was paired when it subscribed")
         }
         if around.before {
-            return (
-                .skip,
-                "the link was paired before subscribing (bluetoothd paired by itself for an earlier request, or the "
-                    + "device was bonded), so whether it allows an unpaired subscription cannot be told"
-            )
+            return (.skip, "\(pairedBefore), so whether it allows an unpaired subscription cannot be told")
         }
         return around.after
             ? (.pass, "refused for want of pairing: bluetoothd's client paired by itself and subscribed again")

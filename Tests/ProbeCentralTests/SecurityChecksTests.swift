@@ -149,6 +149,13 @@ struct SecurityChecksTests {
             ])
         #expect(try Self.subscription { $0.subscribePairing = nil } == ["email-address subscribe skip"])
         #expect(try Self.checks("secure", kind: "subscribe") { $0.pairing = nil } == ["email-address subscribe skip"])
+        // Refused for want of pairing on a link bluetoothd had paired by itself: more than that pairing, which the
+        // profile may or may not ask.
+        #expect(
+            try Self.subscription {
+                $0.subscribePairing = .init(before: true, after: true)
+                $0.subscribeError = Self.notPaired.failure
+            } == ["email-address subscribe skip"])
         // An error that is not a refusal for want of pairing.
         #expect(
             try Self.subscription {
