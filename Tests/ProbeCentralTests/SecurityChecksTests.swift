@@ -25,14 +25,30 @@ struct SecurityChecksTests {
         }
     }
 
-    /// Every guarded read of `report` answered with `read`.
-    static func answer(_ report: inout ProbeReport, guarded: Set<String>, with read: ProbeRead) {
+    /// Each characteristic of `report` that `matches`, changed by `change`.
+    static func change(
+        _ report: inout ProbeReport, where matches: (ProbeCharacteristic) -> Bool,
+        _ change: (inout ProbeCharacteristic) -> Void
+    ) {
         for s in report.services.indices {
-            for c in report.services[s].characteristics.indices
-            where guarded.contains(report.services[s].characteristics[c].uuid) {
-                report.services[s].characteristics[c].read = read
+            for c in report.services[s].characteristics.indices where matches(report.services[s].characteristics[c]) {
+                change(&report.services[s].characteristics[c])
             }
         }
+    }
+
+    /// Every guarded read of `report` answered with `read`.
+    static func answer(_ report: inout ProbeReport, guarded: Set<String>, with read: ProbeRead) {
+        change(&report, where: { guarded.contains($0.uuid) }) { $0.read = read }
+    }
+
+    /// Bundled heart-rate, with `operation` on characteristic `id` guarded (encrypted) where its device leaves it open.
+    static func heartRate(guarding id: String, for operation: AttributeOperation) throws -> PeripheralProfile {
+        var profile = try Fixtures.profile("heart-rate")
+        let s = try #require(profile.services.firstIndex { $0.id == "heart-rate" })
+        let c = try #require(profile.services[s].characteristics.firstIndex { $0.id == id })
+        profile.services[s].characteristics[c].security.require(.encrypted, for: operation)
+        return profile
     }
 
     /// The secure profile's guarded reads: the email address (read-encryption-required) and the status (`encryption:
@@ -90,10 +106,7 @@ struct SecurityChecksTests {
 
     @Test func anEncryptedReadLeftOpenIsTheOneFailure() throws {
         // The profile guards the body sensor location; the heart-rate device reads it on a link that never paired.
-        var profile = try Fixtures.profile("heart-rate")
-        let s = try #require(profile.services.firstIndex { $0.id == "heart-rate" })
-        let c = try #require(profile.services[s].characteristics.firstIndex { $0.id == "body-sensor-location" })
-        profile.services[s].characteristics[c].security.require(.encrypted, for: .read)
+        let profile = try Self.heartRate(guarding: "body-sensor-location", for: .read)
         var report = try Fixtures.report("heart-rate")
         report.pairing = ProbePairing(requested: false, before: false, afterReads: false)
         let verification = ProfileVerifier.verify(profile, against: report)
@@ -108,12 +121,7 @@ struct SecurityChecksTests {
     ) throws -> [String] {
         try Self.checks("secure", kind: "subscribe") { report in
             report.pairing = ProbePairing(requested: requested, before: false, afterReads: requested)
-            for s in report.services.indices {
-                for c in report.services[s].characteristics.indices
-                where report.services[s].characteristics[c].uuid == "2A87" {
-                    change(&report.services[s].characteristics[c])
-                }
-            }
+            Self.change(&report, where: { $0.uuid == "2A87" }, change)
         }
     }
 
@@ -167,18 +175,10 @@ struct SecurityChecksTests {
     @Test func anEncryptedSubscriptionLeftOpenIsTheOneFailure() throws {
         // The profile guards the heart-rate measurement's notifications; the device takes the subscription on a link
         // that never paired. Nothing else about the device is wrong.
-        var profile = try Fixtures.profile("heart-rate")
-        let s = try #require(profile.services.firstIndex { $0.id == "heart-rate" })
-        let c = try #require(profile.services[s].characteristics.firstIndex { $0.id == "heart-rate-measurement" })
-        profile.services[s].characteristics[c].security.require(.encrypted, for: .notify)
+        let profile = try Self.heartRate(guarding: "heart-rate-measurement", for: .notify)
         var report = try Fixtures.report("heart-rate")
         report.pairing = ProbePairing(requested: false, before: false, afterReads: false)
-        for s in report.services.indices {
-            for c in report.services[s].characteristics.indices where report.services[s].characteristics[c].canSubscribe
-            {
-                report.services[s].characteristics[c].subscribePairing = Self.neverPaired
-            }
-        }
+        Self.change(&report, where: \.canSubscribe) { $0.subscribePairing = Self.neverPaired }
         let verification = ProfileVerifier.verify(profile, against: report)
         #expect(Fixtures.failures(verification) == ["security heart-rate-measurement subscribe"])
         #expect(Fixtures.failures(ProfileVerifier.verify(try Fixtures.profile("heart-rate"), against: report)).isEmpty)
