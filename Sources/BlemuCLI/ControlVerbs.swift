@@ -42,6 +42,7 @@ struct ControlVerbs: ParsableCommand {
         case .set: SetValue.self
         case .notify: Notify.self
         case .centrals: Centrals.self
+        case .disconnect: Disconnect.self
         case .fault: Fault.self
         case .advertising: Advertising.self
         case .schedules: Schedules.self
@@ -133,6 +134,16 @@ struct ControlVerbs: ParsableCommand {
     struct Centrals: ControlVerb {
         static let command = ControlCommand.centrals
         func request() -> [String: JSONValue] { request([:]) }
+    }
+
+    /// `disconnect [--central C]`.
+    struct Disconnect: ControlVerb {
+        static let command = ControlCommand.disconnect
+
+        @Option(help: ArgumentHelp("Drop only this connected central's link (its id from `centrals`).", valueName: "C"))
+        var central: String?
+
+        func request() -> [String: JSONValue] { request(central.map { ["central": .string($0)] } ?? [:]) }
     }
 
     /// `fault read|write [ID] --nth N (--error E | --delay-ms MS | --effect X)`.

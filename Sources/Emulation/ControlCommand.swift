@@ -10,6 +10,8 @@ public enum ControlCommand: String, CaseIterable, Sendable {
     case notify
     /// The connected centrals, their subscriptions, and the latest disconnects.
     case centrals
+    /// Drops the link of every connected central, or of one: the device walking out of range.
+    case disconnect
     /// Arms a fault on a coming read or write: an error, a delay, or a link action after answering.
     case fault
     /// Starts or stops advertising.
@@ -32,6 +34,7 @@ public enum ControlCommand: String, CaseIterable, Sendable {
         case .set: "store a value; subscribers are notified"
         case .notify: "notify the current value now (N times; to one central only)"
         case .centrals: "connected centrals, their subscriptions, the latest disconnects"
+        case .disconnect: "drop every central's link now, or one central's: the device out of range"
         case .fault: "fail (E: name or 0xNN), delay, or then X (disconnect, stop-advertising)"
         case .advertising: "start or stop advertising"
         case .schedules: "list the schedules; hold or release one (or all)"

@@ -10,6 +10,7 @@ import Peripheral
 /// | `{"command":"set","id":"battery-level","hex":"50"}` or `"fields":{"percent":80}` | `id`, `hex` |
 /// | `{"command":"notify","id":"battery-level"}` (`"count":N` sends it N times, 1...100000; `"central":ID` to one) | `id`, `hex` |
 /// | `{"command":"centrals"}` | `centrals`: `[{id, maximumUpdateValueLength, subscriptions}]`; `disconnects`: `[{central, reason?, message?}]`, the latest 16, oldest first |
+/// | `{"command":"disconnect"}` (`"central":ID` drops only that connected central's link) | `disconnected`: the centrals whose link bluetoothd dropped |
 /// | `{"command":"fault","operation":"read","id":"x","nth":2,"error":"unlikely-error"}` (or `"delayMs":500`) | |
 /// | `{"command":"fault","operation":"read","nth":1,"effect":"disconnect"}` (or `stop-advertising`), after answering | |
 /// | `{"command":"advertising","action":"start"}` (or `stop`) | |
@@ -99,6 +100,12 @@ struct ControlCommands: Sendable {
                 return JSONValue.object(members)
             }
             return ["centrals": .array(centrals), "disconnects": .array(disconnects)]
+        case .disconnect:
+            let central = try request["central"].map { value throws(ControlError) -> String in
+                guard let central = value.string else { throw .badValue("`central` must be a string") }
+                return central
+            }
+            return ["disconnected": .array(try await emulator.disconnect(central).map(JSONValue.string))]
         case .fault:
             try await emulator.inject(try fault(from: request))
             return [:]

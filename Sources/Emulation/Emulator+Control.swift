@@ -57,6 +57,27 @@ extension Emulator {
         return await manager.connectedCentrals.map { ($0, subscriptions[$0.id] ?? []) }
     }
 
+    /// Drops the link of the connected central `centralID`, or of every connected central when nil: the device
+    /// walking out of range, for a test of an app's reconnection (a `disconnect` fault does the same on a coming
+    /// request). Returns the centrals whose disconnection the stack confirmed; each is then recorded as
+    /// `disconnected` with the reason bluetoothd gives, as any lost link is. Throws `.badValue` when `centralID` is not
+    /// connected, `.failed` with the stack's reason.
+    public func disconnect(_ centralID: String? = nil) async throws(ControlError) -> [String] {
+        guard let manager else { throw .failed("the emulator is not running") }
+        var target: Central?
+        if let centralID {
+            let connected = await manager.connectedCentrals
+            guard let central = connected.first(where: { $0.id == centralID }) else {
+                let names = connected.map(\.id).sorted()
+                throw .badValue(
+                    "central \(centralID) is not connected (connected: \(names.isEmpty ? "none" : names.joined(separator: ", ")))"
+                )
+            }
+            target = central
+        }
+        do { return try await manager.disconnect(target) } catch { throw .failed(error.description) }
+    }
+
     /// Adds a fault now: a request fault's `nth` counts from this call. Throws `.unknownCharacteristic`.
     public func inject(_ fault: Fault) throws(ControlError) {
         if case .request(_, let id?, _) = fault.trigger, characteristics[id] == nil {

@@ -126,6 +126,39 @@ struct BlemuRunOnFakeBluetoothdTests {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
+    /// `disconnect` through the control socket: bluetoothd is asked to end exactly the links named (one central's,
+    /// then every other's), and each central leaves as a lost link does, with the local host as the reason.
+    @Test func theControlSocketDropsOneCentralsLinkThenEveryOthers() async throws {
+        let (bus, fake, directory) = try await rig()
+        let (run, control, events) = try await steerableHeartRate(on: bus, in: directory)
+        await fake.saysWhyLinksGoDown()
+        let first = try await fake.connect(address: "11:22:33:44:55:01")
+        let second = try await fake.connect(address: "11:22:33:44:55:02")
+        #expect(await fake.read("2a38", by: first) == .success([0x01]))
+        #expect(await fake.read("2a38", by: second) == .success([0x01]))
+        let client = ControlClient(path: control)
+
+        let one = try await send(client, ["command": "disconnect", "central": .string(first.path.rawValue)])
+        #expect(one["disconnected"] as? [String] == [first.path.rawValue], "\(one)")
+        #expect(await fake.until { !$0.isConnected(first) })
+        #expect(await fake.isConnected(second))
+        #expect(await FileWait.until(events, contains: #""type":"disconnected""#))
+
+        let rest = try await send(client, ["command": "disconnect"])
+        #expect(rest["disconnected"] as? [String] == [second.path.rawValue], "\(rest)")
+        #expect(await fake.until { !$0.isConnected(second) })
+        #expect(await fake.disconnectCalls == [first.path: 1, second.path: 1])
+        let centrals = try await send(client, ["command": "centrals"])
+        #expect((centrals["centrals"] as? [Any])?.isEmpty == true, "\(centrals)")
+        let left = (centrals["disconnects"] as? [[String: Any]] ?? []).map { $0["reason"] as? String ?? "" }
+        #expect(left == ["Local", "Local"], "\(centrals)")
+        run.signal(SIGTERM)
+        #expect(await run.exitStatus() == 0, "\(run.stderr)")
+        await fake.stop()
+        bus.stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
     /// A formatted line per request costs more than answering it, so `blemu run` writes one only with -v;
     /// the event log records the request either way.
     @Test func aRequestIsLoggedOnStderrOnlyWithVerbose() async throws {

@@ -108,6 +108,35 @@ func controlledHeartRate() async throws -> (rig: Rig, server: ControlServer, cli
         #expect(!central.isConnected)
     }
 
+    @Test func disconnectDropsOneCentralOrEveryOneAndRefusesOneNotConnected() async throws {
+        let (rig, server, client) = try await controlledHeartRate()
+        defer { server.stop() }
+        let first = VirtualCentral(connectingTo: rig.backend, id: "/org/bluez/hci0/dev_00_AA_01_00_00_01")
+        let second = VirtualCentral(connectingTo: rig.backend, id: "/org/bluez/hci0/dev_00_AA_01_00_00_02")
+        // A read each, answered, so the manager has heard both connections.
+        #expect(try await first.read("body-sensor-location") == [0x01])
+        #expect(try await second.read("body-sensor-location") == [0x01])
+        let stranger = object(
+            try await offPool { try client.send(["command": "disconnect", "central": "/org/bluez/hci0/dev_nobody"]) })
+        #expect(stranger["ok"] as? Bool == false)
+        #expect((stranger["error"] as? String)?.contains("is not connected (connected: ") == true, "\(stranger)")
+        #expect(first.isConnected && second.isConnected)
+
+        let one = object(
+            try await offPool { try client.send(["command": "disconnect", "central": .string(first.central.id)]) })
+        #expect(one["ok"] as? Bool == true && one["disconnected"] as? [String] == [first.central.id], "\(one)")
+        _ = await rig.recorder.next { if case .disconnected = $0 { true } else { false } }
+        #expect(!first.isConnected && second.isConnected)
+
+        let rest = object(try await offPool { try client.send(["command": "disconnect"]) })
+        #expect(rest["ok"] as? Bool == true && rest["disconnected"] as? [String] == [second.central.id], "\(rest)")
+        _ = await rig.recorder.next { if case .disconnected = $0 { true } else { false } }
+        #expect(!second.isConnected)
+        // With nobody connected there is nothing to drop, and that is no error.
+        let none = object(try await offPool { try client.send(["command": "disconnect"]) })
+        #expect(none["ok"] as? Bool == true && none["disconnected"] as? [String] == [], "\(none)")
+    }
+
     @Test func notifyWithACountSendsTheValueThatManyTimesAndRefusesABadCount() async throws {
         let (rig, server, client) = try await controlledHeartRate()
         defer { server.stop() }

@@ -57,6 +57,11 @@ class PeripheralAgainstBlemuRun(unittest.TestCase):
         self.assertEqual(self.strap.centrals(), [])
         self.assertEqual(self.strap.pairing(), [])
         self.assertEqual(self.strap.disconnects(), [])
+        self.assertEqual(self.strap.disconnect(), [])
+        with self.assertRaises(ControlError) as stranger:
+            self.strap.disconnect("/org/bluez/hci0/dev_00_00_00_00_00_00")
+        self.assertEqual(stranger.exception.command, "disconnect")
+        self.assertIn("is not connected", stranger.exception.reason)
 
     def test_reset_puts_a_set_value_back_and_releases_a_held_schedule(self):
         self.strap.set("battery-level", fields={"percent": 20})

@@ -270,6 +270,10 @@ class AsyncPeripheral:
         """The connected centrals and their subscriptions."""
         return await self.run(Commands.centrals())
 
+    async def disconnect(self, central: Optional[str] = None) -> List[str]:
+        """Drops the link of every connected central, or of `central` only (see `Peripheral.disconnect`)."""
+        return await self.run(Commands.disconnect(central))
+
     async def disconnects(self) -> List[Disconnect]:
         """The latest centrals that disconnected, oldest first, with bluetoothd's reason where it gave one."""
         return await self.run(Commands.disconnects())

@@ -200,6 +200,12 @@ class Commands:
         return Command({"command": "centrals"}, _centrals)
 
     @staticmethod
+    def disconnect(central: Optional[str] = None) -> Command[List[str]]:
+        """Drops the link of every connected central, or of `central` only; the centrals whose link was dropped."""
+        return Command(_with({"command": "disconnect"}, central=central),
+                       lambda answer: [str(id) for id in answer["disconnected"]])
+
+    @staticmethod
     def disconnects() -> Command[List[Disconnect]]:
         """The latest centrals that disconnected, oldest first."""
         return Command({"command": "centrals"}, _disconnects)
@@ -340,6 +346,12 @@ class Peripheral:
     def centrals(self) -> List[Central]:
         """The connected centrals and their subscriptions."""
         return self.run(Commands.centrals())
+
+    def disconnect(self, central: Optional[str] = None) -> List[str]:
+        """Drops the link of every connected central, or of `central` only (an id from `centrals`): the device walking
+        out of range, for a test of the app's reconnection. Returns the centrals whose link bluetoothd dropped; each
+        then shows in `disconnects` and the events."""
+        return self.run(Commands.disconnect(central))
 
     def disconnects(self) -> List[Disconnect]:
         """The latest centrals that disconnected, oldest first, with bluetoothd's reason where it gave one."""
