@@ -127,6 +127,20 @@ async def test_a_dropped_link_is_seen_by_the_app(sensor: BLEDevice, blemu_async_
         assert not client.is_connected
 
 
+async def test_the_app_connects_again_after_the_device_walks_away(sensor: BLEDevice, blemu_async_peripheral: AsyncPeripheral) -> None:
+    gone = asyncio.Event()
+    async with BleakClient(sensor, disconnected_callback=lambda _: gone.set()) as client:
+        assert await blemu_async_peripheral.disconnect() != []
+        await asyncio.wait_for(gone.wait(), timeout=15)
+    # As an app does: find it again, connect again, carry on.
+    device = await BleakScanner.find_device_by_filter(
+        lambda _, advertisement: PLANT in advertisement.service_uuids, timeout=30
+    )
+    assert device is not None, "the sensor did not advertise again within 30 s"
+    async with BleakClient(device) as client:
+        assert (await client.read_gatt_char(BATTERY_LEVEL))[0] <= 100
+
+
 async def test_every_request_of_a_test_is_answered_exactly_once(sensor: BLEDevice, blemu_async_peripheral: AsyncPeripheral) -> None:
     async with blemu_async_peripheral.counting() as counted:
         async with BleakClient(sensor) as client:
