@@ -460,7 +460,8 @@ class Central:
             name = error.get_dbus_name()
             message = error.get_dbus_message() or ''
             self.pump()
-            if name == 'org.freedesktop.DBus.Error.NoReply' and self.removals.get(path, 0) > removals:
+            timed_out = name == 'org.freedesktop.DBus.Error.NoReply' and 'disconnected' not in message.lower()
+            if timed_out and self.removals.get(path, 0) > removals:
                 # bluetoothd took the characteristic off the bus while the call waited (a Service Changed after blemu
                 # was killed: the characteristic's service is rediscovered) and dropped the call unanswered: 5.82
                 # src/gatt-client.c `unregister_characteristic` cancels the pending operation, whose D-Bus messages
@@ -468,7 +469,7 @@ class Central:
                 # The central's bluetoothd lost it, not the peripheral: counted apart, never as unanswered.
                 self.requests['droppedWithObject'] += 1
                 return 'down'
-            if name == 'org.freedesktop.DBus.Error.NoReply' and 'disconnected' not in message.lower():
+            if timed_out:
                 kind = 'unanswered'
                 snapshot('unanswered: ' + message)
             elif 'ATT error' in message or name not in LINK_DOWN | {'org.freedesktop.DBus.Error.NoReply'}:
