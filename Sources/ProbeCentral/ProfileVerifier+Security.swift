@@ -39,16 +39,13 @@ extension ProfileVerifier {
     /// What subscribing to `characteristic` needs, nil when the profile leaves it open. BlueZ guards the CCCD's
     /// writes, not each kind of update (5.66 src/gatt-database.c `parse_chrc_flags`: `encrypt-notify` and
     /// `encrypt-indicate` both set the CCCD's write permission), so the stronger of the two is what a subscription
-    /// needs.
+    /// needs. `notify-encryption-required` alone guards notify and makes the characteristic notify (Core Bluetooth's
+    /// property; BlueZ's `encrypt-notify` sets the notify property too), so the property list is not consulted: the
+    /// profile decoder already refuses a guard on an operation the characteristic does not allow.
     static func subscriptionSecurity(_ characteristic: Characteristic) -> SecurityLevel? {
         let security = characteristic.effectiveSecurity
-        var level: SecurityLevel?
-        let kinds: [(CharacteristicProperties, AttributeOperation)] = [(.notify, .notify), (.indicate, .indicate)]
-        for (property, operation) in kinds
-        where characteristic.properties.contains(property) && security[operation] != .none {
-            level = max(level ?? security[operation], security[operation])
-        }
-        return level
+        let level = max(security[.notify], security[.indicate])
+        return level == .none ? nil : level
     }
 
     /// The status and what was seen, for a guarded subscription with `pairing`.

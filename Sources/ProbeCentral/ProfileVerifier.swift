@@ -327,8 +327,7 @@ public enum ProfileVerifier {
         if let failure = seen.subscribeError {
             // A subscription the profile guards (notify-encryption-required and the like) is refused to a central
             // that did not pair, as it should be.
-            let security = characteristic.effectiveSecurity
-            let isGuarded = security[.notify] != .none || security[.indicate] != .none
+            let isGuarded = subscriptionSecurity(characteristic) != nil
             return [
                 .init(
                     .notification, characteristic.id, "pace", isGuarded ? .skip : .fail, expected: expected,

@@ -181,6 +181,16 @@ struct SecurityChecksTests {
         Self.change(&report, where: \.canSubscribe) { $0.subscribePairing = Self.neverPaired }
         let verification = ProfileVerifier.verify(profile, against: report)
         #expect(Fixtures.failures(verification) == ["security heart-rate-measurement subscribe"])
+        // Core Bluetooth's notify-encryption-required alone both notifies and guards it: the same one failure.
+        var encryptedOnly = try Fixtures.profile("heart-rate")
+        let s = try #require(encryptedOnly.services.firstIndex { $0.id == "heart-rate" })
+        let c = try #require(
+            encryptedOnly.services[s].characteristics.firstIndex { $0.id == "heart-rate-measurement" })
+        encryptedOnly.services[s].characteristics[c].properties = [.notifyEncryptionRequired]
+        #expect(
+            Fixtures.failures(ProfileVerifier.verify(encryptedOnly, against: report)) == [
+                "security heart-rate-measurement subscribe"
+            ])
         #expect(Fixtures.failures(ProfileVerifier.verify(try Fixtures.profile("heart-rate"), against: report)).isEmpty)
     }
 }
