@@ -34,13 +34,7 @@ extension Emulator {
         var target: Central?
         if let centralID {
             let subscribed = await manager?.subscribedCentrals(of: characteristic) ?? []
-            guard let central = subscribed.first(where: { $0.id == centralID }) else {
-                let names = subscribed.map(\.id).sorted()
-                throw .badValue(
-                    "central \(centralID) is not subscribed to \(id) (subscribed: \(names.isEmpty ? "none" : names.joined(separator: ", ")))"
-                )
-            }
-            target = central
+            target = try Self.central(centralID, in: subscribed, isNot: "subscribed to \(id)", listedAs: "subscribed")
         }
         await send(.value(characteristic, server.store.value(of: characteristic), to: target))
     }
@@ -66,16 +60,21 @@ extension Emulator {
         guard let manager else { throw .failed("the emulator is not running") }
         var target: Central?
         if let centralID {
-            let connected = await manager.connectedCentrals
-            guard let central = connected.first(where: { $0.id == centralID }) else {
-                let names = connected.map(\.id).sorted()
-                throw .badValue(
-                    "central \(centralID) is not connected (connected: \(names.isEmpty ? "none" : names.joined(separator: ", ")))"
-                )
-            }
-            target = central
+            target = try Self.central(
+                centralID, in: await manager.connectedCentrals, isNot: "connected", listedAs: "connected")
         }
         do { return try await manager.disconnect(target) } catch { throw .failed(error.description) }
+    }
+
+    /// The central of `centrals` with id `id`. Throws `.badValue` saying it is not `state`, with the ids that are
+    /// under `label`: "central X is not subscribed to battery-level (subscribed: none)".
+    private static func central(
+        _ id: String, in centrals: [Central], isNot state: String, listedAs label: String
+    ) throws(ControlError) -> Central {
+        if let central = centrals.first(where: { $0.id == id }) { return central }
+        let names = centrals.map(\.id).sorted()
+        throw .badValue(
+            "central \(id) is not \(state) (\(label): \(names.isEmpty ? "none" : names.joined(separator: ", ")))")
     }
 
     /// Adds a fault now: a request fault's `nth` counts from this call. Throws `.unknownCharacteristic`.
