@@ -44,10 +44,15 @@ struct SecurityChecksTests {
 
     /// Bundled heart-rate, with `operation` on characteristic `id` guarded (encrypted) where its device leaves it open.
     static func heartRate(guarding id: String, for operation: AttributeOperation) throws -> PeripheralProfile {
+        try heartRate(id) { $0.security.require(.encrypted, for: operation) }
+    }
+
+    /// Bundled heart-rate, with characteristic `id` of its heart-rate service changed by `change`.
+    static func heartRate(_ id: String, _ change: (inout Characteristic) -> Void) throws -> PeripheralProfile {
         var profile = try Fixtures.profile("heart-rate")
         let s = try #require(profile.services.firstIndex { $0.id == "heart-rate" })
         let c = try #require(profile.services[s].characteristics.firstIndex { $0.id == id })
-        profile.services[s].characteristics[c].security.require(.encrypted, for: operation)
+        change(&profile.services[s].characteristics[c])
         return profile
     }
 
@@ -182,11 +187,7 @@ struct SecurityChecksTests {
         let verification = ProfileVerifier.verify(profile, against: report)
         #expect(Fixtures.failures(verification) == ["security heart-rate-measurement subscribe"])
         // Core Bluetooth's notify-encryption-required alone both notifies and guards it: the same one failure.
-        var encryptedOnly = try Fixtures.profile("heart-rate")
-        let s = try #require(encryptedOnly.services.firstIndex { $0.id == "heart-rate" })
-        let c = try #require(
-            encryptedOnly.services[s].characteristics.firstIndex { $0.id == "heart-rate-measurement" })
-        encryptedOnly.services[s].characteristics[c].properties = [.notifyEncryptionRequired]
+        let encryptedOnly = try Self.heartRate("heart-rate-measurement") { $0.properties = [.notifyEncryptionRequired] }
         #expect(
             Fixtures.failures(ProfileVerifier.verify(encryptedOnly, against: report)) == [
                 "security heart-rate-measurement subscribe"
