@@ -10,7 +10,7 @@ struct LabCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lab",
         abstract: "Run a command in a VM with real bluetoothd and virtual Bluetooth controllers.",
-        subcommands: [Run.self, Check.self])
+        subcommands: [Run.self, Check.self, Air.self])
 }
 
 extension LabCommand {
@@ -82,6 +82,9 @@ extension LabCommand {
         @Flag(help: "Virtual controllers with BR/EDR as well as LE (default: LE only).")
         var dualMode = false
 
+        @Option(help: "Where the controllers live: btvirt (in the VM) or rootcanal (a shared air, docs/lab.md).")
+        var radio: String = LabConfiguration.Radio.btvirt.rawValue
+
         /// The most copies of one profile `--copies` takes: every controller btvirt makes but the central's.
         static let maximumCopies = LabConfiguration.maximumControllers - 1
 
@@ -92,6 +95,9 @@ extension LabCommand {
             guard timeout > 0, stepTimeout > 0 else { throw ValidationError("timeouts must be positive") }
             guard (1...Self.maximumCopies).contains(copies) else {
                 throw ValidationError("--copies must be 1...\(Self.maximumCopies), got \(copies)")
+            }
+            guard LabConfiguration.Radio(rawValue: radio) != nil else {
+                throw ValidationError("--radio must be btvirt or rootcanal, got \(radio)")
             }
             guard LabConfiguration.Accelerator(rawValue: accel) != nil else {
                 throw ValidationError("--accel must be auto, tcg or kvm, got \(accel)")
@@ -128,7 +134,7 @@ extension LabCommand {
             }
             // A fleet: each profile's copies next to each other, hci0, hci1, ... (ProfileCopies names them apart).
             let peripherals = profiles.flatMap { Array(repeating: absolute($0, in: here), count: copies) }
-            let configuration = LabConfiguration(
+            var configuration = LabConfiguration(
                 resultsDirectory: resultsDirectory,
                 controllers: controllers ?? max(2, peripherals.count + 1),
                 profiles: peripherals,
@@ -136,6 +142,8 @@ extension LabCommand {
                 stepTimeout: .seconds(stepTimeout),
                 accelerator: LabConfiguration.Accelerator(rawValue: accel) ?? .auto,
                 blemuExecutable: Self.executablePath(), bluez: install, kernel: guestKernel, isDualMode: dualMode)
+            configuration.radio = LabConfiguration.Radio(rawValue: radio) ?? .btvirt
+            configuration.airLauncher = Handover.ownPath
             do {
                 // COMMAND's output as it comes: a hung test shows where it hangs, long before --timeout.
                 let machine = LabMachine(
@@ -237,6 +245,38 @@ extension LabCommand {
         /// beside this blemu-cli, or the package's /usr/bin/blemu; blemu-cli itself when neither is there.
         static func executablePath() -> String {
             Handover.locate(Handover.serving) ?? Handover.ownPath ?? CommandLine.arguments[0]
+        }
+    }
+
+    /// `blemu lab air`: the lab's RootCanal air inside its network namespace, then the VM (`RootCanalAir`). The lab
+    /// runs it under unshare; people do not.
+    struct Air: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run RootCanal and the lab's relay, then the VM command (used by blemu lab run).",
+            shouldDisplay: false)
+
+        @Option(help: "The RootCanal executable.")
+        var rootcanal: String
+
+        @Option(help: "How many controllers to put on the air.")
+        var controllers: Int
+
+        @Option(help: "The results directory.")
+        var results: String
+
+        @Argument(parsing: .postTerminator, help: "The VM command, after --.")
+        var machine: [String] = []
+
+        func validate() throws {
+            guard controllers > 0, !machine.isEmpty else {
+                throw ValidationError("needs --controllers above 0 and the VM command after --")
+            }
+        }
+
+        func run() throws {
+            let air = RootCanalAir(
+                rootcanal: rootcanal, controllers: controllers, resultsDirectory: results, machine: machine)
+            throw ExitCode(air.run())
         }
     }
 

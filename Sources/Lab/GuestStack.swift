@@ -53,6 +53,8 @@ struct GuestStack {
         static let cores = "cores"
         static let dbus = "dbus-daemon.log"
         static let btvirt = "btvirt.log"
+        /// btattach's output, one per RootCanal controller (`LabConfiguration.Radio.rootcanal`).
+        static let btattach = "btattach.log"
         static let mainConf = "main.conf"
         static let script = "guest-stack.sh"
         static func peripheral(_ controller: String) -> String { "blemu-\(controller).log" }
@@ -77,6 +79,51 @@ struct GuestStack {
         Channels = 1
 
         """
+
+    /// main.conf for RootCanal's air: `mainConf` and a 100 ms advertising interval. RootCanal keeps to the
+    /// interval in real time, and with the kernel's default (1.28 s) a central took 3.5 s to connect instead of
+    /// 0.74 s (btvirt delivers every advertisement at once).
+    static let rootCanalMainConf =
+        mainConf + """
+
+            [LE]
+            MinAdvertisementInterval = 0x00a0
+            MaxAdvertisementInterval = 0x00a0
+
+            """
+
+    /// The main.conf for `radio`.
+    static func mainConf(for radio: LabConfiguration.Radio) -> String {
+        radio == .rootcanal ? rootCanalMainConf : mainConf
+    }
+
+    /// The shell functions that bring the radio up (`bring_up_radio`) on RootCanal's air: its controllers are the
+    /// VM's PCI serial ports (ttyS4 and up, in the order qemu got them: `QEMUCommand.serialControllers`), each
+    /// attached with btattach, one at a time, each listed by mgmt before the next so that hciN is port N.
+    var rootCanalRadio: String {
+        let count = configuration.controllers
+        return """
+            bt_class=/sys/class/bluetooth
+            pci_tty() { # N: the N-th PCI serial port's name
+                for t in /sys/class/tty/ttyS*; do readlink -f "$t/device" | grep -q /pci && basename "$t"; done \
+                    | sort -V | sed -n "$1p"
+            }
+            # Bounded: 5.82's btmgmt never returns from non-interactive mode (docs/bluez.md), though it prints first.
+            controllers_listed() { timeout --foreground 5 btmgmt info 2>/dev/null | grep -q "^Index list with $1 item"; }
+            bring_up_radio() {
+                : >"$W/\(File.btattach)"
+                modprobe hci_uart || die "modprobe hci_uart failed"
+                for i in $(seq 0 \(count - 1)); do
+                    tty=$(pci_tty $((i + 1)))
+                    [ -n "$tty" ] || die "no serial port for controller $i: the kernel registered too few"
+                    echo "hci$i: /dev/$tty" >>"$W/\(File.btattach)"
+                    btattach -B "/dev/$tty" -P h4 >>"$W/\(File.btattach)" 2>&1 &
+                    wait_for "hci$i on /dev/$tty (see \(File.btattach), radio.log)" test -e "$bt_class/hci$i"
+                    wait_for "mgmt to list $((i + 1)) controllers" controllers_listed $((i + 1))
+                done
+            }
+            """
+    }
 
     /// `text` quoted for sh: inside single quotes nothing is special except the quote itself.
     static func shellQuote(_ text: String) -> String {
@@ -159,13 +206,60 @@ struct GuestStack {
         }.joined(separator: "\n")
     }
 
+    /// The shell functions that bring the radio up (`bring_up_radio`) with btvirt in the VM.
+    var btvirtRadio: String {
+        let count = configuration.controllers
+        // -L: LE-only controllers (docs/bluez.md, Pairing: BR/EDR paging during pairing crashes the kernel).
+        let radioArguments = configuration.isDualMode ? "-l\(count)" : "-L -l\(count)"
+        return """
+            # The radio: btvirt's controllers, ready once mgmt lists them all. btvirt reads no controller until it
+            # has created all of them, and on cold caches that took longer than the 2 s the kernel waits for the
+            # first one's HCI Reset (docs/ci.md, "5. In CI"). The kernel then leaves that controller out of mgmt's
+            # index list for good (net/bluetooth/mgmt.c read_index_list skips HCI_SETUP), and bluetoothd never hears
+            # of it: the radio is started again, once.
+            bt_class=/sys/class/bluetooth
+            start_radio() {
+                \(Self.shellQuote(radio)) \(radioArguments) >>"$W/\(File.btvirt)" 2>&1 &
+                radio_pid=$!
+            }
+            all_controllers_present() {
+                for i in $(seq 0 \(count - 1)); do [ -e "$bt_class/hci$i" ] || return 1; done
+            }
+            no_controllers() { ! ls "$bt_class" | grep -q hci; }
+            # Bounded: 5.82's btmgmt never returns from non-interactive mode (docs/bluez.md), though it prints first.
+            # Its standard input stays the console's: at end of input (</dev/null) it quits before the answer comes.
+            all_controllers_ready() {
+                timeout --foreground 5 btmgmt info 2>/dev/null | grep -q "^Index list with \(count) item"
+            }
+            setup_failure_lines() { dmesg 2>/dev/null | grep 'Bluetooth: hci[0-9]*: Opcode 0x[0-9a-f]* failed'; }
+            setup_failures() { setup_failure_lines | grep -c .; }
+            radio_settled() { all_controllers_ready || [ "$(setup_failures)" -gt "$failures_before" ]; }
+            bring_up_radio() {
+                : >"$W/\(File.btvirt)"
+                failures_before=$(setup_failures)
+                start_radio
+                wait_for "\(count) controllers in $bt_class" all_controllers_present
+                wait_for "mgmt to list \(count) controllers" radio_settled
+                if ! all_controllers_ready && ! { sleep 2; all_controllers_ready; }; then
+                    # Once: a radio that fails twice is a problem to report, not to hide.
+                    step radio-again
+                    echo "blemu-lab: a controller's set-up failed ($(setup_failure_lines | tail -1 \\
+                        | sed 's/^[[][^]]*] //')); starting the radio again"
+                    kill -9 "$radio_pid"
+                    wait_for "the failed controllers to go" no_controllers
+                    start_radio
+                    wait_for "\(count) controllers in $bt_class" all_controllers_present
+                fi
+                wait_for "mgmt to list \(count) controllers" all_controllers_ready
+            }
+            """
+    }
+
     /// The script text.
     var script: String {
         let work = Self.shellQuote(configuration.resultsDirectory)
         let stepSeconds = max(1, configuration.stepTimeout.components.seconds)
         let count = configuration.controllers
-        // -L: LE-only controllers (docs/bluez.md, Pairing: BR/EDR paging during pairing crashes the kernel).
-        let radioArguments = configuration.isDualMode ? "-l\(count)" : "-L -l\(count)"
         let peripherals = configuration.peripheralControllers
         let central = configuration.centralController
         let commandLine = command.map(Self.shellQuote).joined(separator: " ")
@@ -261,46 +355,7 @@ struct GuestStack {
                     sleep 0.1
                 done
             }
-            # The radio: btvirt's controllers, ready once mgmt lists them all. btvirt reads no controller until it
-            # has created all of them, and on cold caches that took longer than the 2 s the kernel waits for the
-            # first one's HCI Reset (docs/ci.md, "5. In CI"). The kernel then leaves that controller out of mgmt's
-            # index list for good (net/bluetooth/mgmt.c read_index_list skips HCI_SETUP), and bluetoothd never hears
-            # of it: the radio is started again, once.
-            bt_class=/sys/class/bluetooth
-            start_radio() {
-                \(Self.shellQuote(radio)) \(radioArguments) >>"$W/\(File.btvirt)" 2>&1 &
-                radio_pid=$!
-            }
-            all_controllers_present() {
-                for i in $(seq 0 \(count - 1)); do [ -e "$bt_class/hci$i" ] || return 1; done
-            }
-            no_controllers() { ! ls "$bt_class" | grep -q hci; }
-            # Bounded: 5.82's btmgmt never returns from non-interactive mode (docs/bluez.md), though it prints first.
-            # Its standard input stays the console's: at end of input (</dev/null) it quits before the answer comes.
-            all_controllers_ready() {
-                timeout --foreground 5 btmgmt info 2>/dev/null | grep -q "^Index list with \(count) item"
-            }
-            setup_failure_lines() { dmesg 2>/dev/null | grep 'Bluetooth: hci[0-9]*: Opcode 0x[0-9a-f]* failed'; }
-            setup_failures() { setup_failure_lines | grep -c .; }
-            radio_settled() { all_controllers_ready || [ "$(setup_failures)" -gt "$failures_before" ]; }
-            bring_up_radio() {
-                : >"$W/\(File.btvirt)"
-                failures_before=$(setup_failures)
-                start_radio
-                wait_for "\(count) controllers in $bt_class" all_controllers_present
-                wait_for "mgmt to list \(count) controllers" radio_settled
-                if ! all_controllers_ready && ! { sleep 2; all_controllers_ready; }; then
-                    # Once: a radio that fails twice is a problem to report, not to hide.
-                    step radio-again
-                    echo "blemu-lab: a controller's set-up failed ($(setup_failure_lines | tail -1 \\
-                        | sed 's/^[[][^]]*] //')); starting the radio again"
-                    kill -9 "$radio_pid"
-                    wait_for "the failed controllers to go" no_controllers
-                    start_radio
-                    wait_for "\(count) controllers in $bt_class" all_controllers_present
-                fi
-                wait_for "mgmt to list \(count) controllers" all_controllers_ready
-            }
+            \(configuration.radio == .rootcanal ? rootCanalRadio : btvirtRadio)
             bluez_get() { # OBJECT INTERFACE PROPERTY
                 dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$1" \\
                     org.freedesktop.DBus.Properties.Get "string:org.bluez.$2" "string:$3"

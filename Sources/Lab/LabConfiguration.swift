@@ -16,6 +16,14 @@ public struct LabConfiguration: Sendable, Equatable {
         case kvm
     }
 
+    /// Where the virtual controllers live and what air they share (docs/lab.md, "The radio").
+    public enum Radio: String, Sendable, CaseIterable {
+        /// BlueZ's btvirt in the VM: controllers of one process, patched as a radio behaves (the default).
+        case btvirt
+        /// Android's RootCanal on the host, in a network namespace with the VM: each controller a serial port.
+        case rootcanal
+    }
+
     /// Number of virtual controllers btvirt creates (hci0, hci1, ...); at least one more than `profiles.count`.
     public var controllers: Int
     /// Profile files to run with `blemu run`, one per controller from hci0 up; copied into the results directory.
@@ -44,6 +52,10 @@ public struct LabConfiguration: Sendable, Equatable {
     /// Whether the virtual controllers do BR/EDR as well as LE. Off by default: pairing on a dual-mode controller
     /// pages the central over BR/EDR and hits a kernel BUG in `hci_chan_del` (docs/bluez.md, Pairing).
     public var isDualMode: Bool
+    /// Where the controllers live.
+    public var radio: Radio = .btvirt
+    /// The blemu-cli whose hidden `lab air` runs RootCanal and its relay; needed for `.rootcanal` only.
+    public var airLauncher: String?
 
     /// A configuration with the docs/lab.md defaults: 2 controllers, KVM only where it works, 512 MiB, 300 s in all,
     /// 60 s per step.
@@ -173,6 +185,15 @@ public struct LabConfiguration: Sendable, Equatable {
     /// `MAX_BTDEV_ENTRIES`, 5.66 and 5.82), and a central reaches only the controllers of its own btvirt.
     public static let maximumControllers = 16
 
+    /// The most controllers one VM takes on RootCanal: each is a serial port, and Debian's kernels register at most
+    /// 32 8250 ports (`CONFIG_SERIAL_8250_NR_UARTS`), four of them the legacy ones (the console among them).
+    public static let maximumRootCanalControllers = 28
+
+    /// The most controllers this configuration's radio gives one VM.
+    public var controllerLimit: Int {
+        radio == .btvirt ? Self.maximumControllers : Self.maximumRootCanalControllers
+    }
+
     /// What a path may hold to travel as a qemu option value (commas split it) and a kernel command line word.
     static let wordCharacters = CharacterSet(
         charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+@")
@@ -182,11 +203,15 @@ public struct LabConfiguration: Sendable, Equatable {
         if controllers < 2 {
             return "--controllers must be at least 2 (a peripheral and a central), got \(controllers)"
         }
-        if controllers > Self.maximumControllers {
-            return "--controllers must be at most \(Self.maximumControllers), got \(controllers): btvirt holds "
-                + "\(Self.maximumControllers) controllers (emulator/btdev.c MAX_BTDEV_ENTRIES), so a fleet is at most "
-                + "\(Self.maximumControllers - 1) devices and the central per VM (docs/lab.md, \"A fleet\")"
+        if controllers > controllerLimit {
+            return radio == .btvirt
+                ? "--controllers must be at most \(Self.maximumControllers), got \(controllers): btvirt holds "
+                    + "\(Self.maximumControllers) controllers (emulator/btdev.c MAX_BTDEV_ENTRIES), so a fleet is at "
+                    + "most \(Self.maximumControllers - 1) devices and the central per VM (docs/lab.md, \"A fleet\")"
+                : "--controllers must be at most \(Self.maximumRootCanalControllers) on RootCanal, got \(controllers): "
+                    + "each is one of the guest kernel's 32 serial ports, four of them taken (docs/lab.md, \"The radio\")"
         }
+        if radio == .rootcanal && airLauncher == nil { return "--radio rootcanal needs blemu-cli's path" }
         if profiles.count + 1 > controllers {
             return "\(profiles.count) profile(s) need \(profiles.count + 1) controllers (one more for the central); "
                 + "got --controllers \(controllers)"

@@ -56,7 +56,9 @@ extension LabMachine {
         var names = [Self.consoleFile]
         switch step {
         case "dbus": names.append(GuestStack.File.dbus)
-        case "controllers", "radio-again": names += [GuestStack.File.btvirt, GuestStack.File.btmon]
+        case "radio": names += [RootCanalAir.relayLogFile, RootCanalAir.logFile]
+        case "controllers", "radio-again":
+            names += [GuestStack.File.btvirt, RootCanalAir.relayLogFile, RootCanalAir.logFile, GuestStack.File.btmon]
         case "bluetoothd", "power": names += [GuestStack.File.bluetoothd, GuestStack.File.btmon]
         case "command": names += [GuestStack.File.command, GuestStack.File.bluetoothd]
         default:

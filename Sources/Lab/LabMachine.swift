@@ -37,7 +37,8 @@ public struct LabMachine: Sendable {
     public func run(_ command: [String]) async throws -> LabRun {
         if let problem = configuration.validationProblem() { throw LabError.invalidConfiguration(problem) }
         guard !command.isEmpty else { throw LabError.invalidConfiguration("no command to run") }
-        let prerequisites = LabPrerequisites.check(bluez: configuration.bluez, kernel: configuration.kernel)
+        let prerequisites = LabPrerequisites.check(
+            bluez: configuration.bluez, kernel: configuration.kernel, radio: configuration.radio)
         guard prerequisites.isSatisfied, let kernel = prerequisites.kernel,
             let busybox = prerequisites.path(of: "busybox (static)"),
             let qemu = prerequisites.path(of: "qemu-system-x86_64"), let timeout = prerequisites.path(of: "timeout"),
@@ -46,6 +47,14 @@ public struct LabMachine: Sendable {
         else { throw LabError.prerequisitesMissing(prerequisites.report) }
         let patchedRadio = prerequisites.path(of: "btvirt with the lab's link timing")
         let radio = patchedRadio ?? btvirt
+        var air: QEMUCommand.Air?
+        if configuration.radio == .rootcanal {
+            guard let rootcanal = prerequisites.path(of: "rootcanal \(RootCanalInstall.version)"),
+                let unshare = prerequisites.path(of: "unshare"), let launcher = configuration.airLauncher
+            else { throw LabError.prerequisitesMissing(prerequisites.report) }
+            air = QEMUCommand.Air(
+                unshare: unshare, launcher: launcher, rootcanal: rootcanal, isPrivileged: geteuid() == 0)
+        }
 
         let results = configuration.resultsDirectory
         let transcript = try Transcript(path: results + "/" + Self.transcriptFile, logger: logger)
@@ -57,10 +66,14 @@ public struct LabMachine: Sendable {
             logger.warning("\(warning)")
             transcript.log(warning, toLogger: false)
         }
-        transcript.log(
-            patchedRadio == nil
-                ? "radio: \(radio), unpatched: bluetoothd will miss Connected for centrals (run scripts/build-bluez 5.82)"
-                : "radio: \(radio) (patched as a radio behaves: \(BlueZInstall.radioPatches(of: radio)))")
+        if let air {
+            transcript.log("radio: RootCanal \(air.rootcanal), through the lab's relay (\(RootCanalAir.relayLogFile))")
+        } else {
+            transcript.log(
+                patchedRadio == nil
+                    ? "radio: \(radio), unpatched: bluetoothd will miss Connected for centrals (run scripts/build-bluez 5.82)"
+                    : "radio: \(radio) (patched as a radio behaves: \(BlueZInstall.radioPatches(of: radio)))")
+        }
         try write(bluez.version + "\n", to: results + "/" + GuestStack.File.bluezVersion)
         let profileCopies = try copyProfiles()
         try copyBlemuWhereTheGuestSeesIt()
@@ -68,7 +81,7 @@ public struct LabMachine: Sendable {
             configuration: configuration, command: command, bluez: bluez, radio: radio, busybox: busybox,
             profileCopies: profileCopies)
         let script = results + "/" + GuestStack.File.script
-        try write(GuestStack.mainConf, to: results + "/" + GuestStack.File.mainConf)
+        try write(GuestStack.mainConf(for: configuration.radio), to: results + "/" + GuestStack.File.mainConf)
         do {
             try FileManager.default.createDirectory(
                 atPath: results + "/" + BleakDefaultAdapter.directory, withIntermediateDirectories: true)
@@ -101,7 +114,7 @@ public struct LabMachine: Sendable {
         while true {
             let qemuCommand = QEMUCommand(
                 configuration: attempt, timeout: timeout, qemu: qemu, kernel: kernel.image,
-                modules: kernel.isSystem ? nil : kernel.modules, initramfs: initramfs, script: script)
+                modules: kernel.isSystem ? nil : kernel.modules, initramfs: initramfs, script: script, air: air)
             transcript.log("booting: \(qemuCommand.arguments.joined(separator: " "))")
             transcript.log("command: \(command.joined(separator: " "))")
 
@@ -182,6 +195,7 @@ public struct LabMachine: Sendable {
     private func forgetAttempt() {
         for file in [
             GuestStack.File.steps, GuestStack.File.failure, GuestStack.File.exitCode, GuestStack.File.controllers,
+            RootCanalAir.failureFile,
         ] {
             try? FileManager.default.removeItem(atPath: configuration.resultsDirectory + "/" + file)
         }
@@ -192,6 +206,11 @@ public struct LabMachine: Sendable {
     func outcome(status: Int32, steps: [LabRun.Step], total: Duration) -> Result<LabRun, LabError> {
         let results = configuration.resultsDirectory
         let lastStep = steps.last?.name ?? "boot"
+        // The air failing (RootCanal gone) ends the VM from outside: whatever the guest made of it comes second.
+        if let failure = try? String(contentsOfFile: results + "/" + RootCanalAir.failureFile, encoding: .utf8) {
+            let reason = failure.trimmingCharacters(in: .whitespacesAndNewlines)
+            return .failure(.stepFailed(step: "radio", reason: reason, logTail: logTail(for: "radio")))
+        }
         if let exitCode = readExitCode() {
             var run = LabRun(
                 exitCode: exitCode, resultsDirectory: results, controllers: readControllers(),
@@ -224,7 +243,7 @@ public struct LabMachine: Sendable {
         // A reused results directory must not pass off the last run's files as this one's.
         for stale in [
             GuestStack.File.steps, GuestStack.File.failure, GuestStack.File.exitCode, GuestStack.File.controllers,
-            GuestStack.File.command,
+            GuestStack.File.command, RootCanalAir.failureFile,
         ] {
             try? files.removeItem(atPath: results + "/" + stale)
         }

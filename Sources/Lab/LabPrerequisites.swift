@@ -59,8 +59,10 @@ public struct LabPrerequisites: Sendable {
     /// Checks this machine (or a tree rooted at `root`, for tests); never throws.
     /// With `bluez`, bluetoothd and its tools are looked for in that build's directory first; with `kernel`, that
     /// kernel is checked instead of the system's newest.
+    /// With `radio` `.rootcanal`, RootCanal and unshare are required too.
     public static func check(
-        root: String = "", bluez: BlueZInstall? = nil, kernel chosen: LabKernel? = nil
+        root: String = "", bluez: BlueZInstall? = nil, kernel chosen: LabKernel? = nil,
+        radio: LabConfiguration.Radio = .btvirt
     ) -> LabPrerequisites {
         let files = FileManager.default
         func executable(_ name: String, _ candidates: [String], package: String, required: Bool = true) -> Item {
@@ -125,6 +127,12 @@ public struct LabPrerequisites: Sendable {
         // The radio the lab runs: a btvirt whose feature exchange takes link time (BlueZInstall.labRadio).
         // Without it centrals that wait for `Connected` (bleak) are dropped, so the lab tests need it.
         items.append(radioItem(root.isEmpty ? BlueZInstall.labRadio(for: bluez) : nil))
+        items.append(
+            rootcanalItem(
+                root.isEmpty ? RootCanalInstall.find() : nil, required: radio == .rootcanal))
+        items.append(
+            executable(
+                "unshare", ["/usr/bin/unshare", "/bin/unshare"], package: "util-linux", required: radio == .rootcanal))
         items.append(executable("python3", ["/usr/bin/python3"], package: "python3", required: false))
         let pythonDBus = root + "/usr/lib/python3/dist-packages/dbus"
         items.append(
@@ -178,6 +186,22 @@ public struct LabPrerequisites: Sendable {
                 ? nil
                 : "built without \(missing.joined(separator: ", ")) (docs/lab.md, \"The radio\"): run "
                     + "scripts/build-bluez \(version ?? "VERSION") again, or install a newer blemu-lab")
+    }
+
+    /// RootCanal for `--radio rootcanal` (`RootCanalInstall`): present only at the version the lab runs.
+    static func rootcanalItem(_ install: RootCanalInstall?, required: Bool) -> Item {
+        let problem: String? =
+            if let install {
+                install.installedVersion == RootCanalInstall.version
+                    ? nil
+                    : "rootcanal \(install.installedVersion) at \(install.executable): the lab runs "
+                        + "\(RootCanalInstall.version); install it with \(RootCanalInstall.installCommand())"
+            } else {
+                "not in the lab's venv; install it with \(RootCanalInstall.installCommand())"
+            }
+        return Item(
+            name: "rootcanal \(RootCanalInstall.version)", path: install?.executable, package: "", isRequired: required,
+            problem: problem)
     }
 
     /// A report for people: one line per item, then the `apt-get install` line when something is missing.

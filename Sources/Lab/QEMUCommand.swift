@@ -18,6 +18,21 @@ struct QEMUCommand {
     var initramfs: String
     /// The stage 2 script, a file in the work share.
     var script: String
+    /// How the VM reaches RootCanal's air, when `configuration.radio` is RootCanal; nil for btvirt (in the VM).
+    var air: Air? = nil
+
+    /// What puts the VM on RootCanal's air: `unshare` makes a network namespace for it, and `blemu lab air` in
+    /// there runs RootCanal and the relay, then this command's qemu (`RootCanalAir`).
+    struct Air {
+        /// util-linux's unshare.
+        var unshare: String
+        /// The blemu-cli whose `lab air` runs the air.
+        var launcher: String
+        /// The RootCanal executable.
+        var rootcanal: String
+        /// Whether this process may make a network namespace itself (root); otherwise a user namespace comes first.
+        var isPrivileged: Bool
+    }
 
     /// The kernel command line: console on the serial port, reboot (= qemu exits, `-no-reboot`) on panic, and the
     /// init's own words. It cannot carry spaces, hence a script path rather than a command.
@@ -26,6 +41,9 @@ struct QEMUCommand {
             "console=ttyS0", "panic=-1", "quiet", "loglevel=4",
             "blemu.work=\(configuration.resultsDirectory)", "blemu.script=\(script)",
         ].joined(separator: " ") + (modules.map { " blemu.modules=\($0)" } ?? "")
+            // The controllers' PCI serial ports come after the four legacy ones the 8250 driver reserves, and it
+            // registers only as many ports as nr_uarts says (4 by default in Debian's kernels).
+            + (air == nil ? "" : " 8250.nr_uarts=\(4 + configuration.controllers)")
     }
 
     /// The accelerator flags: TCG multi-threaded with a 128 MiB translation cache (docs/lab.md), or KVM.
@@ -41,6 +59,28 @@ struct QEMUCommand {
     /// wedged qemu never outlives its run. `--foreground` keeps qemu in the caller's process group, so a Ctrl-C
     /// that stops `blemu lab run` stops the VM too.
     var arguments: [String] {
+        guard let air else { return machine }
+        return [air.unshare] + (air.isPrivileged ? ["--net"] : ["--map-root-user", "--net"])
+            + [
+                "--", air.launcher, "lab", "air", "--rootcanal", air.rootcanal,
+                "--controllers", "\(configuration.controllers)", "--results", configuration.resultsDirectory, "--",
+            ] + machine + serialControllers
+    }
+
+    /// Controller i as a PCI serial port (ttyS4 and up in the guest, in PCI order) on the relay's port i, which
+    /// qemu connects to as the VM starts. PCI, not ISA: qemu has only three ISA ports besides the console.
+    var serialControllers: [String] {
+        (0..<configuration.controllers).flatMap { index in
+            [
+                "-chardev",
+                "socket,id=radio\(index),host=127.0.0.1,port=\(Int(RootCanalAir.relayPort) + index),nodelay=on",
+                "-device", "pci-serial,chardev=radio\(index)",
+            ]
+        }
+    }
+
+    /// qemu under `timeout`, without the air.
+    var machine: [String] {
         let seconds = max(1, configuration.timeout.components.seconds)
         return [timeout, "--foreground", "--kill-after=10", "\(seconds)", qemu]
             + acceleratorArguments

@@ -1,0 +1,235 @@
+import Foundation
+
+/// The lab's shared air on RootCanal, run by `blemu lab air` inside a network namespace of its own (`unshare -n`)
+/// with the VM: RootCanal, one connection to its HCI port per controller, `H4Relay` between those and the VM's
+/// serial ports, then the VM itself (docs/lab.md, "The radio").
+///
+/// RootCanal listens on every interface with no option to choose, and anyone who reaches its HCI port adds a
+/// controller to the air: in the namespace, only the VM can. The namespace's ports are its own, so they are fixed.
+public struct RootCanalAir: Sendable {
+    /// RootCanal's test channel (`add_remote` links another air through it).
+    public static let testPort: UInt16 = 6401
+    /// RootCanal's HCI port: each connection is a new controller, addressed in connection order.
+    public static let hciPort: UInt16 = 6402
+    /// RootCanal's BR/EDR and LE link ports (for other RootCanals' links).
+    public static let linkPorts: (UInt16, UInt16) = (6403, 6404)
+    /// The relay's port for controller i is `relayPort + i`; qemu's serial device i connects there.
+    public static let relayPort: UInt16 = 6500
+    /// RootCanal's log (its own output) in the results directory.
+    public static let logFile = "rootcanal.log"
+    /// The relay's log: the controllers' start-up and what the relay carried and changed.
+    public static let relayLogFile = "radio.log"
+    /// Written when the air fails while the VM runs; `LabMachine` reports it as the failed step "radio".
+    public static let failureFile = "radio-failure"
+
+    /// The RootCanal executable.
+    public var rootcanal: String
+    /// How many controllers to put on the air, hci0 first.
+    public var controllers: Int
+    /// Where the logs go.
+    public var resultsDirectory: String
+    /// The VM's command (qemu under timeout(1)), started once the controllers are on the air.
+    public var machine: [String]
+
+    /// An air for `controllers` controllers, RootCanal at `rootcanal`, then `machine` run.
+    public init(rootcanal: String, controllers: Int, resultsDirectory: String, machine: [String]) {
+        self.rootcanal = rootcanal
+        self.controllers = controllers
+        self.resultsDirectory = resultsDirectory
+        self.machine = machine
+    }
+
+    /// Brings the air up, runs the VM, tears the air down; returns the VM command's exit status (128 + the signal
+    /// when one killed it), or 70 when the air could not be brought up (with `failureFile` saying why).
+    public func run() -> Int32 {
+        let log = RadioLog(path: resultsDirectory + "/" + Self.relayLogFile)
+        let rootcanalProcess = Process()
+        var controllerSockets: [Int32] = []
+        var listeners: [Int32] = []
+        func fail(_ reason: String) -> Int32 {
+            log.write("failed: " + reason)
+            try? (reason + "\n").write(
+                toFile: resultsDirectory + "/" + Self.failureFile, atomically: true, encoding: .utf8)
+            Self.stop(rootcanalProcess)
+            return 70
+        }
+        do { try LoopbackTCP.bringUpLoopback() } catch { return fail(error.description) }
+
+        rootcanalProcess.executableURL = URL(fileURLWithPath: rootcanal)
+        rootcanalProcess.arguments = [
+            "-test_port=\(Self.testPort)", "-hci_port=\(Self.hciPort)", "-link_port=\(Self.linkPorts.0)",
+            "-link_ble_port=\(Self.linkPorts.1)",
+        ]
+        let logPath = resultsDirectory + "/" + Self.logFile
+        guard FileManager.default.createFile(atPath: logPath, contents: nil),
+            let rootcanalLog = FileHandle(forWritingAtPath: logPath)
+        else { return fail("cannot create \(logPath)") }
+        rootcanalProcess.standardInput = FileHandle.nullDevice
+        rootcanalProcess.standardOutput = rootcanalLog
+        rootcanalProcess.standardError = rootcanalLog
+        do { try rootcanalProcess.run() } catch { return fail("cannot start \(rootcanal): \(error)") }
+        log.write("RootCanal \(rootcanal) started, pid \(rootcanalProcess.processIdentifier)")
+
+        // One at a time, each seen to answer HCI Reset before the next: RootCanal's listen backlog is 1, and the
+        // order of connection is the order of addresses.
+        let clock = ContinuousClock()
+        for index in 0..<controllers {
+            let start = clock.now
+            while true {
+                guard rootcanalProcess.isRunning else {
+                    return fail(
+                        "RootCanal exited with status \(rootcanalProcess.terminationStatus) (see \(Self.logFile))")
+                }
+                if let fd = try? LoopbackTCP.connect(port: Self.hciPort) {
+                    controllerSockets.append(fd)
+                    break
+                }
+                if clock.now - start > .seconds(10) {
+                    return fail("RootCanal's HCI port \(Self.hciPort) refused controller \(index) for 10 s")
+                }
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+            guard Self.reset(controllerSockets[index]) else {
+                return fail("RootCanal's controller \(index) did not answer HCI Reset within 5 s")
+            }
+            log.write("controller \(index) on the air in \(clock.now - start)")
+        }
+        for index in 0..<controllers {
+            do { listeners.append(try LoopbackTCP.listen(port: Self.relayPort + UInt16(index))) } catch {
+                return fail(error.description)
+            }
+        }
+
+        var stopPipe: [Int32] = [-1, -1]
+        guard pipe(&stopPipe) == 0 else { return fail("pipe: \(String(cString: strerror(errno)))") }
+        for fd in stopPipe { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        let outcome = RelayOutcome()
+        let relay = H4Relay(controllers: controllerSockets, listeners: listeners, stop: stopPipe[0])
+        let thread = Thread {
+            var relay = relay
+            let result = relay.run()
+            outcome.finish(result, report: relay.report)
+        }
+        thread.start()
+
+        let vm = Process()
+        vm.executableURL = URL(fileURLWithPath: machine[0])
+        vm.arguments = Array(machine.dropFirst())
+        do { try vm.run() } catch { return fail("cannot start \(machine[0]): \(error)") }
+        let vmPID = vm.processIdentifier
+        // A TERM or INT for the lab (LabMachine stopping the run, a Ctrl-C) goes on to the VM; the air ends with it.
+        let signals = [SIGTERM, SIGINT].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { kill(vmPID, SIGTERM) }
+            source.resume()
+            return source
+        }
+        var failure: String?
+        while vm.isRunning {
+            if failure == nil {
+                if !rootcanalProcess.isRunning {
+                    failure =
+                        "RootCanal exited with status \(rootcanalProcess.terminationStatus) while the VM ran "
+                        + "(see \(Self.logFile))"
+                } else if let result = outcome.result, result != .stopped {
+                    failure = Self.describe(result)
+                }
+                if let failure {
+                    log.write("failed: " + failure)
+                    try? (failure + "\n").write(
+                        toFile: resultsDirectory + "/" + Self.failureFile, atomically: true, encoding: .utf8)
+                    kill(vmPID, SIGTERM)
+                }
+            }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        signals.forEach { $0.cancel() }
+        _ = write(stopPipe[1], "x", 1)
+        while outcome.result == nil { Thread.sleep(forTimeInterval: 0.01) }
+        for line in outcome.report { log.write(line) }
+        Self.stop(rootcanalProcess)
+        let status = vm.terminationStatus
+        return vm.terminationReason == .uncaughtSignal ? 128 + status : status
+    }
+
+    /// Ends RootCanal: it ignores SIGTERM (1.10.0 was seen to run on for minutes), and keeps nothing worth a clean
+    /// exit, so a KILL follows a second's grace.
+    static func stop(_ process: Process) {
+        guard process.isRunning else { return }
+        process.terminate()
+        for _ in 0..<10 where process.isRunning { Thread.sleep(forTimeInterval: 0.1) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    /// Sends HCI Reset and waits up to 5 s for its Command Complete: the controller is RootCanal's and live.
+    static func reset(_ fd: Int32) -> Bool {
+        let command: [UInt8] = [0x01, 0x03, 0x0C, 0x00]
+        guard command.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == command.count
+        else { return false }
+        var framer = H4Framer()
+        let deadline = ContinuousClock.now + .seconds(5)
+        while ContinuousClock.now < deadline {
+            var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+            guard poll(&fds, 1, 100) >= 0 || errno == EINTR else { return false }
+            guard fds[0].revents != 0 else { continue }
+            var buffer = [UInt8](repeating: 0, count: 256)
+            let count = recv(fd, &buffer, buffer.count, 0)
+            guard count > 0 else { return false }
+            LoopbackTCP.setOption(fd, TCP_QUICKACK)
+            framer.append(buffer.prefix(count))
+            // Command Complete (0x0E) for opcode 0x0C03.
+            while let packet = try? framer.next() {
+                if packet.count >= 6, packet[1] == 0x0E, packet[4] == 0x03, packet[5] == 0x0C { return true }
+            }
+        }
+        return false
+    }
+
+    /// The failure line for a relay that ended before the run did.
+    static func describe(_ outcome: H4Relay.Outcome) -> String {
+        switch outcome {
+        case .stopped: "the relay stopped"
+        case .controllerClosed(let index):
+            "RootCanal closed controller \(index)'s connection while the VM ran (see \(logFile))"
+        case .outOfStep(let index, let byte):
+            "controller \(index)'s stream from RootCanal went out of step (0x\(String(byte, radix: 16)) where a "
+                + "packet indicator belongs)"
+        case .failed(let reason): "the relay failed: \(reason)"
+        }
+    }
+}
+
+/// The relay thread's result, handed to the thread that waits for the VM.
+private final class RelayOutcome: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: (H4Relay.Outcome, [String])?
+
+    /// Records how the relay ended and its report.
+    func finish(_ outcome: H4Relay.Outcome, report: [String]) {
+        lock.withLock { stored = (outcome, report) }
+    }
+
+    /// How the relay ended; nil while it runs.
+    var result: H4Relay.Outcome? { lock.withLock { stored?.0 } }
+    /// The relay's report, once it has ended.
+    var report: [String] { lock.withLock { stored?.1 ?? [] } }
+}
+
+/// `radio.log`: timestamped lines, appended.
+private struct RadioLog: Sendable {
+    let path: String
+
+    func write(_ line: String) {
+        let stamp = ISO8601DateFormatter().string(from: Date())
+        let text = "\(stamp) \(line)\n"
+        if let handle = FileHandle(forWritingAtPath: path) {
+            handle.seekToEndOfFile()
+            handle.write(Data(text.utf8))
+            try? handle.close()
+        } else {
+            try? text.write(toFile: path, atomically: false, encoding: .utf8)
+        }
+    }
+}
