@@ -20,8 +20,8 @@ struct ATTScenarioTests {
     ]
 
     /// The run, checked to have finished the script: a failed step names itself in the message.
-    private func finishedRun(_ system: LabSystem) async throws -> LabRun {
-        try await LabTests.finishedRun(of: ATTScenario.shared, on: system, showing: ["blemu-run.log", "console.log"])
+    private func finishedRun(_ target: LabTarget) async throws -> LabRun {
+        try await LabTests.finishedRun(of: ATTScenario.shared, on: target, showing: ["blemu-run.log", "console.log"])
     }
 
     /// Value handles by characteristic id, as gatttool --characteristics found them.
@@ -55,10 +55,10 @@ struct ATTScenarioTests {
     /// 5.87 sends notifications where a CCCD enables both (9c36e4189); a central cannot enable both on an
     /// application's characteristic on any version: bluetoothd refuses 0x0003 with 0xFD before blemu hears of it,
     /// so what blemu's queue and event log call an indication is one on the air (docs/bluez.md, "Notifications").
-    @Test(arguments: LabScenario.longSystems) func aCCCDEnablingNotificationsAndIndicationsAtOnceIsRefusedWith0xFD(
-        system: LabSystem
+    @Test(arguments: LabScenario.longTargets) func aCCCDEnablingNotificationsAndIndicationsAtOnceIsRefusedWith0xFD(
+        target: LabTarget
     ) async throws {
-        let run = try await finishedRun(system)
+        let run = try await finishedRun(target)
         let cccd = try #require(try handles(run)["both"]) + 1
         let refused = String(format: "error 0xfd handle 0x%04x", cccd)
         #expect(raw(run, "cccd") == [refused, "ok", "ok", "ok"], "\(read(run, "raw-cccd.txt"))")
@@ -74,10 +74,10 @@ struct ATTScenarioTests {
     /// The events log's spelling of a value (`Hex`, uppercase, no separator).
     private static func hex(_ bytes: [UInt8]) -> String { Hex.string(bytes, separator: "") }
 
-    @Test(arguments: LabScenario.longSystems) func everyRefusalAProfileCanCauseReachesTheCentralWithItsExactCode(
-        system: LabSystem
+    @Test(arguments: LabScenario.longTargets) func everyRefusalAProfileCanCauseReachesTheCentralWithItsExactCode(
+        target: LabTarget
     ) async throws {
-        let run = try await finishedRun(system)
+        let run = try await finishedRun(target)
         // The raw client's codes are the request list's session `errors` (everySessionOfTheRequestListGetsTheAnswersTheListSays).
         // 0x02, 0x03, 0x05 and 0x0F are bluetoothd's own (`check_permissions`): those requests never reach blemu.
         #expect(requestEvents(run, "read", "write-only").isEmpty && requestEvents(run, "write", "read-only").isEmpty)
@@ -97,10 +97,10 @@ struct ATTScenarioTests {
 
     /// The list both test levels run (Fixtures/lab-att-requests.txt; level 5 is ATTRequestListTests): every answer
     /// the raw client printed, in order, is the list's, with each error's characteristic as its handle.
-    @Test(arguments: LabScenario.longSystems) func everySessionOfTheRequestListGetsTheAnswersTheListSays(
-        system: LabSystem
+    @Test(arguments: LabScenario.longTargets) func everySessionOfTheRequestListGetsTheAnswersTheListSays(
+        target: LabTarget
     ) async throws {
-        let run = try await finishedRun(system)
+        let run = try await finishedRun(target)
         let h = try handles(run)
         let list = try ATTRequestList.load()
         try #require(list.sessions.count >= 5, "\(ATTRequestList.path)")
@@ -113,9 +113,10 @@ struct ATTScenarioTests {
         }
     }
 
-    @Test(arguments: LabScenario.longSystems) func btmonShowsEachCodeLeaveThePeripheral(system: LabSystem) async throws
+    @Test(arguments: LabScenario.longTargets) func btmonShowsEachCodeLeaveThePeripheral(target: LabTarget
+) async throws
     {
-        let run = try await finishedRun(system)
+        let run = try await finishedRun(target)
         let h = try handles(run)
         let sent = Set(BtmonTrace(capture: run.file("btmon.snoop")).errorsSent(by: "hci0"))
         func error(_ request: UInt8, _ id: String, _ code: UInt8) -> BtmonTrace.ErrorSent {
@@ -129,13 +130,13 @@ struct ATTScenarioTests {
         ]
         for error in expected { #expect(sent.contains(error), "\(error) not in \(sent)") }
         // The 512-byte long write's refused part, on the versions whose length check counts the header.
-        #expect(sent.contains(error(0x16, "long", 0x0D)) == Self.countsThePrepareHeader(system), "\(sent)")
+        #expect(sent.contains(error(0x16, "long", 0x0D)) == Self.countsThePrepareHeader(target.system), "\(sent)")
     }
 
-    @Test(arguments: LabScenario.longSystems) func longReadsUseReadBlobAndReturnEveryByte(
-        system: LabSystem
+    @Test(arguments: LabScenario.longTargets) func longReadsUseReadBlobAndReturnEveryByte(
+        target: LabTarget
     ) async throws {
-        let run = try await finishedRun(system)
+        let run = try await finishedRun(target)
         let h = try handles(run)
         #expect(gatttoolValue(run, "read-long") == ATTScenario.longInitial, "\(read(run, "gt-read-long.err"))")
         #expect(gatttoolValue(run, "read-big") == ATTScenario.bigValue, "\(read(run, "gt-read-big.err"))")
@@ -152,10 +153,10 @@ struct ATTScenarioTests {
         #expect(bigBlobs == Array(bigBlobs.sorted()) && bigBlobs.last.map { $0 < 512 } == true, "\(bigBlobs)")
     }
 
-    @Test(arguments: LabScenario.longSystems) func plainAndPreparedWritesAreStoredAndReadBack(
-        system: LabSystem
+    @Test(arguments: LabScenario.longTargets) func plainAndPreparedWritesAreStoredAndReadBack(
+        target: LabTarget
     ) async throws {
-        let run = try await finishedRun(system)
+        let run = try await finishedRun(target)
         let h = try handles(run)
         #expect(gatttoolValue(run, "read-plain") == ATTScenario.plainWrite)
         #expect(gatttoolValue(run, "read-prepared") == ATTScenario.preparedWrite)
@@ -168,7 +169,7 @@ struct ATTScenarioTests {
         let written = requestEvents(run, "write", "long").compactMap { $0["value"] as? String }
         var expected = [ATTScenario.plainWrite, ATTScenario.preparedWrite, (0..<508).map { UInt8($0 & 0xFF) }]
         // 5.69 (8bf3a4a26) stopped counting the Prepare Write header as value: the 512-byte long write arrives too.
-        if Self.countsThePrepareHeader(system) == false { expected.append(Self.descending512) }
+        if Self.countsThePrepareHeader(target.system) == false { expected.append(Self.descending512) }
         #expect(written == expected.map(Self.hex), "\(written.map { $0.prefix(40) })")
     }
 
@@ -179,16 +180,16 @@ struct ATTScenarioTests {
     /// a long write's part that ends past byte 508: until 5.69 (commit 8bf3a4a26).
     static func countsThePrepareHeader(_ system: LabSystem) -> Bool { !system.bluez.isAtLeast("5.69") }
 
-    @Test(arguments: LabScenario.longSystems) func aLongWriteOfOneCharacteristicIsAppliedWholeOrNotAtAll(
-        system: LabSystem
+    @Test(arguments: LabScenario.longTargets) func aLongWriteOfOneCharacteristicIsAppliedWholeOrNotAtAll(
+        target: LabTarget
     ) async throws {
-        let run = try await finishedRun(system)
+        let run = try await finishedRun(target)
         #expect(read(run, "gt-write-prepared-limited.err").contains(Self.gatttoolText[0x0D] ?? "?"))
         #expect(gatttoolValue(run, "read-limited") == [0x00], "nothing of the 30 bytes stored")
         let refused = requestEvents(run, "write", "limited").filter { ($0["value"] as? String)?.count == 60 }
         #expect(
             refused.count == 1 && refused.first?["code"] as? Int == 0x0D, "one merged write of 30 bytes: \(refused)")
-        if Self.countsThePrepareHeader(system) {
+        if Self.countsThePrepareHeader(target.system) {
             // 5.66 refuses the Prepare Write part for bytes 504...511 (it counts the 4 header bytes): nothing
             // reaches blemu and the 508-byte value stays.
             #expect(read(run, "gt-write-prepared-512.err").contains(Self.gatttoolText[0x0D] ?? "?"))
@@ -201,20 +202,20 @@ struct ATTScenarioTests {
         }
     }
 
-    @Test(arguments: LabScenario.longSystems)
+    @Test(arguments: LabScenario.longTargets)
     func aReliableWriteOfTwoCharacteristicsKeepsTheFirstWhenTheSecondIsRefused(
-        system: LabSystem
+        target: LabTarget
     ) async throws {
-        let run = try await finishedRun(system)
+        let run = try await finishedRun(target)
         // What the central got is the request list's sessions `reliable-bad`, `reliable-good` and `unreliable`
         // (everySessionOfTheRequestListGetsTheAnswersTheListSays): here, what reached blemu.
         #expect(requestEvents(run, "write", "left").compactMap { $0["value"] as? String } == ["11111111", "33333333"])
     }
 
-    @Test(arguments: LabScenario.longSystems) func everyRequestThePeripheralReceivedGotExactlyOneAnswer(
-        system: LabSystem
+    @Test(arguments: LabScenario.longTargets) func everyRequestThePeripheralReceivedGotExactlyOneAnswer(
+        target: LabTarget
     ) async throws {
-        let run = try await finishedRun(system)
+        let run = try await finishedRun(target)
         let (requests, answers, cutOff) = BtmonTrace(capture: run.file("btmon.snoop")).requestsAndAnswers(on: "hci0")
         #expect(requests.values.reduce(0, +) > 100, "\(requests)")
         // A request whose link went down first cannot be answered: seen on bonded reconnects, where bluetoothd held
@@ -243,10 +244,10 @@ struct ATTScenarioTests {
         print("ATT lab: hci0 answered \(answers.values.reduce(0, +)) ATT requests; blemu \(requestEvents.count)")
     }
 
-    @Test(arguments: LabScenario.longSystems) func writeCommandsStreamThroughAcquireWriteInOrder(
-        system: LabSystem
+    @Test(arguments: LabScenario.longTargets) func writeCommandsStreamThroughAcquireWriteInOrder(
+        target: LabTarget
     ) async throws {
-        let run = try await finishedRun(system)
+        let run = try await finishedRun(target)
         // What the central got is the request list's session `stream` (everySessionOfTheRequestListGetsTheAnswersTheListSays).
         // bluetoothd calls AcquireWrite once, on the connection's first write, and then sends every value down the
         // socket (5.69+ acquires once per connection, 8eb1dee87: the scenario keeps to one).
@@ -259,10 +260,10 @@ struct ATTScenarioTests {
         #expect(streamed.map { $0["code"] as? Int } == [nil, nil, nil, 0x0D])
     }
 
-    @Test(arguments: LabScenario.longSystems) func justWorksPairingTurnsTheRefusedReadIntoTheValue(
-        system: LabSystem
+    @Test(arguments: LabScenario.longTargets) func justWorksPairingTurnsTheRefusedReadIntoTheValue(
+        target: LabTarget
     ) async throws {
-        let run = try await finishedRun(system)
+        let run = try await finishedRun(target)
         let h = try handles(run)
         let secret = Array("secret".utf8)
         // Unpaired: Insufficient Encryption (raw client). gatttool's bt_att answers it by raising the link's
@@ -293,8 +294,9 @@ struct ATTScenarioTests {
 
     /// Every step of Fixtures/lab-att.sh ran, once each and in the script's order (a step skipped or repeated would
     /// leave later tests asserting on files of another moment); the timings go to the test log.
-    @Test(arguments: LabScenario.longSystems) func everyStepOfTheScriptRanOnceInOrder(system: LabSystem) async throws {
-        let run = try await ATTScenario.shared.run(on: system)
+    @Test(arguments: LabScenario.longTargets) func everyStepOfTheScriptRanOnceInOrder(target: LabTarget
+) async throws {
+        let run = try await ATTScenario.shared.run(on: target)
         let script = try String(contentsOfFile: LabScenario.fixtures + "/lab-att.sh", encoding: .utf8)
         let planned = script.split(separator: "\n").filter { $0.hasPrefix("step ") }.map { String($0.dropFirst(5)) }
         let steps = read(run, "scenario-steps").split(separator: "\n").compactMap { $0.split(separator: " ").last }

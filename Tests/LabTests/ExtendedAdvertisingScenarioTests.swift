@@ -22,9 +22,9 @@ struct ExtendedAdvertisingScenarioTests {
         }
     }
 
-    private func finishedRun(_ system: LabSystem) async throws -> LabRun {
+    private func finishedRun(_ target: LabTarget) async throws -> LabRun {
         try await LabTests.finishedRun(
-            of: ExtendedAdvertisingScenario.shared, on: system, showing: ["blemu-run.log", "bluetoothd.log"])
+            of: ExtendedAdvertisingScenario.shared, on: target, showing: ["blemu-run.log", "bluetoothd.log"])
     }
 
     /// Whether this BlueZ sends more than 31 bytes of advertising data (5.69 and later).
@@ -33,11 +33,11 @@ struct ExtendedAdvertisingScenarioTests {
         return parts.count >= 2 && (parts[0], parts[1]) >= (5, 69)
     }
 
-    @Test(arguments: LabScenario.systems) func aCentralReceivesTheExtendedAdvertisementWholeAsBlemuAdvPredicts(
-        system: LabSystem
+    @Test(arguments: LabScenario.targets) func aCentralReceivesTheExtendedAdvertisementWholeAsBlemuAdvPredicts(
+        target: LabTarget
     ) async throws {
-        guard Self.sendsExtendedData(system) else { return }
-        let run = try await finishedRun(system)
+        guard Self.sendsExtendedData(target.system) else { return }
+        let run = try await finishedRun(target)
         let expected = try predicted()
         #expect(expected.count == 152)
         let capture = try BTSnoop(
@@ -52,11 +52,11 @@ struct ExtendedAdvertisingScenarioTests {
         #expect(read(run, "blemu-run-rc").trimmingCharacters(in: .whitespacesAndNewlines) == "0")
     }
 
-    @Test(arguments: LabScenario.systems) func bluetoothdBefore569RefusesItAndBlemuSaysWhatToDoInOneLine(
-        system: LabSystem
+    @Test(arguments: LabScenario.targets) func bluetoothdBefore569RefusesItAndBlemuSaysWhatToDoInOneLine(
+        target: LabTarget
     ) async throws {
-        guard !Self.sendsExtendedData(system) else { return }
-        let run = try await finishedRun(system)
+        guard !Self.sendsExtendedData(target.system) else { return }
+        let run = try await finishedRun(target)
         #expect(read(run, "blemu-run-rc").trimmingCharacters(in: .whitespacesAndNewlines) == "69")
         let log = read(run, "blemu-run.log")
         let refusal = log.split(separator: "\n").filter { $0.contains("extended advertising unavailable") }

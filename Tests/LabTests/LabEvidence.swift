@@ -28,7 +28,12 @@ func events(_ run: LabRun, _ name: String = "events.jsonl") -> [[String: Any]] {
 /// The scenario's run, required to have finished its guest script (exit 0, no `scenario-failure`); otherwise the
 /// test stops with the failed step's reason and the tails of `logs`.
 func finishedRun(of scenario: LabScenario, on system: LabSystem, showing logs: [String]) async throws -> LabRun {
-    let run = try await scenario.run(on: system)
+    try await finishedRun(of: scenario, on: LabTarget(system: system, radio: .btvirt), showing: logs)
+}
+
+/// `finishedRun(of:on:showing:)` on `target`'s radio.
+func finishedRun(of scenario: LabScenario, on target: LabTarget, showing logs: [String]) async throws -> LabRun {
+    let run = try await scenario.run(on: target)
     let failure = read(run, "scenario-failure")
     try #require(
         run.exitCode == 0 && failure.isEmpty,

@@ -35,18 +35,48 @@ actor LabScenario {
     private let bootScenario: @Sendable (LabSystem) async throws -> LabRun
     private var boots: [String: Task<LabRun, any Error>] = [:]
 
-    /// A scenario that boots with `boot` on first use, once per system.
+    /// A scenario that boots with `boot` on first use, once per system and radio.
     init(boot: @escaping @Sendable (LabSystem) async throws -> LabRun) { bootScenario = boot }
 
-    /// The run on `system`, booting it on the first call for that system; every caller gets the same run or the
-    /// same error.
+    /// The radio the boot in progress puts its controllers on: `boot(_:running:)` reads it, so every scenario's
+    /// boot function runs unchanged on either radio.
+    @TaskLocal static var radio: LabConfiguration.Radio = .btvirt
+
+    /// The run on `system` with btvirt's controllers.
     func run(on system: LabSystem) async throws -> LabRun {
-        if let boot = boots[system.name] { return try await boot.value }
+        try await run(on: LabTarget(system: system, radio: .btvirt))
+    }
+
+    /// The run on `target`, booting it on the first call for that system and radio; every caller gets the same run
+    /// or the same error.
+    func run(on target: LabTarget) async throws -> LabRun {
+        if let boot = boots[target.key] { return try await boot.value }
         let task = Task { [bootScenario] in
-            try await LabBootGate.shared.admitted { try await bootScenario(system) }
+            try await LabBootGate.shared.admitted {
+                try await LabScenario.$radio.withValue(target.radio) { try await bootScenario(target.system) }
+            }
         }
-        boots[system.name] = task
+        boots[target.key] = task
         return try await task.value
+    }
+
+    /// Whether RootCanal, at the version the lab runs, is in the lab's venv (scripts/setup --lab installs it).
+    static let rootCanalIsInstalled = RootCanalInstall.find()?.installedVersion == RootCanalInstall.version
+
+    /// What the suites that the lab promises on both radios run on (docs/lab.md, "The radio"): `systems` on btvirt,
+    /// then the last of them (the newest kernel and BlueZ, "current", where it is there: the one that sends extended
+    /// advertising data) on RootCanal when it is installed.
+    /// `BLEMU_LAB_RADIOS=btvirt` or `=rootcanal` keeps one radio.
+    static let targets: [LabTarget] = bothRadios(systems)
+
+    /// `longSystems` on btvirt, and RootCanal's one system, as `targets`.
+    static let longTargets: [LabTarget] = bothRadios(longSystems)
+
+    private static func bothRadios(_ btvirtSystems: [LabSystem]) -> [LabTarget] {
+        let wanted = ProcessInfo.processInfo.environment["BLEMU_LAB_RADIOS"]?.split(separator: ",").map(String.init)
+        let btvirt = btvirtSystems.map { LabTarget(system: $0, radio: .btvirt) }
+        let rootcanal = rootCanalIsInstalled ? systems.suffix(1).map { LabTarget(system: $0, radio: .rootcanal) } : []
+        return (btvirt + rootcanal).filter { wanted?.contains($0.radio.rawValue) ?? true }
     }
 
     /// Every system the lab can boot here, the short suites' tests run once per system: the named ones (docs/lab.md,
@@ -83,12 +113,19 @@ actor LabScenario {
     static let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().path
 
-    /// Boots `configuration` and runs `command` in the VM, logging the bring-up at info (what a failing test shows).
+    /// Boots `configuration` on `radio` (the task's) and runs `command` in the VM, logging the bring-up at info (what
+    /// a failing test shows).
     static func boot(_ configuration: LabConfiguration, running command: [String]) async throws -> LabRun {
         var logger = Logger(label: "blemu.lab.tests")
         logger.logLevel = .info
+        var configuration = configuration
+        configuration.radio = radio
+        configuration.airLauncher = blemuCLI
         return try await LabMachine(configuration: configuration, logger: logger).run(command)
     }
+
+    /// The built blemu-cli beside `blemuExecutable`: its `lab air` runs RootCanal's air.
+    static let blemuCLI = blemuExecutable + "-cli"
 
     /// Boots a scenario whose guest script runs blemu itself: `controllers` controllers, no profiles for the stack to
     /// start, the checkout as working directory, 30 s per bring-up step; `results` already holds the script's files.
@@ -149,6 +186,19 @@ actor LabScenario {
                 String(commandExitCode),
             ])
     }
+}
+
+/// What a scenario boots on: a system, and the radio its controllers share.
+struct LabTarget: Sendable, CustomTestStringConvertible {
+    /// The kernel and BlueZ.
+    let system: LabSystem
+    /// btvirt in the VM, or RootCanal's air.
+    let radio: LabConfiguration.Radio
+
+    /// The scenario's key for this target's one boot.
+    var key: String { radio == .btvirt ? system.name : system.name + " on RootCanal" }
+    /// What a test's result line names.
+    var testDescription: String { key }
 }
 
 extension Trait where Self == ConditionTrait {

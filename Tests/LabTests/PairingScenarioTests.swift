@@ -14,8 +14,8 @@ struct PairingScenarioTests {
         "secure-run.log", "display-run.log", "wrong-passkey.err", "right-passkey.err", "displayed-passkey.err",
     ]
 
-    private func finishedRun(_ system: LabSystem) async throws -> LabRun {
-        try await LabTests.finishedRun(of: PairingScenario.shared, on: system, showing: Self.logs)
+    private func finishedRun(_ target: LabTarget) async throws -> LabRun {
+        try await LabTests.finishedRun(of: PairingScenario.shared, on: target, showing: Self.logs)
     }
 
     /// A results file holding one JSON object; a failure shows the file and the tails of `logs`.
@@ -40,8 +40,9 @@ struct PairingScenarioTests {
         #expect(PairingScenario.passkey.count == 6, "blemu show --json profiles/secure.yaml has no pairing passkey")
     }
 
-    @Test(arguments: LabScenario.systems) func aWrongPasskeyFailsThePairing(system: LabSystem) async throws {
-        let run = try await finishedRun(system)
+    @Test(arguments: LabScenario.targets) func aWrongPasskeyFailsThePairing(target: LabTarget
+) async throws {
+        let run = try await finishedRun(target)
         let result = try central(run, "wrong-passkey")
         #expect(result["typed"] as? String == PairingScenario.wrongPasskey, "\(result)")
         #expect(result["pair"] as? String != "ok", "\(result)")
@@ -52,10 +53,10 @@ struct PairingScenarioTests {
         #expect(typed?["passkey"] as? String == PairingScenario.passkey)
     }
 
-    @Test(arguments: LabScenario.systems) func theProfilesPasskeyPairsWithAuthentication(
-        system: LabSystem
+    @Test(arguments: LabScenario.targets) func theProfilesPasskeyPairsWithAuthentication(
+        target: LabTarget
     ) async throws {
-        let run = try await finishedRun(system)
+        let run = try await finishedRun(target)
         let result = try central(run, "right-passkey")
         #expect(result["pair"] as? String == "ok", "\(result)\n\(tails(run, ["bluetoothd.log"], lines: 40))")
         #expect(result["agent"] as? [String] == ["RequestPasskey"], "the central's side is asked its own agent")
@@ -72,10 +73,10 @@ struct PairingScenarioTests {
         #expect(steps.allSatisfy { $0["passkey"] as? String == PairingScenario.passkey })
     }
 
-    @Test(arguments: LabScenario.systems) func theCentralTypesThePasskeyBlemuDisplays(
-        system: LabSystem
+    @Test(arguments: LabScenario.targets) func theCentralTypesThePasskeyBlemuDisplays(
+        target: LabTarget
     ) async throws {
-        let run = try await finishedRun(system)
+        let run = try await finishedRun(target)
         let result = try central(run, "displayed-passkey")
         #expect(result["pair"] as? String == "ok", "\(result)\n\(tails(run, ["bluetoothd.log"], lines: 40))")
         let shown = pairings(run, "display-events.jsonl").filter { $0["method"] as? String == "display-passkey" }
