@@ -85,16 +85,30 @@ extension LabCommand {
         @Option(help: "Where the controllers live: btvirt (in the VM) or rootcanal (a shared air, docs/lab.md).")
         var radio: String = LabConfiguration.Radio.btvirt.rawValue
 
-        /// The most copies of one profile `--copies` takes: every controller btvirt makes but the central's.
+        @Option(
+            name: .customLong("devices-per-vm"),
+            help: "On rootcanal, the most peripherals one VM serves; a larger fleet spreads over more VMs.")
+        var devicesPerVM = LabConfiguration(resultsDirectory: "/").devicesPerMachine
+
+        @Option(help: "On rootcanal, boot the peripherals in VMs of their own on this system (debian-12, ...).")
+        var peripheralSystem: String?
+
+        /// The most copies of one profile `--copies` takes on btvirt: every controller it makes but the central's.
         static let maximumCopies = LabConfiguration.maximumControllers - 1
+        /// The most on RootCanal, spread over VMs: what this 2-core machine was measured to carry is far below
+        /// (docs/lab.md, "A fleet"); the bound keeps a typo from asking for thousands of VMs.
+        static let maximumRootCanalCopies = 250
 
         @Argument(parsing: .postTerminator, help: "The command to run in the VM, after --.")
         var command: [String] = []
 
         func validate() throws {
             guard timeout > 0, stepTimeout > 0 else { throw ValidationError("timeouts must be positive") }
-            guard (1...Self.maximumCopies).contains(copies) else {
-                throw ValidationError("--copies must be 1...\(Self.maximumCopies), got \(copies)")
+            let most = radio == LabConfiguration.Radio.rootcanal.rawValue ? Self.maximumRootCanalCopies : Self.maximumCopies
+            guard (1...most).contains(copies) else {
+                throw ValidationError(
+                    "--copies must be 1...\(most) on \(radio), got \(copies)"
+                        + (most == Self.maximumCopies ? " (--radio rootcanal spreads a fleet over VMs)" : ""))
             }
             guard LabConfiguration.Radio(rawValue: radio) != nil else {
                 throw ValidationError("--radio must be btvirt or rootcanal, got \(radio)")
@@ -144,6 +158,11 @@ extension LabCommand {
                 blemuExecutable: Self.executablePath(), bluez: install, kernel: guestKernel, isDualMode: dualMode)
             configuration.radio = LabConfiguration.Radio(rawValue: radio) ?? .btvirt
             configuration.airLauncher = Handover.ownPath
+            configuration.devicesPerMachine = devicesPerVM
+            if let peripheralSystem {
+                let (install, kernel) = try Self.resolve(system: peripheralSystem, kernel: nil, bluez: nil)
+                configuration.peripheralSystem = LabSystem(name: peripheralSystem, kernel: kernel, bluez: install)
+            }
             do {
                 // COMMAND's output as it comes: a hung test shows where it hangs, long before --timeout.
                 let machine = LabMachine(
@@ -258,25 +277,25 @@ extension LabCommand {
         @Option(help: "The RootCanal executable.")
         var rootcanal: String
 
-        @Option(help: "How many controllers to put on the air.")
-        var controllers: Int
-
-        @Option(help: "The results directory.")
-        var results: String
-
-        @Argument(parsing: .postTerminator, help: "The VM command, after --.")
-        var machine: [String] = []
-
-        func validate() throws {
-            guard controllers > 0, !machine.isEmpty else {
-                throw ValidationError("needs --controllers above 0 and the VM command after --")
-            }
-        }
+        @Option(help: "The VMs to run on the air: a JSON file as blemu lab run writes it (air-plan.json).")
+        var plan: String
 
         func run() throws {
-            let air = RootCanalAir(
-                rootcanal: rootcanal, controllers: controllers, resultsDirectory: results, machine: machine)
-            throw ExitCode(air.run())
+            let data: Data
+            let decoded: RootCanalAir.Plan
+            do {
+                data = try Data(contentsOf: URL(fileURLWithPath: plan))
+                decoded = try JSONDecoder().decode(RootCanalAir.Plan.self, from: data)
+            } catch {
+                FileHandle.standardError.write(Data("lab air: cannot read the plan \(plan): \(error)\n".utf8))
+                throw ExitCode(66)
+            }
+            guard !decoded.machines.isEmpty, decoded.machines.allSatisfy({ !$0.command.isEmpty && $0.controllers > 0 })
+            else {
+                FileHandle.standardError.write(Data("lab air: the plan \(plan) has no VM, or one without a command\n".utf8))
+                throw ExitCode(65)
+            }
+            throw ExitCode(RootCanalAir(rootcanal: rootcanal, plan: decoded).run())
         }
     }
 

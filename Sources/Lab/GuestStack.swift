@@ -24,6 +24,19 @@ struct GuestStack {
     var busybox: String
     /// The peripherals, one per controller from hci0, in order.
     var profileCopies: [Peripheral]
+    /// What this VM does in its run.
+    var role: Role = .whole
+
+    /// What a VM does in its run (`LabFleet`).
+    enum Role: Sendable, Equatable {
+        /// Everything: the peripherals, the central and the command, in one VM.
+        case whole
+        /// The command's VM of a fleet over several VMs: hci0 is the central; the peripherals are served by the VMs
+        /// whose results directories (`<results>/vmN`, inside this VM's work share) are listed.
+        case central(fleet: [String])
+        /// A fleet's VM: serves its profiles, says so (`File.serving`), and powers off once `File.stop` appears.
+        case peripherals
+    }
 
     /// A peripheral as the stack starts it: its profile's copy in the work share, and what `blemu run` adds to
     /// its name (a fleet's copies, `ProfileCopies`).
@@ -56,6 +69,14 @@ struct GuestStack {
         /// btattach's output, one per RootCanal controller (`LabConfiguration.Radio.rootcanal`).
         static let btattach = "btattach.log"
         static let mainConf = "main.conf"
+        /// A fleet VM's mark that every peripheral of it advertises.
+        static let serving = "serving"
+        /// Written into a fleet VM's results directory when the run is over (`RootCanalAir`): it powers off.
+        static let stop = "stop"
+        /// Written by `RootCanalAir` into a VM's results directory when its qemu exits: its status.
+        static let machineExit = "vm-exit"
+        /// The central's VM's list of fleet VMs that never served, one line each with the reason.
+        static let fleetFailures = "fleet-failures"
         static let script = "guest-stack.sh"
         static func peripheral(_ controller: String) -> String { "blemu-\(controller).log" }
         /// The event log (`blemu run --events`) of the peripheral on `controller`.
@@ -255,14 +276,97 @@ struct GuestStack {
             """
     }
 
+    /// The command's part of the script: its environment, a wait for the fleet's VMs when there are any, the
+    /// command, its writes and the peripherals' counters.
+    private func commandSection(peripherals: [String], central: String) -> String {
+        let commandLine = command.map(Self.shellQuote).joined(separator: " ")
+        let controls = peripherals.map(Self.controlSocket).joined(separator: ",")
+        let events = peripherals.map { "$W/" + File.events($0) }.joined(separator: ",")
+        return """
+            export BLEMU_LAB=1
+            export BLEMU_LAB_BLUEZ_VERSION=\(Self.shellQuote(bluez.version))
+            \(configuration.guestBlemuExecutable.map { "export BLEMU_LAB_BLEMU=" + Self.shellQuote($0) } ?? "")
+            export BLEMU_LAB_RESULTS="$W"
+            export BLEMU_LAB_PERIPHERAL=\(peripherals.joined(separator: ","))
+            export BLEMU_LAB_PERIPHERAL_ADDRESS="$(addresses \(peripherals.joined(separator: " ")))"
+            export BLEMU_LAB_CENTRAL=\(central)
+            export BLEMU_LAB_CENTRAL_ADDRESS="$(addresses \(central))"
+            \(profileCopies.isEmpty ? "" : """
+            export BLEMU_LAB_CONTROL=\(Self.controlSocket(peripherals[0])) BLEMU_LAB_CONTROLS=\(controls)
+            export BLEMU_LAB_EVENTS="$W/\(File.events(peripherals[0]))" BLEMU_LAB_EVENT_LOGS="\(events)"
+            """)
+            \(fleetWait)
+            \(writableWorkingDirectory)
+            step command
+            (
+                cd \(Self.shellQuote(configuration.workingDirectory)) 2>/dev/null || cd "$W"
+                exec \(commandLine)
+            ) </dev/null >"$W/\(File.command)" 2>&1
+            rc=$?
+            \(copyWrites)
+            \(collectCounters)
+            echo "$rc" > "$W/\(File.exitCode)"
+            step power-off
+            power_off
+            """
+    }
+
+    /// A fleet VM's end: it says it serves, waits for the run to end, and leaves its peripherals' counters.
+    private var servingUntilStopped: String {
+        """
+        step serving
+        : > "$W/\(File.serving)"
+        until [ -e "$W/\(File.stop)" ]; do sleep 0.2; done
+        step stop
+        \(collectCounters)
+        echo 0 > "$W/\(File.exitCode)"
+        step power-off
+        power_off
+        """
+    }
+
+    /// In the central's VM of a fleet, before the command: waits until each fleet VM serves or has failed (its
+    /// `lab-failure`, or its qemu gone), lists the failed ones in `File.fleetFailures` (the others go on), then sets
+    /// the peripherals' environment from the serving VMs' `controllers` files: names as `vmN/hciM`, addresses, and
+    /// event logs (in this VM's work share). Their control sockets stay in their VMs.
+    private var fleetWait: String {
+        guard case .central(let fleet) = role else { return "" }
+        let directories = fleet.map(Self.shellQuote).joined(separator: " ")
+        return """
+            step fleet
+            for vm in \(directories); do
+                until [ -e "$vm/\(File.serving)" ]; do
+                    if [ -e "$vm/\(File.failure)" ] || [ -e "$vm/\(File.machineExit)" ]; then
+                        reason=$(tr '\\n' ' ' < "$vm/\(File.failure)" 2>/dev/null)
+                        echo "${vm##*/}: ${reason:-its VM exited with status $(cat "$vm/\(File.machineExit)")}" \\
+                            >> "$W/\(File.fleetFailures)"
+                        break
+                    fi
+                    sleep 0.2
+                done
+            done
+            fleet_names= fleet_addresses= fleet_events=
+            for vm in \(directories); do
+                [ -e "$vm/\(File.serving)" ] || continue
+                while read -r controller address; do
+                    fleet_names="$fleet_names${fleet_names:+,}${vm##*/}/$controller"
+                    fleet_addresses="$fleet_addresses${fleet_addresses:+,}$address"
+                    fleet_events="$fleet_events${fleet_events:+,}$vm/events-$controller.jsonl"
+                done < "$vm/\(File.controllers)"
+            done
+            export BLEMU_LAB_PERIPHERAL="$fleet_names" BLEMU_LAB_PERIPHERAL_ADDRESS="$fleet_addresses"
+            export BLEMU_LAB_EVENTS="${fleet_events%%,*}" BLEMU_LAB_EVENT_LOGS="$fleet_events"
+            """
+    }
+
     /// The script text.
     var script: String {
         let work = Self.shellQuote(configuration.resultsDirectory)
         let stepSeconds = max(1, configuration.stepTimeout.components.seconds)
         let count = configuration.controllers
-        let peripherals = configuration.peripheralControllers
-        let central = configuration.centralController
-        let commandLine = command.map(Self.shellQuote).joined(separator: " ")
+        let isCentral = if case .central = role { true } else { false }
+        let peripherals = isCentral ? [] : configuration.peripheralControllers
+        let central = isCentral ? "hci0" : configuration.centralController
         var startPeripherals = ""
         for (index, peripheral) in profileCopies.enumerated() {
             let controller = "hci\(index)"
@@ -286,8 +390,6 @@ struct GuestStack {
             path.insert(String(blemu.prefix(upTo: blemu.lastIndex(of: "/") ?? blemu.endIndex)), at: 0)
         }
         if let tools = bluez.toolDirectory { path.insert(tools, at: 0) }
-        let controls = peripherals.map(Self.controlSocket).joined(separator: ",")
-        let events = peripherals.map { "$W/" + File.events($0) }.joined(separator: ",")
         return """
             #!/bin/sh
             # blemu lab, stage 2 (PID 1 on the host's root). Generated by the Lab module (GuestStack.swift).
@@ -426,28 +528,7 @@ struct GuestStack {
 
             mkdir -p /run/blemu
             \(startPeripherals)
-            export BLEMU_LAB=1
-            export BLEMU_LAB_BLUEZ_VERSION=\(Self.shellQuote(bluez.version))
-            \(configuration.guestBlemuExecutable.map { "export BLEMU_LAB_BLEMU=" + Self.shellQuote($0) } ?? "")
-            export BLEMU_LAB_RESULTS="$W"
-            export BLEMU_LAB_PERIPHERAL=\(peripherals.joined(separator: ","))
-            export BLEMU_LAB_PERIPHERAL_ADDRESS="$(addresses \(peripherals.joined(separator: " ")))"
-            export BLEMU_LAB_CENTRAL=\(central)
-            export BLEMU_LAB_CENTRAL_ADDRESS="$(addresses \(central))"
-            \(profileCopies.isEmpty ? "" : """
-            export BLEMU_LAB_CONTROL=\(Self.controlSocket(peripherals[0])) BLEMU_LAB_CONTROLS=\(controls)
-            export BLEMU_LAB_EVENTS="$W/\(File.events(peripherals[0]))" BLEMU_LAB_EVENT_LOGS="\(events)"
-            """)
-            \(writableWorkingDirectory)
-            step command
-            (
-                cd \(Self.shellQuote(configuration.workingDirectory)) 2>/dev/null || cd "$W"
-                exec \(commandLine)
-            ) </dev/null >"$W/\(File.command)" 2>&1
-            rc=$?
-            \(copyWrites)
-            \(collectCounters)
-            echo "$rc" > "$W/\(File.exitCode)"
+            \(role == .peripherals ? servingUntilStopped : commandSection(peripherals: peripherals, central: central))
             step power-off
             power_off
 

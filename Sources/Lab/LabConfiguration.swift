@@ -54,6 +54,13 @@ public struct LabConfiguration: Sendable, Equatable {
     public var isDualMode: Bool
     /// Where the controllers live.
     public var radio: Radio = .btvirt
+    /// On RootCanal, the most peripherals one VM serves: a larger fleet spreads over as many VMs as it needs, each
+    /// on the same air, with the central in a VM of its own (`LabFleet`). 15 devices took under 300 MiB of a VM's
+    /// 512 (docs/lab.md, "A fleet").
+    public var devicesPerMachine = 15
+    /// On RootCanal, the kernel and BlueZ the peripherals boot in VMs of their own, apart from the central's (nil:
+    /// the run's own, and one VM where the fleet fits).
+    public var peripheralSystem: LabSystem?
     /// The blemu-cli whose hidden `lab air` runs RootCanal and its relay; needed for `.rootcanal` only.
     public var airLauncher: String?
 
@@ -203,7 +210,7 @@ public struct LabConfiguration: Sendable, Equatable {
         if controllers < 2 {
             return "--controllers must be at least 2 (a peripheral and a central), got \(controllers)"
         }
-        if controllers > controllerLimit {
+        if controllers > controllerLimit && !LabFleet(self).spansMachines {
             return radio == .btvirt
                 ? "--controllers must be at most \(Self.maximumControllers), got \(controllers): btvirt holds "
                     + "\(Self.maximumControllers) controllers (emulator/btdev.c MAX_BTDEV_ENTRIES), so a fleet is at "
@@ -212,6 +219,12 @@ public struct LabConfiguration: Sendable, Equatable {
                     + "each is one of the guest kernel's 32 serial ports, four of them taken (docs/lab.md, \"The radio\")"
         }
         if radio == .rootcanal && airLauncher == nil { return "--radio rootcanal needs blemu-cli's path" }
+        if radio == .btvirt && peripheralSystem != nil {
+            return "peripherals on another system need --radio rootcanal: btvirt's air does not leave its VM"
+        }
+        if !(1...Self.maximumRootCanalControllers).contains(devicesPerMachine) {
+            return "--devices-per-vm must be 1...\(Self.maximumRootCanalControllers), got \(devicesPerMachine)"
+        }
         if profiles.count + 1 > controllers {
             return "\(profiles.count) profile(s) need \(profiles.count + 1) controllers (one more for the central); "
                 + "got --controllers \(controllers)"

@@ -79,22 +79,34 @@ extension LabMachine {
         }.joined(separator: "\n")
     }
 
-    /// Copies each profile into the work share (`profiles/hciN-<name>`), where the VM sees it whatever its host
-    /// path (under /tmp, for one), with a fleet's copies named apart (`ProfileCopies`); returns each copy's path
-    /// and the name suffix its `blemu run` adds, in controller order.
-    func copyProfiles() throws -> [GuestStack.Peripheral] {
-        guard !configuration.profiles.isEmpty else { return [] }
-        let directory = configuration.resultsDirectory + "/profiles"
-        let files = FileManager.default
+    /// Each profile's path and its copy's text and name suffix, a fleet's copies named apart (`ProfileCopies`), in
+    /// profile order.
+    func profileCopies() throws -> [(path: String, copy: ProfileCopies.Copy)] {
         do {
-            try files.createDirectory(atPath: directory, withIntermediateDirectories: true)
             let texts = try configuration.profiles.map { path in
                 (path: path, text: try String(contentsOfFile: path, encoding: .utf8))
             }
-            return try zip(configuration.profiles, ProfileCopies.plan(texts)).enumerated().map { index, pair in
-                let copy = "\(directory)/hci\(index)-\(URL(fileURLWithPath: pair.0).lastPathComponent)"
-                try pair.1.text.write(toFile: copy, atomically: true, encoding: .utf8)
-                return GuestStack.Peripheral(profile: copy, nameSuffix: pair.1.nameSuffix)
+            return Array(zip(configuration.profiles, ProfileCopies.plan(texts))).map { (path: $0, copy: $1) }
+        } catch {
+            throw LabError.io("cannot read the profiles: \(error)")
+        }
+    }
+
+    /// Writes `machine`'s share of `copies` into its results directory (`profiles/hciN-<name>`, N its controller),
+    /// where its VM sees them whatever their host paths (under /tmp, for one); returns each copy's path and the name
+    /// suffix its `blemu run` adds, in controller order.
+    func copyProfiles(
+        _ copies: [(path: String, copy: ProfileCopies.Copy)], for machine: LabFleet.Machine
+    ) throws -> [GuestStack.Peripheral] {
+        let share = copies[machine.profiles]
+        guard !share.isEmpty else { return [] }
+        let directory = machine.configuration.resultsDirectory + "/profiles"
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            return try share.enumerated().map { index, pair in
+                let copy = "\(directory)/hci\(index)-\(URL(fileURLWithPath: pair.path).lastPathComponent)"
+                try pair.copy.text.write(toFile: copy, atomically: true, encoding: .utf8)
+                return GuestStack.Peripheral(profile: copy, nameSuffix: pair.copy.nameSuffix)
             }
         } catch {
             throw LabError.io("cannot copy the profiles into \(directory): \(error)")
@@ -103,7 +115,7 @@ extension LabMachine {
 
     /// Copies the blemu binary into `<results>/bin` when the VM cannot see it where it is (a checkout under /tmp),
     /// with the `blemu-cli` beside it that blemu hands every command but `run` to.
-    func copyBlemuWhereTheGuestSeesIt() throws {
+    func copyBlemuWhereTheGuestSeesIt(_ configuration: LabConfiguration) throws {
         guard let blemu = configuration.blemuExecutable, let guest = configuration.guestBlemuExecutable,
             guest != blemu
         else { return }

@@ -74,12 +74,21 @@ public struct LabMachine: Sendable {
                     ? "radio: \(radio), unpatched: bluetoothd will miss Connected for centrals (run scripts/build-bluez 5.82)"
                     : "radio: \(radio) (patched as a radio behaves: \(BlueZInstall.radioPatches(of: radio)))")
         }
+        let fleet = LabFleet(configuration)
+        let copies = try profileCopies()
+        let central = fleet.machines[0]
         try write(bluez.version + "\n", to: results + "/" + GuestStack.File.bluezVersion)
-        let profileCopies = try copyProfiles()
-        try copyBlemuWhereTheGuestSeesIt()
-        let stack = GuestStack(
-            configuration: configuration, command: command, bluez: bluez, radio: radio, busybox: busybox,
-            profileCopies: profileCopies)
+        try copyBlemuWhereTheGuestSeesIt(central.configuration)
+        var stack = GuestStack(
+            configuration: central.configuration, command: command, bluez: bluez, radio: radio, busybox: busybox,
+            profileCopies: try copyProfiles(copies, for: central))
+        if fleet.spansMachines {
+            stack.role = .central(fleet: fleet.peripheralMachines.map(\.configuration.resultsDirectory))
+            transcript.log(
+                "fleet: the central in vm0, \(configuration.profiles.count) peripherals in "
+                    + "\(fleet.peripheralMachines.count) VMs of up to \(configuration.devicesPerMachine)"
+                    + (configuration.peripheralSystem.map { " on \($0)" } ?? ""))
+        }
         let script = results + "/" + GuestStack.File.script
         try write(GuestStack.mainConf(for: configuration.radio), to: results + "/" + GuestStack.File.mainConf)
         do {
@@ -93,15 +102,12 @@ public struct LabMachine: Sendable {
             to: results + "/" + BleakDefaultAdapter.directory + "/" + BleakDefaultAdapter.file)
         try write(stack.script, to: script)
 
-        let initramfs: String
-        do {
-            initramfs = try Initramfs.cached(
-                in: configuration.cacheDirectory, kernel: kernel, busybox: busybox,
-                initScript: GuestInit.script)
-        } catch let error as LabError {
-            throw error
-        } catch {
-            throw LabError.io("cannot build the initramfs in \(configuration.cacheDirectory): \(error)")
+        let initramfs = try cachedInitramfs(kernel: kernel, busybox: busybox)
+        // The fleet's VMs: each its own results directory, BlueZ and kernel (the run's, or `peripheralSystem`'s),
+        // guest script and profiles.
+        var fleetMachines: [(machine: LabFleet.Machine, kernel: LabKernel, initramfs: String, script: String)] = []
+        for machine in fleet.peripheralMachines {
+            fleetMachines.append(try prepare(machine, copies: copies, busybox: busybox, radio: radio))
         }
         var attempt = configuration
         let kvmFailedBefore = FileManager.default.fileExists(atPath: kvmFailureMark)
@@ -113,16 +119,39 @@ public struct LabMachine: Sendable {
             ? (Self.kvmIsUsable && !kvmFailedBefore ? .kvm : .tcg) : attempt.accelerator
         while true {
             let qemuCommand = QEMUCommand(
-                configuration: attempt, timeout: timeout, qemu: qemu, kernel: kernel.image,
-                modules: kernel.isSystem ? nil : kernel.modules, initramfs: initramfs, script: script, air: air)
-            transcript.log("booting: \(qemuCommand.arguments.joined(separator: " "))")
+                configuration: central.configuration.with(accelerator: attempt.accelerator), timeout: timeout,
+                qemu: qemu, kernel: kernel.image, modules: kernel.isSystem ? nil : kernel.modules,
+                initramfs: initramfs, script: script, air: air)
+            var launch = qemuCommand.arguments
+            if let air {
+                var plan = RootCanalAir.Plan(machines: [
+                    .init(
+                        command: launch, controllers: central.configuration.controllers, resultsDirectory: results)
+                ])
+                for vm in fleetMachines {
+                    let command = QEMUCommand(
+                        configuration: vm.machine.configuration.with(accelerator: attempt.accelerator),
+                        timeout: timeout, qemu: qemu, kernel: vm.kernel.image,
+                        modules: vm.kernel.isSystem ? nil : vm.kernel.modules, initramfs: vm.initramfs,
+                        script: vm.script, air: air, firstController: vm.machine.firstController)
+                    plan.machines.append(
+                        .init(
+                            command: command.arguments, controllers: vm.machine.configuration.controllers,
+                            resultsDirectory: vm.machine.configuration.resultsDirectory))
+                    transcript.log("\(vm.machine.name): \(command.arguments.joined(separator: " "))")
+                }
+                let planFile = results + "/" + RootCanalAir.Plan.file
+                try writePlan(plan, to: planFile)
+                launch = QEMUCommand.airLaunch(air, plan: planFile)
+            }
+            transcript.log("booting: \(launch.joined(separator: " "))")
             transcript.log("command: \(command.joined(separator: " "))")
 
             // Under KVM the guest reaches its first step in about a second; a KVM that hangs instead of failing
             // (seen on some nested layers: the vCPU spins in the host kernel) is given up on and booted with TCG.
             let stallLimit: Duration? =
                 configuration.accelerator == .auto && attempt.accelerator == .kvm ? Self.kvmStallLimit : nil
-            let (status, steps, total) = try await boot(qemuCommand, transcript: transcript, stallLimit: stallLimit)
+            let (status, steps, total) = try await boot(launch, transcript: transcript, stallLimit: stallLimit)
             try Task.checkCancellation()
             transcript.log("qemu exited with status \(status) after \(Self.seconds(total))")
             if let stallLimit, steps.isEmpty, total >= stallLimit, readExitCode() == nil {
@@ -199,6 +228,14 @@ public struct LabMachine: Sendable {
         ] {
             try? FileManager.default.removeItem(atPath: configuration.resultsDirectory + "/" + file)
         }
+        for machine in LabFleet(configuration).peripheralMachines {
+            for file in [
+                GuestStack.File.steps, GuestStack.File.failure, GuestStack.File.exitCode, GuestStack.File.controllers,
+                GuestStack.File.serving, GuestStack.File.stop, GuestStack.File.machineExit,
+            ] {
+                try? FileManager.default.removeItem(atPath: machine.configuration.resultsDirectory + "/" + file)
+            }
+        }
     }
 
     /// What the results directory says about a finished VM: the command's exit code, else the failed step, else a
@@ -212,9 +249,16 @@ public struct LabMachine: Sendable {
             return .failure(.stepFailed(step: "radio", reason: reason, logTail: logTail(for: "radio")))
         }
         if let exitCode = readExitCode() {
+            let fleet = LabFleet(configuration)
+            // A fleet's peripherals are named by their VM: "vm1/hci0".
+            let peripherals =
+                fleet.spansMachines
+                ? fleet.peripheralMachines.flatMap { machine in
+                    machine.configuration.peripheralControllers.map { machine.name + "/" + $0 }
+                } : configuration.peripheralControllers
             var run = LabRun(
                 exitCode: exitCode, resultsDirectory: results, controllers: readControllers(),
-                peripherals: configuration.peripheralControllers, central: configuration.centralController,
+                peripherals: peripherals, central: fleet.spansMachines ? "hci0" : configuration.centralController,
                 steps: steps, total: total, bluezVersion: readBlueZVersion())
             run.kernelRelease = readKernelRelease()
             return .success(run)
@@ -236,7 +280,7 @@ public struct LabMachine: Sendable {
     /// Starts qemu, follows the `steps` file until qemu exits, and returns qemu's status, the steps and the time.
     /// With `stallLimit`, qemu is stopped when no step has appeared by then.
     private func boot(
-        _ command: QEMUCommand, transcript: Transcript, stallLimit: Duration? = nil
+        _ arguments: [String], transcript: Transcript, stallLimit: Duration? = nil
     ) async throws -> (Int32, [LabRun.Step], Duration) {
         let results = configuration.resultsDirectory
         let files = FileManager.default
@@ -254,15 +298,15 @@ public struct LabMachine: Sendable {
         defer { try? console.close() }
 
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: command.arguments[0])
-        process.arguments = Array(command.arguments.dropFirst())
+        process.executableURL = URL(fileURLWithPath: arguments[0])
+        process.arguments = Array(arguments.dropFirst())
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = console
         process.standardError = console
         let clock = ContinuousClock()
         let start = clock.now
         do { try Self.startWithSignalsUnblocked(process) } catch {
-            throw LabError.io("cannot start \(command.arguments[0]): \(error)")
+            throw LabError.io("cannot start \(arguments[0]): \(error)")
         }
 
         // A second bound behind timeout(1)'s, in case timeout itself is stuck: never a stuck job.

@@ -37,8 +37,10 @@ public struct LabSummary: Codable, Sendable, Equatable {
     public let commandSeconds: Double?
     /// Seconds from qemu start to its exit.
     public let totalSeconds: Double
-    /// Every peripheral, hci0 first.
+    /// Every peripheral, hci0 first (a fleet over VMs: vm1's first, each named `vmN/hciM`).
     public let peripherals: [Peripheral]
+    /// The fleet's VMs that never served, each with why ("vm2: power: gave up after 60 s..."); empty when all did.
+    public let failedMachines: [String]
 
     /// The file name in the results directory.
     public static let file = "summary.json"
@@ -54,8 +56,13 @@ public struct LabSummary: Codable, Sendable, Equatable {
             uptime("power-off").map { (($0 - start) * 10).rounded() / 10 }
         }
         totalSeconds = Self.seconds(run.total)
+        failedMachines = ((try? String(contentsOfFile: run.file(GuestStack.File.fleetFailures), encoding: .utf8)) ?? "")
+            .split(separator: "\n").map(String.init)
         peripherals = zip(run.peripherals, profiles).map { controller, profile in
-            let counters = Self.counters(in: run.file("counters-\(controller).json"))
+            // A fleet VM's counters are in its own results directory: "vm1/hci0" reads vm1/counters-hci0.json.
+            let parts = controller.split(separator: "/", maxSplits: 1).map(String.init)
+            let file = parts.count == 2 ? "\(parts[0])/counters-\(parts[1]).json" : "counters-\(controller).json"
+            let counters = Self.counters(in: run.file(file))
             let requests = counters["requests"]
             let answered = counters["answered"]
             return Peripheral(
@@ -82,6 +89,7 @@ public struct LabSummary: Codable, Sendable, Equatable {
             if let unanswered = peripheral.unanswered, unanswered != 0 { text += " (\(unanswered) UNANSWERED)" }
             parts.append(text)
         }
+        for failed in failedMachines { parts.append("FAILED \(failed)") }
         return parts.joined(separator: "; ")
     }
 

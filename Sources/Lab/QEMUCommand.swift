@@ -20,6 +20,8 @@ struct QEMUCommand {
     var script: String
     /// How the VM reaches RootCanal's air, when `configuration.radio` is RootCanal; nil for btvirt (in the VM).
     var air: Air? = nil
+    /// The place on the air of this VM's first controller (`LabFleet.Machine.firstController`).
+    var firstController = 0
 
     /// What puts the VM on RootCanal's air: `unshare` makes a network namespace for it, and `blemu lab air` in
     /// there runs RootCanal and the relay, then this command's qemu (`RootCanalAir`).
@@ -59,21 +61,25 @@ struct QEMUCommand {
     /// wedged qemu never outlives its run. `--foreground` keeps qemu in the caller's process group, so a Ctrl-C
     /// that stops `blemu lab run` stops the VM too.
     var arguments: [String] {
-        guard let air else { return machine }
-        return [air.unshare] + (air.isPrivileged ? ["--net"] : ["--map-root-user", "--net"])
-            + [
-                "--", air.launcher, "lab", "air", "--rootcanal", air.rootcanal,
-                "--controllers", "\(configuration.controllers)", "--results", configuration.resultsDirectory, "--",
-            ] + machine + serialControllers
+        air == nil ? machine : machine + serialControllers
     }
 
-    /// Controller i as a PCI serial port (ttyS4 and up in the guest, in PCI order) on the relay's port i, which
-    /// qemu connects to as the VM starts. PCI, not ISA: qemu has only three ISA ports besides the console.
+    /// The command that runs `plan`'s VMs on RootCanal's air: unshare into a new network namespace (a user
+    /// namespace first when not root), then `blemu lab air` (`RootCanalAir`).
+    static func airLaunch(_ air: Air, plan: String) -> [String] {
+        [air.unshare] + (air.isPrivileged ? ["--net"] : ["--map-root-user", "--net"])
+            + ["--", air.launcher, "lab", "air", "--rootcanal", air.rootcanal, "--plan", plan]
+    }
+
+    /// Controller i as a PCI serial port (ttyS4 and up in the guest, in PCI order) on the relay's port for its place
+    /// on the air, which qemu connects to as the VM starts. PCI, not ISA: qemu has only three ISA ports besides the
+    /// console.
     var serialControllers: [String] {
         (0..<configuration.controllers).flatMap { index in
             [
                 "-chardev",
-                "socket,id=radio\(index),host=127.0.0.1,port=\(Int(RootCanalAir.relayPort) + index),nodelay=on",
+                "socket,id=radio\(index),host=127.0.0.1,port=\(Int(RootCanalAir.relayPort) + firstController + index),"
+                    + "nodelay=on",
                 "-device", "pci-serial,chardev=radio\(index)",
             ]
         }

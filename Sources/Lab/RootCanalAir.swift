@@ -22,26 +22,48 @@ public struct RootCanalAir: Sendable {
     /// Written when the air fails while the VM runs; `LabMachine` reports it as the failed step "radio".
     public static let failureFile = "radio-failure"
 
-    /// The RootCanal executable.
-    public var rootcanal: String
-    /// How many controllers to put on the air, hci0 first.
-    public var controllers: Int
-    /// Where the logs go.
-    public var resultsDirectory: String
-    /// The VM's command (qemu under timeout(1)), started once the controllers are on the air.
-    public var machine: [String]
+    /// How long the fleet's VMs get, once the command's VM has ended, to see `stop`, leave their counters and power
+    /// off, before they are stopped.
+    static let fleetGrace: Duration = .seconds(60)
 
-    /// An air for `controllers` controllers, RootCanal at `rootcanal`, then `machine` run.
-    public init(rootcanal: String, controllers: Int, resultsDirectory: String, machine: [String]) {
-        self.rootcanal = rootcanal
-        self.controllers = controllers
-        self.resultsDirectory = resultsDirectory
-        self.machine = machine
+    /// The VMs on the air, as `LabMachine` writes them for `blemu lab air --plan`.
+    public struct Plan: Codable, Sendable, Equatable {
+        /// One VM: its command (qemu under timeout(1)), its controllers (consecutive on the air, in plan order), and
+        /// its results directory.
+        public struct Machine: Codable, Sendable, Equatable {
+            /// qemu under timeout(1), its serial ports on the relay's ports for its controllers.
+            public var command: [String]
+            /// How many controllers it has.
+            public var controllers: Int
+            /// Its results directory.
+            public var resultsDirectory: String
+        }
+
+        /// The command's VM first: the run ends when it does.
+        public var machines: [Machine]
+
+        /// The file name in the run's results directory.
+        public static let file = "air-plan.json"
     }
 
-    /// Brings the air up, runs the VM, tears the air down; returns the VM command's exit status (128 + the signal
+    /// The RootCanal executable.
+    public var rootcanal: String
+    /// The VMs, the command's first.
+    public var plan: Plan
+
+    /// An air for `plan`'s VMs with RootCanal at `rootcanal`.
+    public init(rootcanal: String, plan: Plan) {
+        self.rootcanal = rootcanal
+        self.plan = plan
+    }
+
+    /// The run's results directory: the command's VM's, where the air's own logs go.
+    var resultsDirectory: String { plan.machines.first?.resultsDirectory ?? "." }
+
+    /// Brings the air up, runs the VMs, tears the air down; returns the command VM's exit status (128 + the signal
     /// when one killed it), or 70 when the air could not be brought up (with `failureFile` saying why).
     public func run() -> Int32 {
+        let controllers = plan.machines.reduce(0) { $0 + $1.controllers }
         let log = RadioLog(path: resultsDirectory + "/" + Self.relayLogFile)
         let rootcanalProcess = Process()
         var controllerSockets: [Int32] = []
@@ -112,25 +134,35 @@ public struct RootCanalAir: Sendable {
         }
         thread.start()
 
-        let vm = Process()
-        vm.executableURL = URL(fileURLWithPath: machine[0])
-        vm.arguments = Array(machine.dropFirst())
-        do { try vm.run() } catch { return fail("cannot start \(machine[0]): \(error)") }
-        let vmPID = vm.processIdentifier
-        // A TERM or INT for the lab (LabMachine stopping the run, a Ctrl-C) goes on to the VM; the air ends with it.
+        var machines: [Process] = []
+        for machine in plan.machines {
+            let vm = Process()
+            vm.executableURL = URL(fileURLWithPath: machine.command[0])
+            vm.arguments = Array(machine.command.dropFirst())
+            do { try vm.run() } catch {
+                machines.forEach { kill($0.processIdentifier, SIGTERM) }
+                return fail("cannot start \(machine.command[0]): \(error)")
+            }
+            machines.append(vm)
+        }
+        let pids = machines.map(\.processIdentifier)
+        // A TERM or INT for the lab (LabMachine stopping the run, a Ctrl-C) goes on to every VM; the air ends with
+        // them.
         let signals = [SIGTERM, SIGINT].map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { kill(vmPID, SIGTERM) }
+            source.setEventHandler { for pid in pids { kill(pid, SIGTERM) } }
             source.resume()
             return source
         }
         var failure: String?
-        while vm.isRunning {
+        var exited = Set<Int>()
+        let command = machines[0]
+        while command.isRunning {
+            noteExits(of: machines, into: &exited, log: log)
             if failure == nil {
                 if !rootcanalProcess.isRunning {
-                    failure =
-                        "RootCanal exited with status \(rootcanalProcess.terminationStatus) while the VM ran "
+                    failure = "RootCanal exited with status \(rootcanalProcess.terminationStatus) while the VM ran "
                         + "(see \(Self.logFile))"
                 } else if let result = outcome.result, result != .stopped {
                     failure = Self.describe(result)
@@ -139,18 +171,50 @@ public struct RootCanalAir: Sendable {
                     log.write("failed: " + failure)
                     try? (failure + "\n").write(
                         toFile: resultsDirectory + "/" + Self.failureFile, atomically: true, encoding: .utf8)
-                    kill(vmPID, SIGTERM)
+                    for pid in pids { kill(pid, SIGTERM) }
                 }
             }
             Thread.sleep(forTimeInterval: 0.1)
         }
+        // The run is over: each fleet VM leaves its counters and powers off, or is stopped.
+        for machine in plan.machines.dropFirst() {
+            _ = FileManager.default.createFile(atPath: machine.resultsDirectory + "/" + GuestStack.File.stop, contents: nil)
+        }
+        let deadline = ContinuousClock.now + Self.fleetGrace
+        while machines.contains(where: \.isRunning) && ContinuousClock.now < deadline {
+            noteExits(of: machines, into: &exited, log: log)
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        for vm in machines where vm.isRunning {
+            log.write("a VM did not power off within \(Self.fleetGrace) of the run's end: stopping it")
+            kill(vm.processIdentifier, SIGTERM)
+        }
+        machines.forEach { $0.waitUntilExit() }
+        noteExits(of: machines, into: &exited, log: log)
         signals.forEach { $0.cancel() }
         _ = write(stopPipe[1], "x", 1)
         while outcome.result == nil { Thread.sleep(forTimeInterval: 0.01) }
         for line in outcome.report { log.write(line) }
         Self.stop(rootcanalProcess)
-        let status = vm.terminationStatus
-        return vm.terminationReason == .uncaughtSignal ? 128 + status : status
+        return Self.status(of: command)
+    }
+
+    /// Records each VM that has exited since the last call: `GuestStack.File.machineExit` in its results directory
+    /// (the central's VM stops waiting for a fleet VM that exited) and a line in the log.
+    private func noteExits(of machines: [Process], into exited: inout Set<Int>, log: RadioLog) {
+        for (index, vm) in machines.enumerated() where !vm.isRunning && !exited.contains(index) {
+            exited.insert(index)
+            let status = Self.status(of: vm)
+            let directory = plan.machines[index].resultsDirectory
+            try? "\(status)\n".write(
+                toFile: directory + "/" + GuestStack.File.machineExit, atomically: true, encoding: .utf8)
+            log.write("vm\(index) exited with status \(status)")
+        }
+    }
+
+    /// A process's exit status as a shell gives it: 128 + the signal when one killed it.
+    static func status(of process: Process) -> Int32 {
+        process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
     }
 
     /// Ends RootCanal: it ignores SIGTERM (1.10.0 was seen to run on for minutes), and keeps nothing worth a clean

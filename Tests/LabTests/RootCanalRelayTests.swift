@@ -96,14 +96,18 @@ struct RootCanalRelayTests {
             configuration: configuration, timeout: "/usr/bin/timeout", qemu: "/usr/bin/qemu-system-x86_64",
             kernel: "/boot/vmlinuz-x", initramfs: "/cache/i.cpio", script: "/work/results/r1/guest-stack.sh", air: air)
         let arguments = command.arguments
-        #expect(
-            Array(arguments.prefix(14)) == [
-                "/usr/bin/unshare", "--map-root-user", "--net", "--", "/opt/blemu/bin/blemu-cli", "lab", "air",
-                "--rootcanal", "/venv/rootcanal", "--controllers", "3", "--results", "/work/results/r1", "--",
-            ])
-        #expect(arguments[14] == "/usr/bin/timeout")
+        #expect(arguments.first == "/usr/bin/timeout")
         #expect(arguments.filter { $0.hasPrefix("pci-serial,chardev=radio") }.count == 3)
         #expect(arguments.contains("socket,id=radio2,host=127.0.0.1,port=6502,nodelay=on"))
+        #expect(
+            QEMUCommand.airLaunch(air, plan: "/work/results/r1/air-plan.json") == [
+                "/usr/bin/unshare", "--map-root-user", "--net", "--", "/opt/blemu/bin/blemu-cli", "lab", "air",
+                "--rootcanal", "/venv/rootcanal", "--plan", "/work/results/r1/air-plan.json",
+            ])
+        // A fleet VM's ports follow the controllers before it on the air.
+        var second = command
+        second.firstController = 3
+        #expect(second.arguments.contains("socket,id=radio0,host=127.0.0.1,port=6503,nodelay=on"))
         #expect(command.kernelCommandLine.hasSuffix(" 8250.nr_uarts=7"))
         #expect(configuration.validationProblem() == nil)
         configuration.controllers = 29
