@@ -79,6 +79,8 @@ struct GuestStack {
         static let fleetFailures = "fleet-failures"
         static let script = "guest-stack.sh"
         static func peripheral(_ controller: String) -> String { "blemu-\(controller).log" }
+        /// The peak resident set, in KiB, of the peripheral on `controller`, read as the run ends.
+        static func peakMemory(_ controller: String) -> String { "peak-rss-\(controller)" }
         /// The event log (`blemu run --events`) of the peripheral on `controller`.
         static func events(_ controller: String) -> String { "events-\(controller).jsonl" }
     }
@@ -101,21 +103,25 @@ struct GuestStack {
 
         """
 
-    /// main.conf for RootCanal's air: `mainConf` and a 100 ms advertising interval. RootCanal keeps to the
-    /// interval in real time, and with the kernel's default (1.28 s) a central took 3.5 s to connect instead of
-    /// 0.74 s (btvirt delivers every advertisement at once).
-    static let rootCanalMainConf =
-        mainConf + """
+    /// The main.conf for `radio`: `mainConf`, and on RootCanal an LE-only controller mode unless `dualMode`, and a
+    /// 100 ms advertising interval.
+    ///
+    /// RootCanal's controllers do BR/EDR as well as LE, and `ControllerMode = le` turns BR/EDR off in the host, as
+    /// btvirt's `-L` does in the controller: after an LE pairing a 5.66 peripheral paged the central over BR/EDR,
+    /// and its bluetoothd exited on the Page Timeout (its log ends in `device_bonding_failed`, then
+    /// `resume_discovery`). RootCanal keeps to the advertising interval in real time, and with the kernel's default
+    /// (1.28 s) a central took 3.5 s to connect instead of 0.74 s (btvirt delivers every advertisement at once).
+    static func mainConf(for radio: LabConfiguration.Radio, dualMode: Bool = false) -> String {
+        guard radio == .rootcanal else { return mainConf }
+        let general = dualMode ? "" : "ControllerMode = le\n"
+        return mainConf.replacingOccurrences(of: "DeviceID = false\n", with: "DeviceID = false\n" + general)
+            + """
 
             [LE]
             MinAdvertisementInterval = 0x00a0
             MaxAdvertisementInterval = 0x00a0
 
             """
-
-    /// The main.conf for `radio`.
-    static func mainConf(for radio: LabConfiguration.Radio) -> String {
-        radio == .rootcanal ? rootCanalMainConf : mainConf
     }
 
     /// The shell functions that bring the radio up (`bring_up_radio`) on RootCanal's air: its controllers are the
@@ -222,9 +228,13 @@ struct GuestStack {
     var collectCounters: String {
         guard !profileCopies.isEmpty else { return "" }
         let blemu = Self.shellQuote(configuration.guestBlemuExecutable ?? "blemu")
-        return configuration.peripheralControllers.map { controller in
-            "\(blemu) ctl \(Self.controlSocket(controller)) counters >\"$W/counters-\(controller).json\" 2>/dev/null"
-        }.joined(separator: "\n")
+        // Each peripheral's peak resident set too (VmHWM, proc(5)), by its pid in start order: what a device costs.
+        return "set -- $peripheral_pids\n"
+            + configuration.peripheralControllers.map { controller in
+                "\(blemu) ctl \(Self.controlSocket(controller)) counters >\"$W/counters-\(controller).json\" 2>/dev/null\n"
+                    + "sed -n 's/^VmHWM:[[:space:]]*\\([0-9]*\\) kB/\\1/p' \"/proc/$1/status\" "
+                    + ">\"$W/\(File.peakMemory(controller))\" 2>/dev/null; shift"
+            }.joined(separator: "\n")
     }
 
     /// The shell functions that bring the radio up (`bring_up_radio`) with btvirt in the VM.

@@ -34,7 +34,8 @@ extension LabMachine {
             throw LabError.io("cannot create \(directory): \(error)")
         }
         try write(bluez.version + "\n", to: directory + "/" + GuestStack.File.bluezVersion)
-        try write(GuestStack.mainConf(for: vm.radio), to: directory + "/" + GuestStack.File.mainConf)
+        try write(
+            GuestStack.mainConf(for: vm.radio, dualMode: vm.isDualMode), to: directory + "/" + GuestStack.File.mainConf)
         try copyBlemuWhereTheGuestSeesIt(vm)
         var stack = GuestStack(
             configuration: vm, command: [], bluez: bluez, radio: radio, busybox: busybox,

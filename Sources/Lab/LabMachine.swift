@@ -90,7 +90,9 @@ public struct LabMachine: Sendable {
                     + (configuration.peripheralSystem.map { " on \($0)" } ?? ""))
         }
         let script = results + "/" + GuestStack.File.script
-        try write(GuestStack.mainConf(for: configuration.radio), to: results + "/" + GuestStack.File.mainConf)
+        try write(
+            GuestStack.mainConf(for: configuration.radio, dualMode: configuration.isDualMode),
+            to: results + "/" + GuestStack.File.mainConf)
         do {
             try FileManager.default.createDirectory(
                 atPath: results + "/" + BleakDefaultAdapter.directory, withIntermediateDirectories: true)

@@ -113,9 +113,9 @@ struct ATTScenarioTests {
         }
     }
 
-    @Test(arguments: LabScenario.longTargets) func btmonShowsEachCodeLeaveThePeripheral(target: LabTarget
-) async throws
-    {
+    @Test(arguments: LabScenario.longTargets) func btmonShowsEachCodeLeaveThePeripheral(
+        target: LabTarget
+    ) async throws {
         let run = try await finishedRun(target)
         let h = try handles(run)
         let sent = Set(BtmonTrace(capture: run.file("btmon.snoop")).errorsSent(by: "hci0"))
@@ -294,8 +294,9 @@ struct ATTScenarioTests {
 
     /// Every step of Fixtures/lab-att.sh ran, once each and in the script's order (a step skipped or repeated would
     /// leave later tests asserting on files of another moment); the timings go to the test log.
-    @Test(arguments: LabScenario.longTargets) func everyStepOfTheScriptRanOnceInOrder(target: LabTarget
-) async throws {
+    @Test(arguments: LabScenario.longTargets) func everyStepOfTheScriptRanOnceInOrder(
+        target: LabTarget
+    ) async throws {
         let run = try await ATTScenario.shared.run(on: target)
         let script = try String(contentsOfFile: LabScenario.fixtures + "/lab-att.sh", encoding: .utf8)
         let planned = script.split(separator: "\n").filter { $0.hasPrefix("step ") }.map { String($0.dropFirst(5)) }

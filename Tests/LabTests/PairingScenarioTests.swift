@@ -40,8 +40,9 @@ struct PairingScenarioTests {
         #expect(PairingScenario.passkey.count == 6, "blemu show --json profiles/secure.yaml has no pairing passkey")
     }
 
-    @Test(arguments: LabScenario.targets) func aWrongPasskeyFailsThePairing(target: LabTarget
-) async throws {
+    @Test(arguments: LabScenario.targets) func aWrongPasskeyFailsThePairing(
+        target: LabTarget
+    ) async throws {
         let run = try await finishedRun(target)
         let result = try central(run, "wrong-passkey")
         #expect(result["typed"] as? String == PairingScenario.wrongPasskey, "\(result)")

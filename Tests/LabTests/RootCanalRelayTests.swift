@@ -128,6 +128,8 @@ struct RootCanalRelayTests {
         #expect(script.contains("controllers_listed $((i + 1))"))
         #expect(!script.contains("/usr/bin/btvirt"))
         #expect(GuestStack.mainConf(for: .rootcanal).contains("MinAdvertisementInterval = 0x00a0"))
+        #expect(GuestStack.mainConf(for: .rootcanal).contains("DeviceID = false\nControllerMode = le\n"))
+        #expect(!GuestStack.mainConf(for: .rootcanal, dualMode: true).contains("ControllerMode"))
         #expect(!GuestStack.mainConf(for: .btvirt).contains("[LE]"))
     }
 }
