@@ -104,7 +104,8 @@ extension LabCommand {
 
         func validate() throws {
             guard timeout > 0, stepTimeout > 0 else { throw ValidationError("timeouts must be positive") }
-            let most = radio == LabConfiguration.Radio.rootcanal.rawValue ? Self.maximumRootCanalCopies : Self.maximumCopies
+            let most =
+                radio == LabConfiguration.Radio.rootcanal.rawValue ? Self.maximumRootCanalCopies : Self.maximumCopies
             guard (1...most).contains(copies) else {
                 throw ValidationError(
                     "--copies must be 1...\(most) on \(radio), got \(copies)"
@@ -292,7 +293,8 @@ extension LabCommand {
             }
             guard !decoded.machines.isEmpty, decoded.machines.allSatisfy({ !$0.command.isEmpty && $0.controllers > 0 })
             else {
-                FileHandle.standardError.write(Data("lab air: the plan \(plan) has no VM, or one without a command\n".utf8))
+                FileHandle.standardError.write(
+                    Data("lab air: the plan \(plan) has no VM, or one without a command\n".utf8))
                 throw ExitCode(65)
             }
             throw ExitCode(RootCanalAir(rootcanal: rootcanal, plan: decoded).run())

@@ -23,6 +23,8 @@ public struct LabSummary: Codable, Sendable, Equatable {
         public let notificationsSent: Int?
         /// Those dropped (no subscriber left, or the queue overflowed).
         public let notificationsDropped: Int?
+        /// Its `blemu run`'s peak resident set in KiB (VmHWM) as the run ended; nil when it was not read.
+        public let peakMemoryKiB: Int?
     }
 
     /// `bluetoothd --version` of the BlueZ that booted.
@@ -61,15 +63,19 @@ public struct LabSummary: Codable, Sendable, Equatable {
         peripherals = zip(run.peripherals, profiles).map { controller, profile in
             // A fleet VM's counters are in its own results directory: "vm1/hci0" reads vm1/counters-hci0.json.
             let parts = controller.split(separator: "/", maxSplits: 1).map(String.init)
-            let file = parts.count == 2 ? "\(parts[0])/counters-\(parts[1]).json" : "counters-\(controller).json"
-            let counters = Self.counters(in: run.file(file))
+            let directory = parts.count == 2 ? parts[0] + "/" : ""
+            let name = parts.last ?? controller
+            let counters = Self.counters(in: run.file(directory + "counters-\(name).json"))
+            let memory =
+                (try? String(contentsOfFile: run.file(directory + GuestStack.File.peakMemory(name)), encoding: .utf8))
+                .flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
             let requests = counters["requests"]
             let answered = counters["answered"]
             return Peripheral(
                 controller: controller, profile: profile, requests: requests, answered: answered,
                 unanswered: requests.flatMap { requests in answered.map { requests - $0 } },
                 notificationsQueued: counters["notificationsQueued"], notificationsSent: counters["notificationsSent"],
-                notificationsDropped: counters["notificationsDropped"])
+                notificationsDropped: counters["notificationsDropped"], peakMemoryKiB: memory)
         }
     }
 

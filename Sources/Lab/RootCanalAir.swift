@@ -162,7 +162,8 @@ public struct RootCanalAir: Sendable {
             noteExits(of: machines, into: &exited, log: log)
             if failure == nil {
                 if !rootcanalProcess.isRunning {
-                    failure = "RootCanal exited with status \(rootcanalProcess.terminationStatus) while the VM ran "
+                    failure =
+                        "RootCanal exited with status \(rootcanalProcess.terminationStatus) while the VM ran "
                         + "(see \(Self.logFile))"
                 } else if let result = outcome.result, result != .stopped {
                     failure = Self.describe(result)
@@ -178,7 +179,8 @@ public struct RootCanalAir: Sendable {
         }
         // The run is over: each fleet VM leaves its counters and powers off, or is stopped.
         for machine in plan.machines.dropFirst() {
-            _ = FileManager.default.createFile(atPath: machine.resultsDirectory + "/" + GuestStack.File.stop, contents: nil)
+            _ = FileManager.default.createFile(
+                atPath: machine.resultsDirectory + "/" + GuestStack.File.stop, contents: nil)
         }
         let deadline = ContinuousClock.now + Self.fleetGrace
         while machines.contains(where: \.isRunning) && ContinuousClock.now < deadline {
@@ -195,6 +197,13 @@ public struct RootCanalAir: Sendable {
         _ = write(stopPipe[1], "x", 1)
         while outcome.result == nil { Thread.sleep(forTimeInterval: 0.01) }
         for line in outcome.report { log.write(line) }
+        // What the air cost, for the fleet benchmark: RootCanal's peak resident set (VmHWM, proc(5)).
+        if let status = try? String(
+            contentsOfFile: "/proc/\(rootcanalProcess.processIdentifier)/status", encoding: .utf8),
+            let peak = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
+        {
+            log.write("RootCanal " + peak.replacing(/\s+/, with: " "))
+        }
         Self.stop(rootcanalProcess)
         return Self.status(of: command)
     }
