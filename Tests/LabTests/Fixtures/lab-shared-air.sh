@@ -1,0 +1,20 @@
+#!/bin/sh
+# SharedAirScenario's command, in the central's VM: the peripherals run in VMs of their own, on another BlueZ, on
+# the same RootCanal air. blemu verify --pair --writes reads, writes and subscribes to the thermostat (the last
+# peripheral); the gateway example holds the two straps at once. Each result goes to a file the tests read.
+# --pair: without an agent on the central, the pairing bluetoothd starts by itself for the thermostat's guarded
+# writes was refused on this air (docs/lab.md, "RootCanal's air").
+# Usage: lab-shared-air.sh BLEMU THERMOSTAT_PROFILE PYTHON GATEWAY
+R=$BLEMU_LAB_RESULTS
+SCENARIO=shared-air
+. "$(dirname "$0")/guest-lib.sh"
+blemu=$1 thermostat=$2 python=$3 gateway=$4
+env | grep '^BLEMU_LAB_' | sort > "$R/environment"
+step verify
+"$blemu" verify --adapter "$BLEMU_LAB_CENTRAL" --pair --writes --listen 3 --json "$thermostat" \
+    "${BLEMU_LAB_PERIPHERAL_ADDRESS##*,}" > "$R/verify.json" 2> "$R/verify.err"
+echo $? > "$R/verify.rc"
+step gateway
+"$python" "$gateway" 2 > "$R/gateway.out" 2>&1
+echo $? > "$R/gateway.rc"
+step done
