@@ -310,6 +310,17 @@ extension LabCommand {
         func run() async throws {
             let prerequisites = LabPrerequisites.check()
             print(prerequisites.report)
+            // The radios (docs/lab.md, "The radio" and "RootCanal's air"): what each needs beyond the rest.
+            let btvirt = prerequisites.items.first { $0.name == "btvirt" }
+            print("radio   btvirt: " + (btvirt?.isPresent == true ? "can run (the default)" : "cannot run: no btvirt"))
+            let rootcanal = LabPrerequisites.check(radio: .rootcanal).items.filter {
+                $0.name.hasPrefix("rootcanal") || $0.name == "unshare"
+            }
+            print(
+                "radio   rootcanal: "
+                    + (rootcanal.allSatisfy(\.isPresent)
+                        ? "can run (--radio rootcanal)"
+                        : "cannot run: " + rootcanal.compactMap(\.problem).joined(separator: "; ")))
             let versions = BlueZInstall.available()
             for install in versions { print("bluez   \(install)") }
             let kernels = LabKernel.available()

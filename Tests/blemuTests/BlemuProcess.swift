@@ -21,16 +21,21 @@ struct BlemuProcess {
     /// Runs blemu with `arguments` from the repository root and waits for it on a thread of its own: a test blocked
     /// on a child would hold one of the cooperative pool's two threads (on a 2-core machine), and tests running
     /// beside it whose handlers need the pool (a D-Bus callback answered within its timeout) would starve.
-    static func run(_ arguments: [String]) async throws -> Outcome {
+    /// With `environment`, those variables are set over this process's own.
+    static func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> Outcome {
         try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try runBlocking(arguments) }) }.start()
+            Thread { continuation.resume(with: Result { try runBlocking(arguments, environment: environment) }) }
+                .start()
         }
     }
 
-    private static func runBlocking(_ arguments: [String]) throws -> Outcome {
+    private static func runBlocking(_ arguments: [String], environment: [String: String]) throws -> Outcome {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         process.currentDirectoryURL = repositoryRoot
         let out = Pipe()
         let err = Pipe()
