@@ -28,10 +28,11 @@ public struct LabFleet: Sendable, Equatable {
 
     /// The plan for `configuration`: one VM, as the configuration says, unless it is on RootCanal and its profiles
     /// are more than `devicesPerMachine` or asked on another system; then vm0 holds the central alone and each
-    /// further VM up to `devicesPerMachine` peripherals, in profile order.
+    /// further VM up to `devicesPerMachine` peripherals, in profile order. Without profiles there is no fleet to
+    /// put elsewhere, and `peripheralSystem` is ignored.
     public init(_ configuration: LabConfiguration) {
         let profiles = configuration.profiles
-        guard configuration.radio == .rootcanal,
+        guard configuration.radio == .rootcanal, !profiles.isEmpty,
             profiles.count > configuration.devicesPerMachine || configuration.peripheralSystem != nil
         else {
             machines = [

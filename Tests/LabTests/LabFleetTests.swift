@@ -44,6 +44,9 @@ struct LabFleetTests {
         #expect(plan.machines[1].configuration.bluez == bluez)
         #expect(plan.machines[1].configuration.kernel == kernel)
         #expect(plan.machines[0].configuration.bluez == nil)
+        // Without profiles there is nothing to serve elsewhere: one VM, its hci0 free for the command.
+        configuration.profiles = []
+        #expect(!LabFleet(configuration).spansMachines)
         configuration.radio = .btvirt
         #expect(configuration.validationProblem()?.contains("need --radio rootcanal") == true)
     }
