@@ -77,11 +77,17 @@ public struct RootCanalAir: Sendable {
         }
         do { try LoopbackTCP.bringUpLoopback() } catch { return fail(error.description) }
 
-        rootcanalProcess.executableURL = URL(fileURLWithPath: rootcanal)
-        rootcanalProcess.arguments = [
-            "-test_port=\(Self.testPort)", "-hci_port=\(Self.hciPort)", "-link_port=\(Self.linkPorts.0)",
+        // Under setpriv --pdeathsig: RootCanal never exits by itself, and an air killed outright (the lab's hard
+        // limit, SIGKILL) would leave it running in the namespace. The signal follows the thread that started it,
+        // the air's main thread, which lives as long as the air.
+        let arguments = [
+            rootcanal, "-test_port=\(Self.testPort)", "-hci_port=\(Self.hciPort)", "-link_port=\(Self.linkPorts.0)",
             "-link_ble_port=\(Self.linkPorts.1)",
         ]
+        let setpriv = "/usr/bin/setpriv"
+        let guarded = FileManager.default.isExecutableFile(atPath: setpriv)
+        rootcanalProcess.executableURL = URL(fileURLWithPath: guarded ? setpriv : rootcanal)
+        rootcanalProcess.arguments = guarded ? ["--pdeathsig", "KILL", "--"] + arguments : Array(arguments.dropFirst())
         let logPath = resultsDirectory + "/" + Self.logFile
         guard FileManager.default.createFile(atPath: logPath, contents: nil),
             let rootcanalLog = FileHandle(forWritingAtPath: logPath)
