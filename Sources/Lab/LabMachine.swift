@@ -307,7 +307,7 @@ public struct LabMachine: Sendable {
         process.standardError = console
         let clock = ContinuousClock()
         let start = clock.now
-        do { try Self.startWithSignalsUnblocked(process) } catch {
+        do { try process.runWithSignalsUnblocked() } catch {
             throw LabError.io("cannot start \(arguments[0]): \(error)")
         }
 
@@ -351,18 +351,6 @@ public struct LabMachine: Sendable {
         let total = clock.now - start
         steps += newSteps(after: &seenBytes, elapsed: total)
         return (process.terminationStatus, steps, total)
-    }
-
-    /// Starts `process` with no signal blocked. The child inherits the spawning thread's signal mask, and
-    /// libdispatch's worker threads (which run async code) block nearly every signal: qemu would then ignore the
-    /// SIGTERM of timeout(1) and of `terminate()`, and a hung VM would only die by SIGKILL.
-    private static func startWithSignalsUnblocked(_ process: Process) throws {
-        var none = sigset_t()
-        var saved = sigset_t()
-        sigemptyset(&none)
-        pthread_sigmask(SIG_SETMASK, &none, &saved)
-        defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
-        try process.run()
     }
 
     /// "12.3 s".

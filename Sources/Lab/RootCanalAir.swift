@@ -79,7 +79,7 @@ public struct RootCanalAir: Sendable {
 
         // Under setpriv --pdeathsig: RootCanal never exits by itself, and an air killed outright (the lab's hard
         // limit, SIGKILL) would leave it running in the namespace. The signal follows the thread that started it,
-        // the air's main thread, which lives as long as the air.
+        // the one that runs the air until it ends (prctl(2), PR_SET_PDEATHSIG).
         let arguments = [
             rootcanal, "-test_port=\(Self.testPort)", "-hci_port=\(Self.hciPort)", "-link_port=\(Self.linkPorts.0)",
             "-link_ble_port=\(Self.linkPorts.1)",
@@ -95,7 +95,9 @@ public struct RootCanalAir: Sendable {
         rootcanalProcess.standardInput = FileHandle.nullDevice
         rootcanalProcess.standardOutput = rootcanalLog
         rootcanalProcess.standardError = rootcanalLog
-        do { try rootcanalProcess.run() } catch { return fail("cannot start \(rootcanal): \(error)") }
+        do { try rootcanalProcess.runWithSignalsUnblocked() } catch {
+            return fail("cannot start \(rootcanal): \(error)")
+        }
         log.write("RootCanal \(rootcanal) started, pid \(rootcanalProcess.processIdentifier)")
 
         // One at a time, each seen to answer HCI Reset before the next: RootCanal's listen backlog is 1, and the
@@ -145,7 +147,7 @@ public struct RootCanalAir: Sendable {
             let vm = Process()
             vm.executableURL = URL(fileURLWithPath: machine.command[0])
             vm.arguments = Array(machine.command.dropFirst())
-            do { try vm.run() } catch {
+            do { try vm.runWithSignalsUnblocked() } catch {
                 machines.forEach { kill($0.processIdentifier, SIGTERM) }
                 return fail("cannot start \(machine.command[0]): \(error)")
             }
@@ -232,8 +234,8 @@ public struct RootCanalAir: Sendable {
         process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
     }
 
-    /// Ends RootCanal: it ignores SIGTERM (1.10.0 was seen to run on for minutes), and keeps nothing worth a clean
-    /// exit, so a KILL follows a second's grace.
+    /// Ends RootCanal: it keeps nothing worth a clean exit, so a KILL follows a second's grace (started with
+    /// SIGTERM blocked, before `runWithSignalsUnblocked`, it ran on for minutes).
     static func stop(_ process: Process) {
         guard process.isRunning else { return }
         process.terminate()

@@ -49,8 +49,12 @@ async def connect(device):
     """A connected client for `device`, trying up to CONNECT_ATTEMPTS times. A link can drop while it is being set
     up (on a radio, a missed connection event; in the lab, a busy emulated controller), and bleak then reports
     "device disconnected" during service discovery: a gateway tries again, as it would with a strap at the edge of
-    its range. Each failed attempt is printed."""
+    its range. bluetoothd also forgets a device it found but did not connect once its TemporaryTimeout (30 s) has
+    passed since it last saw it, and a large fleet connected one strap at a time gets there: each attempt after the
+    first scans for the strap again. Each failed attempt is printed."""
     for attempt in range(1, CONNECT_ATTEMPTS + 1):
+        if attempt > 1:
+            device = await BleakScanner.find_device_by_address(device.address, timeout=SCAN_SECONDS) or device
         client = BleakClient(device)
         try:
             await client.connect()
