@@ -60,23 +60,48 @@ public struct RootCanalAir: Sendable {
     /// The run's results directory: the command's VM's, where the air's own logs go.
     var resultsDirectory: String { plan.machines.first?.resultsDirectory ?? "." }
 
+    /// Why the air could not come up or went down: the line `failureFile` gets.
+    struct Failure: Error {
+        /// What failed, for the run's error message.
+        let reason: String
+    }
+
     /// Brings the air up, runs the VMs, tears the air down; returns the command VM's exit status (128 + the signal
     /// when one killed it), or 70 when the air could not be brought up (with `failureFile` saying why).
     public func run() -> Int32 {
-        let controllers = plan.machines.reduce(0) { $0 + $1.controllers }
         let log = RadioLog(path: resultsDirectory + "/" + Self.relayLogFile)
-        let rootcanalProcess = Process()
-        var controllerSockets: [Int32] = []
-        var listeners: [Int32] = []
-        func fail(_ reason: String) -> Int32 {
-            log.write("failed: " + reason)
-            try? (reason + "\n").write(
-                toFile: resultsDirectory + "/" + Self.failureFile, atomically: true, encoding: .utf8)
-            Self.stop(rootcanalProcess)
+        let rootcanal = Process()
+        defer { Self.stop(rootcanal) }
+        do throws(Failure) {
+            do { try LoopbackTCP.bringUpLoopback() } catch { throw Failure(reason: error.description) }
+            try start(rootcanal, log: log)
+            let controllers = try connectControllers(rootcanal: rootcanal, log: log)
+            let relay = try RelayThread.start(controllers: controllers)
+            let status = try serve(relay: relay, rootcanal: rootcanal, log: log)
+            for line in relay.stop() { log.write(line) }
+            // What the air cost, for the fleet benchmark: RootCanal's peak resident set (VmHWM, proc(5)).
+            if let status = try? String(
+                contentsOfFile: "/proc/\(rootcanal.processIdentifier)/status", encoding: .utf8),
+                let peak = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
+            {
+                log.write("RootCanal " + peak.replacing(/\s+/, with: " "))
+            }
+            return status
+        } catch {
+            record(error.reason, log: log)
             return 70
         }
-        do { try LoopbackTCP.bringUpLoopback() } catch { return fail(error.description) }
+    }
 
+    /// Writes `reason` to `failureFile` and the log.
+    private func record(_ reason: String, log: RadioLog) {
+        log.write("failed: " + reason)
+        try? (reason + "\n").write(
+            toFile: resultsDirectory + "/" + Self.failureFile, atomically: true, encoding: .utf8)
+    }
+
+    /// Starts RootCanal with its ports, its output in `logFile`.
+    private func start(_ process: Process, log: RadioLog) throws(Failure) {
         // Under setpriv --pdeathsig: RootCanal never exits by itself, and an air killed outright (the lab's hard
         // limit, SIGKILL) would leave it running in the namespace. The signal follows the thread that started it,
         // the one that runs the air until it ends (prctl(2), PR_SET_PDEATHSIG).
@@ -84,64 +109,69 @@ public struct RootCanalAir: Sendable {
             rootcanal, "-test_port=\(Self.testPort)", "-hci_port=\(Self.hciPort)", "-link_port=\(Self.linkPorts.0)",
             "-link_ble_port=\(Self.linkPorts.1)",
         ]
+        // setpriv would only say "failed to execute" in the log: name the file here.
+        guard FileManager.default.isExecutableFile(atPath: rootcanal) else {
+            throw Failure(reason: "cannot start \(rootcanal): not an executable file")
+        }
         let setpriv = "/usr/bin/setpriv"
         let guarded = FileManager.default.isExecutableFile(atPath: setpriv)
-        rootcanalProcess.executableURL = URL(fileURLWithPath: guarded ? setpriv : rootcanal)
-        rootcanalProcess.arguments = guarded ? ["--pdeathsig", "KILL", "--"] + arguments : Array(arguments.dropFirst())
+        process.executableURL = URL(fileURLWithPath: guarded ? setpriv : rootcanal)
+        process.arguments = guarded ? ["--pdeathsig", "KILL", "--"] + arguments : Array(arguments.dropFirst())
         let logPath = resultsDirectory + "/" + Self.logFile
         guard FileManager.default.createFile(atPath: logPath, contents: nil),
-            let rootcanalLog = FileHandle(forWritingAtPath: logPath)
-        else { return fail("cannot create \(logPath)") }
-        rootcanalProcess.standardInput = FileHandle.nullDevice
-        rootcanalProcess.standardOutput = rootcanalLog
-        rootcanalProcess.standardError = rootcanalLog
-        do { try rootcanalProcess.runWithSignalsUnblocked() } catch {
-            return fail("cannot start \(rootcanal): \(error)")
+            let output = FileHandle(forWritingAtPath: logPath)
+        else { throw Failure(reason: "cannot create \(logPath)") }
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = output
+        process.standardError = output
+        do { try process.runWithSignalsUnblocked() } catch {
+            throw Failure(reason: "cannot start \(rootcanal): \(error)")
         }
-        log.write("RootCanal \(rootcanal) started, pid \(rootcanalProcess.processIdentifier)")
+        log.write("RootCanal \(rootcanal) started, pid \(process.processIdentifier)")
+    }
 
+    /// One connection to RootCanal's HCI port per controller of the plan, and a port for qemu to connect each to
+    /// (`relayPort + i`).
+    private func connectControllers(
+        rootcanal: Process, log: RadioLog
+    ) throws(Failure) -> [(controller: Int32, listener: Int32)] {
         // One at a time, each seen to answer HCI Reset before the next: RootCanal's listen backlog is 1, and the
         // order of connection is the order of addresses.
         let clock = ContinuousClock()
-        for index in 0..<controllers {
+        var connected: [(controller: Int32, listener: Int32)] = []
+        for index in 0..<plan.machines.reduce(0, { $0 + $1.controllers }) {
             let start = clock.now
-            while true {
-                guard rootcanalProcess.isRunning else {
-                    return fail(
-                        "RootCanal exited with status \(rootcanalProcess.terminationStatus) (see \(Self.logFile))")
+            var socket: Int32?
+            while socket == nil {
+                guard rootcanal.isRunning else {
+                    throw Failure(
+                        reason: "RootCanal exited with status \(rootcanal.terminationStatus) (see \(Self.logFile))")
                 }
-                if let fd = try? LoopbackTCP.connect(port: Self.hciPort) {
-                    controllerSockets.append(fd)
-                    break
+                socket = try? LoopbackTCP.connect(port: Self.hciPort)
+                if socket == nil {
+                    guard clock.now - start < .seconds(10) else {
+                        throw Failure(
+                            reason: "RootCanal's HCI port \(Self.hciPort) refused controller \(index) for 10 s")
+                    }
+                    Thread.sleep(forTimeInterval: 0.05)
                 }
-                if clock.now - start > .seconds(10) {
-                    return fail("RootCanal's HCI port \(Self.hciPort) refused controller \(index) for 10 s")
-                }
-                Thread.sleep(forTimeInterval: 0.05)
             }
-            guard Self.reset(controllerSockets[index]) else {
-                return fail("RootCanal's controller \(index) did not answer HCI Reset within 5 s")
+            guard let controller = socket, Self.reset(controller) else {
+                throw Failure(reason: "RootCanal's controller \(index) did not answer HCI Reset within 5 s")
+            }
+            do {
+                connected.append((controller, try LoopbackTCP.listen(port: Self.relayPort + UInt16(index))))
+            } catch {
+                throw Failure(reason: error.description)
             }
             log.write("controller \(index) on the air in \(clock.now - start)")
         }
-        for index in 0..<controllers {
-            do { listeners.append(try LoopbackTCP.listen(port: Self.relayPort + UInt16(index))) } catch {
-                return fail(error.description)
-            }
-        }
+        return connected
+    }
 
-        var stopPipe: [Int32] = [-1, -1]
-        guard pipe(&stopPipe) == 0 else { return fail("pipe: \(String(cString: strerror(errno)))") }
-        for fd in stopPipe { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        let outcome = RelayOutcome()
-        let relay = H4Relay(controllers: controllerSockets, listeners: listeners, stop: stopPipe[0])
-        let thread = Thread {
-            var relay = relay
-            let result = relay.run()
-            outcome.finish(result, report: relay.report)
-        }
-        thread.start()
-
+    /// Runs every VM of the plan until the command's has ended and the others have powered off (or were stopped);
+    /// RootCanal or the relay failing meanwhile stops them all and is recorded. Returns the command VM's status.
+    private func serve(relay: RelayThread, rootcanal: Process, log: RadioLog) throws(Failure) -> Int32 {
         var machines: [Process] = []
         for machine in plan.machines {
             let vm = Process()
@@ -149,7 +179,7 @@ public struct RootCanalAir: Sendable {
             vm.arguments = Array(machine.command.dropFirst())
             do { try vm.runWithSignalsUnblocked() } catch {
                 machines.forEach { kill($0.processIdentifier, SIGTERM) }
-                return fail("cannot start \(machine.command[0]): \(error)")
+                throw Failure(reason: "cannot start \(machine.command[0]): \(error)")
             }
             machines.append(vm)
         }
@@ -163,23 +193,23 @@ public struct RootCanalAir: Sendable {
             source.resume()
             return source
         }
-        var failure: String?
+        defer { signals.forEach { $0.cancel() } }
+        var failed = false
         var exited = Set<Int>()
         let command = machines[0]
         while command.isRunning {
             noteExits(of: machines, into: &exited, log: log)
-            if failure == nil {
-                if !rootcanalProcess.isRunning {
+            if !failed {
+                var failure: String?
+                if !rootcanal.isRunning {
                     failure =
-                        "RootCanal exited with status \(rootcanalProcess.terminationStatus) while the VM ran "
-                        + "(see \(Self.logFile))"
-                } else if let result = outcome.result, result != .stopped {
+                        "RootCanal exited with status \(rootcanal.terminationStatus) while the VM ran (see \(Self.logFile))"
+                } else if let result = relay.result, result != .stopped {
                     failure = Self.describe(result)
                 }
                 if let failure {
-                    log.write("failed: " + failure)
-                    try? (failure + "\n").write(
-                        toFile: resultsDirectory + "/" + Self.failureFile, atomically: true, encoding: .utf8)
+                    failed = true
+                    record(failure, log: log)
                     for pid in pids { kill(pid, SIGTERM) }
                 }
             }
@@ -201,18 +231,6 @@ public struct RootCanalAir: Sendable {
         }
         machines.forEach { $0.waitUntilExit() }
         noteExits(of: machines, into: &exited, log: log)
-        signals.forEach { $0.cancel() }
-        _ = write(stopPipe[1], "x", 1)
-        while outcome.result == nil { Thread.sleep(forTimeInterval: 0.01) }
-        for line in outcome.report { log.write(line) }
-        // What the air cost, for the fleet benchmark: RootCanal's peak resident set (VmHWM, proc(5)).
-        if let status = try? String(
-            contentsOfFile: "/proc/\(rootcanalProcess.processIdentifier)/status", encoding: .utf8),
-            let peak = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
-        {
-            log.write("RootCanal " + peak.replacing(/\s+/, with: " "))
-        }
-        Self.stop(rootcanalProcess)
         return Self.status(of: command)
     }
 
@@ -282,20 +300,42 @@ public struct RootCanalAir: Sendable {
     }
 }
 
-/// The relay thread's result, handed to the thread that waits for the VM.
-private final class RelayOutcome: @unchecked Sendable {
+/// `H4Relay` on a thread of its own, and what the waiting thread reads of it.
+private final class RelayThread: @unchecked Sendable {
     private let lock = NSLock()
     private var stored: (H4Relay.Outcome, [String])?
+    private let stopWriter: Int32
 
-    /// Records how the relay ended and its report.
-    func finish(_ outcome: H4Relay.Outcome, report: [String]) {
-        lock.withLock { stored = (outcome, report) }
+    private init(stopWriter: Int32) { self.stopWriter = stopWriter }
+
+    /// Starts a relay over `controllers` (each RootCanal connection with the port its qemu serial device connects
+    /// to) on a new thread.
+    static func start(controllers: [(controller: Int32, listener: Int32)]) throws(RootCanalAir.Failure) -> RelayThread {
+        var stop: [Int32] = [-1, -1]
+        guard pipe(&stop) == 0 else {
+            throw RootCanalAir.Failure(reason: "pipe: \(String(cString: strerror(errno)))")
+        }
+        for fd in stop { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        let thread = RelayThread(stopWriter: stop[1])
+        let relay = H4Relay(
+            controllers: controllers.map(\.controller), listeners: controllers.map(\.listener), stop: stop[0])
+        Thread {
+            var relay = relay
+            let outcome = relay.run()
+            thread.lock.withLock { thread.stored = (outcome, relay.report) }
+        }.start()
+        return thread
     }
 
     /// How the relay ended; nil while it runs.
     var result: H4Relay.Outcome? { lock.withLock { stored?.0 } }
-    /// The relay's report, once it has ended.
-    var report: [String] { lock.withLock { stored?.1 ?? [] } }
+
+    /// Stops the relay (when it still runs) and returns its report: a line per controller.
+    func stop() -> [String] {
+        _ = write(stopWriter, "x", 1)
+        while result == nil { Thread.sleep(forTimeInterval: 0.01) }
+        return lock.withLock { stored?.1 ?? [] }
+    }
 }
 
 /// `radio.log`: timestamped lines, appended.

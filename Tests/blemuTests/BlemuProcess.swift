@@ -21,17 +21,25 @@ struct BlemuProcess {
     /// Runs blemu with `arguments` from the repository root and waits for it on a thread of its own: a test blocked
     /// on a child would hold one of the cooperative pool's two threads (on a 2-core machine), and tests running
     /// beside it whose handlers need the pool (a D-Bus callback answered within its timeout) would starve.
-    /// With `environment`, those variables are set over this process's own.
-    static func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> Outcome {
+    /// With `environment`, those variables are set over this process's own; with `executable`, that program runs
+    /// with `arguments` instead of blemu (a wrapper such as unshare, which names blemu itself).
+    static func run(
+        _ arguments: [String], environment: [String: String] = [:], executable: String? = nil
+    ) async throws -> Outcome {
         try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try runBlocking(arguments, environment: environment) }) }
-                .start()
+            Thread {
+                continuation.resume(
+                    with: Result { try runBlocking(arguments, environment: environment, executable: executable) })
+            }
+            .start()
         }
     }
 
-    private static func runBlocking(_ arguments: [String], environment: [String: String]) throws -> Outcome {
+    private static func runBlocking(
+        _ arguments: [String], environment: [String: String], executable program: String?
+    ) throws -> Outcome {
         let process = Process()
-        process.executableURL = executable
+        process.executableURL = program.map { URL(fileURLWithPath: $0) } ?? executable
         process.arguments = arguments
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
