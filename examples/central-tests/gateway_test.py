@@ -82,8 +82,12 @@ async def main(count):
         return record
 
     try:
-        for address, (device, _) in found.items():
+        for address, (device, name) in found.items():
             clients[address] = await connect(device)
+            if not name:
+                # The name can come in a scan response the scan missed (on a busy air the host may get it apart from
+                # the advertisement and drop it); connected, bluetoothd has read the strap's Device Name.
+                found[address] = (device, clients[address].name)
         print(f"connected to {len(clients)} straps at once")
         started = time.monotonic()
         for address, client in clients.items():
