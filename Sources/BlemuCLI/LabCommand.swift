@@ -109,7 +109,8 @@ extension LabCommand {
             guard (1...most).contains(copies) else {
                 throw ValidationError(
                     "--copies must be 1...\(most) on \(radio), got \(copies)"
-                        + (most == Self.maximumCopies ? " (--radio rootcanal spreads a fleet over VMs)" : ""))
+                        + (copies > most && most == Self.maximumCopies
+                            ? " (--radio rootcanal spreads a fleet over VMs)" : ""))
             }
             guard LabConfiguration.Radio(rawValue: radio) != nil else {
                 throw ValidationError("--radio must be btvirt or rootcanal, got \(radio)")
