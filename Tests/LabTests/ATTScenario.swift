@@ -8,7 +8,7 @@ import Foundation
 /// Fixtures/lab-att.sh, leaves one file per request; `ATTScenarioTests` asserts on them and on btmon's trace.
 enum ATTScenario {
     /// Boots on first use; every test awaits the same run.
-    static let shared = LabScenario(boot: boot)
+    static let shared = LabScenario(length: .long, boot: boot)
 
     /// The 60-byte initial value of `long`: longer than ATT_MTU-1 at the default MTU of 23.
     static let longInitial = Array("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWX".utf8)

@@ -55,7 +55,7 @@ struct ATTScenarioTests {
     /// 5.87 sends notifications where a CCCD enables both (9c36e4189); a central cannot enable both on an
     /// application's characteristic on any version: bluetoothd refuses 0x0003 with 0xFD before blemu hears of it,
     /// so what blemu's queue and event log call an indication is one on the air (docs/bluez.md, "Notifications").
-    @Test(arguments: LabScenario.longTargets) func aCCCDEnablingNotificationsAndIndicationsAtOnceIsRefusedWith0xFD(
+    @Test(arguments: LabScenario.boundingTargets) func aCCCDEnablingNotificationsAndIndicationsAtOnceIsRefusedWith0xFD(
         target: LabTarget
     ) async throws {
         let run = try await finishedRun(target)
@@ -74,7 +74,7 @@ struct ATTScenarioTests {
     /// The events log's spelling of a value (`Hex`, uppercase, no separator).
     private static func hex(_ bytes: [UInt8]) -> String { Hex.string(bytes, separator: "") }
 
-    @Test(arguments: LabScenario.longTargets) func everyRefusalAProfileCanCauseReachesTheCentralWithItsExactCode(
+    @Test(arguments: LabScenario.boundingTargets) func everyRefusalAProfileCanCauseReachesTheCentralWithItsExactCode(
         target: LabTarget
     ) async throws {
         let run = try await finishedRun(target)
@@ -97,7 +97,7 @@ struct ATTScenarioTests {
 
     /// The list both test levels run (Fixtures/lab-att-requests.txt; level 5 is ATTRequestListTests): every answer
     /// the raw client printed, in order, is the list's, with each error's characteristic as its handle.
-    @Test(arguments: LabScenario.longTargets) func everySessionOfTheRequestListGetsTheAnswersTheListSays(
+    @Test(arguments: LabScenario.boundingTargets) func everySessionOfTheRequestListGetsTheAnswersTheListSays(
         target: LabTarget
     ) async throws {
         let run = try await finishedRun(target)
@@ -113,7 +113,7 @@ struct ATTScenarioTests {
         }
     }
 
-    @Test(arguments: LabScenario.longTargets) func btmonShowsEachCodeLeaveThePeripheral(
+    @Test(arguments: LabScenario.boundingTargets) func btmonShowsEachCodeLeaveThePeripheral(
         target: LabTarget
     ) async throws {
         let run = try await finishedRun(target)
@@ -133,7 +133,7 @@ struct ATTScenarioTests {
         #expect(sent.contains(error(0x16, "long", 0x0D)) == Self.countsThePrepareHeader(target.system), "\(sent)")
     }
 
-    @Test(arguments: LabScenario.longTargets) func longReadsUseReadBlobAndReturnEveryByte(
+    @Test(arguments: LabScenario.boundingTargets) func longReadsUseReadBlobAndReturnEveryByte(
         target: LabTarget
     ) async throws {
         let run = try await finishedRun(target)
@@ -153,7 +153,7 @@ struct ATTScenarioTests {
         #expect(bigBlobs == Array(bigBlobs.sorted()) && bigBlobs.last.map { $0 < 512 } == true, "\(bigBlobs)")
     }
 
-    @Test(arguments: LabScenario.longTargets) func plainAndPreparedWritesAreStoredAndReadBack(
+    @Test(arguments: LabScenario.boundingTargets) func plainAndPreparedWritesAreStoredAndReadBack(
         target: LabTarget
     ) async throws {
         let run = try await finishedRun(target)
@@ -180,7 +180,7 @@ struct ATTScenarioTests {
     /// a long write's part that ends past byte 508: until 5.69 (commit 8bf3a4a26).
     static func countsThePrepareHeader(_ system: LabSystem) -> Bool { !system.bluez.isAtLeast("5.69") }
 
-    @Test(arguments: LabScenario.longTargets) func aLongWriteOfOneCharacteristicIsAppliedWholeOrNotAtAll(
+    @Test(arguments: LabScenario.boundingTargets) func aLongWriteOfOneCharacteristicIsAppliedWholeOrNotAtAll(
         target: LabTarget
     ) async throws {
         let run = try await finishedRun(target)
@@ -202,7 +202,7 @@ struct ATTScenarioTests {
         }
     }
 
-    @Test(arguments: LabScenario.longTargets)
+    @Test(arguments: LabScenario.boundingTargets)
     func aReliableWriteOfTwoCharacteristicsKeepsTheFirstWhenTheSecondIsRefused(
         target: LabTarget
     ) async throws {
@@ -212,7 +212,7 @@ struct ATTScenarioTests {
         #expect(requestEvents(run, "write", "left").compactMap { $0["value"] as? String } == ["11111111", "33333333"])
     }
 
-    @Test(arguments: LabScenario.longTargets) func everyRequestThePeripheralReceivedGotExactlyOneAnswer(
+    @Test(arguments: LabScenario.boundingTargets) func everyRequestThePeripheralReceivedGotExactlyOneAnswer(
         target: LabTarget
     ) async throws {
         let run = try await finishedRun(target)
@@ -244,7 +244,7 @@ struct ATTScenarioTests {
         print("ATT lab: hci0 answered \(answers.values.reduce(0, +)) ATT requests; blemu \(requestEvents.count)")
     }
 
-    @Test(arguments: LabScenario.longTargets) func writeCommandsStreamThroughAcquireWriteInOrder(
+    @Test(arguments: LabScenario.boundingTargets) func writeCommandsStreamThroughAcquireWriteInOrder(
         target: LabTarget
     ) async throws {
         let run = try await finishedRun(target)
@@ -260,7 +260,7 @@ struct ATTScenarioTests {
         #expect(streamed.map { $0["code"] as? Int } == [nil, nil, nil, 0x0D])
     }
 
-    @Test(arguments: LabScenario.longTargets) func justWorksPairingTurnsTheRefusedReadIntoTheValue(
+    @Test(arguments: LabScenario.boundingTargets) func justWorksPairingTurnsTheRefusedReadIntoTheValue(
         target: LabTarget
     ) async throws {
         let run = try await finishedRun(target)
@@ -294,7 +294,7 @@ struct ATTScenarioTests {
 
     /// Every step of Fixtures/lab-att.sh ran, once each and in the script's order (a step skipped or repeated would
     /// leave later tests asserting on files of another moment); the timings go to the test log.
-    @Test(arguments: LabScenario.longTargets) func everyStepOfTheScriptRanOnceInOrder(
+    @Test(arguments: LabScenario.boundingTargets) func everyStepOfTheScriptRanOnceInOrder(
         target: LabTarget
     ) async throws {
         let run = try await ATTScenario.shared.run(on: target)

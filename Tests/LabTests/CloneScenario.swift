@@ -8,7 +8,7 @@ import Foundation
 /// clone, apart from what bluetoothd adds itself).
 enum CloneScenario {
     /// Boots on first use; every test awaits the same run.
-    static let shared = LabScenario(boot: boot)
+    static let shared = LabScenario(length: .long, boot: boot)
 
     /// The bundled profiles, by path, sorted.
     static let profiles: [String] = {

@@ -78,7 +78,7 @@ struct CloneScenarioTests {
         }
     }
 
-    @Test(arguments: LabScenario.longSystems) func aRecordedStreamPlaysAgainInOrderFromTheClone(
+    @Test(arguments: LabScenario.boundingSystems) func aRecordedStreamPlaysAgainInOrderFromTheClone(
         system: LabSystem
     ) async throws {
         let run = try await CloneScenario.shared.run(on: system)
@@ -143,7 +143,7 @@ struct CloneScenarioTests {
         return (run, output)
     }
 
-    @Test(arguments: LabScenario.longSystems) func aLinkDroppedMidwayWritesNothingAndSaysHowFarItGot(
+    @Test(arguments: LabScenario.boundingSystems) func aLinkDroppedMidwayWritesNothingAndSaysHowFarItGot(
         system: LabSystem
     ) async throws {
         let (run, output) = try await Self.refusedClone("drop", exitCode: 2, on: system)
@@ -154,7 +154,7 @@ struct CloneScenarioTests {
         #expect(report?.linkLoss?.phase == .reading, "\(read(run, "drop.original.json"))")
     }
 
-    @Test(arguments: LabScenario.longSystems) func anAddressThatNeverAdvertisesExits1WithWhatWasSeen(
+    @Test(arguments: LabScenario.boundingSystems) func anAddressThatNeverAdvertisesExits1WithWhatWasSeen(
         system: LabSystem
     ) async throws {
         let (run, output) = try await Self.refusedClone("missing", exitCode: 1, on: system)
@@ -164,7 +164,7 @@ struct CloneScenarioTests {
         #expect(!served.isEmpty && output.contains(served), "\(output)\n\(tails(run, ["drop.run.log"]))")
     }
 
-    @Test(arguments: LabScenario.longSystems) func aServedProfileVerifiesCleanAndItsVariantFailsOnlyWhereItDiffers(
+    @Test(arguments: LabScenario.boundingSystems) func aServedProfileVerifiesCleanAndItsVariantFailsOnlyWhereItDiffers(
         system: LabSystem
     ) async throws {
         let run = try await CloneScenario.shared.run(on: system)
@@ -223,7 +223,7 @@ struct CloneScenarioTests {
         }
     }
 
-    @Test(arguments: LabScenario.longSystems) func aFaultyFirmwareIsFoundLiveEachDefectOnceAndChangesNothing(
+    @Test(arguments: LabScenario.boundingSystems) func aFaultyFirmwareIsFoundLiveEachDefectOnceAndChangesNothing(
         system: LabSystem
     ) async throws {
         let run = try await CloneScenario.shared.run(on: system)
@@ -245,7 +245,7 @@ struct CloneScenarioTests {
         #expect(["pass", "skip"].contains(mode?["status"] as? String ?? ""), "\(text)")
     }
 
-    @Test(arguments: LabScenario.longSystems) func aPasskeyPairedVerifyWritesTheGuardedValueAndPutsItBack(
+    @Test(arguments: LabScenario.boundingSystems) func aPasskeyPairedVerifyWritesTheGuardedValueAndPutsItBack(
         system: LabSystem
     ) async throws {
         let run = try await CloneScenario.shared.run(on: system)
@@ -277,7 +277,7 @@ struct CloneScenarioTests {
         }
     }
 
-    @Test(arguments: LabScenario.longSystems) func everyBundledProfileAndItsCloneLookTheSameToACentral(
+    @Test(arguments: LabScenario.boundingSystems) func everyBundledProfileAndItsCloneLookTheSameToACentral(
         system: LabSystem
     ) async throws {
         let run = try await CloneScenario.shared.run(on: system)

@@ -33,7 +33,7 @@ struct DoctorScenarioTests {
         return Report(exitCode: rc, verdict: object["verdict"] as? String, checks: checks)
     }
 
-    @Test(arguments: LabScenario.systems) func aHealthyAdapterPassesEveryCheckAndTheTrial(
+    @Test(arguments: LabScenario.boundingSystems) func aHealthyAdapterPassesEveryCheckAndTheTrial(
         system: LabSystem
     ) async throws {
         let healthy = try await report("healthy", on: system)
@@ -53,7 +53,7 @@ struct DoctorScenarioTests {
         #expect(healthy.checks.keys.contains("rfkill") && healthy.checks.keys.contains("main-conf-device-id"))
     }
 
-    @Test(arguments: LabScenario.systems) func aPoweredOffOrBlockedAdapterIsNamedWithWhatToDo(
+    @Test(arguments: LabScenario.boundingSystems) func aPoweredOffOrBlockedAdapterIsNamedWithWhatToDo(
         system: LabSystem
     ) async throws {
         let off = try await report("powered-off", on: system)
@@ -66,7 +66,8 @@ struct DoctorScenarioTests {
         #expect(blocked.fix("adapter-powered").hasPrefix("unblock it first"))
     }
 
-    @Test(arguments: LabScenario.systems) func aMissingAdapterListsTheOnesThere(system: LabSystem) async throws {
+    @Test(arguments: LabScenario.boundingSystems) func aMissingAdapterListsTheOnesThere(system: LabSystem) async throws
+    {
         let missing = try await report("missing", on: system)
         #expect(missing.exitCode == 69)
         #expect(missing.detail("adapter") == "no hci9: the adapters here are hci0, hci1, hci2")
@@ -74,7 +75,7 @@ struct DoctorScenarioTests {
         #expect(missing.status("adapter-powered") == "skip")
     }
 
-    @Test(arguments: LabScenario.systems) func deviceIDLeftOnIsAWarningThatSaysCentralsSeeTwoDeviceInformations(
+    @Test(arguments: LabScenario.boundingSystems) func deviceIDLeftOnIsAWarningThatSaysCentralsSeeTwoDeviceInformations(
         system: LabSystem
     ) async throws {
         let deviceID = try await report("device-id", on: system)
@@ -83,7 +84,7 @@ struct DoctorScenarioTests {
         #expect(deviceID.fix("main-conf-device-id").contains("DeviceID = false"))
     }
 
-    @Test(arguments: LabScenario.systems) func anotherProgramHoldingEveryInstanceFailsAndSkipsTheTrial(
+    @Test(arguments: LabScenario.boundingSystems) func anotherProgramHoldingEveryInstanceFailsAndSkipsTheTrial(
         system: LabSystem
     ) async throws {
         let taken = try await report("instances-taken", on: system)
@@ -93,7 +94,7 @@ struct DoctorScenarioTests {
         #expect(taken.status("trial") == "skip")
     }
 
-    @Test(arguments: LabScenario.systems) func aUserOtherThanRootIsToldWhichGroupTheBusPolicyNames(
+    @Test(arguments: LabScenario.boundingSystems) func aUserOtherThanRootIsToldWhichGroupTheBusPolicyNames(
         system: LabSystem
     ) async throws {
         // Debian's policy lets every user send to org.bluez; one that lets only root and a group refuses them.
@@ -109,7 +110,9 @@ struct DoctorScenarioTests {
         #expect(refused.fix("bus-policy").hasPrefix("sudo usermod -aG bluetooth $USER"))
     }
 
-    @Test(arguments: LabScenario.systems) func aStoppedBluetoothdSaysHowToStartIt(system: LabSystem) async throws {
+    @Test(arguments: LabScenario.boundingSystems) func aStoppedBluetoothdSaysHowToStartIt(
+        system: LabSystem
+    ) async throws {
         let stopped = try await report("bluetoothd-stopped", on: system)
         #expect(stopped.exitCode == 69 && stopped.status("bluetoothd") == "fail")
         #expect(stopped.fix("bluetoothd").hasPrefix("sudo systemctl start bluetooth"))

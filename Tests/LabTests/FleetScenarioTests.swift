@@ -12,7 +12,7 @@ import Testing
         "needs the venv with bleak (scripts/setup --lab)"),
     .labSuiteTimeLimit)
 struct FleetScenarioTests {
-    @Test(arguments: LabScenario.systems) func aGatewayHoldsEveryStrapOfTheFleetAndHearsEachStream(
+    @Test(arguments: LabScenario.boundingSystems) func aGatewayHoldsEveryStrapOfTheFleetAndHearsEachStream(
         system: LabSystem
     ) async throws {
         let run = try await FleetScenario.shared.run(on: system)

@@ -18,7 +18,7 @@ struct HeartRateScenarioTests {
         return try JSONDecoder().decode(ProbeReport.self, from: Data(json.utf8))
     }
 
-    @Test(arguments: LabScenario.systems) func theScanSeesTheAdvertisedNameAndServices(
+    @Test(arguments: LabScenario.boundingSystems) func theScanSeesTheAdvertisedNameAndServices(
         system: LabSystem
     ) async throws {
         let device = try await report(system).device
@@ -26,7 +26,7 @@ struct HeartRateScenarioTests {
         #expect(device.uuids.contains("180D") && device.uuids.contains("180F"), "\(device.uuids)")
     }
 
-    @Test(arguments: LabScenario.systems) func theDeclaredServicesAndCharacteristicsAreThereWithTheirFlags(
+    @Test(arguments: LabScenario.boundingSystems) func theDeclaredServicesAndCharacteristicsAreThereWithTheirFlags(
         system: LabSystem
     ) async throws {
         let report = try await report(system)
@@ -40,7 +40,7 @@ struct HeartRateScenarioTests {
         for uuid in ["2A29", "2A24", "2A25", "2A27", "2A26", "2A28"] { #expect(flags[uuid] == ["read"], "\(uuid)") }
     }
 
-    @Test(arguments: LabScenario.systems) func bodySensorLocationReadsAsChest(system: LabSystem) async throws {
+    @Test(arguments: LabScenario.boundingSystems) func bodySensorLocationReadsAsChest(system: LabSystem) async throws {
         let location = try #require(try await report(system).characteristics.first { $0.uuid == "2A38" })
         #expect(location.read?.value?.hex == "01")
         #expect(location.read?.value?.decoded == "Chest")
@@ -59,7 +59,7 @@ struct HeartRateScenarioTests {
             sourceLocation: sourceLocation)
     }
 
-    @Test(arguments: LabScenario.systems) func theReadmesCentralSideTestSuitePassesAgainstTheProfile(
+    @Test(arguments: LabScenario.boundingSystems) func theReadmesCentralSideTestSuitePassesAgainstTheProfile(
         system: LabSystem
     ) async throws {
         let run = try await HeartRateScenario.shared.run(on: system)
@@ -70,7 +70,7 @@ struct HeartRateScenarioTests {
     /// exchange, bluetoothd never signalled `Connected` and bleak failed every test with "failed to discover
     /// services, device disconnected"; before the lab chose bleak's default adapter, half the runs scanned from
     /// the strap's own controller and found nothing.
-    @Test(arguments: LabScenario.systems) func anUnmodifiedBleakSuiteConnectsReadsWritesAndGetsNotifications(
+    @Test(arguments: LabScenario.boundingSystems) func anUnmodifiedBleakSuiteConnectsReadsWritesAndGetsNotifications(
         system: LabSystem
     ) async throws {
         let run = try await HeartRateScenario.shared.run(on: system)
@@ -81,7 +81,7 @@ struct HeartRateScenarioTests {
 
     /// The command writes beside its sources; the write is kept in the results and the checkout is
     /// untouched.
-    @Test(arguments: LabScenario.systems) func theWorkingDirectoryIsWritableAndTheCheckoutUnchanged(
+    @Test(arguments: LabScenario.boundingSystems) func theWorkingDirectoryIsWritableAndTheCheckoutUnchanged(
         system: LabSystem
     ) async throws {
         let run = try await HeartRateScenario.shared.run(on: system)
@@ -93,7 +93,7 @@ struct HeartRateScenarioTests {
     }
 
     /// summary.json says what the peripheral itself counted after three centrals came and went.
-    @Test(arguments: LabScenario.systems) func theSummaryHasThePeripheralsOwnCountsWithEveryRequestAnswered(
+    @Test(arguments: LabScenario.boundingSystems) func theSummaryHasThePeripheralsOwnCountsWithEveryRequestAnswered(
         system: LabSystem
     ) async throws {
         let run = try await HeartRateScenario.shared.run(on: system)
@@ -107,7 +107,7 @@ struct HeartRateScenarioTests {
         #expect((strap.notificationsSent ?? 0) >= 6)
     }
 
-    @Test(arguments: LabScenario.systems) func heartRateMeasurementNotifiesWhileTheProbeListens(
+    @Test(arguments: LabScenario.boundingSystems) func heartRateMeasurementNotifiesWhileTheProbeListens(
         system: LabSystem
     ) async throws {
         let measurement = try #require(try await report(system).characteristics.first { $0.uuid == "2A37" })

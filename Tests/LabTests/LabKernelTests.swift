@@ -134,7 +134,7 @@ struct LabKernelTests {
         }
     }
 
-    @Test func theLongSuitesRunOnTheOldestAndNewestNamedSystemsUnlessTheListWasChosen() {
+    @Test func allButTheSmokeSuitesRunOnTheOldestAndNewestNamedSystemsUnlessChosen() {
         func system(_ name: String, kernel: String, bluez: String) -> LabSystem {
             LabSystem(
                 name: name,
@@ -142,11 +142,11 @@ struct LabKernelTests {
                 bluez: BlueZInstall(version: bluez, bluetoothd: "/b/\(bluez)/bluetoothd", toolDirectory: nil))
         }
         let named = LabSystem.names.map { system($0.name, kernel: $0.kernel + ".9", bluez: $0.bluez) }
-        #expect(LabScenario.longSuiteSystems(of: named, chosen: false).map(\.name) == ["debian-12", "current"])
-        #expect(LabScenario.longSuiteSystems(of: named, chosen: true) == named)
-        #expect(LabScenario.longSuiteSystems(of: [named[1]], chosen: false) == [named[1]])
+        #expect(LabScenario.bounding(of: named, chosen: false).map(\.name) == ["debian-12", "current"])
+        #expect(LabScenario.bounding(of: named, chosen: true) == named)
+        #expect(LabScenario.bounding(of: [named[1]], chosen: false) == [named[1]])
         let handMade = [system("kernel 6.1 + BlueZ 5.82", kernel: "6.1.9", bluez: "5.82")]
-        #expect(LabScenario.longSuiteSystems(of: handMade, chosen: false) == handMade)
+        #expect(LabScenario.bounding(of: handMade, chosen: false) == handMade)
     }
 
     @Test func aCachedKernelsModulesTravelOnTheKernelCommandLineAndTheSystemsDoNot() {

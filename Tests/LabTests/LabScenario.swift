@@ -33,10 +33,15 @@ actor LabScenario {
     static let controllers = 3
 
     private let bootScenario: @Sendable (LabSystem) async throws -> LabRun
+    private let length: LabBootGate.Length
     private var boots: [String: Task<LabRun, any Error>] = [:]
 
-    /// A scenario that boots with `boot` on first use, once per system and radio.
-    init(boot: @escaping @Sendable (LabSystem) async throws -> LabRun) { bootScenario = boot }
+    /// A scenario that boots with `boot` on first use, once per system and radio; a `.long` one is admitted to
+    /// `LabBootGate` before the short ones.
+    init(length: LabBootGate.Length = .short, boot: @escaping @Sendable (LabSystem) async throws -> LabRun) {
+        self.length = length
+        bootScenario = boot
+    }
 
     /// The radio the boot in progress puts its controllers on: `boot(_:running:)` reads it, so every scenario's
     /// boot function runs unchanged on either radio.
@@ -51,8 +56,8 @@ actor LabScenario {
     /// or the same error.
     func run(on target: LabTarget) async throws -> LabRun {
         if let boot = boots[target.key] { return try await boot.value }
-        let task = Task { [bootScenario] in
-            try await LabBootGate.shared.admitted {
+        let task = Task { [bootScenario, length] in
+            try await LabBootGate.shared.admitted(length) {
                 try await LabScenario.$radio.withValue(target.radio) { try await bootScenario(target.system) }
             }
         }
@@ -69,8 +74,8 @@ actor LabScenario {
     /// `BLEMU_LAB_RADIOS=btvirt` or `=rootcanal` keeps one radio.
     static let targets: [LabTarget] = bothRadios(systems)
 
-    /// `longSystems` on btvirt, and RootCanal's one system, as `targets`.
-    static let longTargets: [LabTarget] = bothRadios(longSystems)
+    /// `boundingSystems` on btvirt, and RootCanal's one system, as `targets`.
+    static let boundingTargets: [LabTarget] = bothRadios(boundingSystems)
 
     private static func bothRadios(_ btvirtSystems: [LabSystem]) -> [LabTarget] {
         let wanted = ProcessInfo.processInfo.environment["BLEMU_LAB_RADIOS"]?.split(separator: ",").map(String.init)
@@ -79,10 +84,11 @@ actor LabScenario {
         return (btvirt + rootcanal).filter { wanted?.contains($0.radio.rawValue) ?? true }
     }
 
-    /// Every system the lab can boot here, the short suites' tests run once per system: the named ones (docs/lab.md,
-    /// "Kernels and systems"), else the system's kernel with each installed BlueZ. `BLEMU_LAB_SYSTEMS=debian-12,current`
-    /// (comma-separated) narrows the list. A suite boots once per system and its tests read that run's files, so a
-    /// system costs one boot per suite whatever it asserts: what a system skips is whole suites (`longSuiteSystems`).
+    /// Every system the lab can boot here; the smoke suites (LabScenario, extended advertising, pairing) run once per
+    /// system: the named ones (docs/lab.md, "Kernels and systems"), else the system's kernel with each installed BlueZ.
+    /// `BLEMU_LAB_SYSTEMS=debian-12,current` (comma-separated) narrows the list. A suite boots once per system and its
+    /// tests read that run's files, so a system costs one boot per suite whatever it asserts: what a system skips is
+    /// whole suites (`boundingSystems`).
     static let systems: [LabSystem] = {
         var found = LabSystem.available()
         if found.isEmpty, let kernel = LabKernel.system() {
@@ -94,16 +100,17 @@ actor LabScenario {
         return found.filter { wanted.contains(Substring($0.name)) }
     }()
 
-    /// The systems the long suites run on (ATT, Clone, Profiles: six to ten minutes of TCG a boot, half the lab's
-    /// time on three systems). See `longSuiteSystems(of:chosen:)`.
-    static let longSystems = longSuiteSystems(
+    /// The systems every other suite runs on: the full lab on two configurations, smokes on the rest. On three
+    /// systems the middle one's eight minutes of short suites and the long ones (ATT, Clone, Profiles: six to ten
+    /// minutes of TCG a boot) would add a quarter of an hour. See `bounding(of:chosen:)`.
+    static let boundingSystems = bounding(
         of: systems, chosen: ProcessInfo.processInfo.environment["BLEMU_LAB_SYSTEMS"] != nil)
 
     /// The oldest and newest named systems among `systems`: they bound what changes between the BlueZ releases and
-    /// kernels blemu supports (docs/bluez.md), while a system between them runs the short suites, which still boot
-    /// every path of the stack once. Every system when the list was `chosen` (`BLEMU_LAB_SYSTEMS`: asking for a
-    /// system means all of it) or holds no named system at either end.
-    static func longSuiteSystems(of systems: [LabSystem], chosen: Bool) -> [LabSystem] {
+    /// kernels blemu supports (docs/bluez.md), while a system between them runs the smoke suites, which still boot
+    /// every path of the stack once and pair. Every system when the list was `chosen` (`BLEMU_LAB_SYSTEMS`: asking
+    /// for a system means all of it) or holds no named system at either end.
+    static func bounding(of systems: [LabSystem], chosen: Bool) -> [LabSystem] {
         let ends = [LabSystem.names.first?.name, LabSystem.names.last?.name]
         let bounding = systems.filter { ends.contains($0.name) }
         return chosen || bounding.isEmpty ? systems : bounding

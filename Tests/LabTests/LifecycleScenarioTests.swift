@@ -15,7 +15,7 @@ struct LifecycleScenarioTests {
             of: LifecycleScenario.shared, on: system, showing: ["blemu-run.log", "events.jsonl"])
     }
 
-    @Test(arguments: LabScenario.systems) func theCentralFindsAndReadsTheMarkerBeforeAndAfterEachDisruption(
+    @Test(arguments: LabScenario.boundingSystems) func theCentralFindsAndReadsTheMarkerBeforeAndAfterEachDisruption(
         system: LabSystem
     ) async throws {
         let run = try await finishedRun(system)
@@ -26,7 +26,7 @@ struct LifecycleScenarioTests {
         }
     }
 
-    @Test(arguments: LabScenario.systems) func blemuNoticesTheRestartOfBluetoothdAndRegistersEverythingAgain(
+    @Test(arguments: LabScenario.boundingSystems) func blemuNoticesTheRestartOfBluetoothdAndRegistersEverythingAgain(
         system: LabSystem
     ) async throws {
         let run = try await finishedRun(system)
@@ -43,7 +43,7 @@ struct LifecycleScenarioTests {
         #expect(read(run, "bluetoothd-cmdline.txt").contains("-P battery"), "restarted as the stack started it")
     }
 
-    @Test(arguments: LabScenario.systems) func aPowerCycleIsReportedAndAdvertisingResumes(
+    @Test(arguments: LabScenario.boundingSystems) func aPowerCycleIsReportedAndAdvertisingResumes(
         system: LabSystem
     ) async throws {
         let run = try await finishedRun(system)
@@ -57,7 +57,9 @@ struct LifecycleScenarioTests {
         #expect(read(run, "active-instances-after-power-on.txt").contains("byte 1"))
     }
 
-    @Test(arguments: LabScenario.systems) func theDisconnectFaultDropsTheCentralsLink(system: LabSystem) async throws {
+    @Test(arguments: LabScenario.boundingSystems) func theDisconnectFaultDropsTheCentralsLink(
+        system: LabSystem
+    ) async throws {
         let run = try await finishedRun(system)
         let central = read(run, "central-hang-up.txt")
         #expect(central.contains("hang-up read 01\n"), "\(central)")
@@ -78,7 +80,7 @@ struct LifecycleScenarioTests {
         }
     }
 
-    @Test(arguments: LabScenario.systems) func everyRequestWasAnsweredOnceAndBlemuStopsCleanly(
+    @Test(arguments: LabScenario.boundingSystems) func everyRequestWasAnsweredOnceAndBlemuStopsCleanly(
         system: LabSystem
     ) async throws {
         let run = try await finishedRun(system)
@@ -97,7 +99,8 @@ struct LifecycleScenarioTests {
     /// What 5.66 does when blemu dies under a subscribed central (bluetoothd's own GATT client on hci1): the link
     /// stays, the services go and come back (Service Changed) under new handles, and nobody subscribes to the new
     /// run by itself. So the second run reports the saved subscription as history and has no subscriber.
-    @Test(arguments: LabScenario.systems) func aCentralSubscribedAcrossABlemuCrashStaysConnectedButMustSubscribeAgain(
+    @Test(arguments: LabScenario.boundingSystems)
+    func aCentralSubscribedAcrossABlemuCrashStaysConnectedButMustSubscribeAgain(
         system: LabSystem
     ) async throws {
         let run = try await finishedRun(system)
@@ -114,7 +117,7 @@ struct LifecycleScenarioTests {
             log.contains("saved subscription(s) not re-established: beat (*)"), "\(tails(run, ["blemu-run-2.log"]))")
     }
 
-    @Test(arguments: LabScenario.systems) func timingsAreRecorded(system: LabSystem) async throws {
+    @Test(arguments: LabScenario.boundingSystems) func timingsAreRecorded(system: LabSystem) async throws {
         let run = try await LifecycleScenario.shared.run(on: system)
         print(
             "lifecycle lab: qemu start to command \(run.untilCommand.map(LabMachine.seconds) ?? "?"), "

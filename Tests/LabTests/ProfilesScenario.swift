@@ -18,7 +18,7 @@ import Foundation
 /// on the host, never from copies in the tests.
 enum ProfilesScenario {
     /// Boots on first use; every test awaits the same run.
-    static let shared = LabScenario(boot: boot)
+    static let shared = LabScenario(length: .long, boot: boot)
 
     /// One profile of stories 1 and 2 and what the host's blemu predicts for it.
     struct Profile: Sendable {

@@ -139,7 +139,7 @@ struct ProfilesScenarioTests {
         return (profile, plan)
     }
 
-    @Test(arguments: LabScenario.longSystems, profileNames)
+    @Test(arguments: LabScenario.boundingSystems, profileNames)
     func theScanSeesTheAdvertisedNameAndExactlyTheAdvertisedUUIDs(
         system: LabSystem, _ name: String
     ) async throws {
@@ -157,7 +157,7 @@ struct ProfilesScenarioTests {
         #expect(Set(device.uuids) == Set(plan["advertised"] as? [String] ?? []), "\(device.uuids)")
     }
 
-    @Test(arguments: LabScenario.longSystems, profileNames)
+    @Test(arguments: LabScenario.boundingSystems, profileNames)
     func theCentralSeesExactlyTheDeclaredTreeAfterBluetoothdsOwnServices(
         system: LabSystem, _ name: String
     ) async throws {
@@ -175,7 +175,7 @@ struct ProfilesScenarioTests {
         for (got, want) in zip(seen, expected) { #expect(got == want) }
     }
 
-    @Test(arguments: LabScenario.longSystems, profileNames) func theAdvertisingBytesAreThoseBlemuAdvPredicts(
+    @Test(arguments: LabScenario.boundingSystems, profileNames) func theAdvertisingBytesAreThoseBlemuAdvPredicts(
         system: LabSystem, _ name: String
     ) async throws {
         let run = try await finished("profile-" + name, system)
@@ -195,7 +195,7 @@ struct ProfilesScenarioTests {
             "\(scanResponse) vs \(plan["scanResponse"] ?? "")")
     }
 
-    @Test(arguments: LabScenario.longSystems, profileNames)
+    @Test(arguments: LabScenario.boundingSystems, profileNames)
     func everyRequestOfTheProbeIsAnsweredOnceAndBlemuStopsCleanly(
         system: LabSystem, _ name: String
     ) async throws {
@@ -234,7 +234,7 @@ struct ProfilesScenarioTests {
         return (response["hex"] as? String)?.replacingOccurrences(of: " ", with: "").uppercased()
     }
 
-    @Test(arguments: LabScenario.longSystems, ["hci1", "hci2"]) func eachCentralReceivesEveryValueInOrder(
+    @Test(arguments: LabScenario.boundingSystems, ["hci1", "hci2"]) func eachCentralReceivesEveryValueInOrder(
         system: LabSystem, _ adapter: String
     ) async throws {
         let run = try await finished("two-centrals", system)
@@ -262,7 +262,7 @@ struct ProfilesScenarioTests {
             uniquingKeysWith: { a, _ in a })
     }
 
-    @Test(arguments: LabScenario.longSystems) func twoCentralsAreReportedAsBluetoothdCarriesThem(
+    @Test(arguments: LabScenario.boundingSystems) func twoCentralsAreReportedAsBluetoothdCarriesThem(
         system: LabSystem
     ) async throws {
         let run = try await finished("two-centrals", system)
@@ -326,7 +326,7 @@ struct ProfilesScenarioTests {
         return try #require(response["counters"] as? [String: Any], "\(response)")
     }
 
-    @Test(arguments: LabScenario.longSystems)
+    @Test(arguments: LabScenario.boundingSystems)
     func aFloodWhileBluetoothdIsStoppedArrivesWholeAndInOrderThroughQueueFullAndReady(system: LabSystem) async throws {
         let run = try await finished("flood", system)
         #expect(trimmed(run, "flood-central-rc") == "0", "\(tails(run, ["flood.log", "flood-run.log"]))")
@@ -363,7 +363,7 @@ struct ProfilesScenarioTests {
 
     // MARK: Story 5: the transfer
 
-    @Test(arguments: LabScenario.longSystems) func aLongTransferArrivesWholeInChunksNoLongerThanAnAttributeValue(
+    @Test(arguments: LabScenario.boundingSystems) func aLongTransferArrivesWholeInChunksNoLongerThanAnAttributeValue(
         system: LabSystem
     ) async throws {
         let run = try await finished("transfer", system)
@@ -391,7 +391,7 @@ struct ProfilesScenarioTests {
         #expect(notified.count == chunks.count + 1)
     }
 
-    @Test(arguments: LabScenario.longSystems) func timingsAreRecorded(system: LabSystem) async throws {
+    @Test(arguments: LabScenario.boundingSystems) func timingsAreRecorded(system: LabSystem) async throws {
         let run = try await ProfilesScenario.shared.run(on: system)
         print(
             "profiles lab: qemu start to command \(run.untilCommand.map(LabMachine.seconds) ?? "?"), "

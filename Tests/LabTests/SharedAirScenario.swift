@@ -9,7 +9,7 @@ import Foundation
 /// holds both straps with the gateway example.
 enum SharedAirScenario {
     /// Boots on first use; the one run every test awaits.
-    static let shared = LabScenario(boot: boot)
+    static let shared = LabScenario(length: .long, boot: boot)
 
     /// The central's system and the peripherals'.
     static let centralSystem = "current"

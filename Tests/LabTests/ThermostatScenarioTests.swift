@@ -16,7 +16,8 @@ struct ThermostatScenarioTests {
             of: ThermostatScenario.shared, on: system, showing: ["blemu-run-1.log", "blemu-run-2.log", "probe.err"])
     }
 
-    @Test(arguments: LabScenario.systems) func temperatureNotificationsCarryExactlyTheValuesSetThroughCtlInOrder(
+    @Test(arguments: LabScenario.boundingSystems)
+    func temperatureNotificationsCarryExactlyTheValuesSetThroughCtlInOrder(
         system: LabSystem
     ) async throws {
         let run = try await finishedRun(system)
@@ -32,7 +33,7 @@ struct ThermostatScenarioTests {
             "\(temperature.notifications)\n\(tails(run, ["events.jsonl", "blemu-run-1.log"]))")
     }
 
-    @Test(arguments: LabScenario.systems) func everyCtlSetAndCountersAnswerOk(system: LabSystem) async throws {
+    @Test(arguments: LabScenario.boundingSystems) func everyCtlSetAndCountersAnswerOk(system: LabSystem) async throws {
         let run = try await finishedRun(system)
         for (index, value) in ThermostatScenario.temperatures.enumerated() {
             let response = try JSONSerialization.jsonObject(with: Data(read(run, "ctl-set-\(index + 1).json").utf8))
@@ -49,7 +50,7 @@ struct ThermostatScenarioTests {
         #expect(sent >= ThermostatScenario.temperatures.count, "\(counters)")
     }
 
-    @Test(arguments: LabScenario.systems) func theEventLogHasParseableLinesIncludingTheNotifications(
+    @Test(arguments: LabScenario.boundingSystems) func theEventLogHasParseableLinesIncludingTheNotifications(
         system: LabSystem
     ) async throws {
         let run = try await finishedRun(system)
@@ -68,7 +69,7 @@ struct ThermostatScenarioTests {
         #expect(events.contains { $0["type"] as? String == "subscribed" }, "\(tails(run, ["events.jsonl"]))")
     }
 
-    @Test(arguments: LabScenario.systems) func aSetPointWrittenBeforeKill9IsReadBackAfterTheRestart(
+    @Test(arguments: LabScenario.boundingSystems) func aSetPointWrittenBeforeKill9IsReadBackAfterTheRestart(
         system: LabSystem
     ) async throws {
         let run = try await finishedRun(system)
@@ -84,7 +85,9 @@ struct ThermostatScenarioTests {
         #expect(!readBack.contains("read \(ThermostatScenario.initialSetPoint)\n"))
     }
 
-    @Test(arguments: LabScenario.systems) func theSecondRunLogsThatItRestoredTheState(system: LabSystem) async throws {
+    @Test(arguments: LabScenario.boundingSystems) func theSecondRunLogsThatItRestoredTheState(
+        system: LabSystem
+    ) async throws {
         let run = try await finishedRun(system)
         let log = read(run, "blemu-run-2.log")
         #expect(
@@ -94,7 +97,7 @@ struct ThermostatScenarioTests {
         #expect(read(run, "blemu-run-2-rc").trimmingCharacters(in: .whitespacesAndNewlines) == "0", "SIGTERM exits 0")
     }
 
-    @Test(arguments: LabScenario.systems) func timingsAreRecorded(system: LabSystem) async throws {
+    @Test(arguments: LabScenario.boundingSystems) func timingsAreRecorded(system: LabSystem) async throws {
         let run = try await ThermostatScenario.shared.run(on: system)
         print(
             "thermostat lab: qemu start to command \(run.untilCommand.map(LabMachine.seconds) ?? "?"), "
