@@ -93,6 +93,17 @@ extension LabCommand {
         @Option(help: "On rootcanal, boot the peripherals in VMs of their own on this system (debian-12, ...).")
         var peripheralSystem: String?
 
+        @Option(
+            help: ArgumentHelp(
+                "On rootcanal, take links from airs on other machines at HOST:PORT (firewall it: docs/lab.md).",
+                valueName: "host:port"))
+        var airListen: String?
+
+        @Option(
+            help: ArgumentHelp(
+                "On rootcanal, link this air to the one listening at HOST:PORT (repeatable).", valueName: "host:port"))
+        var airLink: [String] = []
+
         /// The most copies of one profile `--copies` takes on btvirt: every controller it makes but the central's.
         static let maximumCopies = LabConfiguration.maximumControllers - 1
         /// The most on RootCanal, spread over VMs: what this 2-core machine was measured to carry is far below
@@ -117,6 +128,11 @@ extension LabCommand {
             }
             guard LabConfiguration.Accelerator(rawValue: accel) != nil else {
                 throw ValidationError("--accel must be auto, tcg or kvm, got \(accel)")
+            }
+            for (option, value) in (airListen.map { [("--air-listen", $0)] } ?? [])
+                + airLink.map({ ("--air-link", $0) })
+            where TCPEndpoint(value) == nil {
+                throw ValidationError("\(option) must be HOST:PORT ([ADDRESS]:PORT for IPv6), got \(value)")
             }
         }
 
@@ -161,6 +177,8 @@ extension LabCommand {
             configuration.radio = LabConfiguration.Radio(rawValue: radio) ?? .btvirt
             configuration.airLauncher = Handover.ownPath
             configuration.devicesPerMachine = devicesPerVM
+            configuration.airListen = airListen.flatMap(TCPEndpoint.init)
+            configuration.airLinks = airLink.compactMap(TCPEndpoint.init)
             if let peripheralSystem {
                 let (install, kernel) = try Self.resolve(system: peripheralSystem, kernel: nil, bluez: nil)
                 configuration.peripheralSystem = LabSystem(name: peripheralSystem, kernel: kernel, bluez: install)

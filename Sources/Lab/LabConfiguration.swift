@@ -63,6 +63,11 @@ public struct LabConfiguration: Sendable, Equatable {
     public var peripheralSystem: LabSystem?
     /// The blemu-cli whose hidden `lab air` runs RootCanal and its relay; needed for `.rootcanal` only.
     public var airLauncher: String?
+    /// On RootCanal, where this air takes links from airs on other machines (docs/lab.md, "Airs on several
+    /// machines"): a TCP port on the host's network, which carries every packet of the air.
+    public var airListen: TCPEndpoint?
+    /// On RootCanal, the airs elsewhere this one links to (each listening with `airListen`).
+    public var airLinks: [TCPEndpoint] = []
 
     /// A configuration with the docs/lab.md defaults: 2 controllers, KVM only where it works, 512 MiB, 300 s in all,
     /// 60 s per step.
@@ -221,6 +226,9 @@ public struct LabConfiguration: Sendable, Equatable {
         if radio == .rootcanal && airLauncher == nil { return "--radio rootcanal needs blemu-cli's path" }
         if radio == .btvirt && peripheralSystem != nil {
             return "peripherals on another system need --radio rootcanal: btvirt's air does not leave its VM"
+        }
+        if radio == .btvirt && (airListen != nil || !airLinks.isEmpty) {
+            return "--air-listen and --air-link need --radio rootcanal: btvirt's air does not leave its VM"
         }
         if !(1...Self.maximumRootCanalControllers).contains(devicesPerMachine) {
             return "--devices-per-vm must be 1...\(Self.maximumRootCanalControllers), got \(devicesPerMachine)"

@@ -74,6 +74,16 @@ public struct LabMachine: Sendable {
                     ? "radio: \(radio), unpatched: bluetoothd will miss Connected for centrals (run scripts/build-bluez 5.82)"
                     : "radio: \(radio) (patched as a radio behaves: \(BlueZInstall.radioPatches(of: radio)))")
         }
+        // Links with airs elsewhere: the host's side runs for the whole run, the other lab's air may come and go.
+        let links = air == nil ? nil : airLinksPlan()
+        let linkSplice = try links.map { links in
+            transcript.log(
+                "air links: controllers addressed \(RootCanalAir.address(of: 0, airByte: links.addressByte)) and on"
+                    + (configuration.airListen.map { ", taking links on \($0)" } ?? "")
+                    + configuration.airLinks.map { ", linking to \($0)" }.joined())
+            return try startAirLinks(links) { transcript.log("air link: " + $0) }
+        }
+        defer { linkSplice?.stop() }
         let fleet = LabFleet(configuration)
         let copies = try profileCopies()
         let central = fleet.machines[0]
@@ -126,10 +136,12 @@ public struct LabMachine: Sendable {
                 initramfs: initramfs, script: script, air: air)
             var launch = qemuCommand.arguments
             if let air {
-                var plan = RootCanalAir.Plan(machines: [
-                    .init(
-                        command: launch, controllers: central.configuration.controllers, resultsDirectory: results)
-                ])
+                var plan = RootCanalAir.Plan(
+                    machines: [
+                        .init(
+                            command: launch, controllers: central.configuration.controllers,
+                            resultsDirectory: results)
+                    ], glibcRuntime: RootCanalInstall.find()?.glibcRuntime, links: links)
                 for vm in fleetMachines {
                     let command = QEMUCommand(
                         configuration: vm.machine.configuration.with(accelerator: attempt.accelerator),

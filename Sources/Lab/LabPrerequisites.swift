@@ -193,7 +193,7 @@ public struct LabPrerequisites: Sendable {
         let problem: String? =
             if let install {
                 install.installedVersion == RootCanalInstall.version
-                    ? nil
+                    ? RootCanalInstall.glibcProblem()
                     : "rootcanal \(install.installedVersion) at \(install.executable): the lab runs "
                         + "\(RootCanalInstall.version); install it with \(RootCanalInstall.installCommand())"
             } else {

@@ -41,6 +41,20 @@ public struct RootCanalAir: Sendable {
 
         /// The command's VM first: the run ends when it does.
         public var machines: [Machine]
+        /// Debian 13's loader and libraries for RootCanal when the host's glibc is older (`RootCanalInstall`).
+        public var glibcRuntime: String?
+        /// How this air meets airs elsewhere, when it does (docs/lab.md, "Airs on several machines").
+        public var links: Links?
+
+        /// An air's side of its links with others.
+        public struct Links: Codable, Sendable, Equatable {
+            /// The fourth byte of this air's controller addresses, DA:4C:10:BYTE:HH:LL (HH:LL the controller's
+            /// place on the air): airs that meet must not give two controllers one address.
+            public var addressByte: UInt8
+            /// The path where the air takes links: each connection there is joined to RootCanal's LE link port,
+            /// which makes it a device on this air that carries the other air's packets.
+            public var socket: String
+        }
 
         /// The file name in the run's results directory.
         public static let file = "air-plan.json"
@@ -76,9 +90,11 @@ public struct RootCanalAir: Sendable {
             do { try LoopbackTCP.bringUpLoopback() } catch { throw Failure(reason: error.description) }
             try start(rootcanal, log: log)
             let controllers = try connectControllers(rootcanal: rootcanal, log: log)
+            let splice = try plan.links.map { links throws(Failure) in try open(links, controllers.count, log: log) }
             let relay = try RelayThread.start(controllers: controllers)
             let status = try serve(relay: relay, rootcanal: rootcanal, log: log)
             for line in relay.stop() { log.write(line) }
+            splice?.stop()
             // What the air cost, for the fleet benchmark: RootCanal's peak resident set (VmHWM, proc(5)).
             if let status = try? String(
                 contentsOfFile: "/proc/\(rootcanal.processIdentifier)/status", encoding: .utf8),
@@ -105,17 +121,18 @@ public struct RootCanalAir: Sendable {
         // Under setpriv --pdeathsig: RootCanal never exits by itself, and an air killed outright (the lab's hard
         // limit, SIGKILL) would leave it running in the namespace. The signal follows the thread that started it,
         // the one that runs the air until it ends (prctl(2), PR_SET_PDEATHSIG).
-        let arguments = [
-            rootcanal, "-test_port=\(Self.testPort)", "-hci_port=\(Self.hciPort)", "-link_port=\(Self.linkPorts.0)",
-            "-link_ble_port=\(Self.linkPorts.1)",
-        ]
+        let arguments =
+            RootCanalInstall.launch(rootcanal, glibcRuntime: plan.glibcRuntime) + [
+                "-test_port=\(Self.testPort)", "-hci_port=\(Self.hciPort)", "-link_port=\(Self.linkPorts.0)",
+                "-link_ble_port=\(Self.linkPorts.1)",
+            ]
         // setpriv would only say "failed to execute" in the log: name the file here.
         guard FileManager.default.isExecutableFile(atPath: rootcanal) else {
             throw Failure(reason: "cannot start \(rootcanal): not an executable file")
         }
         let setpriv = "/usr/bin/setpriv"
         let guarded = FileManager.default.isExecutableFile(atPath: setpriv)
-        process.executableURL = URL(fileURLWithPath: guarded ? setpriv : rootcanal)
+        process.executableURL = URL(fileURLWithPath: guarded ? setpriv : arguments[0])
         process.arguments = guarded ? ["--pdeathsig", "KILL", "--"] + arguments : Array(arguments.dropFirst())
         let logPath = resultsDirectory + "/" + Self.logFile
         guard FileManager.default.createFile(atPath: logPath, contents: nil),
@@ -167,6 +184,62 @@ public struct RootCanalAir: Sendable {
             log.write("controller \(index) on the air in \(clock.now - start)")
         }
         return connected
+    }
+
+    /// Gives the controllers this air's addresses (RootCanal's test channel), then takes links from other airs at
+    /// `links.socket`, each joined to RootCanal's LE link port.
+    private func open(_ links: Plan.Links, _ controllers: Int, log: RadioLog) throws(Failure) -> SocketSplice {
+        do throws(TCPEndpoint.Failure) {
+            let channel = try RootCanalTestChannel(port: Self.testPort)
+            defer { channel.close() }
+            let devices = Self.controllerIdentifiers(inList: try channel.command("list", []))
+            guard devices.count == controllers else {
+                throw TCPEndpoint.Failure(
+                    description: "RootCanal lists \(devices.count) controllers on the air, not \(controllers)")
+            }
+            for (index, device) in devices.enumerated() {
+                let address = Self.address(of: index, airByte: links.addressByte)
+                _ = try channel.command("set_device_address", [String(device), address])
+            }
+            log.write(
+                "controllers addressed \(Self.address(of: 0, airByte: links.addressByte)) and on, for links with other "
+                    + "airs")
+            let splice = try SocketSplice(
+                entrances: [
+                    .init(
+                        name: "a link with another air", source: .listener(try UnixSocket.listen(links.socket)),
+                        dial: { () throws(TCPEndpoint.Failure) in
+                            do throws(LoopbackTCP.Failure) {
+                                return try LoopbackTCP.connect(port: Self.linkPorts.1)
+                            } catch {
+                                throw TCPEndpoint.Failure(description: error.description)
+                            }
+                        },
+                        patience: .seconds(10))
+                ], log: { log.write($0) })
+            splice.start()
+            return splice
+        } catch {
+            throw Failure(reason: "linking airs: \(error.description)")
+        }
+    }
+
+    /// Controller `index`'s address on an air whose links gave it `airByte`.
+    static func address(of index: Int, airByte: UInt8) -> String {
+        [0xDA, 0x4C, 0x10, Int(airByte), index >> 8 & 0xFF, index & 0xFF]
+            .map { String(format: "%02X", $0) }.joined(separator: ":")
+    }
+
+    /// The device numbers of the controllers (hci_device) in RootCanal's `list` answer, in its order: the order they
+    /// connected in, each line "  N:hci_device@ADDRESS".
+    static func controllerIdentifiers(inList list: String) -> [Int] {
+        list.split(whereSeparator: \.isNewline).compactMap { line in
+            let trimmed = line.drop { $0 == " " }
+            guard let colon = trimmed.firstIndex(of: ":"), trimmed[colon...].hasPrefix(":hci_device") else {
+                return nil
+            }
+            return Int(trimmed[..<colon])
+        }
     }
 
     /// Runs every VM of the plan until the command's has ended and the others have powered off (or were stopped);

@@ -29,10 +29,10 @@ struct SharedAirScenarioTests {
         #expect(environment.contains("BLEMU_LAB_PERIPHERAL=vm1/hci0,vm1/hci1,vm2/hci0\n"), "\(environment)")
         #expect(environment.contains("BLEMU_LAB_CENTRAL=hci0\n"), "\(environment)")
         // RootCanal gives addresses in the order the relay connects the controllers: the central's first.
-        #expect(environment.contains("BLEMU_LAB_CENTRAL_ADDRESS=DA:4C:10:DE:17:00\n"), "\(environment)")
+        #expect(environment.contains("BLEMU_LAB_CENTRAL_ADDRESS=DA:4C:10:DE:00:00\n"), "\(environment)")
         #expect(
             environment.contains(
-                "BLEMU_LAB_PERIPHERAL_ADDRESS=DA:4C:10:DE:17:01,DA:4C:10:DE:17:02,DA:4C:10:DE:17:03\n"),
+                "BLEMU_LAB_PERIPHERAL_ADDRESS=DA:4C:10:DE:00:01,DA:4C:10:DE:00:02,DA:4C:10:DE:00:03\n"),
             "\(environment)")
         #expect(read(run, "fleet-failures").isEmpty)
     }

@@ -9,7 +9,35 @@ struct LabRadioCommandTests {
         let outcome = try await BlemuProcess.run(
             ["lab", "run", "--radio", "rootcanal", "--", "true"], environment: ["BLEMU_CACHE": cache])
         #expect(outcome.status == 69, "\(outcome.stderr)")
-        #expect(outcome.stderr.contains("\(cache)/venv/bin/pip install rootcanal==1.10.0"), "\(outcome.stderr)")
+        #expect(outcome.stderr.contains("\(cache)/venv/bin/pip install rootcanal==1.13.0"), "\(outcome.stderr)")
+    }
+
+    /// This process's glibc (confstr(3)), to know whether RootCanal's binary needs Debian 13's beside it.
+    static let hostGlibcIsOlderThan239: Bool = {
+        var buffer = [CChar](repeating: 0, count: 64)
+        guard confstr(Int32(_CS_GNU_LIBC_VERSION), &buffer, buffer.count) > 0 else { return false }
+        let version = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let parts = version.split(separator: " ").last?.split(separator: ".").compactMap { Int($0) } ?? []
+        return parts.count >= 2 && (parts[0], parts[1]) < (2, 39)
+    }()
+
+    @Test(.enabled(if: hostGlibcIsOlderThan239, "the host's glibc runs RootCanal's binary as it is"))
+    func rootCanalWithoutTheGlibcItNeedsExits69WithTheCommandThatUnpacksIt() async throws {
+        let cache = FileManager.default.temporaryDirectory.appendingPathComponent("blemu-cache-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        // The right version in the venv, as pip leaves it, but no glibc-runtime in the cache.
+        let packages = cache + "/venv/lib/python3.11/site-packages"
+        let binary = packages + "/rootcanal/bin/linux-x86_64"
+        try FileManager.default.createDirectory(atPath: binary, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: packages + "/rootcanal-1.13.0.dist-info", withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(
+            atPath: binary + "/rootcanal", contents: Data("#!/bin/sh\n".utf8), attributes: [.posixPermissions: 0o755])
+        let outcome = try await BlemuProcess.run(
+            ["lab", "run", "--radio", "rootcanal", "--", "true"], environment: ["BLEMU_CACHE": cache])
+        #expect(outcome.status == 69, "\(outcome.stderr)")
+        #expect(outcome.stderr.contains("RootCanal 1.13.0 needs glibc 2.39"), "\(outcome.stderr)")
+        #expect(outcome.stderr.contains("run scripts/fetch-glibc-runtime"), "\(outcome.stderr)")
     }
 
     @Test func aFleetPastBtvirtsControllersIsSentToRootCanal() async throws {
@@ -18,6 +46,21 @@ struct LabRadioCommandTests {
         #expect(outcome.status == 64, "\(outcome.stderr)")
         #expect(outcome.stderr.contains("--copies must be 1...15 on btvirt, got 16"), "\(outcome.stderr)")
         #expect(outcome.stderr.contains("--radio rootcanal spreads a fleet over VMs"), "\(outcome.stderr)")
+    }
+
+    @Test func airLinksAreUsageErrorsOffRootCanalOrWithoutAPort() async throws {
+        let btvirt = try await BlemuProcess.run(["lab", "run", "--air-listen", "10.0.0.1:7404", "--", "true"])
+        #expect(btvirt.status == 64, "\(btvirt.stderr)")
+        #expect(
+            btvirt.stderr.contains(
+                "--air-listen and --air-link need --radio rootcanal: btvirt's air does not leave its VM"),
+            "\(btvirt.stderr)")
+        let portless = try await BlemuProcess.run(
+            ["lab", "run", "--radio", "rootcanal", "--air-link", "lab-b.example", "--", "true"])
+        #expect(portless.status == 64, "\(portless.stderr)")
+        #expect(
+            portless.stderr.contains("--air-link must be HOST:PORT ([ADDRESS]:PORT for IPv6), got lab-b.example"),
+            "\(portless.stderr)")
     }
 
     @Test func anUnknownRadioIsAUsageError() async throws {
