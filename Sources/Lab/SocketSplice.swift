@@ -14,7 +14,7 @@ final class SocketSplice: @unchecked Sendable {
         enum Source: Sendable {
             /// Accepted on a listening socket, which the splice closes when it stops.
             case listener(Int32)
-            /// Opened by the splice itself, tried like `dial`, and opened again whenever the pair closes.
+            /// Opened by the splice itself, tried like `dial`, and opened again a second after the pair closes.
             case connect(@Sendable () throws(TCPEndpoint.Failure) -> Int32)
         }
 
@@ -148,8 +148,11 @@ final class SocketSplice: @unchecked Sendable {
                 close(pair.dialed)
                 log(
                     "\(entrances[pair.entrance].name): closed after \(pair.bytesIn) bytes in, \(pair.bytesOut) out")
+                // Again after a second: an other end that takes connections and drops them must not spin the loop.
                 if case .connect = entrances[pair.entrance].source {
-                    pending.append(Pending(fd: nil, entrance: pair.entrance, since: clock.now, nextAttempt: clock.now))
+                    pending.append(
+                        Pending(
+                            fd: nil, entrance: pair.entrance, since: clock.now, nextAttempt: clock.now + .seconds(1)))
                 }
             }
             let now = clock.now
