@@ -144,7 +144,9 @@ public struct RootCanalAir: Sendable {
         do { try process.runWithSignalsUnblocked() } catch {
             throw Failure(reason: "cannot start \(rootcanal): \(error)")
         }
-        log.write("RootCanal \(rootcanal) started, pid \(process.processIdentifier)")
+        log.write(
+            "RootCanal \(rootcanal) started, pid \(process.processIdentifier)"
+                + (plan.glibcRuntime.map { ", through the glibc in \($0)" } ?? ""))
     }
 
     /// One connection to RootCanal's HCI port per controller of the plan, and a port for qemu to connect each to
