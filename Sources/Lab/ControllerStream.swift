@@ -3,9 +3,10 @@
 ///
 /// - **LE Ping is cleared** from the features LE Read Local Supported Features reports (Core Specification 5.4,
 ///   Vol 6, Part B, §4.6, bit 4). Linux sends Write Authenticated Payload Timeout after every LE encryption to a
-///   controller that has it (net/bluetooth/hci_event.c `hci_encrypt_change_evt`), and RootCanal 1.10.0 aborts on
+///   controller that has it (net/bluetooth/hci_event.c `hci_encrypt_change_evt`), and RootCanal 1.10.0 aborted on
 ///   that command ("Unimplemented command WRITE_AUTHENTICATED_PAYLOAD_TIMEOUT"), taking the whole air with it: every
-///   pairing would end the run.
+///   pairing would end the run. RootCanal's newer source still has that command's handler commented out and ends a
+///   supported command without one with FATAL (model/controller/dual_mode_controller.cc), so the bit stays cleared.
 /// - **LE Read Remote Features Complete waits** `remoteFeaturesHold`, and every packet after it waits behind it.
 ///   RootCanal answers in 3 to 11 ms; bluetoothd then sees the ATT channel before mgmt's Device Connected, says
 ///   "already connected", and a central's `Device1.Connected` never turns true (bleak then fails to discover

@@ -4,8 +4,8 @@ import Foundation
 /// the guest as they come, RootCanal's packets whole and through `ControllerStream`.
 ///
 /// One thread and one poll(2) loop for every controller, so the streams' order is the loop's order. Why a relay
-/// and not qemu straight onto RootCanal: RootCanal 1.10.0 writes each packet's indicator and body in two sends with
-/// Nagle's algorithm on, which against a delayed ACK costs ~40 ms per HCI round trip (measured: a median of 44 ms).
+/// and not qemu straight onto RootCanal: RootCanal 1.10.0 wrote each packet's indicator and body in two sends with
+/// Nagle's algorithm on, which against a delayed ACK cost ~40 ms per HCI round trip (measured: a median of 44 ms).
 /// The relay acknowledges at once (TCP_QUICKACK after every read: a median of 5 ms, RootCanal's own pace) and hands
 /// qemu each packet in one write.
 struct H4Relay: Sendable {
