@@ -88,10 +88,11 @@ async def main(count):
                 # The name can come in a scan response the scan missed (on a busy air the host may get it apart from
                 # the advertisement and drop it); connected, bluetoothd has read the strap's Device Name.
                 found[address] = (device, clients[address].name)
-        print(f"connected to {len(clients)} straps at once")
+        print(f"connected to {len(clients)} straps at once", flush=True)
         started = time.monotonic()
         for address, client in clients.items():
             await client.start_notify(HEART_RATE_MEASUREMENT, measured(address))
+        print(f"subscribed to {len(clients)} straps in {time.monotonic() - started:.1f} s", flush=True)
         try:
             await asyncio.wait_for(enough.wait(), timeout=LISTEN_SECONDS)
         except asyncio.TimeoutError:
