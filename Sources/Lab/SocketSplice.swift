@@ -70,7 +70,6 @@ final class SocketSplice: @unchecked Sendable {
         let entrance: Int
         let since: ContinuousClock.Instant
         var nextAttempt: ContinuousClock.Instant
-        var reason = ""
     }
 
     /// Two joined ends and what went each way.
@@ -135,6 +134,7 @@ final class SocketSplice: @unchecked Sendable {
                 for (offset, from, to) in [(0, pair.accepted, pair.dialed), (1, pair.dialed, pair.accepted)]
                 where fds[base + offset].revents != 0 && !ended.contains(index) {
                     let count = recv(from, &buffer, buffer.count, 0)
+                    if count < 0 && errno == EINTR { continue }
                     if count > 0, Self.sendAll(to, buffer[..<count]) {
                         if offset == 0 { pairs[index].bytesIn += count } else { pairs[index].bytesOut += count }
                     } else {
@@ -170,7 +170,6 @@ final class SocketSplice: @unchecked Sendable {
                     pairs.append(Pair(accepted: fd, dialed: dialed, entrance: connection.entrance))
                     log("\(entrance.name): connected")
                 } catch {
-                    connection.reason = error.description
                     if now - connection.since >= entrance.patience {
                         if let fd = connection.fd { close(fd) }
                         log("\(entrance.name): gave up after \(entrance.patience): \(error.description)")
