@@ -27,13 +27,7 @@ enum LoopbackTCP {
     /// refuses.
     static func connect(port: UInt16) throws(Failure) -> Int32 {
         let fd = try newSocket()
-        var address = address(port)
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard result == 0 else {
+        guard SocketCalls.connect(fd, to: address(port)) else {
             let reason = String(cString: strerror(errno))
             close(fd)
             throw Failure(description: "connecting to 127.0.0.1:\(port): \(reason)")
@@ -47,13 +41,7 @@ enum LoopbackTCP {
         let fd = try newSocket()
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = address(port)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0, Glibc.listen(fd, 4) == 0 else {
+        guard SocketCalls.bindAndListen(fd, to: address(port)) else {
             let reason = String(cString: strerror(errno))
             close(fd)
             throw Failure(description: "listening on 127.0.0.1:\(port): \(reason)")

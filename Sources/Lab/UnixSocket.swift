@@ -25,15 +25,10 @@ enum UnixSocket {
 
     /// A socket listening at `path`, replacing whatever file was there.
     static func listen(_ path: String) throws(TCPEndpoint.Failure) -> Int32 {
-        var address = try address(path)
+        let address = try address(path)
         let fd = try newSocket()
         unlink(path)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard bound == 0, Glibc.listen(fd, 4) == 0 else {
+        guard SocketCalls.bindAndListen(fd, to: address) else {
             let reason = String(cString: strerror(errno))
             close(fd)
             throw TCPEndpoint.Failure(description: "cannot listen at \(path): \(reason)")
@@ -43,14 +38,9 @@ enum UnixSocket {
 
     /// A socket connected to `path`.
     static func connect(_ path: String) throws(TCPEndpoint.Failure) -> Int32 {
-        var address = try address(path)
+        let address = try address(path)
         let fd = try newSocket()
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard result == 0 else {
+        guard SocketCalls.connect(fd, to: address) else {
             let reason = String(cString: strerror(errno))
             close(fd)
             throw TCPEndpoint.Failure(description: "cannot connect to \(path): \(reason)")
