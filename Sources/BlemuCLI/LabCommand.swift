@@ -10,7 +10,7 @@ struct LabCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lab",
         abstract: "Run a command in a VM with real bluetoothd and virtual Bluetooth controllers.",
-        subcommands: [Run.self, Check.self, Air.self])
+        subcommands: [Run.self, Check.self, Air.self, Bridge.self])
 }
 
 extension LabCommand {
@@ -317,6 +317,46 @@ extension LabCommand {
                 throw ExitCode(65)
             }
             throw ExitCode(RootCanalAir(rootcanal: rootcanal, plan: decoded).run())
+        }
+    }
+
+    /// `blemu lab bridge`: joins sockets across a VM's edge, so the command's VM of a fleet reaches the control
+    /// sockets of the others (`ControlBridge`). The lab's guest script runs it; people do not.
+    struct Bridge: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Join connections taken at one socket to another (used by blemu lab run's VMs).",
+            shouldDisplay: false)
+
+        @Option(
+            name: .customLong("join"),
+            help: ArgumentHelp(
+                "Connections taken at LISTEN, each carried to DIAL; each side unix:PATH or tcp:HOST:PORT "
+                    + "(repeatable).",
+                valueName: "listen=dial"))
+        var joins: [String] = []
+
+        func run() throws {
+            var parsed: [ControlBridge.Join] = []
+            for text in joins {
+                guard let join = ControlBridge.Join(text) else {
+                    let message = "lab bridge: --join \(text): expected unix:PATH or tcp:HOST:PORT on each side of =\n"
+                    FileHandle.standardError.write(Data(message.utf8))
+                    throw ExitCode(64)
+                }
+                parsed.append(join)
+            }
+            guard !parsed.isEmpty else {
+                FileHandle.standardError.write(Data("lab bridge: nothing to join: give --join LISTEN=DIAL\n".utf8))
+                throw ExitCode(64)
+            }
+            do {
+                try ControlBridge.serve(parsed) { line in
+                    FileHandle.standardError.write(Data("lab bridge: \(line)\n".utf8))
+                }
+            } catch {
+                FileHandle.standardError.write(Data("lab bridge: \(error.description)\n".utf8))
+                throw ExitCode(71)
+            }
         }
     }
 

@@ -27,13 +27,22 @@ struct GuestStack {
     /// What this VM does in its run.
     var role: Role = .whole
 
+    /// A fleet VM as the command's VM finds it.
+    struct FleetMachine: Sendable, Equatable {
+        /// Its results directory, `<results>/vmN`, inside this VM's work share.
+        var directory: String
+        /// Its first controller's place on the air (`LabFleet.Machine.firstController`), which its bridge's ports
+        /// follow (`ControlBridge.airPort`).
+        var firstController: Int
+    }
+
     /// What a VM does in its run (`LabFleet`).
     enum Role: Sendable, Equatable {
         /// Everything: the peripherals, the central and the command, in one VM.
         case whole
         /// The command's VM of a fleet over several VMs: hci0 is the central; the peripherals are served by the VMs
-        /// whose results directories (`<results>/vmN`, inside this VM's work share) are listed.
-        case central(fleet: [String])
+        /// listed.
+        case central(fleet: [FleetMachine])
         /// A fleet's VM: serves its profiles, says so (`File.serving`), and powers off once `File.stop` appears.
         case peripherals
     }
@@ -68,6 +77,8 @@ struct GuestStack {
         static let btvirt = "btvirt.log"
         /// btattach's output, one per RootCanal controller (`LabConfiguration.Radio.rootcanal`).
         static let btattach = "btattach.log"
+        /// `blemu lab bridge`'s log, in a fleet's VMs (`ControlBridge`).
+        static let bridge = "bridge.log"
         static let mainConf = "main.conf"
         /// A fleet VM's mark that every peripheral of it advertises.
         static let serving = "serving"
@@ -227,7 +238,6 @@ struct GuestStack {
     /// Asks each peripheral for its counters once COMMAND has ended (`LabSummary` reads them).
     var collectCounters: String {
         guard !profileCopies.isEmpty else { return "" }
-        let blemu = Self.shellQuote(configuration.guestBlemuExecutable ?? "blemu")
         // Each peripheral's peak resident set too (VmHWM, proc(5)), by its pid in start order: what a device costs.
         return "set -- $peripheral_pids\n"
             + configuration.peripheralControllers.map { controller in
@@ -321,27 +331,40 @@ struct GuestStack {
             """
     }
 
-    /// A fleet VM's end: it says it serves, waits for the run to end, and leaves its peripherals' counters.
+    /// The blemu the VM runs, quoted for the shell.
+    private var blemu: String { Self.shellQuote(configuration.guestBlemuExecutable ?? "blemu") }
+
+    /// A fleet VM's end: it takes connections for its peripherals' control sockets (`ControlBridge`), says it
+    /// serves, waits for the run to end, and leaves its peripherals' counters.
     private var servingUntilStopped: String {
-        """
-        step serving
-        : > "$W/\(File.serving)"
-        until [ -e "$W/\(File.stop)" ]; do sleep 0.2; done
-        step stop
-        \(collectCounters)
-        echo 0 > "$W/\(File.exitCode)"
-        step power-off
-        power_off
-        """
+        let joins = configuration.peripheralControllers.enumerated().map { index, controller in
+            " --join tcp:\(ControlBridge.guestAddress):\(ControlBridge.guestPort(controller: index))="
+                + "unix:\(Self.controlSocket(controller))"
+        }
+        return """
+            step bridge
+            bring_up_network \(ControlBridge.guestAddress)
+            \(blemu) lab bridge\(joins.joined()) 2>"$W/\(File.bridge)" &
+            step serving
+            : > "$W/\(File.serving)"
+            until [ -e "$W/\(File.stop)" ]; do sleep 0.2; done
+            step stop
+            \(collectCounters)
+            echo 0 > "$W/\(File.exitCode)"
+            step power-off
+            power_off
+            """
     }
 
     /// In the central's VM of a fleet, before the command: waits until each fleet VM serves or has failed (its
     /// `lab-failure`, or its qemu gone), lists the failed ones in `File.fleetFailures` (the others go on), then sets
     /// the peripherals' environment from the serving VMs' `controllers` files: names as `vmN/hciM`, addresses, and
-    /// event logs (in this VM's work share). Their control sockets stay in their VMs.
+    /// event logs (in this VM's work share), and control sockets: this VM's own, each joined to its VM's by a
+    /// bridge (`ControlBridge`), ready before the command starts.
     private var fleetWait: String {
         guard case .central(let fleet) = role else { return "" }
-        let directories = fleet.map(Self.shellQuote).joined(separator: " ")
+        let directories = fleet.map { Self.shellQuote($0.directory) }.joined(separator: " ")
+        let places = fleet.map { "\(Self.shellQuote($0.directory)):\($0.firstController)" }.joined(separator: " ")
         return """
             step fleet
             for vm in \(directories); do
@@ -355,17 +378,33 @@ struct GuestStack {
                     sleep 0.2
                 done
             done
-            fleet_names= fleet_addresses= fleet_events=
-            for vm in \(directories); do
+            fleet_names= fleet_addresses= fleet_events= fleet_controls= joins=
+            for entry in \(places); do
+                vm=${entry%:*} first=${entry##*:}
                 [ -e "$vm/\(File.serving)" ] || continue
+                mkdir -p "/run/blemu/${vm##*/}"
                 while read -r controller address; do
                     fleet_names="$fleet_names${fleet_names:+,}${vm##*/}/$controller"
                     fleet_addresses="$fleet_addresses${fleet_addresses:+,}$address"
                     fleet_events="$fleet_events${fleet_events:+,}$vm/events-$controller.jsonl"
+                    # This VM's socket for the peripheral, joined to its VM's control socket (ControlBridge).
+                    control="/run/blemu/${vm##*/}/$controller.sock"
+                    fleet_controls="$fleet_controls${fleet_controls:+,}$control"
+                    port=$(( \(ControlBridge.airPortBase) + first + ${controller#hci} ))
+                    joins="$joins --join unix:$control=tcp:\(ControlBridge.hostAddress):$port"
                 done < "$vm/\(File.controllers)"
             done
             export BLEMU_LAB_PERIPHERAL="$fleet_names" BLEMU_LAB_PERIPHERAL_ADDRESS="$fleet_addresses"
             export BLEMU_LAB_EVENTS="${fleet_events%%,*}" BLEMU_LAB_EVENT_LOGS="$fleet_events"
+            export BLEMU_LAB_CONTROL="${fleet_controls%%,*}" BLEMU_LAB_CONTROLS="$fleet_controls"
+            if [ -n "$joins" ]; then
+                step bridge
+                bring_up_network \(ControlBridge.guestAddress)
+                \(blemu) lab bridge $joins 2>"$W/\(File.bridge)" &
+                for control in $(echo "$fleet_controls" | tr , ' '); do
+                    wait_for "the bridge's socket $control" test -S "$control"
+                done
+            fi
             """
     }
 
@@ -380,7 +419,6 @@ struct GuestStack {
         var startPeripherals = ""
         for (index, peripheral) in profileCopies.enumerated() {
             let controller = "hci\(index)"
-            let blemu = Self.shellQuote(configuration.guestBlemuExecutable ?? "blemu")
             let suffix = peripheral.nameSuffix.map { " --name-suffix " + Self.shellQuote($0) } ?? ""
             startPeripherals += """
                 step peripheral-\(controller)
@@ -466,6 +504,14 @@ struct GuestStack {
                     fi
                     sleep 0.1
                 done
+            }
+            network_interface() { ls /sys/class/net | grep -v '^lo$' | head -1 | grep .; }
+            bring_up_network() { # ADDRESS: qemu's user-mode network on the VM's one NIC (ControlBridge.swift)
+                modprobe virtio_net || die "modprobe virtio_net failed"
+                wait_for "a network interface" network_interface
+                nic=$(network_interface)
+                { ip link set lo up && ip addr add "$1/24" dev "$nic" && ip link set "$nic" up; } \\
+                    || die "cannot bring up $nic with $1"
             }
             \(configuration.radio == .rootcanal ? rootCanalRadio : btvirtRadio)
             bluez_get() { # OBJECT INTERFACE PROPERTY

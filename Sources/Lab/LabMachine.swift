@@ -93,7 +93,10 @@ public struct LabMachine: Sendable {
             configuration: central.configuration, command: command, bluez: bluez, radio: radio, busybox: busybox,
             profileCopies: try copyProfiles(copies, for: central))
         if fleet.spansMachines {
-            stack.role = .central(fleet: fleet.peripheralMachines.map(\.configuration.resultsDirectory))
+            stack.role = .central(
+                fleet: fleet.peripheralMachines.map {
+                    .init(directory: $0.configuration.resultsDirectory, firstController: $0.firstController)
+                })
             transcript.log(
                 "fleet: the central in vm0, \(configuration.profiles.count) peripherals in "
                     + "\(fleet.peripheralMachines.count) VMs of up to \(configuration.devicesPerMachine)"
@@ -133,7 +136,8 @@ public struct LabMachine: Sendable {
             let qemuCommand = QEMUCommand(
                 configuration: central.configuration.with(accelerator: attempt.accelerator), timeout: timeout,
                 qemu: qemu, kernel: kernel.image, modules: kernel.isSystem ? nil : kernel.modules,
-                initramfs: initramfs, script: script, air: air)
+                initramfs: initramfs, script: script, air: air,
+                network: fleet.spansMachines ? ControlBridge.reachingNetwork : [])
             var launch = qemuCommand.arguments
             if let air {
                 var plan = RootCanalAir.Plan(
@@ -147,7 +151,10 @@ public struct LabMachine: Sendable {
                         configuration: vm.machine.configuration.with(accelerator: attempt.accelerator),
                         timeout: timeout, qemu: qemu, kernel: vm.kernel.image,
                         modules: vm.kernel.isSystem ? nil : vm.kernel.modules, initramfs: vm.initramfs,
-                        script: vm.script, air: air, firstController: vm.machine.firstController)
+                        script: vm.script, air: air, firstController: vm.machine.firstController,
+                        network: ControlBridge.servingNetwork(
+                            firstController: vm.machine.firstController,
+                            controllers: vm.machine.configuration.controllers))
                     plan.machines.append(
                         .init(
                             command: command.arguments, controllers: vm.machine.configuration.controllers,

@@ -22,6 +22,8 @@ struct QEMUCommand {
     var air: Air? = nil
     /// The place on the air of this VM's first controller (`LabFleet.Machine.firstController`).
     var firstController = 0
+    /// qemu's network for the VM (`ControlBridge`): none unless it is one of a fleet's several VMs.
+    var network: [String] = []
 
     /// What puts the VM on RootCanal's air: `unshare` makes a network namespace for it, and `blemu lab air` in
     /// there runs RootCanal and the relay, then this command's qemu (`RootCanalAir`).
@@ -92,7 +94,11 @@ struct QEMUCommand {
             + acceleratorArguments
             + [
                 "-m", "\(configuration.memoryMiB)",
-                "-nographic", "-nodefaults", "-no-reboot", "-nic", "none", "-serial", "stdio",
+                "-nographic", "-nodefaults", "-no-reboot",
+            ]
+            + (network.isEmpty ? ["-nic", "none"] : network)
+            + [
+                "-serial", "stdio",
                 "-kernel", kernel, "-initrd", initramfs, "-append", kernelCommandLine,
                 "-fsdev", "local,id=root,path=/,readonly=on,security_model=none,multidevs=remap",
                 "-device", "virtio-9p-pci,fsdev=root,mount_tag=\(GuestInit.rootTag)",

@@ -64,9 +64,19 @@ struct LabFleetTests {
         var stack = GuestStack(
             configuration: plan.machines[0].configuration, command: ["true"], bluez: Self.bluez, radio: "/btvirt",
             busybox: "/bin/busybox", profileCopies: [])
-        stack.role = .central(fleet: plan.peripheralMachines.map(\.configuration.resultsDirectory))
+        stack.role = .central(
+            fleet: plan.peripheralMachines.map {
+                .init(directory: $0.configuration.resultsDirectory, firstController: $0.firstController)
+            })
         let script = stack.script
         #expect(script.contains("for vm in '/work/results/r1/vm1' '/work/results/r1/vm2'; do"))
+        // Each fleet peripheral gets a socket here, joined to its place's port on the air's loopback: vm2's
+        // controllers start at place 16 (vm1 holds 15).
+        #expect(script.contains("for entry in '/work/results/r1/vm1':1 '/work/results/r1/vm2':16; do"))
+        #expect(script.contains(#"port=$(( 7200 + first + ${controller#hci} ))"#))
+        #expect(script.contains(#"joins="$joins --join unix:$control=tcp:10.0.2.2:$port""#))
+        #expect(
+            script.contains(#"export BLEMU_LAB_CONTROL="${fleet_controls%%,*}" BLEMU_LAB_CONTROLS="$fleet_controls""#))
         #expect(script.contains(#"until [ -e "$vm/serving" ]; do"#))
         #expect(script.contains(#"[ -e "$vm/lab-failure" ] || [ -e "$vm/vm-exit" ]"#))
         #expect(script.contains(#"fleet_names="$fleet_names${fleet_names:+,}${vm##*/}/$controller""#))
@@ -77,7 +87,7 @@ struct LabFleetTests {
         #expect(fleet != nil && command != nil && fleet!.lowerBound < command!.lowerBound)
     }
 
-    @Test func aFleetVMServesUntilTheRunEndsAndLeavesItsCounters() {
+    @Test func aFleetVMServesUntilTheRunEndsAndLeavesItsCounters() throws {
         let plan = LabFleet(Self.fleet(20))
         let machine = plan.machines[2]
         var stack = GuestStack(
@@ -90,6 +100,10 @@ struct LabFleetTests {
         #expect(script.contains(#"until [ -e "$W/stop" ]; do sleep 0.2; done"#))
         #expect(script.contains("ctl /run/blemu/hci4.sock counters"))
         #expect(!script.contains("step command"))
+        // Its control sockets are reachable from the command's VM before it says it serves.
+        let bridge = try #require(script.range(of: "lab bridge --join tcp:10.0.2.15:7000=unix:/run/blemu/hci0.sock"))
+        #expect(script.contains("--join tcp:10.0.2.15:7004=unix:/run/blemu/hci4.sock"))
+        #expect(bridge.lowerBound < script.range(of: "step serving")!.lowerBound)
     }
 
     @Test func theSummaryReadsEachFleetVMsCountersAndNamesTheVMsThatFailed() throws {

@@ -35,6 +35,26 @@ struct SharedAirScenarioTests {
                 "BLEMU_LAB_PERIPHERAL_ADDRESS=DA:4C:10:DE:00:01,DA:4C:10:DE:00:02,DA:4C:10:DE:00:03\n"),
             "\(environment)")
         #expect(read(run, "fleet-failures").isEmpty)
+        // Each peripheral's control socket is one of this VM's, joined to its own VM's (ControlBridge).
+        #expect(
+            environment.contains(
+                "BLEMU_LAB_CONTROLS=/run/blemu/vm1/hci0.sock,/run/blemu/vm1/hci1.sock,/run/blemu/vm2/hci0.sock\n"),
+            "\(environment)")
+    }
+
+    @Test func theCommandSteersAPeripheralInAnotherVMThroughItsControlSocket() async throws {
+        let run = try await finishedRun()
+        let answers = read(run, "control.json")
+        #expect(read(run, "control.rc").hasPrefix("0"), "\(answers) \(read(run, "control.err"))")
+        // The pause, the set and the get each answered once, by the thermostat in vm2: 20.00 % humidity as set.
+        let lines = answers.split(separator: "\n")
+        #expect(lines.count == 3, "\(answers)")
+        let hex = lines.dropFirst().map {
+            ((try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])?["hex"] as? String)?
+                .lowercased()
+        }
+        #expect(hex == ["d007", "d007"], "\(answers)")
+        #expect(read(run, "vm2/bridge.log").contains("connected"), "the thermostat's VM carried the connections")
     }
 
     @Test func aCentralOn587ReadsWritesAndSubscribesToAPeripheralOn566() async throws {

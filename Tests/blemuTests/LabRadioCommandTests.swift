@@ -101,3 +101,28 @@ struct LabAirCommandTests {
         #expect(outcome.stderr.contains("cannot read the plan /nonexistent/air-plan.json"), "\(outcome.stderr)")
     }
 }
+
+/// `blemu lab bridge`, the hidden command a fleet's VMs run to join control sockets across their edges
+/// (`ControlBridge`): a join it cannot read is a usage error, a socket it cannot take is an OS error, each said.
+struct LabBridgeCommandTests {
+    @Test func aJoinThatIsNotTwoEndpointsIsAUsageError() async throws {
+        let outcome = try await BlemuProcess.run(["lab", "bridge", "--join", "unix:/run/a.sock"])
+        #expect(outcome.status == 64)
+        #expect(
+            outcome.stderr.contains(
+                "lab bridge: --join unix:/run/a.sock: expected unix:PATH or tcp:HOST:PORT on each side of ="),
+            "\(outcome.stderr)")
+        let nothing = try await BlemuProcess.run(["lab", "bridge"])
+        #expect(nothing.status == 64)
+        #expect(nothing.stderr.contains("nothing to join"), "\(nothing.stderr)")
+    }
+
+    @Test func aSocketItCannotTakeExits71NamingIt() async throws {
+        let outcome = try await BlemuProcess.run(
+            ["lab", "bridge", "--join", "unix:/nonexistent/dir/a.sock=tcp:127.0.0.1:7201"])
+        #expect(outcome.status == 71)
+        #expect(
+            outcome.stderr.contains("lab bridge: cannot listen at /nonexistent/dir/a.sock: No such file or directory"),
+            "\(outcome.stderr)")
+    }
+}
