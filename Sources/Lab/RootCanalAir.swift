@@ -85,10 +85,16 @@ public struct RootCanalAir: Sendable {
     public func run() -> Int32 {
         let log = RadioLog(path: resultsDirectory + "/" + Self.relayLogFile)
         let rootcanal = Process()
-        defer { Self.stop(rootcanal) }
+        var output: RootCanalLog?
+        defer {
+            Self.stop(rootcanal)
+            output?.finish()
+        }
         do throws(Failure) {
             do { try LoopbackTCP.bringUpLoopback() } catch { throw Failure(reason: error.description) }
-            try start(rootcanal, log: log)
+            let rootCanalLog = try RootCanalLog(path: resultsDirectory + "/" + Self.logFile)
+            output = rootCanalLog
+            try start(rootcanal, output: rootCanalLog, log: log)
             let controllers = try connectControllers(rootcanal: rootcanal, log: log)
             let splice = try plan.links.map { links throws(Failure) in try open(links, controllers.count, log: log) }
             let relay = try RelayThread.start(controllers: controllers)
@@ -116,8 +122,9 @@ public struct RootCanalAir: Sendable {
             toFile: resultsDirectory + "/" + Self.failureFile, atomically: true, encoding: .utf8)
     }
 
-    /// Starts RootCanal with its ports, its output in `logFile`.
-    private func start(_ process: Process, log: RadioLog) throws(Failure) {
+    /// Starts RootCanal with its ports, its output into `output` (`logFile`).
+    private func start(_ process: Process, output: RootCanalLog, log: RadioLog) throws(Failure) {
+        defer { output.closeWriteEnd() }
         // Under setpriv --pdeathsig: RootCanal never exits by itself, and an air killed outright (the lab's hard
         // limit, SIGKILL) would leave it running in the namespace. The signal follows the thread that started it,
         // the one that runs the air until it ends (prctl(2), PR_SET_PDEATHSIG).
@@ -134,13 +141,10 @@ public struct RootCanalAir: Sendable {
         let guarded = FileManager.default.isExecutableFile(atPath: setpriv)
         process.executableURL = URL(fileURLWithPath: guarded ? setpriv : arguments[0])
         process.arguments = guarded ? ["--pdeathsig", "KILL", "--"] + arguments : Array(arguments.dropFirst())
-        let logPath = resultsDirectory + "/" + Self.logFile
-        guard FileManager.default.createFile(atPath: logPath, contents: nil),
-            let output = FileHandle(forWritingAtPath: logPath)
-        else { throw Failure(reason: "cannot create \(logPath)") }
+        let pipe = FileHandle(fileDescriptor: output.writeEnd, closeOnDealloc: false)
         process.standardInput = FileHandle.nullDevice
-        process.standardOutput = output
-        process.standardError = output
+        process.standardOutput = pipe
+        process.standardError = pipe
         do { try process.runWithSignalsUnblocked() } catch {
             throw Failure(reason: "cannot start \(rootcanal): \(error)")
         }
