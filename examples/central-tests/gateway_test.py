@@ -90,8 +90,10 @@ async def main(count):
                 found[address] = (device, clients[address].name)
         print(f"connected to {len(clients)} straps at once", flush=True)
         started = time.monotonic()
-        for address, client in clients.items():
-            await client.start_notify(HEART_RATE_MEASUREMENT, measured(address))
+        # All at once, as a gateway does: in the lab, 60 straps one after the other had 45 subscribed after 20
+        # minutes (one write to a strap's CCCD took 204 s to leave the gateway's VM), and all 60 at once took 15 s.
+        await asyncio.gather(
+            *(client.start_notify(HEART_RATE_MEASUREMENT, measured(address)) for address, client in clients.items()))
         print(f"subscribed to {len(clients)} straps in {time.monotonic() - started:.1f} s", flush=True)
         try:
             await asyncio.wait_for(enough.wait(), timeout=LISTEN_SECONDS)
@@ -101,10 +103,10 @@ async def main(count):
         elapsed = time.monotonic() - started
         heard = sum(len(values) for values in streams.values())
     finally:
-        for client in clients.values():
-            try:
-                await client.disconnect()
-            except Exception as error:  # a strap that went away is reported by its stream below
+        # All at once too: each disconnect waits for its link to close, and one after the other they add up.
+        outcomes = await asyncio.gather(*(client.disconnect() for client in clients.values()), return_exceptions=True)
+        for error in outcomes:
+            if isinstance(error, Exception):  # a strap that went away is reported by its stream below
                 print(f"disconnect: {error}")
 
     failures = 0
