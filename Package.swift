@@ -76,7 +76,8 @@ let package = Package(
         .target(
             name: "Emulation",
             dependencies: [
-                "Peripheral", "GATTModel", "GATTProfile", "LocalIO", .product(name: "Logging", package: "swift-log"),
+                "Peripheral", "GATTModel", "BlueZModel", "GATTProfile", "LocalIO",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
         .target(

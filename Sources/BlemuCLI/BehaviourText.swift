@@ -1,3 +1,4 @@
+import Emulation
 import Foundation
 import GATTModel
 import GATTProfile
@@ -38,7 +39,7 @@ struct BehaviourText {
 
     static func describe(_ generator: Generator) -> String {
         switch generator {
-        case .constant(let value): "constant \(GATTTreeText.describe(value))"
+        case .constant(let value): "constant \(value.displayText)"
         case .sequence(let values, let repeats):
             "sequence of \(values.count)" + (repeats ? ", repeating" : ", then holds the last")
         case .counter(let start, let step, let range, let wraps):

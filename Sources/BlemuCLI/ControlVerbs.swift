@@ -49,6 +49,7 @@ struct ControlVerbs: ParsableCommand {
         case .pairing: Pairing.self
         case .counters: Counters.self
         case .reset: Reset.self
+        case .describe: Describe.self
         case .events: Events.self
         }
     }
@@ -248,6 +249,12 @@ struct ControlVerbs: ParsableCommand {
     /// `reset`.
     struct Reset: ControlVerb {
         static let command = ControlCommand.reset
+        func request() -> [String: JSONValue] { request([:]) }
+    }
+
+    /// `describe`.
+    struct Describe: ControlVerb {
+        static let command = ControlCommand.describe
         func request() -> [String: JSONValue] { request([:]) }
     }
 

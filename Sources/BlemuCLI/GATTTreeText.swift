@@ -1,4 +1,5 @@
 import BlueZModel
+import Emulation
 import GATTModel
 import GATTProfile
 
@@ -49,7 +50,7 @@ struct GATTTreeText {
                 + (value.bytes.isEmpty ? "empty" : hex(value.bytes)))
         if let layout = characteristic.layout, let fields = layout.decode(value.bytes) {
             for (spec, field) in zip(layout.fields, fields) {
-                lines.append("    \(spec.name) (\(spec.type.name)): \(describe(field))")
+                lines.append("    \(spec.name) (\(spec.type.name)): \(field.displayText)")
             }
         } else if let text = printableText(value.bytes) {
             lines.append("    text: \"\(text)\"")
@@ -72,17 +73,6 @@ struct GATTTreeText {
                 + String(format.unit, radix: 16, uppercase: true)
         default:
             return hex(descriptor.value)
-        }
-    }
-
-    static func describe(_ value: FieldValue) -> String {
-        switch value {
-        case .integer(let number): String(number)
-        case .real(let number): String(number)
-        case .boolean(let flag): String(flag)
-        case .flags(let names): names.isEmpty ? "none" : names.joined(separator: ", ")
-        case .text(let text): "\"\(text)\""
-        case .bytes(let bytes): hex(bytes)
         }
     }
 

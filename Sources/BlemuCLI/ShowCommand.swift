@@ -1,4 +1,5 @@
 import ArgumentParser
+import Emulation
 import Serving
 
 /// `blemu show FILE`: the GATT tree a profile describes.

@@ -26,6 +26,8 @@ public enum ControlCommand: String, CaseIterable, Sendable {
     case reset
     /// The latest events, or every event from now on, as the event log's lines.
     case events
+    /// The profile served: its name, pairing, services and characteristics with their fields (`ProfileJSON`).
+    case describe
 
     /// What the command does, in one line of at most 74 characters.
     public var summary: String {
@@ -42,6 +44,7 @@ public enum ControlCommand: String, CaseIterable, Sendable {
         case .counters: "requests and answers, notifications, queue and event-log counters"
         case .reset: "values, schedules and faults as at start (links and subscriptions stay)"
         case .events: "the latest events; with --follow, each event from now on as it happens"
+        case .describe: "the profile served: services, characteristics, fields (blemu show --json)"
         }
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import GATTModel
 import GATTProfile
 import Peripheral
@@ -20,6 +21,7 @@ import Peripheral
 /// | `{"command":"reset"}` | `changed`: the ids whose value went back to the profile's |
 /// | `{"command":"events"}` | `events`: the latest 256 event-log records as objects, oldest first |
 /// | `{"command":"events","follow":true}` | `following`: then one event-log line per event from now on (`ControlServer`) |
+/// | `{"command":"describe"}` | `profile`: the profile as `blemu show --json` prints it (`ProfileJSON`) |
 ///
 /// `set` with `fields` changes only the named fields of the current value. A running schedule of that characteristic
 /// writes its generated fields again at its next tick; `schedules` `pause` holds it so a set value stays. Anything wrong gets
@@ -168,6 +170,19 @@ struct ControlCommands: Sendable {
             }
             let events = feed.recent.compactMap { try? JSONValue(parsing: EventLineEncoder.encode($0)) }
             return ["events": .array(events)]
+        case .describe:
+            return ["profile": try Self.profileDocument(emulator.profile)]
+        }
+    }
+
+    /// `profile` as `ProfileJSON` encodes it: the profile as loaded, its values as it starts them (`get` reads the
+    /// current ones).
+    private static func profileDocument(_ profile: PeripheralProfile) throws(ControlError) -> JSONValue {
+        do {
+            let data = try JSONEncoder().encode(ProfileJSON(profile))
+            return try JSONValue(parsing: String(decoding: data, as: UTF8.self))
+        } catch {
+            throw .failed("cannot describe the profile: \(error)")
         }
     }
 

@@ -26,6 +26,15 @@ class PeripheralAgainstBlemuRun(unittest.TestCase):
         with self.assertRaises(ValueError):
             self.strap.set("battery-level")
 
+    def test_describe_is_the_profile_served_with_its_fields(self):
+        profile = self.strap.describe()
+        self.assertTrue(profile["name"].startswith("Polar H10"))
+        characteristics = {c["id"]: c for s in profile["services"] for c in s["characteristics"]}
+        measurement = characteristics["heart-rate-measurement"]
+        self.assertEqual(measurement["properties"], ["notify"])
+        self.assertIn("bpm", [field["name"] for field in measurement["fields"]])
+        self.assertEqual(characteristics["battery-level"]["fields"][0]["type"], "u8")
+
     def test_a_refusal_names_the_command_and_the_reason(self):
         with self.assertRaises(ControlError) as refused:
             self.strap.get("no-such-characteristic")

@@ -294,6 +294,10 @@ class AsyncPeripheral:
         """The latest events (at most 256), oldest first, as the event log has them."""
         return await self.run(Commands.recent_events())
 
+    async def describe(self) -> Dict[str, Any]:
+        """The profile served (`blemu show --json`'s document), its values as the profile starts them."""
+        return await self.run(Commands.describe())
+
     def events(self) -> EventStream:
         """``async with strap.events() as stream``: every event from the moment it opens, as it happens."""
         return EventStream(self.control, self.timeout)

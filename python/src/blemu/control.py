@@ -231,6 +231,11 @@ class Commands:
         return Command({"command": "events"}, lambda answer: [dict(event) for event in answer["events"]])
 
     @staticmethod
+    def describe() -> Command[Dict[str, Any]]:
+        """The profile served, as `blemu show --json` prints it: name, pairing, services, characteristics, fields."""
+        return Command({"command": "describe"}, lambda answer: dict(answer["profile"]))
+
+    @staticmethod
     def follow_events() -> Dict[str, Any]:
         """The request that turns a connection into the stream of every event from then on."""
         return {"command": "events", "follow": True}
@@ -373,6 +378,10 @@ class Peripheral:
     def recent_events(self) -> List[Event]:
         """The latest events (at most 256), oldest first, as the event log has them."""
         return self.run(Commands.recent_events())
+
+    def describe(self) -> Dict[str, Any]:
+        """The profile served (`blemu show --json`'s document), its values as the profile starts them."""
+        return self.run(Commands.describe())
 
     @contextmanager
     def counting(self) -> Iterator["Counting"]:

@@ -3,9 +3,10 @@ import GATTModel
 import GATTProfile
 import Peripheral
 
-/// The machine-readable form of `blemu show --json`: the same facts as the text, with stable keys.
-struct ProfileJSON: Encodable {
-    struct ServiceJSON: Encodable {
+/// A profile as JSON with stable keys: what `blemu show --json` prints and the control socket's `describe` answers
+/// (docs/control-and-events.md).
+public struct ProfileJSON: Encodable, Sendable {
+    struct ServiceJSON: Encodable, Sendable {
         let id: String
         let uuid: String
         let name: String?
@@ -14,7 +15,7 @@ struct ProfileJSON: Encodable {
         let characteristics: [CharacteristicJSON]
     }
 
-    struct CharacteristicJSON: Encodable {
+    struct CharacteristicJSON: Encodable, Sendable {
         let id: String
         let uuid: String
         let name: String?
@@ -29,20 +30,20 @@ struct ProfileJSON: Encodable {
         let descriptors: [DescriptorJSON]
     }
 
-    struct FieldJSON: Encodable {
+    struct FieldJSON: Encodable, Sendable {
         let name: String
         let type: String
         let value: String
     }
 
-    struct DescriptorJSON: Encodable {
+    struct DescriptorJSON: Encodable, Sendable {
         let uuid: String
         let name: String?
         let value: String
         let bluezFlags: [String]
     }
 
-    struct PairingJSON: Encodable {
+    struct PairingJSON: Encodable, Sendable {
         let ioCapability: String
         /// Six digits, as the central's user types them; nil without a fixed passkey.
         let passkey: String?
@@ -53,7 +54,8 @@ struct ProfileJSON: Encodable {
     let pairing: PairingJSON
     let services: [ServiceJSON]
 
-    init(_ profile: PeripheralProfile) {
+    /// The document for `profile`, its values as the profile starts them.
+    public init(_ profile: PeripheralProfile) {
         name = profile.name
         pairing = PairingJSON(
             ioCapability: profile.pairing.ioCapability.rawValue,
@@ -72,7 +74,7 @@ struct ProfileJSON: Encodable {
         let fields = characteristic.layout.flatMap { layout in
             layout.decode(bytes).map { values in
                 zip(layout.fields, values).map {
-                    FieldJSON(name: $0.name, type: $0.type.name, value: GATTTreeText.describe($1))
+                    FieldJSON(name: $0.name, type: $0.type.name, value: $1.displayText)
                 }
             }
         }
@@ -88,5 +90,20 @@ struct ProfileJSON: Encodable {
                     uuid: $0.uuid.description, name: $0.uuid.assignedName,
                     value: Hex.string($0.value, separator: ""), bluezFlags: $0.bluezFlags.map(\.rawValue))
             })
+    }
+}
+
+extension FieldValue {
+    /// The value as `blemu show` prints it: numbers and booleans as written, flags by name (or "none"), text
+    /// quoted, bytes in hex.
+    public var displayText: String {
+        switch self {
+        case .integer(let number): String(number)
+        case .real(let number): String(number)
+        case .boolean(let flag): String(flag)
+        case .flags(let names): names.isEmpty ? "none" : names.joined(separator: ", ")
+        case .text(let text): "\"\(text)\""
+        case .bytes(let bytes): Hex.string(bytes)
+        }
     }
 }
