@@ -9,8 +9,8 @@ import Foundation
 /// - the command's VM has `/run/blemu/vmN/hciM.sock` for each fleet peripheral, where its own `blemu lab bridge`
 ///   joins each connection to `10.0.2.2:airPort(place:)`, which slirp connects on the namespace's loopback.
 ///
-/// Nothing listens outside the namespace, so nothing on the host's network reaches a control socket. Pure, except
-/// `Join`'s `listen` and `connect`.
+/// Nothing listens outside the namespace, so nothing on the host's network reaches a control socket. The ports and
+/// qemu's arguments are pure; `start` and `serve` open the sockets.
 public enum ControlBridge {
     /// The guest's address on slirp's network (qemu's default `dhcpstart`).
     static let guestAddress = "10.0.2.15"
