@@ -30,31 +30,14 @@ struct AirLinkTests {
         }
     }
 
-    /// A scratch directory for sockets, short enough for sun_path.
-    private func directory() throws -> String {
-        let path = "/tmp/blemu-splice-\(UUID().uuidString.prefix(8))"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
-    }
+    private func directory() throws -> String { try SocketTestIO.scratchDirectory("blemu-splice") }
 
     /// Reads until `count` bytes came or 5 s passed.
     private func receive(_ fd: Int32, _ count: Int) -> [UInt8] {
-        var bytes: [UInt8] = []
-        let deadline = ContinuousClock.now + .seconds(5)
-        while bytes.count < count && ContinuousClock.now < deadline {
-            var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
-            guard poll(&fds, 1, 100) == 1 else { continue }
-            var buffer = [UInt8](repeating: 0, count: 256)
-            let received = recv(fd, &buffer, buffer.count, 0)
-            guard received > 0 else { break }
-            bytes += buffer.prefix(received)
-        }
-        return bytes
+        SocketTestIO.receive(fd) { $0.count >= count }
     }
 
-    private func send(_ fd: Int32, _ text: String) {
-        _ = Array(text.utf8).withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-    }
+    private func send(_ fd: Int32, _ text: String) { SocketTestIO.send(fd, text) }
 
     /// Collects the splice's log lines.
     final class Lines: @unchecked Sendable {

@@ -44,12 +44,7 @@ struct ControlBridgeTests {
         #expect(Int(RootCanalAir.relayPort) + 500 < Int(ControlBridge.airPortBase))
     }
 
-    /// A scratch directory for sockets, short enough for sun_path.
-    private func directory() throws -> String {
-        let path = "/tmp/blemu-bridge-\(UUID().uuidString.prefix(8))"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
-    }
+    private func directory() throws -> String { try SocketTestIO.scratchDirectory("blemu-bridge") }
 
     /// A line-at-a-time server on `path` that answers each line with "ok " and the line, as a control socket
     /// answers each request once; it serves connections one after another until `stop`.
@@ -92,17 +87,7 @@ struct ControlBridgeTests {
 
     /// Reads until a newline or 5 s.
     private func line(_ fd: Int32) -> String {
-        var bytes: [UInt8] = []
-        let deadline = ContinuousClock.now + .seconds(5)
-        while !bytes.contains(10) && ContinuousClock.now < deadline {
-            var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
-            guard poll(&fds, 1, 100) == 1 else { continue }
-            var buffer = [UInt8](repeating: 0, count: 256)
-            let received = recv(fd, &buffer, buffer.count, 0)
-            guard received > 0 else { break }
-            bytes += buffer.prefix(received)
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        String(decoding: SocketTestIO.receive(fd) { $0.contains(10) }, as: UTF8.self)
     }
 
     @Test func twoBridgesCarryEachRequestToTheFleetVMsSocketAndItsAnswerBack() throws {
@@ -123,14 +108,12 @@ struct ControlBridgeTests {
         for request in ["counters", "get heart-rate-measurement"] {
             let client = try UnixSocket.connect(local)
             defer { close(client) }
-            _ = Array((request + "\n").utf8).withUnsafeBytes {
-                send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
-            }
+            SocketTestIO.send(client, request + "\n")
             #expect(line(client) == "ok \(request)\n")
         }
         let client = try UnixSocket.connect(local)
         defer { close(client) }
-        _ = Array("a\nb\n".utf8).withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        SocketTestIO.send(client, "a\nb\n")
         var answers = line(client)
         if !answers.hasSuffix("ok b\n") { answers += line(client) }
         #expect(answers == "ok a\nok b\n")
