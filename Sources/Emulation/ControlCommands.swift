@@ -21,7 +21,7 @@ import Peripheral
 /// | `{"command":"reset"}` | `changed`: the ids whose value went back to the profile's |
 /// | `{"command":"events"}` | `events`: the latest 256 event-log records as objects, oldest first |
 /// | `{"command":"events","follow":true}` | `following`: then one event-log line per event from now on (`ControlServer`) |
-/// | `{"command":"describe"}` | `profile`: the profile as `blemu show --json` prints it (`ProfileJSON`) |
+/// | `{"command":"describe"}` | `profile`: the profile as `blemu show --json` prints it (`ProfileJSON`), its behaviour in words included |
 ///
 /// `set` with `fields` changes only the named fields of the current value. A running schedule of that characteristic
 /// writes its generated fields again at its next tick; `schedules` `pause` holds it so a set value stays. Anything wrong gets

@@ -53,6 +53,8 @@ public struct ProfileJSON: Encodable, Sendable {
     let name: String
     let pairing: PairingJSON
     let services: [ServiceJSON]
+    /// The behaviour in words (`BehaviourText.sentences`): schedules, write rules and faults; empty when none.
+    let behaviour: [String]
 
     /// The document for `profile`, its values as the profile starts them.
     public init(_ profile: PeripheralProfile) {
@@ -66,6 +68,7 @@ public struct ProfileJSON: Encodable, Sendable {
                 primary: service.isPrimary, includes: service.includedServiceIDs,
                 characteristics: service.characteristics.map(Self.characteristic))
         }
+        behaviour = BehaviourText(behaviour: profile.behaviour).sentences
     }
 
     static func characteristic(_ characteristic: Characteristic) -> CharacteristicJSON {

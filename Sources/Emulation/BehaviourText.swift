@@ -1,40 +1,49 @@
-import Emulation
-import Foundation
 import GATTModel
 import GATTProfile
 
-/// The behaviour section of `blemu show`: what the device does on its own and when written, in words.
-struct BehaviourText {
+/// A profile's behaviour in words: what the device does on its own and when written. `blemu show` prints it, and the
+/// control socket's `describe` answers it (`ProfileJSON.behaviour`), so a person or an agent next to a running device
+/// reads the same sentences.
+public struct BehaviourText: Sendable {
     /// The behaviour to describe.
-    let behaviour: Behaviour
+    public let behaviour: Behaviour
 
-    /// "behaviour:" and one line per schedule, write rule and fault; empty when the profile declares none.
-    var lines: [String] {
-        guard !behaviour.isEmpty else { return [] }
-        var lines = ["  behaviour:"]
+    /// The text for `behaviour`.
+    public init(behaviour: Behaviour) { self.behaviour = behaviour }
+
+    /// One line per schedule, write rule and fault, a schedule's generators each on a line of its own indented by two
+    /// spaces; empty when the profile declares none.
+    public var sentences: [String] {
+        var lines: [String] = []
         for schedule in behaviour.schedules where schedule.action == .transfer {
             lines.append(
-                "    transfer \(schedule.characteristicID): to each subscriber, cut to its maximum update length, "
+                "transfer \(schedule.characteristicID): to each subscriber, cut to its maximum update length, "
                     + "as fast as the queue takes it, then EOM")
         }
         for schedule in behaviour.schedules where schedule.action != .transfer {
             let start = schedule.start == .launch ? "from launch" : "while subscribed"
             let pace =
                 schedule.isRecordedPace ? "at the recorded times" : "every \(Self.duration(schedule.interval))"
-            lines.append("    schedule \(schedule.characteristicID): \(schedule.action.rawValue) \(pace), \(start)")
+            lines.append("schedule \(schedule.characteristicID): \(schedule.action.rawValue) \(pace), \(start)")
             for generator in schedule.generators {
-                lines.append("      \(generator.field ?? "value"): \(Self.describe(generator.generator))")
+                lines.append("  \(generator.field ?? "value"): \(Self.describe(generator.generator))")
             }
         }
         for rule in behaviour.writeRules {
             lines.append(
-                "    on write to \(rule.characteristicID): "
+                "on write to \(rule.characteristicID): "
                     + rule.actions.map(Self.describe).joined(separator: ", then "))
         }
         for fault in behaviour.faults {
-            lines.append("    fault: \(Self.describe(fault.effect)) \(Self.describe(fault.trigger))")
+            lines.append("fault: \(Self.describe(fault.effect)) \(Self.describe(fault.trigger))")
         }
         return lines
+    }
+
+    /// `blemu show`'s section: "behaviour:" and the sentences under it; empty when the profile declares none.
+    public var lines: [String] {
+        guard !behaviour.isEmpty else { return [] }
+        return ["  behaviour:"] + sentences.map { "    " + $0 }
     }
 
     static func describe(_ generator: Generator) -> String {
