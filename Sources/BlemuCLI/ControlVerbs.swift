@@ -50,6 +50,7 @@ struct ControlVerbs: ParsableCommand {
         case .counters: Counters.self
         case .reset: Reset.self
         case .describe: Describe.self
+        case .status: Status.self
         case .events: Events.self
         }
     }
@@ -255,6 +256,15 @@ struct ControlVerbs: ParsableCommand {
     /// `describe`.
     struct Describe: ControlVerb {
         static let command = ControlCommand.describe
+        func request() -> [String: JSONValue] { request([:]) }
+    }
+
+    /// `status`.
+    struct Status: ControlVerb {
+        static let command = ControlCommand.status
+        static let discussion = """
+            The advertisement's bytes are the ones bluetoothd and the kernel program for the profile, each AD             structure explained, as `blemu adv` lays them out.
+            """
         func request() -> [String: JSONValue] { request([:]) }
     }
 

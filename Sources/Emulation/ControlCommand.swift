@@ -28,6 +28,8 @@ public enum ControlCommand: String, CaseIterable, Sendable {
     case events
     /// The profile served: its name, pairing, services and characteristics with their fields (`ProfileJSON`).
     case describe
+    /// The device as it runs: state, advertising, adapter, bluetoothd's version, and the advertisement's bytes.
+    case status
 
     /// What the command does, in one line of at most 74 characters.
     public var summary: String {
@@ -45,6 +47,7 @@ public enum ControlCommand: String, CaseIterable, Sendable {
         case .reset: "values, schedules and faults as at start (links and subscriptions stay)"
         case .events: "the latest events; with --follow, each event from now on as it happens"
         case .describe: "the profile served: services, characteristics, fields (blemu show --json)"
+        case .status: "state, adapter, BlueZ version, and the advertisement's bytes (blemu adv)"
         }
     }
 }

@@ -21,6 +21,7 @@ import Peripheral
 /// | `{"command":"reset"}` | `changed`: the ids whose value went back to the profile's |
 /// | `{"command":"events"}` | `events`: the latest 256 event-log records as objects, oldest first |
 /// | `{"command":"events","follow":true}` | `following`: then one event-log line per event from now on (`ControlServer`) |
+/// | `{"command":"status"}` | `state`, `advertising`, `adapter`, `bluez`, `advertisement` (`AdvertisementJSON`) |
 /// | `{"command":"describe"}` | `profile`: the profile as `blemu show --json` prints it (`ProfileJSON`), its behaviour in words included |
 ///
 /// `set` with `fields` changes only the named fields of the current value. A running schedule of that characteristic
@@ -172,6 +173,14 @@ struct ControlCommands: Sendable {
             return ["events": .array(events)]
         case .describe:
             return ["profile": try Self.profileDocument(emulator.profile)]
+        case .status:
+            let host = await emulator.hostStatus()
+            return [
+                "state": .string(host.state), "advertising": .bool(host.advertising),
+                "adapter": host.adapter.map(JSONValue.string) ?? .null,
+                "bluez": host.bluez.map(JSONValue.string) ?? .null,
+                "advertisement": AdvertisementJSON.document(for: emulator.profile.advertisement),
+            ]
         }
     }
 

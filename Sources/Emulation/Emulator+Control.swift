@@ -148,6 +148,18 @@ extension Emulator {
         return changed
     }
 
+    /// Records where the device is served, for `status`.
+    public func serve(on host: ServingHost) { self.host = host }
+
+    /// What `status` answers: the manager's state, whether the advertisement is on the air, the adapter and
+    /// bluetoothd's version (asked once).
+    func hostStatus() async -> (state: String, advertising: Bool, adapter: String?, bluez: String?) {
+        let state = await manager?.state.rawValue ?? "stopped"
+        let advertising = await manager?.isAdvertising ?? false
+        if bluezVersion == nil, let host { bluezVersion = .some(await host.bluezVersion()) }
+        return (state, advertising, host?.adapter, bluezVersion ?? nil)
+    }
+
     /// Starts advertising the profile's advertisement, or stops. Throws `.failed` with the manager's reason.
     public func setAdvertising(_ isOn: Bool) async throws(ControlError) {
         guard let manager else { throw .failed("the emulator is not running") }

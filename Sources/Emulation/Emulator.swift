@@ -46,6 +46,10 @@ public actor Emulator {
     private let followUpContinuation: AsyncStream<[EmulationAction]>.Continuation
 
     var manager: PeripheralManager?
+    /// Where the device is served (`status`); nil until `serve(on:)`.
+    var host: ServingHost?
+    /// bluetoothd's version once asked: nil not yet, `.some(nil)` asked and unknown.
+    var bluezVersion: String??
     private var tasks: [Task<Void, Never>] = []
     private var timer = Timer.disarmed
     /// Tells the timers apart: the one whose sleep ends must still be the armed one to tick.

@@ -115,6 +115,9 @@ public struct DeviceRun: Sendable {
             )
             throw .unavailable
         }
+        // `status` asks bluetoothd's version the first time it is called, not here: serving starts no extra process.
+        let bus = options.bus
+        await emulator.serve(on: ServingHost(adapter: adapter) { await BluetoothdVersion.of(bus: bus) })
         let device = RunningDevice(
             manager: PeripheralManager(
                 backend: backend, handler: emulator.handler, configuration: configuration, restoring: restored,

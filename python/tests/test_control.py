@@ -35,6 +35,17 @@ class PeripheralAgainstBlemuRun(unittest.TestCase):
         self.assertIn("bpm", [field["name"] for field in measurement["fields"]])
         self.assertEqual(characteristics["battery-level"]["fields"][0]["type"], "u8")
 
+    def test_status_says_how_the_device_runs_and_what_it_advertises(self):
+        status = self.strap.status()
+        self.assertEqual(status["state"], "poweredOn")
+        self.assertTrue(status["advertising"])
+        self.assertEqual(status["adapter"], "hci0")
+        structures = status["advertisement"]["structures"]
+        uuids = [s for s in structures if s["type"] in ("02", "03")]
+        self.assertEqual(len(uuids), 1, structures)
+        self.assertIn("0D18", uuids[0]["bytes"])
+        self.assertEqual(status["advertisement"]["adv"], "".join(s["bytes"] for s in structures if s["in"] == "adv"))
+
     def test_a_refusal_names_the_command_and_the_reason(self):
         with self.assertRaises(ControlError) as refused:
             self.strap.get("no-such-characteristic")

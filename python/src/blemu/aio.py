@@ -298,6 +298,10 @@ class AsyncPeripheral:
         """The profile served (`blemu show --json`'s document), its values as the profile starts them."""
         return await self.run(Commands.describe())
 
+    async def status(self) -> Dict[str, Any]:
+        """The device as it runs (see `Peripheral.status`)."""
+        return await self.run(Commands.status())
+
     def events(self) -> EventStream:
         """``async with strap.events() as stream``: every event from the moment it opens, as it happens."""
         return EventStream(self.control, self.timeout)

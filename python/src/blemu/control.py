@@ -236,6 +236,11 @@ class Commands:
         return Command({"command": "describe"}, lambda answer: dict(answer["profile"]))
 
     @staticmethod
+    def status() -> Command[Dict[str, Any]]:
+        """The device as it runs: state, advertising, adapter, bluetoothd's version, the advertisement's bytes."""
+        return Command({"command": "status"}, lambda answer: {k: v for k, v in answer.items() if k != "ok"})
+
+    @staticmethod
     def follow_events() -> Dict[str, Any]:
         """The request that turns a connection into the stream of every event from then on."""
         return {"command": "events", "follow": True}
@@ -382,6 +387,11 @@ class Peripheral:
     def describe(self) -> Dict[str, Any]:
         """The profile served (`blemu show --json`'s document), its values as the profile starts them."""
         return self.run(Commands.describe())
+
+    def status(self) -> Dict[str, Any]:
+        """The device as it runs: ``state``, ``advertising``, ``adapter``, ``bluez`` (bluetoothd's version, or None)
+        and ``advertisement`` (its bytes and AD structures, as ``blemu adv`` lays them out)."""
+        return self.run(Commands.status())
 
     @contextmanager
     def counting(self) -> Iterator["Counting"]:
