@@ -36,6 +36,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // The live view's HTTP and WebSocket server (docs/live-view.md says why this one).
+        .package(url: "https://github.com/swhitty/FlyingFox", from: "0.27.1"),
     ],
     targets: [
         // C libraries, each behind a one-line shim and imported by exactly one Swift module.
@@ -112,6 +114,18 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
+        // `blemu ui`: a browser's view of a running device, built on its control socket alone. Never linked by
+        // `blemu`, so a device served without a view costs what it did.
+        .target(
+            name: "LiveView",
+            dependencies: [
+                "Emulation", "LocalIO", .product(name: "FlyingFox", package: "FlyingFox"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            resources: [
+                .embedInCode("Page/index.html"), .embedInCode("Page/app.js"), .embedInCode("Page/plot.js"),
+                .embedInCode("Page/style.css"),
+            ], swiftSettings: strict),
         // `blemu`: Serving alone. `blemu run FILE --option value...` is served here; anything else goes to blemu-cli.
         .executableTarget(name: "blemu", dependencies: ["Serving"], swiftSettings: strict),
         // `blemu-cli`: every command (ArgumentParser, Foundation, the lab), installed beside blemu or in
@@ -120,7 +134,7 @@ let package = Package(
             name: "BlemuCLI",
             dependencies: [
                 "GATTModel", "BlueZModel", "GATTProfile", "Emulation", "Peripheral", "BlueZ", "DBus", "Lab",
-                "LocalIO", "ProbeCentral", "Serving",
+                "LocalIO", "ProbeCentral", "Serving", "LiveView",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -173,6 +187,10 @@ let package = Package(
             dependencies: ["ProbeCentral", "GATTProfile", "GATTModel", "BlueZModel", "DBus", "Emulation"],
             exclude: ["Fixtures"], swiftSettings: strict
         ),
+        .testTarget(
+            name: "LiveViewTests",
+            dependencies: ["LiveView", .product(name: "FlyingFox", package: "FlyingFox")],
+            swiftSettings: strict),
         .testTarget(
             name: "blemuTests",
             dependencies: [

@@ -11,44 +11,10 @@ import Testing
     .enabled(if: PrivateBus.isAvailable, "needs dbus-daemon"),
     .enabled(if: FileManager.default.isExecutableFile(atPath: ChildProcess.blemu), "needs the built blemu"),
     .serialized, .timeLimit(.minutes(2)))
-struct BlemuRunOnFakeBluetoothdTests {
+struct BlemuRunOnFakeBluetoothdTests: BlemuRunRig {
     private func send(_ client: ControlClient, _ request: [String: JSONValue]) async throws -> [String: Any] {
         let line = try await blocking { try client.send(request) }
         return (try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]) ?? [:]
-    }
-
-    /// A private bus with the fake bluetoothd on it, and a fresh directory for a run's files.
-    private func rig() async throws -> (bus: PrivateBus, fake: FakeBluetoothd, directory: String) {
-        let bus = try PrivateBus()
-        let fake = try await FakeBluetoothd(busAddress: bus.address)
-        let directory = "/tmp/blemu-run-\(UUID().uuidString.prefix(8))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        return (bus, fake, directory)
-    }
-
-    /// `blemu run` of the heart-rate profile on `bus` with `options`, awaited until it says it advertises (on
-    /// stdout, or stderr when stdout carries the event log).
-    private func heartRate(
-        on bus: PrivateBus, _ options: [String], in directory: String, saysOnStderr: Bool = false
-    ) async throws -> ChildProcess {
-        let run = try ChildProcess(
-            ChildProcess.blemu,
-            ["run", ChildProcess.repositoryRoot + "/profiles/heart-rate.yaml", "--bus", bus.address] + options,
-            outputIn: directory)
-        let isAdvertising = await FileWait.until(
-            saysOnStderr ? run.stderrPath : run.stdoutPath, contains: "advertising \"", within: .seconds(30))
-        try #require(isAdvertising, "blemu run did not advertise:\n\(run.stdout)\n\(run.stderr)")
-        return run
-    }
-
-    /// `heartRate` with a control socket and an event log in `directory`, as most stories here steer it.
-    private func steerableHeartRate(
-        on bus: PrivateBus, in directory: String
-    ) async throws -> (run: ChildProcess, control: String, events: String) {
-        let control = directory + "/control.sock"
-        let events = directory + "/events.jsonl"
-        let run = try await heartRate(on: bus, ["--control", control, "--events", events], in: directory)
-        return (run, control, events)
     }
 
     @Test func controlSocketAndEventLogAccountForEveryRequestNotificationAndFault() async throws {

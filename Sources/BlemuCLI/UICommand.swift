@@ -1,0 +1,97 @@
+import ArgumentParser
+import Dispatch
+import Emulation
+import Foundation
+import LiveView
+import Logging
+import Serving
+
+/// `blemu ui --control SOCK`: a live page of a running device, served next to it (docs/live-view.md).
+struct UICommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ui",
+        abstract: "Watch and steer a running device from a browser: a live page on its control socket.",
+        discussion: """
+            Serves a page that shows the device (name, advertisement, adapter, BlueZ version, state), its GATT tree \
+            with decoded values, the centrals and their subscriptions, the event log as a timeline with plots, and \
+            the counters, all pushed as they change; its controls send the control protocol's own commands. It needs \
+            only the control socket of a `blemu run ... --control SOCK`: the device may start after the view, and \
+            the page says when it cannot be reached.
+
+            Loopback by default, with no token. Any other address needs a token (`--ui-token`, or a random one \
+            printed in the URL); requests whose Host or Origin is not the view's own are refused either way.
+
+            Exit codes: 0 on Ctrl-C or SIGTERM, 64 for a bad option, 71 when the address cannot be listened on.
+
+            Example:
+              blemu run profiles/heart-rate.yaml --control /tmp/hr.sock &
+              blemu ui --control /tmp/hr.sock
+            """)
+
+    @Option(help: ArgumentHelp("The control socket of the device (blemu run --control).", valueName: "path"))
+    var control: String
+
+    @Option(
+        help: ArgumentHelp(
+            "The device's event log (blemu run --events): a page opened late starts from its last 2000 events "
+                + "instead of the socket's latest 256.",
+            valueName: "file"))
+    var events: String?
+
+    @Option(
+        help: ArgumentHelp("Where to listen: HOST:PORT, [IPV6]:PORT or PORT (0: a free port).", valueName: "address"))
+    var listen = "127.0.0.1:8080"
+
+    @Option(
+        name: .customLong("ui-token"),
+        help: ArgumentHelp(
+            "The token the page and every request must carry; required beyond loopback (a random one if not given).",
+            valueName: "token"))
+    var token: String?
+
+    @Option(
+        name: .customLong("allow-host"),
+        help: ArgumentHelp(
+            "Another HOST:PORT the page is opened under (a forwarded port), accepted as Host and Origin.",
+            valueName: "host:port"))
+    var allowedHosts: [String] = []
+
+    func run() async throws {
+        let address: ViewAddress
+        do { address = try ViewAddress(parsing: listen) } catch {
+            Console.error("blemu ui: --listen \(error)")
+            throw ExitCode.usage
+        }
+        if let token, token.isEmpty || token.contains(where: { !$0.isLetter && !$0.isNumber && $0 != "-" }) {
+            Console.error("blemu ui: --ui-token: use letters, digits and '-' only (it goes into a URL and a cookie)")
+            throw ExitCode.usage
+        }
+        var logger = Logger(label: "blemu.ui")
+        logger.logLevel = .warning
+        let server = LiveViewServer(
+            control: control, address: address, token: token, extraHosts: allowedHosts, eventLog: events,
+            logger: logger)
+        if (try? ControlClient(path: control).send(["command": .string("status")])) == nil {
+            Console.error("blemu ui: \(control) does not answer yet; the page says so until the device is there")
+        }
+        let serving = Task {
+            try await server.run { port in
+                Console.line(
+                    "blemu ui: \(server.url(port: port)) (device: \(control)); Ctrl-C to stop", to: STDOUT_FILENO)
+            }
+        }
+        // Ctrl-C, SIGTERM (`blemu run --ui` stopping its view) and a closed terminal end the view cleanly, 0.
+        let stops = [SIGINT, SIGTERM, SIGHUP].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { serving.cancel() }
+            source.resume()
+            return source
+        }
+        defer { for source in stops { source.cancel() } }
+        do { try await serving.value } catch is CancellationError {} catch let error as LiveViewServer.ListenError {
+            Console.error("blemu ui: \(error)")
+            throw ExitCode(71)
+        }
+    }
+}

@@ -1,0 +1,167 @@
+import BlueZTesting
+import Emulation
+import Foundation
+import Testing
+
+/// `blemu ui` beside a real `blemu run` on the fake bluetoothd: the page, the WebSocket that follows the device and
+/// carries the page's commands, and who is refused (a wrong token, a foreign Host or Origin), spoken by hand as a
+/// browser and an attacker's page would; then a real headless Chromium drives the page.
+@Suite(
+    .enabled(if: PrivateBus.isAvailable, "needs dbus-daemon"),
+    .enabled(if: FileManager.default.isExecutableFile(atPath: ChildProcess.blemuCLI), "needs blemu-cli"),
+    .serialized, .timeLimit(.minutes(3)))
+struct LiveViewOnFakeBluetoothdTests: BlemuRunRig {
+    /// `blemu ui` on a free loopback port (or `listen`) for `control`, awaited until it prints its URL.
+    private func view(
+        _ control: String, _ options: [String] = [], listen: String = "127.0.0.1:0", in directory: String
+    ) async throws -> (process: ChildProcess, port: UInt16, url: String) {
+        let output = directory + "/ui-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
+        let ui = try ChildProcess(
+            ChildProcess.blemuCLI, ["ui", "--control", control, "--listen", listen] + options, outputIn: output)
+        let listening = await FileWait.until(ui.stdoutPath, contains: "Ctrl-C to stop", within: .seconds(20))
+        try #require(listening, "blemu ui did not start:\n\(ui.stdout)\n\(ui.stderr)")
+        let url = try #require(ui.stdout.split(separator: " ").first { $0.hasPrefix("http://") }.map(String.init))
+        let port = try #require(url.split(separator: ":").last?.prefix { $0.isNumber }).flatMap { UInt16($0) }
+        return (ui, try #require(port), url)
+    }
+
+    private func object(_ text: String) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]) ?? [:]
+    }
+
+    /// Messages from `socket` until one satisfies `matches`, for at most `limit`; nil if none did.
+    private func message(
+        from socket: PlainHTTP, within limit: Duration, _ matches: @escaping @Sendable ([String: Any]) -> Bool
+    ) async throws -> [String: Any]? {
+        let text = try await blocking { () throws -> String? in
+            let deadline = ContinuousClock.now + limit
+            while ContinuousClock.now < deadline {
+                let text = try socket.receiveText()
+                let message = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
+                if matches(message) { return text }
+            }
+            return nil
+        }
+        return text.map(object)
+    }
+
+    @Test func theViewFollowsTheDeviceCarriesThePagesCommandsAndRefusesStrangers() async throws {
+        let (bus, fake, directory) = try await rig()
+        let (run, control, events) = try await steerableHeartRate(on: bus, in: directory)
+        defer { withExtendedLifetime(fake) {} }
+        let (ui, port, url) = try await view(control, ["--events", events, "--ui-token", "t0k3n"], in: directory)
+        #expect(url == "http://127.0.0.1:\(port)/?token=t0k3n")
+        let host = "127.0.0.1:\(port)"
+
+        // The page, with the token once: it comes back with the cookie that carries the token from then on.
+        let page = try await blocking { try PlainHTTP(port: port).get("/?token=t0k3n", headers: ["Host": host]) }
+        #expect(page.status == 200, "\(page)")
+        #expect(page.headers["set-cookie"] == "blemu-ui-\(port)=t0k3n; Path=/; HttpOnly; SameSite=Strict")
+        #expect(page.headers["content-security-policy"]?.contains("frame-ancestors 'none'") == true)
+        let cookie = "blemu-ui-\(port)=t0k3n"
+        let script = try await blocking {
+            try PlainHTTP(port: port).get("/app.js", headers: ["Host": host, "Cookie": cookie])
+        }
+        #expect(script.status == 200 && script.headers["content-type"]?.hasPrefix("text/javascript") == true)
+
+        // Refused: no token, a wrong one, another Host (DNS rebinding), another Origin (a cross-site WebSocket).
+        let refusals: [(String, [String: String], String)] = [
+            ("/app.js", ["Host": host], "wrong or missing token"),
+            ("/?token=guess", ["Host": host], "wrong or missing token"),
+            ("/?token=t0k3n", ["Host": "attacker.example:\(port)"], "foreign origin refused"),
+            ("/ws", PlainHTTP.upgrade(host: host, origin: "http://attacker.example", cookie: cookie), "foreign origin"),
+            ("/ws", PlainHTTP.upgrade(host: host, origin: "http://\(host)"), "wrong or missing token"),
+        ]
+        for (path, headers, reason) in refusals {
+            let response = try await blocking { try PlainHTTP(port: port).get(path, headers: headers) }
+            #expect(response.status == 403 && response.body.contains(reason), "\(path) \(headers): \(response)")
+        }
+
+        // The page's WebSocket: the whole state first.
+        let socket = try PlainHTTP(port: port)
+        let upgraded = try await blocking {
+            try socket.get("/ws", headers: PlainHTTP.upgrade(host: host, origin: "http://\(host)", cookie: cookie))
+        }
+        try #require(upgraded.status == 101, "\(upgraded)")
+        let snapshot = try #require(
+            try await message(from: socket, within: .seconds(5)) { $0["type"] as? String == "snapshot" })
+        #expect((snapshot["profile"] as? [String: Any])?["name"] as? String == "Polar H10 A1B2")
+        let status = snapshot["status"] as? [String: Any] ?? [:]
+        #expect(status["state"] as? String == "poweredOn" && status["adapter"] as? String == "hci0", "\(status)")
+        let battery = (snapshot["values"] as? [String: Any])?["battery-level"] as? [String: Any]
+        #expect((battery?["fields"] as? [String: Any])?["percent"] as? Int == 87, "\(battery ?? [:])")
+
+        // A value set through the control socket reaches the page within a second.
+        let client = ControlClient(path: control)
+        let setAt = ContinuousClock.now
+        _ = try await blocking { try client.send(["command": "set", "id": "battery-level", "hex": "2A"]) }
+        let update = try await message(from: socket, within: .seconds(1)) { message in
+            ((message["values"] as? [String: Any])?["battery-level"] as? [String: Any])?["hex"] as? String == "2A"
+        }
+        #expect(update != nil, "no update with battery-level 2A within 1 s")
+        print("live view: a set value reached the page in \(ContinuousClock.now - setAt)")
+
+        // The page's commands are the control protocol's, each answered to the page with its seq.
+        let before = try await blocking { try client.send(["command": "counters"]) }
+        try socket.sendText(#"{"type":"command","seq":7,"request":{"command":"notify","id":"battery-level"}}"#)
+        let answer = try await message(from: socket, within: .seconds(5)) { $0["seq"] as? Int == 7 }
+        #expect((answer?["response"] as? [String: Any])?["ok"] as? Bool == true, "\(answer ?? [:])")
+        let after = try await blocking { try client.send(["command": "counters"]) }
+        func queued(_ line: String) -> Int {
+            (object(line)["counters"] as? [String: Any])?["notificationsQueued"] as? Int ?? -1
+        }
+        #expect(queued(after) == queued(before) + 1, "\(before) → \(after)")
+        try socket.sendText(#"{"type":"command","seq":8,"request":{"command":"get","id":"nope"}}"#)
+        let refused = try await message(from: socket, within: .seconds(5)) { $0["seq"] as? Int == 8 }
+        let error = (refused?["response"] as? [String: Any])?["error"] as? String ?? ""
+        #expect((refused?["response"] as? [String: Any])?["ok"] as? Bool == false && error.contains("nope"), "\(error)")
+
+        // The device stops: the page is told it cannot be reached.
+        run.signal(SIGTERM)
+        #expect(await run.exitStatus() == 0)
+        let gone = try await message(from: socket, within: .seconds(5)) { $0["type"] as? String == "device" }
+        #expect(gone?["reachable"] as? Bool == false, "\(gone ?? [:])")
+        ui.signal(SIGTERM)
+        #expect(await ui.exitStatus() == 0, "\(ui.stderr)")
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Beyond loopback a token is required: without `--ui-token` the view makes one and prints it in its URL.
+    @Test func aViewBeyondLoopbackMakesATokenAndRefusesRequestsWithoutIt() async throws {
+        let directory = "/tmp/blemu-ui-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let (ui, port, url) = try await view(directory + "/absent.sock", listen: "0.0.0.0:0", in: directory)
+        let token = try #require(url.split(separator: "=").last.map(String.init))
+        #expect(token.count == 32 && token.allSatisfy(\.isHexDigit), "\(url)")
+        #expect(ui.stderr.contains("does not answer yet"), "\(ui.stderr)")
+        let host = "0.0.0.0:\(port)"
+        let without = try await blocking { try PlainHTTP(port: port).get("/", headers: ["Host": host]) }
+        #expect(without.status == 403, "\(without)")
+        let with = try await blocking { try PlainHTTP(port: port).get("/?token=\(token)", headers: ["Host": host]) }
+        #expect(with.status == 200, "\(with)")
+        ui.signal(SIGINT)
+        #expect(await ui.exitStatus() == 0, "\(ui.stderr)")
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// A bad address is a usage error (64); an address taken by another listener cannot be listened on (71).
+    @Test func aBadOrTakenAddressIsRefusedWithItsExitCode() async throws {
+        let directory = "/tmp/blemu-ui-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let bad = try ChildProcess(
+            ChildProcess.blemuCLI, ["ui", "--control", "/x.sock", "--listen", "example.com:80"], outputIn: directory)
+        #expect(await bad.exitStatus() == 64, "\(bad.stderr)")
+        #expect(bad.stderr.contains("the host must be an IP address"), "\(bad.stderr)")
+        let (first, port, _) = try await view(directory + "/x.sock", in: directory)
+        try FileManager.default.createDirectory(atPath: directory + "/taken", withIntermediateDirectories: true)
+        let taken = try ChildProcess(
+            ChildProcess.blemuCLI, ["ui", "--control", "/x.sock", "--listen", "127.0.0.1:\(port)"],
+            outputIn: directory + "/taken")
+        #expect(await taken.exitStatus() == 71, "\(taken.stderr)")
+        #expect(taken.stderr.contains("cannot listen on 127.0.0.1:\(port): Address already in use"), "\(taken.stderr)")
+        first.signal(SIGTERM)
+        #expect(await first.exitStatus() == 0)
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
