@@ -23,12 +23,14 @@ struct RunCommand: ParsableCommand {
             keeps written values across restarts in NAME.json under --state-dir (default \
             $XDG_STATE_HOME/blemu, else ~/.local/state/blemu), written atomically on every change; saved \
             subscriptions are reported, not re-established: bluetoothd forgets them when blemu exits, and each \
-            central subscribes again.
+            central subscribes again. --ui [ADDRESS] serves a live view of the device for a browser \
+            (`blemu ui`, docs/live-view.md) and prints its address; it stops with the device.
 
             Example:
               blemu run profiles/heart-rate.yaml --adapter hci0
               blemu run profiles/thermostat.yaml --control /tmp/thermostat.sock --events -
               blemu run profiles/heart-rate.yaml --bus session --log-level trace
+              blemu run profiles/heart-rate.yaml --ui
             """)
 
     @Argument(help: "A profile file (YAML).")
@@ -84,6 +86,27 @@ struct RunCommand: ParsableCommand {
             """)
     var acquireNotify = true
 
+    @Option(
+        name: .customLong("ui"),
+        help: ArgumentHelp(
+            "Serve a live view of the device (blemu ui) on ADDRESS, \(RunOptions.defaultUIAddress) when --ui is given "
+                + "alone; with no --control, the device gets a control socket of its own for it.",
+            valueName: "address"))
+    var ui: String?
+
+    /// `arguments` with the default address after a `run`'s `--ui` that has none, since ArgumentParser has no option
+    /// whose value may be left out: `blemu run FILE -v --ui` reaches blemu-cli (for its `-v`) spelled so.
+    static func withUIAddress(_ arguments: [String]) -> [String] {
+        guard arguments.first == "run" else { return arguments }
+        var spelled: [String] = []
+        for (index, word) in arguments.enumerated() {
+            spelled.append(word)
+            let next = arguments.indices.contains(index + 1) ? arguments[index + 1] : nil
+            if word == "--ui", next.map({ $0.hasPrefix("-") }) ?? true { spelled.append(RunOptions.defaultUIAddress) }
+        }
+        return spelled
+    }
+
     /// The options as `blemu` serves them.
     var options: RunOptions {
         var options = RunOptions(file: file)
@@ -99,6 +122,7 @@ struct RunCommand: ParsableCommand {
         options.stateDirectory = stateDir
         options.acquireWrite = acquireWrite
         options.acquireNotify = acquireNotify
+        options.ui = ui
         return options
     }
 

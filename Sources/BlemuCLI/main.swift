@@ -12,7 +12,8 @@ import Darwin
 // retire the first thread and move the process id to the caller (de_thread), and meanwhile /proc/PID/stat says Z,
 // which a supervisor polling it (the lab's guest stack did) takes for a dead peripheral. So the command line is
 // parsed here, synchronously, and a `run` execs before any other thread serves the async commands.
-if let command = try? Blemu.parseAsRoot(), let run = command as? RunCommand {
+let arguments = RunCommand.withUIAddress(Array(CommandLine.arguments.dropFirst()))
+if let command = try? Blemu.parseAsRoot(arguments), let run = command as? RunCommand {
     // Parsed and validated: it only hands over, or says why it cannot and exits 70.
     do { try run.run() } catch { Blemu.exit(withError: error) }
 }
@@ -25,7 +26,7 @@ if let word = CommandLine.arguments.dropFirst().first, let refusal = Blemu.unkno
 // Everything else, and every mistake (parsed again, so ArgumentParser says what is wrong as it always did).
 Task {
     // ArgumentParser's main exits itself only after a failure.
-    await Blemu.main()
+    await Blemu.main(arguments)
     exit(0)
 }
 dispatchMain()

@@ -20,8 +20,12 @@ public struct DeviceRun: Sendable {
     /// What to run and how.
     public let options: RunOptions
 
-    /// A run of `options`.
-    public init(_ options: RunOptions) { self.options = options }
+    /// A run of `options`. A live view needs a control socket: with `--ui` and no `--control`, one of its own.
+    public init(_ options: RunOptions) {
+        var options = options
+        if options.ui != nil && options.control == nil { options.control = LiveViewProcess.controlPath() }
+        self.options = options
+    }
 
     /// Serves until a stop signal, then unregisters everything. Throws the exit status of a failure.
     public func run() async throws(ExitStatus) {
@@ -46,10 +50,17 @@ public struct DeviceRun: Sendable {
         say(
             "advertising \"\(name)\" on \(options.adapter): \(profile.services.count) services published; Ctrl-C to stop"
         )
+        let view = options.ui.flatMap { listen in
+            options.control.flatMap {
+                LiveViewProcess.start(
+                    control: $0, listen: listen, events: options.events, quietStdout: options.events == "-")
+            }
+        }
         for await number in stops.numbers {
             logger.info("signal \(number): unregistering")
             break
         }
+        view?.stop()
         await device.stop()
         let counts = device.manager.requestCounts
         say("stopped: \(counts.requests) requests, \(counts.answered) answered")

@@ -32,6 +32,11 @@ public struct RunOptions: Hashable, Sendable {
     public var acquireWrite = false
     /// Notifications through AcquireNotify sockets.
     public var acquireNotify = true
+    /// Where the live view listens (`--ui [ADDR]`, blemu-cli's `ui` beside the device); nil: no view.
+    public var ui: String?
+
+    /// The address `--ui` listens on when given alone.
+    public static let defaultUIAddress = "127.0.0.1:8080"
 
     /// Options with their defaults for `file`.
     public init(file: String) { self.file = file }
@@ -64,6 +69,7 @@ public struct RunOptions: Hashable, Sendable {
         add("state-dir", stateDirectory)
         if acquireWrite { arguments.append("--acquire-write") }
         if !acquireNotify { arguments.append("--no-acquire-notify") }
+        add("ui", ui)
         return arguments
     }
 
@@ -108,6 +114,9 @@ public struct RunOptions: Hashable, Sendable {
             case "--state-dir": stateDirectory = try value()
             case "--acquire-write": acquireWrite = true
             case "--no-acquire-notify": acquireNotify = false
+            // Its address is optional: after the file, a word that is not an option can only be the address.
+            case "--ui":
+                ui = words.first.map { !$0.hasPrefix("-") } == true ? words.popFirst() : Self.defaultUIAddress
             default: throw UsageError("unknown option \(word)")
             }
         }

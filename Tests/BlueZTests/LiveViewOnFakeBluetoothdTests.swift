@@ -127,6 +127,32 @@ struct LiveViewOnFakeBluetoothdTests: BlemuRunRig {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
+    /// `blemu run --ui`: the view comes up with the device on a control socket of its own, says where, and goes with
+    /// it.
+    @Test func runWithUIServesTheViewBesideTheDeviceAndStopsItWithTheDevice() async throws {
+        let (bus, fake, directory) = try await rig()
+        defer { withExtendedLifetime(fake) {} }
+        let run = try await heartRate(on: bus, ["--ui", "127.0.0.1:0"], in: directory)
+        let listening = await FileWait.until(run.stdoutPath, contains: "blemu ui: http", within: .seconds(20))
+        let line = try #require(
+            run.stdout.split(separator: "\n").first { $0.hasPrefix("blemu ui: ") }, "\(listening) \(run.stdout)")
+        let url = try #require(line.split(separator: " ").first { $0.hasPrefix("http://") })
+        let port = try #require(url.split(separator: ":").last.flatMap { UInt16($0.prefix { $0.isNumber }) })
+        let control = String(try #require(line.split(separator: "(device: ").last?.split(separator: ")").first))
+        #expect(control.hasSuffix("/blemu-\(run.pid).sock"), "\(line)")
+        let page = try await blocking { try PlainHTTP(port: port).get("/", headers: ["Host": "127.0.0.1:\(port)"]) }
+        #expect(page.status == 200, "\(page)")
+        let status = try await blocking { try ControlClient(path: control).send(["command": "status"]) }
+        #expect(ControlClient.isOK(status), "\(status)")
+        run.signal(SIGTERM)
+        #expect(await run.exitStatus() == 0, "\(run.stderr)")
+        #expect(throws: PlainHTTP.Failure.self, "the view stopped with the device") {
+            try PlainHTTP(port: port).get("/", headers: [:])
+        }
+        #expect(!FileManager.default.fileExists(atPath: control), "the control socket is removed")
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
     /// Beyond loopback a token is required: without `--ui-token` the view makes one and prints it in its URL.
     @Test func aViewBeyondLoopbackMakesATokenAndRefusesRequestsWithoutIt() async throws {
         let directory = "/tmp/blemu-ui-\(UUID().uuidString.prefix(8))"

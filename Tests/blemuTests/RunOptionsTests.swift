@@ -22,6 +22,7 @@ struct RunOptionsTests {
         options.stateDirectory = "/var/tmp/state"
         options.acquireWrite = true
         options.acquireNotify = false
+        options.ui = "127.0.0.1:9000"
         #expect(try RunOptions(arguments: options.arguments) == options)
         // `--events -` (stdout) is the one value that may start with a dash.
         #expect(try RunOptions(arguments: ["p.yaml", "--events", "-"]).events == "-")
@@ -52,6 +53,20 @@ struct RunOptionsTests {
         expected.acquireNotify = false
         expected.verbose = true
         #expect(command.options == expected)
+    }
+
+    /// `--ui` takes an address or none; both executables read the same line the same way.
+    @Test func theViewsAddressMayBeLeftOut() throws {
+        #expect(try RunOptions(arguments: ["p.yaml", "--ui"]).ui == RunOptions.defaultUIAddress)
+        #expect(try RunOptions(arguments: ["p.yaml", "--ui", "--adapter", "hci1"]).ui == RunOptions.defaultUIAddress)
+        #expect(try RunOptions(arguments: ["p.yaml", "--ui", "0.0.0.0:80"]).ui == "0.0.0.0:80")
+        for typed in [["run", "p.yaml", "-v", "--ui"], ["run", "p.yaml", "--ui", "-v"]] {
+            let command = try #require(try Blemu.parseAsRoot(RunCommand.withUIAddress(typed)) as? RunCommand)
+            #expect(command.options.ui == RunOptions.defaultUIAddress, "\(typed)")
+        }
+        let given = try RunCommand.parse(["p.yaml", "--ui", "[::1]:8081"])
+        #expect(given.options.ui == "[::1]:8081")
+        #expect(RunCommand.withUIAddress(["ui", "--ui"]) == ["ui", "--ui"], "only run's --ui")
     }
 
     /// What blemu-cli (ArgumentParser) must read instead: options first, `=` spellings, short flags, a value that
