@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Lab
+import LiveView
 import LocalIO
 import Logging
 import Serving
@@ -104,6 +105,14 @@ extension LabCommand {
                 "On rootcanal, link this air to the one listening at HOST:PORT (repeatable).", valueName: "host:port"))
         var airLink: [String] = []
 
+        @Option(
+            name: .customLong("ui"),
+            help: ArgumentHelp(
+                "Serve a live view of each peripheral (blemu ui) in the VM, forwarded to ADDRESS (IPv4) and the ports "
+                    + "after it, \(RunOptions.defaultUIAddress) when --ui is given alone; the URLs are printed.",
+                valueName: "address"))
+        var ui: String?
+
         /// The most copies of one profile `--copies` takes on btvirt: every controller it makes but the central's.
         static let maximumCopies = LabConfiguration.maximumControllers - 1
         /// The most on RootCanal, spread over VMs: what this 2-core machine was measured to carry is far below
@@ -128,6 +137,9 @@ extension LabCommand {
             }
             guard LabConfiguration.Accelerator(rawValue: accel) != nil else {
                 throw ValidationError("--accel must be auto, tcg or kvm, got \(accel)")
+            }
+            if let ui, (try? ViewAddress(parsing: ui)).map({ $0.host.contains(":") || $0.port == 0 }) != false {
+                throw ValidationError("--ui must be an IPv4 HOST:PORT with a port (qemu forwards no other), got \(ui)")
             }
             for (option, value) in (airListen.map { [("--air-listen", $0)] } ?? [])
                 + airLink.map({ ("--air-link", $0) })
@@ -179,6 +191,14 @@ extension LabCommand {
             configuration.devicesPerMachine = devicesPerVM
             configuration.airListen = airListen.flatMap(TCPEndpoint.init)
             configuration.airLinks = airLink.compactMap(TCPEndpoint.init)
+            if let address = ui.flatMap({ try? ViewAddress(parsing: $0) }) {
+                let view = LabLiveView(host: address.host, port: address.port, token: LiveViewServer.randomToken())
+                configuration.liveView = view
+                for index in peripherals.indices {
+                    FileHandle.standardError.write(
+                        Data("lab: live view of hci\(index) once it serves: \(view.url(peripheral: index))\n".utf8))
+                }
+            }
             if let peripheralSystem {
                 let (install, kernel) = try Self.resolve(system: peripheralSystem, kernel: nil, bluez: nil)
                 configuration.peripheralSystem = LabSystem(name: peripheralSystem, kernel: kernel, bluez: install)

@@ -94,15 +94,20 @@ struct RunCommand: ParsableCommand {
             valueName: "address"))
     var ui: String?
 
-    /// `arguments` with the default address after a `run`'s `--ui` that has none, since ArgumentParser has no option
-    /// whose value may be left out: `blemu run FILE -v --ui` reaches blemu-cli (for its `-v`) spelled so.
+    /// `arguments` with the default address after a `--ui` that has none, in `run` and `lab run` (before the `--` of
+    /// its command), since ArgumentParser has no option whose value may be left out: `blemu run FILE -v --ui` reaches
+    /// blemu-cli (for its `-v`) spelled so, and so does every `blemu lab run --ui -- COMMAND`.
     static func withUIAddress(_ arguments: [String]) -> [String] {
-        guard arguments.first == "run" else { return arguments }
+        guard arguments.first == "run" || arguments.prefix(2) == ["lab", "run"] else { return arguments }
         var spelled: [String] = []
+        var isCommand = false
         for (index, word) in arguments.enumerated() {
             spelled.append(word)
+            if word == "--" { isCommand = true }
             let next = arguments.indices.contains(index + 1) ? arguments[index + 1] : nil
-            if word == "--ui", next.map({ $0.hasPrefix("-") }) ?? true { spelled.append(RunOptions.defaultUIAddress) }
+            if !isCommand && word == "--ui" && next.map({ $0.hasPrefix("-") }) ?? true {
+                spelled.append(RunOptions.defaultUIAddress)
+            }
         }
         return spelled
     }

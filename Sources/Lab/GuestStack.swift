@@ -92,6 +92,8 @@ struct GuestStack {
         static func peripheral(_ controller: String) -> String { "blemu-\(controller).log" }
         /// The peak resident set, in KiB, of the peripheral on `controller`, read as the run ends.
         static func peakMemory(_ controller: String) -> String { "peak-rss-\(controller)" }
+        /// What the live view (`blemu ui`, `LabLiveView`) of the peripheral on `controller` printed.
+        static func liveView(_ controller: String) -> String { "ui-\(controller).log" }
         /// The event log (`blemu run --events`) of the peripheral on `controller`.
         static func events(_ controller: String) -> String { "events-\(controller).jsonl" }
     }
@@ -329,6 +331,13 @@ struct GuestStack {
             step power-off
             power_off
             """
+    }
+
+    /// The live views of the peripherals of a VM that serves them and runs the command (`LabLiveView`); empty
+    /// without `--ui`.
+    private func liveViews(peripherals: [String]) -> String {
+        guard let view = configuration.liveView, role == .whole, !profileCopies.isEmpty else { return "" }
+        return view.guestStart(blemu: blemu, controllers: peripherals) { "$W/" + File.events($0) }
     }
 
     /// The blemu the VM runs, quoted for the shell.
@@ -584,6 +593,7 @@ struct GuestStack {
 
             mkdir -p /run/blemu
             \(startPeripherals)
+            \(liveViews(peripherals: peripherals))
             \(role == .peripherals ? servingUntilStopped : commandSection(peripherals: peripherals, central: central))
             step power-off
             power_off

@@ -68,6 +68,8 @@ public struct LabConfiguration: Sendable, Equatable {
     public var airListen: TCPEndpoint?
     /// On RootCanal, the airs elsewhere this one links to (each listening with `airListen`).
     public var airLinks: [TCPEndpoint] = []
+    /// `--ui`: a live view of each peripheral, forwarded to the host (btvirt's one VM only).
+    public var liveView: LabLiveView?
 
     /// A configuration with the docs/lab.md defaults: 2 controllers, KVM only where it works, 512 MiB, 300 s in all,
     /// 60 s per step.
@@ -230,6 +232,11 @@ public struct LabConfiguration: Sendable, Equatable {
         if radio == .btvirt && (airListen != nil || !airLinks.isEmpty) {
             return "--air-listen and --air-link need --radio rootcanal: btvirt's air does not leave its VM"
         }
+        if liveView != nil && radio == .rootcanal {
+            // Its VMs live in a network namespace of their own, where a forwarded port is out of the host's reach.
+            return "--ui needs the btvirt radio (the default): RootCanal's VMs are in a network namespace of their own"
+        }
+        if liveView != nil && profiles.isEmpty { return "--ui needs a --profile to show" }
         if !(1...Self.maximumRootCanalControllers).contains(devicesPerMachine) {
             return "--devices-per-vm must be 1...\(Self.maximumRootCanalControllers), got \(devicesPerMachine)"
         }

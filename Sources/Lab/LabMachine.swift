@@ -137,7 +137,9 @@ public struct LabMachine: Sendable {
                 configuration: central.configuration.with(accelerator: attempt.accelerator), timeout: timeout,
                 qemu: qemu, kernel: kernel.image, modules: kernel.isSystem ? nil : kernel.modules,
                 initramfs: initramfs, script: script, air: air,
-                network: fleet.spansMachines ? ControlBridge.reachingNetwork : [])
+                network: fleet.spansMachines
+                    ? ControlBridge.reachingNetwork
+                    : configuration.liveView?.qemuNetwork(peripherals: configuration.profiles.count) ?? [])
             var launch = qemuCommand.arguments
             if let air {
                 var plan = RootCanalAir.Plan(

@@ -97,6 +97,35 @@ struct LabGenerationTests {
                 && GuestStack.mainConf.contains("DeviceID = false\n"))
     }
 
+    /// `--ui`: each peripheral's view in the VM once the peripherals serve, on the guest's port 8080+K, which qemu
+    /// forwards from the host's address and port+K; nothing else of the network reaches out (`restrict=on`).
+    @Test func liveViewsStartInTheVMAndQemuForwardsTheHostsPortsToThem() {
+        var withViews = configuration
+        withViews.liveView = LabLiveView(host: "127.0.0.1", port: 9000, token: "t0k")
+        let script = guestScript(withViews, Self.system)
+        #expect(
+            script.contains(
+                "'/opt/blemu/bin/blemu' ui --control /run/blemu/hci1.sock --events \"$W/events-hci1.jsonl\" "
+                    + "--listen 10.0.2.15:8081 --ui-token t0k >\"$W/ui-hci1.log\" 2>&1 &"))
+        let network = script.range(of: "bring_up_network 10.0.2.15")
+        let lastPeripheral = script.range(of: "advertising_alive hci1 $pid")
+        let command = script.range(of: "step command")
+        #expect(
+            network != nil && lastPeripheral != nil && command != nil
+                && lastPeripheral!.upperBound < network!.lowerBound && network!.upperBound < command!.lowerBound)
+        #expect(!guestScript(configuration, Self.system).contains(" ui --control"), "no views without --ui")
+        #expect(
+            withViews.liveView?.qemuNetwork(peripherals: 2) == [
+                "-nic",
+                "user,model=virtio-net-pci,restrict=on,hostfwd=tcp:127.0.0.1:9000-10.0.2.15:8080"
+                    + ",hostfwd=tcp:127.0.0.1:9001-10.0.2.15:8081",
+            ])
+        #expect(withViews.liveView?.url(peripheral: 1) == "http://127.0.0.1:9001/?token=t0k")
+        withViews.radio = .rootcanal
+        withViews.airLauncher = "/usr/bin/blemu-cli"
+        #expect(withViews.validationProblem()?.contains("--ui needs the btvirt radio") == true)
+    }
+
     @Test func controllersAreLEOnlyUnlessDualModeIsAskedFor() {
         let leOnly = guestScript(configuration, Self.system)
         #expect(leOnly.contains("'/cache/bluez/5.82/bin/btvirt' -L -l3 "))

@@ -67,6 +67,10 @@ struct RunOptionsTests {
         let given = try RunCommand.parse(["p.yaml", "--ui", "[::1]:8081"])
         #expect(given.options.ui == "[::1]:8081")
         #expect(RunCommand.withUIAddress(["ui", "--ui"]) == ["ui", "--ui"], "only run's --ui")
+        // `lab run`: the option before `--`, never a word of the command after it.
+        #expect(
+            RunCommand.withUIAddress(["lab", "run", "--ui", "--", "x", "--ui"])
+                == ["lab", "run", "--ui", RunOptions.defaultUIAddress, "--", "x", "--ui"])
     }
 
     /// What blemu-cli (ArgumentParser) must read instead: options first, `=` spellings, short flags, a value that
