@@ -2,12 +2,21 @@ import Emulation
 import FlyingSocks
 import Foundation
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The control protocol's JSON (FlyingFox has a type of the same name).
 typealias JSONValue = Emulation.JSONValue
 
 /// One connection to a device's control socket (docs/control-and-events.md): request lines out, one response line
 /// back for each, in order. Async on FlyingSocks' pool, so waiting on the device holds no thread; the server keeps
 /// such a connection open between requests (a silent one is closed after 300 s, which polling never reaches).
+///
+/// A read waiting on the pool is never cancelled: FlyingSocks 0.27 keeps a cancelled read's descriptor in its poll
+/// set, and the next socket given the same number then never hears of its data (seen: a view's second page got no
+/// events). A timeout or a stop shuts the socket down instead (`interrupt`), which ends the read as the device
+/// closing would, and the socket is closed once nothing waits on it.
 actor ControlChannel {
     /// Why the device did not answer.
     struct Failure: Error, Sendable, CustomStringConvertible {
@@ -19,6 +28,8 @@ actor ControlChannel {
     let path: String
     private var socket: AsyncSocket?
     private var pending: [UInt8] = []
+    /// Why the connection was shut down while in use: a read that ends then fails with this reason.
+    private var interruption: String?
 
     /// A channel to the socket at `path`; it connects at the first request.
     init(path: String) { self.path = path }
@@ -28,44 +39,63 @@ actor ControlChannel {
     func send(
         _ request: [String: JSONValue], timeout: Duration = .seconds(10)
     ) async throws(Failure) -> [String: JSONValue] {
+        let timer = Task {
+            try await Task.sleep(for: timeout)
+            self.interrupt("no answer within \(timeout)")
+        }
+        defer { timer.cancel() }
         do {
             let socket = try await connected()
             try await socket.write(Data((JSONValue.object(request).text + "\n").utf8))
-            let line = try await withTimeout(timeout) { try await self.nextLine() }
+            let line = try await nextLine()
             guard let response = (try? JSONValue(parsing: line))?.object else {
                 throw Failure(description: "\(path): an answer that is not a JSON object")
             }
             return response
-        } catch let failure as Failure {
+        } catch {
+            let failure = failure(error)
             close()
             throw failure
-        } catch {
-            close()
-            throw Failure(description: "\(path): \(error)")
         }
     }
 
     /// Sends `request` (`events` with `follow`) and hands each line after the response to `line`, until the device
-    /// closes the stream, the task is cancelled, or reading fails. Throws `Failure` when it cannot start or ends.
+    /// closes the stream, reading fails, or `interrupt` stops it. Throws `Failure` with the reason it ended.
     func follow(_ request: [String: JSONValue], line: @Sendable (String) async -> Void) async throws(Failure) {
-        let first = try await send(request)
+        let first = try await send(request, timeout: .seconds(10))
         guard first["ok"] == .bool(true) else {
+            close()
             throw Failure(description: "\(path): \(first["error"]?.string ?? "refused")")
         }
         do {
-            while !Task.isCancelled { await line(try await nextLine()) }
+            while true { await line(try await nextLine()) }
         } catch {
+            let failure = failure(error)
             close()
-            throw Failure(description: "\(path): the event stream ended (\(error))")
+            throw failure
         }
-        close()
     }
 
-    /// Closes the connection; the next request opens a new one.
+    /// Shuts the connection down, so a read waiting on it ends (with `reason`) as if the device had closed it.
+    func interrupt(_ reason: String) {
+        guard let socket else { return }
+        interruption = reason
+        _ = Glibc.shutdown(socket.socket.file.rawValue, Int32(SHUT_RDWR))
+    }
+
+    /// Closes the connection; the next request opens a new one. Call only when no read waits on it (`interrupt`
+    /// ends one).
     func close() {
         try? socket?.close()
         socket = nil
         pending = []
+        interruption = nil
+    }
+
+    private func failure(_ error: any Error) -> Failure {
+        if let interruption { return Failure(description: "\(path): \(interruption)") }
+        if let failure = error as? Failure { return failure }
+        return Failure(description: "\(path): \(error)")
     }
 
     private func connected() async throws -> AsyncSocket {
@@ -88,20 +118,5 @@ actor ControlChannel {
             guard !bytes.isEmpty else { throw Failure(description: "\(path): closed") }
             pending += bytes
         }
-    }
-}
-
-/// Runs `body`, or throws `ControlChannel.Failure` when it takes longer than `limit` (the body is cancelled).
-func withTimeout<T: Sendable>(
-    _ limit: Duration, _ body: @escaping @Sendable () async throws -> T
-) async throws -> T {
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: limit)
-            throw ControlChannel.Failure(description: "no answer within \(limit)")
-        }
-        defer { group.cancelAll() }
-        return try await group.next()!
     }
 }

@@ -19,6 +19,9 @@ actor DeviceWatcher {
     private var pages: [Int: AsyncStream<WSMessage>.Continuation] = [:]
     private var nextPage = 0
     private var watching: Task<Void, Never>?
+    /// The connections the watching uses now: shut down (never cancelled: `ControlChannel`) when the last page
+    /// leaves.
+    private var channels: [ControlChannel] = []
     /// The last state sent, by key (`profile`, `status`, `values`, ...): what a page opened now starts from.
     private var state: [String: JSONValue] = [:]
     private var events: [JSONValue] = []
@@ -51,16 +54,21 @@ actor DeviceWatcher {
         } else if early == nil {
             continuation.yield(.text(snapshotMessage()))
         }
-        if watching == nil { watching = Task { await self.watch() } }
+        if watching == nil {
+            watching = Task {
+                await self.watch()
+                self.stopped()
+            }
+        }
         return (id, stream)
     }
 
-    /// The page `id` went away: its messages end; the last page's departure stops the watching.
+    /// The page `id` went away: its messages end; the last page's departure stops the watching (its connections are
+    /// shut down, and it ends within one poll interval).
     func detach(_ id: Int) {
         pages.removeValue(forKey: id)?.finish()
         if pages.isEmpty {
-            watching?.cancel()
-            watching = nil
+            for channel in channels { Task { await channel.interrupt("no page is open") } }
         }
     }
 
@@ -89,12 +97,13 @@ actor DeviceWatcher {
         send(answer, to: id)
     }
 
-    /// Watches until cancelled: a snapshot, then events and polls; when the device cannot be reached, says so to
+    /// Watches while a page is open: a snapshot, then events and polls; when the device cannot be reached, says so to
     /// every page and tries again each second.
     private func watch() async {
-        while !Task.isCancelled {
+        while !pages.isEmpty {
             let channel = ControlChannel(path: control)
             let follower = ControlChannel(path: control)
+            channels = [channel, follower]
             early = []
             let following = Task {
                 do {
@@ -106,24 +115,38 @@ actor DeviceWatcher {
             do {
                 try await snapshot(from: channel)
                 var round = 0
-                while !Task.isCancelled {
+                while !pages.isEmpty {
                     try await Task.sleep(for: pollInterval)
                     round += 1
                     // The status only changes with the state or advertising: each second is soon enough.
                     try await poll(channel, status: round % 4 == 0)
                 }
-            } catch is CancellationError {
             } catch {
-                if unreachable == nil {
+                // The last page leaving shuts the connections down: that is no news for a page opened later.
+                if !pages.isEmpty && unreachable == nil {
                     unreachable = "\(error)"
                     broadcast(Self.unreachableMessage("\(error)"))
                 }
                 logger.debug("device unreachable: \(error)")
             }
-            following.cancel()
-            await follower.close()
+            await follower.interrupt("the view stopped following")
+            await following.value
             await channel.close()
-            if !Task.isCancelled { try? await Task.sleep(for: .seconds(1)) }
+            channels = []
+            if !pages.isEmpty { try? await Task.sleep(for: .seconds(1)) }
+        }
+    }
+
+    /// The watching ended with the last page: a page opened later starts it again, from a fresh snapshot.
+    private func stopped() {
+        watching = nil
+        channels = []
+        early = []
+        unreachable = nil
+        if !pages.isEmpty {
+            watching = Task {
+                await self.watch(); self.stopped()
+            }
         }
     }
 

@@ -35,12 +35,23 @@ final class PlainHTTP: @unchecked Sendable {
             }
         }
         guard connected == 0 else {
-            close(fd)
+            Glibc.close(fd)
             throw Failure(description: "connect to port \(port): \(String(cString: strerror(errno)))")
         }
     }
 
-    deinit { close(fd) }
+    deinit { closeOnce() }
+
+    private var isClosed = false
+
+    /// Closes the connection now (a page going away).
+    func close() { closeOnce() }
+
+    private func closeOnce() {
+        guard !isClosed else { return }
+        isClosed = true
+        Glibc.close(fd)
+    }
 
     /// Sends a GET of `path` with `headers` and reads the response head, and the body unless it upgrades.
     func get(_ path: String, headers: [String: String]) throws -> Response {
