@@ -145,6 +145,44 @@ struct LiveViewOnFakeBluetoothdTests: BlemuRunRig {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
+    /// Whether Debian's headless Chromium, its driver and Selenium are here (scripts/setup --lab installs them).
+    static let hasBrowser =
+        FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium")
+        && FileManager.default.isExecutableFile(atPath: "/usr/bin/chromedriver")
+        && FileManager.default.fileExists(atPath: "/usr/lib/python3/dist-packages/selenium")
+
+    /// A real browser (headless Chromium driven by Selenium) on the page of a real `blemu run`: the tree shows the
+    /// device's values, a `ctl set` shows within a second, the page's set and notify reach the device, a wrong
+    /// token and a foreign page are refused (Tests/LiveViewBrowser/check_live_view.py). Its screenshot is kept in
+    /// .build/test-results/live-view.png.
+    @Test(.enabled(if: hasBrowser, "needs chromium, chromium-driver and python3-selenium (scripts/setup --lab)"))
+    func aRealBrowserWatchesAndSteersTheDevice() async throws {
+        let (bus, fake, directory) = try await rig()
+        let (run, control, events) = try await steerableHeartRate(on: bus, in: directory)
+        defer { withExtendedLifetime(fake) {} }
+        let (ui, port, url) = try await view(control, ["--events", events, "--ui-token", "t0k3n"], in: directory)
+        let results = ChildProcess.repositoryRoot + "/.build/test-results"
+        try FileManager.default.createDirectory(atPath: results, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: directory + "/browser", withIntermediateDirectories: true)
+        let check = try ChildProcess(
+            "/usr/bin/python3",
+            [
+                ChildProcess.repositoryRoot + "/Tests/LiveViewBrowser/check_live_view.py", "--url", url,
+                "--wrong-token-url", "http://127.0.0.1:\(port)/?token=wrong",
+                "--ctl", "\(ChildProcess.blemuCLI) ctl \(control)", "--screenshot", results + "/live-view.png",
+            ], outputIn: directory + "/browser")
+        let status = await check.exitStatus()
+        print(check.stdout)
+        #expect(status == 0, "\(check.stdout)\n\(check.stderr)")
+        #expect(check.stdout.contains("live view: all checks passed"), "\(check.stdout)")
+        #expect(FileManager.default.fileExists(atPath: results + "/live-view.png"))
+        run.signal(SIGTERM)
+        #expect(await run.exitStatus() == 0)
+        ui.signal(SIGTERM)
+        #expect(await ui.exitStatus() == 0, "\(ui.stderr)")
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
     /// `blemu run --ui`: the view comes up with the device on a control socket of its own, says where, and goes with
     /// it.
     @Test func runWithUIServesTheViewBesideTheDeviceAndStopsItWithTheDevice() async throws {
