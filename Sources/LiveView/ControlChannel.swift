@@ -95,6 +95,8 @@ actor ControlChannel {
     private func failure(_ error: any Error) -> Failure {
         if let interruption { return Failure(description: "\(path): \(interruption)") }
         if let failure = error as? Failure { return failure }
+        // The system's words ("No such file or directory", "Connection refused"), not the error's Swift spelling.
+        if case SocketError.failed(_, _, let message) = error { return Failure(description: "\(path): \(message)") }
         return Failure(description: "\(path): \(error)")
     }
 
