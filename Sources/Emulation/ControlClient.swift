@@ -62,7 +62,7 @@ public struct ControlClient: Sendable {
     }
 
     /// A connection to the socket with `line` sent on it. Throws `Unreachable`.
-    private func connect(sending line: String) throws(Unreachable) -> Int32 {
+    func connect(sending line: String) throws(Unreachable) -> Int32 {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let pathBytes = Array(path.utf8)

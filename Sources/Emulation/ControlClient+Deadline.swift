@@ -1,0 +1,54 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension ControlClient {
+    /// How a stream bounded by a deadline ended.
+    public enum StreamEnd: Hashable, Sendable {
+        /// `line` returned false.
+        case stopped
+        /// The server closed the connection: the peripheral stopped.
+        case closed
+        /// The deadline came first.
+        case deadline
+    }
+
+    /// `stream(_:line:)` that gives up at `deadline`: every wait for bytes is a poll(2) ending then, so the calling
+    /// thread is free by the deadline however quiet the device is (a tool waiting for an event must not keep a
+    /// thread blocked in read(2) until the peripheral stops). The connection is closed whichever way it ends.
+    /// Throws `Unreachable` when the socket cannot be reached or closes before the first line.
+    public func stream(
+        _ request: [String: JSONValue], until deadline: ContinuousClock.Instant, line: (String) -> Bool
+    ) throws(Unreachable) -> StreamEnd {
+        let fd = try connect(sending: JSONValue.object(request).text)
+        defer { closeDescriptor(fd) }
+        var framer = LineFramer(maximumLength: ControlServer.maximumLineLength)
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        var received = 0
+        while true {
+            let remaining = deadline - .now
+            guard remaining > .zero else { return .deadline }
+            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            // Rounded up, so a wait never ends a little before the deadline and spins on a zero timeout.
+            let milliseconds = min(Int(Int32.max), Int((remaining / .milliseconds(1)).rounded(.up)))
+            let ready = poll(&descriptor, 1, Int32(milliseconds))
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else {
+                if ready == 0 { continue }  // the loop's check says whether the deadline passed
+                throw Unreachable(description: "\(path): \(String(cString: strerror(errno)))")
+            }
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            for framed in framer.append(buffer[..<count]) {
+                guard case .line(let text) = framed else { continue }
+                received += 1
+                guard line(text) else { return .stopped }
+            }
+        }
+        if received == 0 { throw Unreachable(description: "\(path): closed before answering") }
+        return .closed
+    }
+}

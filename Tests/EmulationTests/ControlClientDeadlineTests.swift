@@ -1,0 +1,50 @@
+import Emulation
+import Foundation
+import Testing
+
+/// `ControlClient.stream(_:until:line:)`: a stream that ends by a deadline however quiet the device, so a waiting
+/// thread is never left blocked in read(2).
+@Suite struct ControlClientDeadlineTests {
+    @Test func aQuietStreamEndsAtItsDeadlineAndAStoppedOneAtOnce() async throws {
+        let (_, server, client) = try await controlledHeartRate()
+        defer { server.stop() }
+        let started = ContinuousClock.now
+        let (end, lines) = try await offPool {
+            var lines: [String] = []
+            let end = try client.stream(["command": "events", "follow": true], until: .now + .milliseconds(300)) {
+                lines.append($0)
+                return true
+            }
+            return (end, lines)
+        }
+        let took = ContinuousClock.now - started
+        #expect(end == .deadline)
+        #expect(lines.count == 1 && ControlClient.isOK(lines[0]), "only the response: \(lines)")
+        #expect(took >= .milliseconds(300) && took < .seconds(3), "\(took)")
+
+        let first = try await offPool {
+            var first: String?
+            let end = try client.stream(["command": "counters"], until: .now + .seconds(10)) {
+                first = $0
+                return false
+            }
+            return (end, first)
+        }
+        #expect(first.0 == .stopped && first.1.map(ControlClient.isOK) == true, "\(first)")
+    }
+
+    @Test func aStreamTheServerEndsIsClosedAndAMissingSocketUnreachable() async throws {
+        let (_, server, client) = try await controlledHeartRate()
+        let end = try await offPool {
+            try client.stream(["command": "events", "follow": true], until: .now + .seconds(20)) { _ in
+                server.stop()  // after the response: the peripheral goes away mid-stream
+                return true
+            }
+        }
+        #expect(end == .closed)
+        #expect(throws: ControlClient.Unreachable.self) {
+            try ControlClient(path: server.path).stream(["command": "counters"], until: .now + .seconds(1)) { _ in true
+            }
+        }
+    }
+}
