@@ -38,6 +38,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // The live view's HTTP and WebSocket server (docs/live-view.md says why this one).
         .package(url: "https://github.com/swhitty/FlyingFox", from: "0.27.1"),
+        .package(url: "https://github.com/modelcontextprotocol/swift-sdk", from: "0.12.1"),
     ],
     targets: [
         // C libraries, each behind a one-line shim and imported by exactly one Swift module.
@@ -126,6 +127,15 @@ let package = Package(
                 .embedInCode("Page/index.html"), .embedInCode("Page/app.js"), .embedInCode("Page/plot.js"),
                 .embedInCode("Page/style.css"),
             ], swiftSettings: strict),
+        // `blemu mcp`: the control protocol as Model Context Protocol tools, so an agent steers a running device as a
+        // test does. The only module that links the MCP SDK.
+        .target(
+            name: "AgentTools",
+            dependencies: [
+                "Emulation", .product(name: "MCP", package: "swift-sdk"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
         // `blemu`: Serving alone. `blemu run FILE --option value...` is served here; anything else goes to blemu-cli.
         .executableTarget(name: "blemu", dependencies: ["Serving"], swiftSettings: strict),
         // `blemu-cli`: every command (ArgumentParser, Foundation, the lab), installed beside blemu or in
@@ -190,6 +200,13 @@ let package = Package(
         .testTarget(
             name: "LiveViewTests",
             dependencies: ["LiveView", .product(name: "FlyingFox", package: "FlyingFox")],
+            swiftSettings: strict),
+        .testTarget(
+            name: "AgentToolsTests",
+            dependencies: [
+                "AgentTools", "Emulation", "GATTProfile", "Peripheral", "PeripheralTesting",
+                .product(name: "MCP", package: "swift-sdk"), .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict),
         .testTarget(
             name: "blemuTests",
