@@ -144,7 +144,7 @@ let package = Package(
             name: "BlemuCLI",
             dependencies: [
                 "GATTModel", "BlueZModel", "GATTProfile", "Emulation", "Peripheral", "BlueZ", "DBus", "Lab",
-                "LocalIO", "ProbeCentral", "Serving", "LiveView",
+                "LocalIO", "ProbeCentral", "Serving", "LiveView", "AgentTools",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -14,7 +14,7 @@ struct Blemu: AsyncParsableCommand {
         version: BuildRevision.versionLine(version),
         subcommands: [
             ValidateCommand.self, ShowCommand.self, AdvCommand.self, RunCommand.self, LabCommand.self,
-            ProbeCommand.self, CloneCommand.self, VerifyCommand.self, CtlCommand.self, UICommand.self,
+            ProbeCommand.self, CloneCommand.self, VerifyCommand.self, CtlCommand.self, UICommand.self, McpCommand.self,
             DoctorCommand.self,
         ])
 

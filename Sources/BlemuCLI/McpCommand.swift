@@ -1,0 +1,48 @@
+import AgentTools
+import ArgumentParser
+import Logging
+import MCP
+import Serving
+
+/// `blemu mcp --control SOCK [--events FILE]`: the control socket's commands as Model Context Protocol tools, over
+/// standard input and output, for an agent driving a running emulated device.
+struct McpCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mcp",
+        abstract: "Serve a running emulator's control socket as Model Context Protocol tools, over stdio.",
+        discussion: """
+            An MCP client (an agent) starts this command and speaks JSON-RPC on its standard input and output. The \
+            tools are the control protocol's commands (describe, get, set, notify, fault, schedules, centrals, \
+            counters, pairing, reset, advertising, disconnect), with recent_events and wait_for_event for the \
+            events; the resources are blemu://profile and blemu://events (docs/mcp.md).
+
+            The socket need not be there yet: when it cannot be reached, that is said once on stderr and each tool \
+            call answers an error naming the reason, until `blemu run PROFILE --control SOCK` serves it. Exits 0 \
+            when standard input closes; 64 on a usage error.
+
+            Example (an MCP client's configuration runs the second line; docs/mcp.md shows one):
+              blemu run profiles/heart-rate.yaml --control /tmp/hr.sock &
+              blemu mcp --control /tmp/hr.sock
+            """)
+
+    @Option(help: ArgumentHelp("The control socket of `blemu run ... --control SOCK`.", valueName: "SOCK"))
+    var control: String
+
+    @Option(
+        help: ArgumentHelp(
+            "The event log of `blemu run ... --events FILE`: blemu://events shows its end (default: the socket's).",
+            valueName: "FILE"))
+    var events: String?
+
+    func run() async throws {
+        // Standard output carries the protocol alone: everything for a person goes to stderr.
+        let logger = Logger(label: "blemu.mcp", factory: { StreamLogHandler.standardError(label: $0) })
+        let server = AgentToolServer(
+            control: control, events: events, version: BuildRevision.versionLine(Blemu.version), logger: logger)
+        if let reason = await server.unreachable() {
+            Console.error(
+                "blemu mcp: \(reason) Serving anyway: each tool call answers this until the socket is served.")
+        }
+        try await server.serve(on: StdioTransport())
+    }
+}
