@@ -171,6 +171,40 @@ struct BlemuRunOnFakeBluetoothdTests: BlemuRunRig {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
+    /// An agent's MCP client: the official Python SDK starts `blemu-cli mcp` over stdio against this `blemu run`,
+    /// lists the tools, sets, waits for the notification a notify sends and reads an error (python/tests-mcp).
+    /// Needs the `mcp` package in the venv scripts/setup --lab makes (python/requirements-test.txt).
+    @Test(.enabled(if: Self.venvHasMCP, "needs the mcp package in scripts/setup --lab's venv"))
+    func anMCPClientDrivesTheRunningDeviceThroughBlemuMcp() async throws {
+        let (bus, fake, directory) = try await rig()
+        let (run, control, _) = try await steerableHeartRate(on: bus, in: directory)
+        defer { withExtendedLifetime(fake) {} }  // bluetoothd stays on the bus until blemu has stopped
+        try FileManager.default.createDirectory(atPath: directory + "/mcp", withIntermediateDirectories: true)
+        let blemuCLI = URL(fileURLWithPath: ChildProcess.blemu).deletingLastPathComponent().path + "/blemu-cli"
+        let client = try ChildProcess(
+            "/usr/bin/env",
+            [
+                "PYTHONDONTWRITEBYTECODE=1", Self.venvPython,
+                ChildProcess.repositoryRoot + "/python/tests-mcp/mcp_client.py", "--blemu-cli", blemuCLI,
+                "--control", control,
+            ], outputIn: directory + "/mcp")
+        let status = await client.exitStatus()
+        #expect(status == 0, "\(client.stdout)\(client.stderr)")
+        #expect(client.stdout.contains("mcp client: 7 checks passed, 0 failed"), "\(client.stdout)\(client.stderr)")
+        run.signal(SIGTERM)
+        #expect(await run.exitStatus() == 0)
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Whether the venv has the MCP SDK: the `mcp` package in its site-packages.
+    static let venvHasMCP: Bool = {
+        let lib = URL(fileURLWithPath: venvPython).deletingLastPathComponent().deletingLastPathComponent().path + "/lib"
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: lib)) ?? []
+        return versions.contains {
+            FileManager.default.fileExists(atPath: "\(lib)/\($0)/site-packages/mcp/__init__.py")
+        }
+    }()
+
     /// Outside the lab the pytest fixture starts `blemu run` itself for the session and stops it cleanly
     /// (everything unregistered). Needs pytest: the venv scripts/setup --lab makes.
     @Test(
