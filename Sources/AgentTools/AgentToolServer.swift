@@ -154,11 +154,12 @@ public struct AgentToolServer: Sendable {
         }
     }
 
-    /// Why the control socket cannot be reached now (nil when it answers): said once at start, for the person
-    /// reading the client's log; the server starts either way.
-    public func unreachable() async -> String? {
+    /// Why the control socket cannot be reached now (nil when it answers within `patience`): said once at start,
+    /// for the person reading the client's log; the server serves either way.
+    public func unreachable(within patience: Duration = .seconds(5)) async -> String? {
+        let probe = ControlLink(client: link.client, commandTimeout: patience)
         do throws(ToolError) {
-            _ = try await link.send(["command": .string(ControlCommand.counters.rawValue)], for: "counters")
+            _ = try await probe.send(["command": .string(ControlCommand.counters.rawValue)], for: "counters")
             return nil
         } catch {
             return error.reason

@@ -39,10 +39,14 @@ struct McpCommand: AsyncParsableCommand {
         let logger = Logger(label: "blemu.mcp", factory: { StreamLogHandler.standardError(label: $0) })
         let server = AgentToolServer(
             control: control, events: events, version: BuildRevision.versionLine(Blemu.version), logger: logger)
-        if let reason = await server.unreachable() {
-            Console.error(
-                "blemu mcp: \(reason) Serving anyway: each tool call answers this until the socket is served.")
+        // Beside serving, not before it: a socket that accepts and never answers must not hold up the handshake.
+        let check = Task {
+            if let reason = await server.unreachable() {
+                Console.error("blemu mcp: \(reason)")
+                Console.error("blemu mcp: serving anyway; each tool call answers that error until the socket is served")
+            }
         }
         try await server.serve(on: StdioTransport())
+        check.cancel()
     }
 }
