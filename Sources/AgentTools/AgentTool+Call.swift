@@ -9,7 +9,7 @@ extension AgentTool {
         let given = try ToolArguments(arguments, of: self)
         var request: [String: JSONValue] = ["command": .string(command.rawValue)]
         switch self {
-        case .describe, .centrals, .counters, .pairing, .reset:
+        case .describe, .status, .centrals, .counters, .pairing, .reset:
             break
         case .get:
             request["id"] = .string(try given.requiredString("id"))

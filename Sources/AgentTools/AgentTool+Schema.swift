@@ -45,6 +45,12 @@ extension AgentTool {
             `behaviour`: its schedules, write rules and faults in words. Call it first: the other tools name \
             characteristics by the `id` it lists.
             """
+        case .status:
+            """
+            The device as it runs: `state` (poweredOn, ...), `advertising` (on the air or not), `adapter`, `bluez` \
+            (bluetoothd's version, null when unknown), and `advertisement`: its `adv` and `scanResponse` bytes \
+            (hex) and each AD structure with who writes it and what it says, as `blemu adv` lays them out.
+            """
         case .get:
             "A characteristic's current value: `hex` (uppercase, no separators) and `fields`, decoded by the profile."
         case .set:
@@ -121,7 +127,7 @@ extension AgentTool {
     /// The tool's arguments.
     var parameters: [Parameter] {
         switch self {
-        case .describe, .centrals, .counters, .pairing, .reset: []
+        case .describe, .status, .centrals, .counters, .pairing, .reset: []
         case .get: [Self.id]
         case .set:
             [
@@ -268,7 +274,7 @@ extension AgentTool {
     /// Hints for the client: which tools only read, which undo state.
     var annotations: Tool.Annotations {
         switch self {
-        case .describe, .get, .centrals, .counters, .pairing, .recentEvents, .waitForEvent:
+        case .describe, .status, .get, .centrals, .counters, .pairing, .recentEvents, .waitForEvent:
             Tool.Annotations(readOnlyHint: true, openWorldHint: false)
         case .set, .advertising, .schedules:
             Tool.Annotations(readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false)

@@ -5,6 +5,8 @@ import Emulation
 public enum AgentTool: String, CaseIterable, Sendable {
     /// `describe`: the profile served.
     case describe
+    /// `status`: state, adapter, BlueZ version, and the advertisement's bytes.
+    case status
     /// `get`: one characteristic's value.
     case get
     /// `set`: stores a value, whole or by fields.
@@ -36,6 +38,7 @@ public enum AgentTool: String, CaseIterable, Sendable {
     public var command: ControlCommand {
         switch self {
         case .describe: .describe
+        case .status: .status
         case .get: .get
         case .set: .set
         case .notify: .notify
@@ -55,6 +58,7 @@ public enum AgentTool: String, CaseIterable, Sendable {
     public static func tools(sending command: ControlCommand) -> [AgentTool] {
         switch command {
         case .describe: [.describe]
+        case .status: [.status]
         case .get: [.get]
         case .set: [.set]
         case .notify: [.notify]

@@ -9,7 +9,7 @@ import Testing
 @Suite struct AgentToolSchemaTests {
     /// A call of each tool that it takes, with every argument it has (one of the exclusive ones for set and fault).
     static let fullCalls: [AgentTool: [String: Value]] = [
-        .describe: [:], .centrals: [:], .counters: [:], .pairing: [:], .reset: [:],
+        .describe: [:], .status: [:], .centrals: [:], .counters: [:], .pairing: [:], .reset: [:],
         .get: ["id": "battery-level"],
         .set: ["id": "battery-level", "fields": ["percent": 50]],
         .notify: ["id": "battery-level", "count": 2, "central": "c"],

@@ -21,7 +21,7 @@ from pydantic import AnyUrl
 
 # One tool per control command, `events` as two (docs/mcp.md, "Tools").
 EXPECTED_TOOLS = {
-    "describe", "get", "set", "notify", "fault", "schedules", "centrals", "counters", "pairing", "reset",
+    "describe", "status", "get", "set", "notify", "fault", "schedules", "centrals", "counters", "pairing", "reset",
     "advertising", "disconnect", "recent_events", "wait_for_event",
 }
 
