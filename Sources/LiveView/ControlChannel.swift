@@ -30,6 +30,9 @@ actor ControlChannel {
     private var pending: [UInt8] = []
     /// Why the connection was shut down while in use: a read that ends then fails with this reason.
     private var interruption: String?
+    /// The requests sent and answered (or failed) so far: a timer that wakes just after its answer came does nothing.
+    private var sent = 0
+    private var answered = 0
 
     /// A channel to the socket at `path`; it connects at the first request.
     init(path: String) { self.path = path }
@@ -39,11 +42,16 @@ actor ControlChannel {
     func send(
         _ request: [String: JSONValue], timeout: Duration = .seconds(10)
     ) async throws(Failure) -> [String: JSONValue] {
+        sent += 1
+        let number = sent
         let timer = Task {
             try await Task.sleep(for: timeout)
-            self.interrupt("no answer within \(timeout)")
+            self.interrupt("no answer within \(timeout)", ifStillWaitingFor: number)
         }
-        defer { timer.cancel() }
+        defer {
+            timer.cancel()
+            answered = number
+        }
         do {
             let socket = try await connected()
             try await socket.write(Data((JSONValue.object(request).text + "\n").utf8))
@@ -76,11 +84,16 @@ actor ControlChannel {
         }
     }
 
-    /// Shuts the connection down, so a read waiting on it ends (with `reason`) as if the device had closed it.
+    /// Shuts the connection down, so a read waiting on it ends (with `reason`) as if the device had closed it. It
+    /// holds until `close`: a channel interrupted before it connected, or between two reads, reads nothing more.
     func interrupt(_ reason: String) {
-        guard let socket else { return }
         interruption = reason
-        _ = Glibc.shutdown(socket.socket.file.rawValue, Int32(SHUT_RDWR))
+        if let socket { _ = Glibc.shutdown(socket.socket.file.rawValue, Int32(SHUT_RDWR)) }
+    }
+
+    /// `interrupt`, unless request number `request` has had its answer.
+    private func interrupt(_ reason: String, ifStillWaitingFor request: Int) {
+        if answered < request { interrupt(reason) }
     }
 
     /// Closes the connection; the next request opens a new one. Call only when no read waits on it (`interrupt`
@@ -101,15 +114,19 @@ actor ControlChannel {
     }
 
     private func connected() async throws -> AsyncSocket {
+        if let interruption { throw Failure(description: "\(path): \(interruption)") }
         if let socket { return socket }
         let socket = try await AsyncSocket.connected(to: sockaddr_un.unix(path: path), timeout: 5)
         self.socket = socket
+        // Interrupted while connecting: the read to come must end too.
+        if interruption != nil { _ = Glibc.shutdown(socket.socket.file.rawValue, Int32(SHUT_RDWR)) }
         return socket
     }
 
     /// The next line the device sent, without its newline.
     private func nextLine() async throws -> String {
         while true {
+            if let interruption { throw Failure(description: "\(path): \(interruption)") }
             if let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
                 let line = String(decoding: pending[..<newline], as: UTF8.self)
                 pending.removeSubrange(...newline)

@@ -1,0 +1,87 @@
+import Dispatch
+import Foundation
+import Testing
+
+@testable import LiveView
+
+/// `ControlChannel` ends a read by shutting its socket down, never by cancelling it: a timeout, and an interrupt
+/// before, during or between reads, each end it with their reason.
+@Suite struct ControlChannelTests {
+    /// A Unix socket listening at a fresh path; `answer` (if any) is written to the first connection after its first
+    /// line, which is then held open and silent.
+    private func listener(answering answer: String? = nil) throws -> (path: String, fd: Int32) {
+        let path = "/tmp/blemu-channel-\(UUID().uuidString.prefix(8)).sock"
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            for (index, byte) in path.utf8.enumerated() { buffer[index] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        try #require(bound == 0 && listen(fd, 8) == 0)
+        if let answer {
+            DispatchQueue.global().async {
+                let connection = accept(fd, nil, nil)
+                var byte: UInt8 = 0
+                while read(connection, &byte, 1) == 1 && byte != UInt8(ascii: "\n") {}
+                let bytes = Array((answer + "\n").utf8)
+                _ = bytes.withUnsafeBytes { write(connection, $0.baseAddress, $0.count) }
+                // Held open: the stream stays silent until the channel ends it.
+                while read(connection, &byte, 1) == 1 {}
+                close(connection)
+            }
+        }
+        return (path, fd)
+    }
+
+    @Test func aDeviceThatNeverAnswersIsATimeoutNamingIt() async throws {
+        let (path, fd) = try listener()
+        defer {
+            close(fd)
+            unlink(path)
+        }
+        let channel = ControlChannel(path: path)
+        await #expect {
+            try await channel.send(["command": .string("counters")], timeout: .milliseconds(300))
+        } throws: { error in
+            "\(error)" == "\(path): no answer within 0.3 seconds"
+        }
+    }
+
+    @Test func anInterruptEndsAFollowThatIsWaitingForALine() async throws {
+        let (path, fd) = try listener(answering: #"{"ok":true,"following":true}"#)
+        defer {
+            close(fd)
+            unlink(path)
+        }
+        let channel = ControlChannel(path: path)
+        let following = Task {
+            do {
+                try await channel.follow(["command": .string("events"), "follow": .bool(true)]) { _ in }
+                return "ended without a reason"
+            } catch { return "\(error)" }
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        await channel.interrupt("the view stopped following")
+        #expect(await following.value == "\(path): the view stopped following")
+    }
+
+    @Test func anInterruptBeforeTheFirstRequestHolds() async throws {
+        let (path, fd) = try listener(answering: #"{"ok":true,"following":true}"#)
+        defer {
+            close(fd)
+            unlink(path)
+        }
+        let channel = ControlChannel(path: path)
+        await channel.interrupt("no page is open")
+        await #expect {
+            try await channel.follow(["command": .string("events"), "follow": .bool(true)]) { _ in }
+        } throws: { error in
+            "\(error)" == "\(path): no page is open"
+        }
+    }
+}
