@@ -104,7 +104,9 @@ public final class ControlServer: Sendable {
             }
             unlink(path)
         }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        // Close-on-exec, as every descriptor of the serving process: a child (`blemu run --ui`'s view, bluetoothd's
+        // `--version`) must not hold the listener, or a client's connection, past blemu's closing it.
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw StartError(description: "socket: \(String(cString: strerror(errno)))") }
         // Linux gives the socket file the socket inode's mode less the umask (`unix_bind`): 0600 at most.
         _ = fchmod(fd, 0o600)
@@ -154,6 +156,8 @@ public final class ControlServer: Sendable {
     private func acceptLoop(_ listener: Int32) {
         while true {
             let connection = accept(listener, nil, nil)
+            // Close-on-exec as the listener (accept4 is not in Glibc's Swift overlay).
+            if connection >= 0 { _ = fcntl(connection, F_SETFD, FD_CLOEXEC) }
             if connection < 0 {
                 if errno == EINTR || errno == ECONNABORTED { continue }
                 // Out of descriptors or memory (idle clients past RLIMIT_NOFILE): the pending connection waits

@@ -40,6 +40,7 @@ struct LiveViewProcess {
         sigemptyset(&none)
         posix_spawnattr_setsigmask(&attributes, &none)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+        markCloseOnExec()
         var pointers = arguments.map { strdup($0) } + [nil]
         defer { for pointer in pointers { free(pointer) } }
         var pid: pid_t = 0
@@ -50,6 +51,23 @@ struct LiveViewProcess {
             return nil
         }
         return LiveViewProcess(pid: pid)
+    }
+
+    /// Marks every descriptor above stderr close-on-exec, so the view holds nothing of the device's (its D-Bus
+    /// connection, the sockets bluetoothd passed it, its control socket's): the fake-bluetoothd test found twelve
+    /// sockets shared. posix_spawn's `addclosefrom_np` would say it in the child, but Glibc's Swift overlay does not
+    /// have it; the flag is harmless to this process, which never execs.
+    private static func markCloseOnExec() {
+        guard let directory = opendir("/proc/self/fd") else { return }
+        defer { closedir(directory) }
+        let own = dirfd(directory)
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard let fd = Int32(name), fd > 2, fd != own else { continue }
+            _ = fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC)
+        }
     }
 
     /// Stops the view (SIGTERM: it closes its pages and exits) and waits for it, at most two seconds before SIGKILL.

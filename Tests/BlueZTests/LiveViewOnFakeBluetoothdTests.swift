@@ -200,6 +200,24 @@ struct LiveViewOnFakeBluetoothdTests: BlemuRunRig {
         #expect(page.status == 200, "\(page)")
         let status = try await blocking { try ControlClient(path: control).send(["command": "status"]) }
         #expect(ControlClient.isOK(status), "\(status)")
+        // The view holds nothing of the device's: no socket (D-Bus, the control listener, a client's connection)
+        // of blemu's is open in its child too.
+        func sockets(of pid: Int32) -> Set<String> {
+            let directory = "/proc/\(pid)/fd"
+            let links = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+            return Set(
+                links.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: directory + "/" + $0) }
+                    .filter { $0.hasPrefix("socket:") })
+        }
+        let children = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap(Int32.init)
+            .filter { pid in
+                let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+                return stat.split(separator: ")").last?.split(separator: " ").dropFirst().first == "\(run.pid)"
+            }
+        let view = try #require(children.first, "no child of blemu run")
+        #expect(!sockets(of: run.pid).isEmpty)
+        let shared = sockets(of: view).intersection(sockets(of: run.pid))
+        #expect(shared.isEmpty, "the view holds blemu's sockets: \(shared)")
         run.signal(SIGTERM)
         #expect(await run.exitStatus() == 0, "\(run.stderr)")
         #expect(throws: PlainHTTP.Failure.self, "the view stopped with the device") {
