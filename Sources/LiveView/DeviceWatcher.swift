@@ -19,9 +19,6 @@ actor DeviceWatcher {
     private var pages: [Int: AsyncStream<WSMessage>.Continuation] = [:]
     private var nextPage = 0
     private var watching: Task<Void, Never>?
-    /// The connections the watching uses now: shut down (never cancelled: `ControlChannel`) when the last page
-    /// leaves.
-    private var channels: [ControlChannel] = []
     /// The last state sent, by key (`profile`, `status`, `values`, ...): what a page opened now starts from.
     private var state: [String: JSONValue] = [:]
     private var events: [JSONValue] = []
@@ -63,13 +60,10 @@ actor DeviceWatcher {
         return (id, stream)
     }
 
-    /// The page `id` went away: its messages end; the last page's departure stops the watching (its connections are
-    /// shut down, and it ends within one poll interval).
+    /// The page `id` went away: its messages end. With no page left the watching ends at its next poll (a page that
+    /// opens before then, a reload, finds it still watching: nothing is interrupted on the way).
     func detach(_ id: Int) {
         pages.removeValue(forKey: id)?.finish()
-        if pages.isEmpty {
-            for channel in channels { Task { await channel.interrupt("no page is open") } }
-        }
     }
 
     /// A page's message: a `command` is sent to the device as the control protocol's own request, on a connection
@@ -103,7 +97,6 @@ actor DeviceWatcher {
         while !pages.isEmpty {
             let channel = ControlChannel(path: control)
             let follower = ControlChannel(path: control)
-            channels = [channel, follower]
             early = []
             let following = Task {
                 do {
@@ -112,6 +105,7 @@ actor DeviceWatcher {
                     }
                 } catch { self.logger.debug("events stream: \(error)") }
             }
+            var failed = false
             do {
                 try await snapshot(from: channel)
                 var round = 0
@@ -122,25 +116,24 @@ actor DeviceWatcher {
                     try await poll(channel, status: round % 4 == 0)
                 }
             } catch {
-                // The last page leaving shuts the connections down: that is no news for a page opened later.
+                failed = true
                 if !pages.isEmpty && unreachable == nil {
                     unreachable = "\(error)"
                     broadcast(Self.unreachableMessage("\(error)"))
                 }
                 logger.debug("device unreachable: \(error)")
             }
+            // The stream's read is ended by shutting its socket down, never by cancelling it (`ControlChannel`).
             await follower.interrupt("the view stopped following")
             await following.value
             await channel.close()
-            channels = []
-            if !pages.isEmpty { try? await Task.sleep(for: .seconds(1)) }
+            if failed && !pages.isEmpty { try? await Task.sleep(for: .seconds(1)) }
         }
     }
 
     /// The watching ended with the last page: a page opened later starts it again, from a fresh snapshot.
     private func stopped() {
         watching = nil
-        channels = []
         early = []
         unreachable = nil
         if !pages.isEmpty {

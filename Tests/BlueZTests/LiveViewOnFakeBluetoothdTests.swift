@@ -117,28 +117,36 @@ struct LiveViewOnFakeBluetoothdTests: BlemuRunRig {
         let error = (refused?["response"] as? [String: Any])?["error"] as? String ?? ""
         #expect((refused?["response"] as? [String: Any])?["ok"] as? Bool == false && error.contains("nope"), "\(error)")
 
-        // The page goes away and another opens (a reload): it starts from the state, and follows the events as the
-        // first did; nothing tells it the device was unreachable, since it never was.
-        socket.close()
-        try await Task.sleep(for: .milliseconds(600))
-        let reloaded = try PlainHTTP(port: port)
-        let again = try await blocking {
-            try reloaded.get("/ws", headers: PlainHTTP.upgrade(host: host, origin: "http://\(host)", cookie: cookie))
+        // The page goes away and another opens (a reload), once after the view stopped watching (no page for 0.6 s)
+        // and once at once, while it still watches: each starts from the state and follows the events as the first
+        // did, and none is told the device was unreachable, since it never was.
+        var open = socket
+        for (pause, seq) in [(Duration.milliseconds(600), 9), (.zero, 10)] {
+            open.close()
+            try await Task.sleep(for: pause)
+            let reloaded = try PlainHTTP(port: port)
+            let again = try await blocking {
+                try reloaded.get(
+                    "/ws", headers: PlainHTTP.upgrade(host: host, origin: "http://\(host)", cookie: cookie))
+            }
+            try #require(again.status == 101, "\(again)")
+            let first = try await message(from: reloaded, within: .seconds(5)) { $0["type"] as? String != "update" }
+            #expect(first?["type"] as? String == "snapshot", "after \(pause): \(first ?? [:])")
+            try reloaded.sendText(
+                #"{"type":"command","seq":\#(seq),"request":{"command":"notify","id":"battery-level"}}"#)
+            let event = try await message(from: reloaded, within: .seconds(4)) { message in
+                let event = message["event"] as? [String: Any]
+                return event?["type"] as? String == "notification"
+                    && event?["characteristic"] as? String == "battery-level"
+            }
+            #expect(event != nil, "the page reloaded after \(pause) got no notification event")
+            open = reloaded
         }
-        try #require(again.status == 101, "\(again)")
-        let first = try await message(from: reloaded, within: .seconds(5)) { $0["type"] as? String != "update" }
-        #expect(first?["type"] as? String == "snapshot", "\(first ?? [:])")
-        try reloaded.sendText(#"{"type":"command","seq":9,"request":{"command":"notify","id":"battery-level"}}"#)
-        let event = try await message(from: reloaded, within: .seconds(2)) { message in
-            let event = message["event"] as? [String: Any]
-            return event?["type"] as? String == "notification" && event?["characteristic"] as? String == "battery-level"
-        }
-        #expect(event != nil, "the reloaded page got no notification event")
 
         // The device stops: the page is told it cannot be reached.
         run.signal(SIGTERM)
         #expect(await run.exitStatus() == 0)
-        let gone = try await message(from: reloaded, within: .seconds(5)) { $0["type"] as? String == "device" }
+        let gone = try await message(from: open, within: .seconds(5)) { $0["type"] as? String == "device" }
         #expect(gone?["reachable"] as? Bool == false, "\(gone ?? [:])")
         ui.signal(SIGTERM)
         #expect(await ui.exitStatus() == 0, "\(ui.stderr)")
