@@ -12,6 +12,7 @@ name. A connection that fails while it is set up is tried again (`connect`). It 
 """
 
 import asyncio
+import os
 import sys
 import time
 
@@ -125,5 +126,23 @@ async def main(count):
     return 1 if failures else 0
 
 
+async def run(count):
+    """`main`, then the tasks bleak left behind cancelled and awaited for at most 5 s. Once in the lab (BlueZ 5.87, a
+    connection that dropped during service discovery and was tried again), the report was printed and the process
+    never exited: `asyncio.run` awaits every task it cancels, and one never ended. A gateway's test must end with its
+    verdict: such a task is named, and the process exits with the verdict anyway."""
+    code = await main(count)
+    others = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    for task in others:
+        task.cancel()
+    if others:
+        _, pending = await asyncio.wait(others, timeout=5)
+        if pending:
+            print(f"note: {len(pending)} task(s) left by bleak did not end when cancelled: {pending}", flush=True)
+            sys.stdout.flush()
+            os._exit(code)
+    return code
+
+
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 4)))
+    sys.exit(asyncio.run(run(int(sys.argv[1]) if len(sys.argv) > 1 else 4)))
