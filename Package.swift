@@ -20,6 +20,7 @@ let package = Package(
         // What people type: serves `blemu run` itself, hands every other command to blemu-cli.
         .executable(name: "blemu", targets: ["blemu"]),
         .executable(name: "blemu-cli", targets: ["BlemuCLI"]),
+        .executable(name: "blemu-live", targets: ["BlemuLive"]),
         .library(name: "GATTModel", targets: ["GATTModel"]),
         .library(name: "BlueZModel", targets: ["BlueZModel"]),
         .library(name: "GATTProfile", targets: ["GATTProfile"]),
@@ -144,9 +145,20 @@ let package = Package(
             name: "BlemuCLI",
             dependencies: [
                 "GATTModel", "BlueZModel", "GATTProfile", "Emulation", "Peripheral", "BlueZ", "DBus", "Lab",
-                "LocalIO", "ProbeCentral", "Serving", "LiveView", "AgentTools",
+                "LocalIO", "ProbeCentral", "Serving",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
+
+        // `blemu-live`: `ui` and `mcp`, whose servers bring FoundationNetworking and libcurl; blemu and blemu-cli hand
+        // those two commands to it, so no other command loads them.
+        .executableTarget(
+            name: "BlemuLive",
+            dependencies: [
+                "Emulation", "LiveView", "AgentTools", "Serving",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "MCP", package: "swift-sdk"), .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
 

@@ -1,9 +1,10 @@
 import ArgumentParser
+import Serving
 
 /// The `blemu` command: a BlueZ peripheral emulator (started by main.swift).
 struct Blemu: AsyncParsableCommand {
     /// blemu's version: `blemu --version`, and the Python package's (python/pyproject.toml; a test keeps them equal).
-    static let version = "0.4.0"
+    static let version = BuildRevision.version
 
     static let configuration = CommandConfiguration(
         commandName: "blemu",
@@ -14,7 +15,8 @@ struct Blemu: AsyncParsableCommand {
         version: BuildRevision.versionLine(version),
         subcommands: [
             ValidateCommand.self, ShowCommand.self, AdvCommand.self, RunCommand.self, LabCommand.self,
-            ProbeCommand.self, CloneCommand.self, VerifyCommand.self, CtlCommand.self, UICommand.self, McpCommand.self,
+            ProbeCommand.self, CloneCommand.self, VerifyCommand.self, CtlCommand.self, LiveCommands.UI.self,
+            LiveCommands.MCP.self,
             DoctorCommand.self,
         ])
 

@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import Lab
-import LiveView
 import LocalIO
 import Logging
 import Serving
@@ -138,7 +137,7 @@ extension LabCommand {
             guard LabConfiguration.Accelerator(rawValue: accel) != nil else {
                 throw ValidationError("--accel must be auto, tcg or kvm, got \(accel)")
             }
-            if let ui, (try? ViewAddress(parsing: ui)).map({ $0.host.contains(":") || $0.port == 0 }) != false {
+            if let ui, TCPEndpoint(ui).map({ $0.host.contains(":") || $0.port == 0 }) != false {
                 throw ValidationError("--ui must be an IPv4 HOST:PORT with a port (qemu forwards no other), got \(ui)")
             }
             for (option, value) in (airListen.map { [("--air-listen", $0)] } ?? [])
@@ -191,8 +190,9 @@ extension LabCommand {
             configuration.devicesPerMachine = devicesPerVM
             configuration.airListen = airListen.flatMap(TCPEndpoint.init)
             configuration.airLinks = airLink.compactMap(TCPEndpoint.init)
-            if let address = ui.flatMap({ try? ViewAddress(parsing: $0) }) {
-                let view = LabLiveView(host: address.host, port: address.port, token: LiveViewServer.randomToken())
+            if let address = ui.flatMap(TCPEndpoint.init) {
+                let host = address.host == "localhost" ? "127.0.0.1" : address.host
+                let view = LabLiveView(host: host, port: address.port, token: LabLiveView.randomToken())
                 configuration.liveView = view
                 for index in peripherals.indices {
                     FileHandle.standardError.write(

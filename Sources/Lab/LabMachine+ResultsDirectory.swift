@@ -114,21 +114,23 @@ extension LabMachine {
     }
 
     /// Copies the blemu binary into `<results>/bin` when the VM cannot see it where it is (a checkout under /tmp),
-    /// with the `blemu-cli` beside it that blemu hands every command but `run` to.
+    /// with the `blemu-cli` beside it that blemu hands every command but `run` to, and with `--ui` the `blemu-live`
+    /// that serves the views.
     func copyBlemuWhereTheGuestSeesIt(_ configuration: LabConfiguration) throws {
         guard let blemu = configuration.blemuExecutable, let guest = configuration.guestBlemuExecutable,
             guest != blemu
         else { return }
         let files = FileManager.default
-        let commands = (blemu as NSString).deletingLastPathComponent + "/blemu-cli"
+        let directory = (blemu as NSString).deletingLastPathComponent
         let guestDirectory = (guest as NSString).deletingLastPathComponent
         do {
             try files.createDirectory(atPath: guestDirectory, withIntermediateDirectories: true)
             try? files.removeItem(atPath: guest)
             try files.copyItem(atPath: blemu, toPath: guest)
-            if files.isExecutableFile(atPath: commands) {
-                try? files.removeItem(atPath: guestDirectory + "/blemu-cli")
-                try files.copyItem(atPath: commands, toPath: guestDirectory + "/blemu-cli")
+            for name in ["blemu-cli"] + (configuration.liveView == nil ? [] : ["blemu-live"])
+            where files.isExecutableFile(atPath: directory + "/" + name) {
+                try? files.removeItem(atPath: guestDirectory + "/" + name)
+                try files.copyItem(atPath: directory + "/" + name, toPath: guestDirectory + "/" + name)
             }
         } catch {
             throw LabError.io("cannot copy \(blemu) into the results directory for the VM: \(error)")

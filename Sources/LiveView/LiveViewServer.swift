@@ -42,9 +42,6 @@ public struct LiveViewServer: Sendable {
         watcher = DeviceWatcher(control: control, eventLog: eventLog, logger: logger)
     }
 
-    /// A token of 128 random bits, as 32 hex digits, for a view that needs one.
-    public static func randomToken() -> String { ViewAccess.randomToken() }
-
     /// The page's address, with `?token=` when it needs one, for the port actually listened on.
     public func url(port: UInt16) -> String {
         "http://\(address.with(port: port))/" + (token.map { "?token=\($0)" } ?? "")

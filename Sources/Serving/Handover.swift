@@ -21,6 +21,11 @@ public enum Handover {
     public static let serving = (name: "blemu", packaged: "../../bin/blemu")
     /// The executable with every command, and where the package installs it relative to blemu's directory.
     public static let commands = (name: "blemu-cli", packaged: "../libexec/blemu/blemu-cli")
+    /// The executable of `ui` and `mcp`, beside blemu-cli, and where the package installs it relative to blemu's
+    /// directory.
+    public static let live = (name: "blemu-live", packaged: "../libexec/blemu/blemu-live")
+    /// The commands blemu-live serves: `blemu` hands them to it directly.
+    public static let liveCommands: Set<String> = ["ui", "mcp"]
 
     /// This executable's real path (symbolic links resolved), from /proc/self/exe.
     public static var ownPath: String? {

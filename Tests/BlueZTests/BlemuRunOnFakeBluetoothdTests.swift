@@ -171,7 +171,7 @@ struct BlemuRunOnFakeBluetoothdTests: BlemuRunRig {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    /// An agent's MCP client: the official Python SDK starts `blemu-cli mcp` over stdio against this `blemu run`,
+    /// An agent's MCP client: the official Python SDK starts `blemu mcp` over stdio against this `blemu run`,
     /// lists the tools, sets, waits for the notification a notify sends and reads an error (python/tests-mcp).
     /// Needs the `mcp` package in the venv scripts/setup --lab makes (python/requirements-test.txt).
     @Test(.enabled(if: Self.venvHasMCP, "needs the mcp package in scripts/setup --lab's venv"))
@@ -180,12 +180,11 @@ struct BlemuRunOnFakeBluetoothdTests: BlemuRunRig {
         let (run, control, _) = try await steerableHeartRate(on: bus, in: directory)
         defer { withExtendedLifetime(fake) {} }  // bluetoothd stays on the bus until blemu has stopped
         try FileManager.default.createDirectory(atPath: directory + "/mcp", withIntermediateDirectories: true)
-        let blemuCLI = URL(fileURLWithPath: ChildProcess.blemu).deletingLastPathComponent().path + "/blemu-cli"
         let client = try ChildProcess(
             "/usr/bin/env",
             [
                 "PYTHONDONTWRITEBYTECODE=1", Self.venvPython,
-                ChildProcess.repositoryRoot + "/python/tests-mcp/mcp_client.py", "--blemu-cli", blemuCLI,
+                ChildProcess.repositoryRoot + "/python/tests-mcp/mcp_client.py", "--blemu", ChildProcess.blemu,
                 "--control", control,
             ], outputIn: directory + "/mcp")
         let status = await client.exitStatus()

@@ -14,9 +14,6 @@ final class ChildProcess: Sendable {
     static let blemu = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         .deletingLastPathComponent().appendingPathComponent("blemu").path
 
-    /// blemu-cli, built beside blemu: every command but `run` (`ui` among them).
-    static let blemuCLI = blemu + "-cli"
-
     /// The checkout's root, found from this file.
     static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().path

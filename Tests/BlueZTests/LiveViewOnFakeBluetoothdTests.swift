@@ -8,7 +8,7 @@ import Testing
 /// browser and an attacker's page would; then a real headless Chromium drives the page.
 @Suite(
     .enabled(if: PrivateBus.isAvailable, "needs dbus-daemon"),
-    .enabled(if: FileManager.default.isExecutableFile(atPath: ChildProcess.blemuCLI), "needs blemu-cli"),
+    .enabled(if: FileManager.default.isExecutableFile(atPath: ChildProcess.blemu + "-live"), "needs blemu-live"),
     .serialized, .timeLimit(.minutes(3)))
 struct LiveViewOnFakeBluetoothdTests: BlemuRunRig {
     /// `blemu ui` on a free loopback port (or `listen`) for `control`, awaited until it prints its URL.
@@ -18,7 +18,7 @@ struct LiveViewOnFakeBluetoothdTests: BlemuRunRig {
         let output = directory + "/ui-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
         let ui = try ChildProcess(
-            ChildProcess.blemuCLI, ["ui", "--control", control, "--listen", listen] + options, outputIn: output)
+            ChildProcess.blemu, ["ui", "--control", control, "--listen", listen] + options, outputIn: output)
         let listening = await FileWait.until(ui.stdoutPath, contains: "Ctrl-C to stop", within: .seconds(20))
         try #require(listening, "blemu ui did not start:\n\(ui.stdout)\n\(ui.stderr)")
         let url = try #require(ui.stdout.split(separator: " ").first { $0.hasPrefix("http://") }.map(String.init))
@@ -177,7 +177,7 @@ struct LiveViewOnFakeBluetoothdTests: BlemuRunRig {
             [
                 ChildProcess.repositoryRoot + "/Tests/LiveViewBrowser/check_live_view.py", "--url", url,
                 "--wrong-token-url", "http://127.0.0.1:\(port)/?token=wrong",
-                "--ctl", "\(ChildProcess.blemuCLI) ctl \(control)", "--screenshot", results + "/live-view.png",
+                "--ctl", "\(ChildProcess.blemu) ctl \(control)", "--screenshot", results + "/live-view.png",
             ], outputIn: directory + "/browser")
         let status = await check.exitStatus()
         print(check.stdout)
@@ -258,13 +258,13 @@ struct LiveViewOnFakeBluetoothdTests: BlemuRunRig {
         let directory = "/tmp/blemu-ui-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let bad = try ChildProcess(
-            ChildProcess.blemuCLI, ["ui", "--control", "/x.sock", "--listen", "example.com:80"], outputIn: directory)
+            ChildProcess.blemu, ["ui", "--control", "/x.sock", "--listen", "example.com:80"], outputIn: directory)
         #expect(await bad.exitStatus() == 64, "\(bad.stderr)")
         #expect(bad.stderr.contains("the host must be an IP address"), "\(bad.stderr)")
         let (first, port, _) = try await view(directory + "/x.sock", in: directory)
         try FileManager.default.createDirectory(atPath: directory + "/taken", withIntermediateDirectories: true)
         let taken = try ChildProcess(
-            ChildProcess.blemuCLI, ["ui", "--control", "/x.sock", "--listen", "127.0.0.1:\(port)"],
+            ChildProcess.blemu, ["ui", "--control", "/x.sock", "--listen", "127.0.0.1:\(port)"],
             outputIn: directory + "/taken")
         #expect(await taken.exitStatus() == 71, "\(taken.stderr)")
         #expect(taken.stderr.contains("cannot listen on 127.0.0.1:\(port): Address already in use"), "\(taken.stderr)")

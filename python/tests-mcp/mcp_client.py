@@ -1,9 +1,9 @@
 """An agent's view of `blemu mcp`: the official MCP Python SDK (`mcp`, pinned in python/requirements-test.txt)
-starts `blemu-cli mcp --control SOCK` with its stdio client and drives a live `blemu run` of
+starts `blemu mcp --control SOCK` with its stdio client and drives a live `blemu run` of
 profiles/heart-rate.yaml through the tools, as an agent would. Tests/BlueZTests/BlemuRunOnFakeBluetoothdTests.swift
 runs it against a real `blemu run` on the fake bluetoothd; by hand:
 
-    python python/tests-mcp/mcp_client.py --blemu-cli .build/debug/blemu-cli --control /tmp/hr.sock
+    python python/tests-mcp/mcp_client.py --blemu .build/debug/blemu --control /tmp/hr.sock
 
 Prints one line per check and exits 1 when any failed.
 """
@@ -47,8 +47,8 @@ def text(result: CallToolResult) -> str:
     return next((item.text for item in result.content if isinstance(item, TextContent)), "")
 
 
-async def drive(blemu_cli: str, control: str, checks: Checks) -> None:
-    server = StdioServerParameters(command=blemu_cli, args=["mcp", "--control", control])
+async def drive(blemu: str, control: str, checks: Checks) -> None:
+    server = StdioServerParameters(command=blemu, args=["mcp", "--control", control])
     async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
         initialized = await session.initialize()
         checks.expect(initialized.serverInfo.name == "blemu", "the server is blemu", initialized.serverInfo)
@@ -93,11 +93,11 @@ async def drive(blemu_cli: str, control: str, checks: Checks) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--blemu-cli", required=True, help="the built blemu-cli")
+    parser.add_argument("--blemu", required=True, help="the built blemu, as the docs' client configuration runs it")
     parser.add_argument("--control", required=True, help="the control socket of a running blemu run")
     arguments = parser.parse_args()
     checks = Checks()
-    asyncio.run(drive(arguments.blemu_cli, arguments.control, checks))
+    asyncio.run(drive(arguments.blemu, arguments.control, checks))
     print(f"mcp client: {checks.passed} checks passed, {len(checks.failed)} failed", flush=True)
     return 1 if checks.failed else 0
 

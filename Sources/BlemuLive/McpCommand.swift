@@ -38,7 +38,7 @@ struct McpCommand: AsyncParsableCommand {
         // Standard output carries the protocol alone: everything for a person goes to stderr.
         let logger = Logger(label: "blemu.mcp", factory: { StreamLogHandler.standardError(label: $0) })
         let server = AgentToolServer(
-            control: control, events: events, version: BuildRevision.versionLine(Blemu.version), logger: logger)
+            control: control, events: events, version: BuildRevision.versionLine(), logger: logger)
         // Beside serving, not before it: a socket that accepts and never answers must not hold up the handshake.
         let check = Task {
             if let reason = await server.unreachable() {

@@ -60,11 +60,11 @@ struct UICommand: AsyncParsableCommand {
         let address: ViewAddress
         do { address = try ViewAddress(parsing: listen) } catch {
             Console.error("blemu ui: --listen \(error)")
-            throw ExitCode.usage
+            throw ExitCode(ExitStatus.usage.code)
         }
         if let token, token.isEmpty || token.contains(where: { !$0.isLetter && !$0.isNumber && $0 != "-" }) {
             Console.error("blemu ui: --ui-token: use letters, digits and '-' only (it goes into a URL and a cookie)")
-            throw ExitCode.usage
+            throw ExitCode(ExitStatus.usage.code)
         }
         var logger = Logger(label: "blemu.ui")
         logger.logLevel = .warning
