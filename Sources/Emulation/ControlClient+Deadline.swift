@@ -22,17 +22,27 @@ extension ControlClient {
     public func stream(
         _ request: [String: JSONValue], until deadline: ContinuousClock.Instant, line: (String) -> Bool
     ) throws(Unreachable) -> StreamEnd {
+        try stream(request, deadline: deadline, line: line)
+    }
+
+    /// The stream of both `stream` calls: with no deadline, poll waits until a line or the end comes.
+    func stream(
+        _ request: [String: JSONValue], deadline: ContinuousClock.Instant?, line: (String) -> Bool
+    ) throws(Unreachable) -> StreamEnd {
         let fd = try connect(sending: JSONValue.object(request).text)
         defer { closeDescriptor(fd) }
         var framer = LineFramer(maximumLength: ControlServer.maximumLineLength)
         var buffer = [UInt8](repeating: 0, count: 65_536)
         var received = 0
         while true {
-            let remaining = deadline - .now
-            guard remaining > .zero else { return .deadline }
+            var milliseconds = -1
+            if let deadline {
+                let remaining = deadline - .now
+                guard remaining > .zero else { return .deadline }
+                // Rounded up, so a wait never ends a little before the deadline and spins on a zero timeout.
+                milliseconds = min(Int(Int32.max), Int((remaining / .milliseconds(1)).rounded(.up)))
+            }
             var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            // Rounded up, so a wait never ends a little before the deadline and spins on a zero timeout.
-            let milliseconds = min(Int(Int32.max), Int((remaining / .milliseconds(1)).rounded(.up)))
             let ready = poll(&descriptor, 1, Int32(milliseconds))
             if ready < 0 && errno == EINTR { continue }
             guard ready > 0 else {

@@ -43,22 +43,7 @@ public struct ControlClient: Sendable {
     /// the connection or `line` returns false: for `events` with `follow`, whose answer is a stream. Throws
     /// `Unreachable` when the socket cannot be reached or closes before the first line.
     public func stream(_ request: [String: JSONValue], line: (String) -> Bool) throws(Unreachable) {
-        let fd = try connect(sending: JSONValue.object(request).text)
-        defer { closeDescriptor(fd) }
-        var framer = LineFramer(maximumLength: ControlServer.maximumLineLength)
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        var received = 0
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { break }
-            for framed in framer.append(buffer[..<count]) {
-                guard case .line(let text) = framed else { continue }
-                received += 1
-                guard line(text) else { return }
-            }
-        }
-        if received == 0 { throw Unreachable(description: "\(path): closed before answering") }
+        _ = try stream(request, deadline: nil, line: line)
     }
 
     /// A connection to the socket with `line` sent on it. Throws `Unreachable`.
