@@ -57,10 +57,14 @@ struct LiveViewScenarioTests {
         }
     }
 
-    /// Whether the view at `url` answers with its page, polled each second for `seconds`.
+    /// Whether the view at `url` answers with its page, polled each second for `seconds`. Each try is bounded too:
+    /// qemu accepts a forwarded connection before the guest's port listens.
     private static func answers(_ url: String, within seconds: Int) async -> Bool {
-        for _ in 0..<seconds {
-            if let (_, response) = try? await URLSession.shared.data(from: URL(string: url)!),
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        var request = URLRequest(url: URL(string: url)!)
+        request.timeoutInterval = 5
+        while ContinuousClock.now < deadline {
+            if let (_, response) = try? await URLSession.shared.data(for: request),
                 (response as? HTTPURLResponse)?.statusCode == 200
             {
                 return true
@@ -86,12 +90,18 @@ struct LiveViewScenarioTests {
                 + "\"${BLEMU_LAB_BLEMU:-blemu}\" ctl \"$BLEMU_LAB_CONTROL\" get battery-level > \"$BLEMU_LAB_RESULTS/after-browser.json\"",
         ]
         let url = view.url(peripheral: 0)
+        // The VM may wait at the gate for many minutes behind the other suites' boots: the view's deadline starts
+        // when this boot is admitted, not when the test starts.
+        let (admitted, admission) = AsyncStream.makeStream(of: Void.self)
         let boot = Task { [configuration] in
             try await LabBootGate.shared.admitted(.short) {
-                try await LabScenario.boot(configuration, running: command)
+                admission.yield()
+                admission.finish()
+                return try await LabScenario.boot(configuration, running: command)
             }
         }
-        // The page is there once the peripheral serves (its VM boots first, behind the gate's other boots).
+        for await _ in admitted { break }
+        // The page is there once the peripheral serves: boot, bluetoothd, power, then `blemu run` and `blemu ui`.
         let reachable = await Self.answers(url, within: 400)
         var check: (status: Int32, output: String) = (-1, "the view never answered at \(url)")
         if reachable {
