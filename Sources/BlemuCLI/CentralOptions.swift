@@ -62,20 +62,22 @@ struct CentralOptions: ParsableArguments {
     /// The link the probe's pairing gives: Just Works is encrypted, a typed passkey authenticated; none unpaired.
     var linkSecurity: SecurityLevel { pair ? (passkey == nil ? .encrypted : .authenticated) : .none }
 
-    /// The request for this device, with the command's own service filter and listening time.
-    func request(service: String? = nil, listen: Duration) -> ProbeRequest {
+    /// The request for this device, with the command's own service filter and listening time, and whether the
+    /// advertised name is worth waiting for.
+    func request(service: String? = nil, listen: Duration, waitsForName: Bool = false) -> ProbeRequest {
         ProbeRequest(
             adapter: adapter, address: address, name: name, service: service,
             timeout: .milliseconds(Int64(timeout * 1000)), listen: listen,
             pairing: pair
                 ? PairingSettings(ioCapability: passkey == nil ? .noInputNoOutput : .keyboardOnly, passkey: passkey)
-                : nil)
+                : nil,
+            waitsForName: waitsForName)
     }
 
     /// Probes the device: the report, or the error's message on stderr and its exit code.
     /// `plan` names the writes to make after listening (`verify --writes`).
     func probe(
-        service: String? = nil, listen: Duration, label: String,
+        service: String? = nil, listen: Duration, label: String, waitsForName: Bool = false,
         writing plan: (@Sendable (ProbeReport) -> [ProbeWrite])? = nil
     ) async throws -> ProbeReport {
         var logger = Logger(label: label, factory: { StreamLogHandler.standardError(label: $0) })
@@ -83,7 +85,8 @@ struct CentralOptions: ParsableArguments {
         do {
             let central = try BlueZCentral(bus: bus, logger: logger)
             defer { central.close() }
-            return try await central.probe(request(service: service, listen: listen), writing: plan)
+            return try await central.probe(
+                request(service: service, listen: listen, waitsForName: waitsForName), writing: plan)
         } catch {
             Console.error("blemu: \(error.description)")
             throw ExitCode(error.exitCode)

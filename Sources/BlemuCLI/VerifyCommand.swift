@@ -125,8 +125,10 @@ struct VerifyCommand: AsyncParsableCommand {
             }
         } else {
             do {
+                // A declared name is checked, so the probe waits for the scan response that carries it.
                 seen = try await central.probe(
                     listen: listen ?? .seconds(5), label: "blemu.verify",
+                    waitsForName: declared.advertisement.localName != nil,
                     writing: writes ? ProfileVerifier.writes(for: declared, security: central.linkSecurity) : nil)
             } catch let code as ExitCode where code.rawValue == 1 || code == .software {
                 // Not found (probe's 1) or a reply from bluetoothd the probe does not understand (probe's 70): for

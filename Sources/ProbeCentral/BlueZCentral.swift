@@ -73,6 +73,16 @@ public struct BlueZCentral: Sendable {
         let found = try await discover(on: adapterPath, mirror: mirror, timeout: request.timeout) { objects in
             objects.keys.sorted().first { matches($0, objects[$0] ?? [:]) }
         }
+        if request.waitsForName, let found, !Self.hasName(found, in: mirror.objects) {
+            // Found by its advertisement before its scan response (the name often rides there, Core Bluetooth's
+            // budget puts it there when it does not fit): a scan that heard one packet and not the other may not
+            // ask again for the same device, so a new scan does (`discover` restarts it every `rescanInterval`).
+            logger.debug("found without its name: scanning again for the scan response")
+            _ = try? await call(adapterPath, BlueZName.Interface.adapter, BlueZName.Member.stopDiscovery)
+            _ = try await discover(on: adapterPath, mirror: mirror, timeout: Self.nameWait) { objects in
+                Self.hasName(found, in: objects) ? true : nil
+            }
+        }
         // bluetoothd recommends no discovery while connecting (device-api.txt, Connect); errors here are harmless.
         _ = try? await call(adapterPath, BlueZName.Interface.adapter, BlueZName.Member.stopDiscovery)
         guard let devicePath = found else {
@@ -406,6 +416,16 @@ public struct BlueZCentral: Sendable {
 
     /// How long one discovery runs without finding the device before it is started again.
     static let rescanInterval: Duration = .seconds(4)
+
+    /// How long a probe that wants the device's name (`ProbeRequest.waitsForName`) scans on for it once the device
+    /// is found without one: three scans; a device whose name never comes is reported by its alias, as before.
+    static let nameWait: Duration = .seconds(12)
+
+    /// Whether bluetoothd has the device's advertised name (Device1 `Name`, set from a Complete or Shortened Local
+    /// Name AD structure; `Alias` falls back to the address without one).
+    static func hasName(_ path: ObjectPath, in objects: ManagedObjects) -> Bool {
+        objects[path]?[BlueZName.Interface.device]?[BlueZName.Property.name] != nil
+    }
 
     /// Discovers until `find` matches or `timeout` ends, starting the discovery again every `rescanInterval`.
     ///

@@ -17,11 +17,15 @@ public struct ProbeRequest: Sendable, Equatable {
     /// Pair before reading (`Device1.Pair`, which connects), answering bluetoothd through blemu's pairing agent
     /// with these settings; nil connects without pairing.
     public var pairing: PairingSettings?
+    /// Whether the device's advertised name matters (verify checks it): found without one, the probe scans again,
+    /// for at most `BlueZCentral.nameWait`, until the scan response that carries it arrives.
+    public var waitsForName: Bool
 
     /// A request; at least one of address, name and service should be set, else the first LE device seen matches.
     public init(
         adapter: String? = nil, address: String? = nil, name: String? = nil, service: String? = nil,
-        timeout: Duration = .seconds(20), listen: Duration = .seconds(3), pairing: PairingSettings? = nil
+        timeout: Duration = .seconds(20), listen: Duration = .seconds(3), pairing: PairingSettings? = nil,
+        waitsForName: Bool = false
     ) {
         self.adapter = adapter
         self.address = address
@@ -30,6 +34,7 @@ public struct ProbeRequest: Sendable, Equatable {
         self.timeout = timeout
         self.listen = listen
         self.pairing = pairing
+        self.waitsForName = waitsForName
     }
 
     /// A description of the target for messages: `00:AA:01:00:00:00 named "x" advertising 180D`.
