@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import LocalIO
 import Testing
 
 @testable import LiveView
@@ -12,24 +13,16 @@ import Testing
     private func listener(answering answer: String? = nil) throws -> (path: String, fd: Int32) {
         let path = "/tmp/blemu-channel-\(UUID().uuidString.prefix(8)).sock"
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            for (index, byte) in path.utf8.enumerated() { buffer[index] = byte }
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        try #require(bound == 0 && listen(fd, 8) == 0)
+        try #require(SocketCalls.bindAndListen(fd, to: try #require(SocketCalls.unixAddress(path))))
         if let answer {
             DispatchQueue.global().async {
                 let connection = accept(fd, nil, nil)
                 var byte: UInt8 = 0
                 while read(connection, &byte, 1) == 1 && byte != UInt8(ascii: "\n") {}
                 let bytes = Array((answer + "\n").utf8)
-                _ = bytes.withUnsafeBytes { write(connection, $0.baseAddress, $0.count) }
+                // MSG_NOSIGNAL: a channel that already ended its connection must cost this write, not the test
+                // process (SIGPIPE kills it when nothing else in the run has ignored the signal).
+                _ = bytes.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                 // Held open: the stream stays silent until the channel ends it.
                 while read(connection, &byte, 1) == 1 {}
                 close(connection)
