@@ -86,7 +86,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "Lab",
-            dependencies: [.product(name: "Logging", package: "swift-log")],
+            dependencies: ["LocalIO", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         // The central side of bluetoothd's client API, for `blemu probe`: it knows nothing of the peripheral side.
         .target(
@@ -199,7 +199,9 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "EmulationTests",
-            dependencies: ["Emulation", "Peripheral", "PeripheralTesting", "GATTModel", "GATTProfile", "BlueZ"],
+            dependencies: [
+                "Emulation", "Peripheral", "PeripheralTesting", "GATTModel", "GATTProfile", "BlueZ", "LocalIO",
+            ],
             swiftSettings: strict),
         .testTarget(
             name: "LabTests", dependencies: ["Lab", "ProbeCentral", "GATTModel", "GATTProfile", "ScenarioList"],
@@ -211,12 +213,12 @@ let package = Package(
         ),
         .testTarget(
             name: "LiveViewTests",
-            dependencies: ["LiveView", .product(name: "FlyingFox", package: "FlyingFox")],
+            dependencies: ["LiveView", "LocalIO", .product(name: "FlyingFox", package: "FlyingFox")],
             swiftSettings: strict),
         .testTarget(
             name: "AgentToolsTests",
             dependencies: [
-                "AgentTools", "Emulation", "GATTProfile", "Peripheral", "PeripheralTesting",
+                "AgentTools", "Emulation", "GATTProfile", "LocalIO", "Peripheral", "PeripheralTesting",
                 .product(name: "MCP", package: "swift-sdk"), .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),

@@ -17,7 +17,10 @@ let package = Package(
         // The GATT benchmark (run-gatt): a fake bluetoothd driving every contender; see README.md, "Benchmarks".
         .executableTarget(
             name: "gatt-bench",
-            dependencies: [.product(name: "DBus", package: "blemu"), .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                .product(name: "DBus", package: "blemu"), .product(name: "LocalIO", package: "blemu"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: [.treatAllWarnings(as: .error), .enableUpcomingFeature("ExistentialAny")]),
         // The "blemu library" contender: BlueZBackend + PeripheralManager used directly.
         .executableTarget(

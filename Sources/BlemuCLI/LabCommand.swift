@@ -192,7 +192,7 @@ extension LabCommand {
             configuration.airLinks = airLink.compactMap(TCPEndpoint.init)
             if let address = ui.flatMap(TCPEndpoint.init) {
                 let host = address.host == "localhost" ? "127.0.0.1" : address.host
-                let view = LabLiveView(host: host, port: address.port, token: LabLiveView.randomToken())
+                let view = LabLiveView(host: host, port: address.port, token: RandomToken.make())
                 configuration.liveView = view
                 for index in peripherals.indices {
                     FileHandle.standardError.write(

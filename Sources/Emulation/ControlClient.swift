@@ -1,3 +1,5 @@
+import LocalIO
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -48,23 +50,12 @@ public struct ControlClient: Sendable {
 
     /// A connection to the socket with `line` sent on it. Throws `Unreachable`.
     func connect(sending line: String) throws(Unreachable) -> Int32 {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let pathBytes = Array(path.utf8)
-        guard pathBytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+        guard let address = SocketCalls.unixAddress(path) else {
             throw Unreachable(description: "\(path): too long for a Unix socket")
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            for (index, byte) in pathBytes.enumerated() { buffer[index] = byte }
         }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Unreachable(description: "socket: \(String(cString: strerror(errno)))") }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard connected == 0 else {
+        guard SocketCalls.connect(fd, to: address) else {
             let reason = String(cString: strerror(errno))
             closeDescriptor(fd)
             throw Unreachable(description: "\(path): \(reason)")

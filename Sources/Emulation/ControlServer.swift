@@ -1,5 +1,6 @@
 import Dispatch
 import GATTModel
+import LocalIO
 import Logging
 import Synchronization
 
@@ -82,15 +83,9 @@ public final class ControlServer: Sendable {
 
     /// `claim()`'s work: returns the listening descriptor.
     private func bindAndListen() throws(StartError) -> Int32 {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        let pathBytes = Array(path.utf8)
-        guard pathBytes.count < capacity else {
-            throw StartError(description: "\(path): longer than \(capacity - 1) bytes, too long for a Unix socket")
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            for (index, byte) in pathBytes.enumerated() { buffer[index] = byte }
+        guard let address = SocketCalls.unixAddress(path) else {
+            throw StartError(
+                description: "\(path): longer than \(SocketCalls.longestUnixPath) bytes, too long for a Unix socket")
         }
         var status = stat()
         if lstat(path, &status) == 0 {
@@ -110,12 +105,7 @@ public final class ControlServer: Sendable {
         guard fd >= 0 else { throw StartError(description: "socket: \(String(cString: strerror(errno)))") }
         // Linux gives the socket file the socket inode's mode less the umask (`unix_bind`): 0600 at most.
         _ = fchmod(fd, 0o600)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard bound == 0, listen(fd, 8) == 0 else {
+        guard SocketCalls.bindAndListen(fd, to: address, backlog: 8) else {
             let reason = String(cString: strerror(errno))
             closeDescriptor(fd)
             throw StartError(description: "\(path): \(reason)")
@@ -145,12 +135,7 @@ public final class ControlServer: Sendable {
         let probe = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard probe >= 0 else { return false }
         defer { closeDescriptor(probe) }
-        var address = address
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(probe, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0
-            }
-        }
+        return SocketCalls.connect(probe, to: address)
     }
 
     private func acceptLoop(_ listener: Int32) {

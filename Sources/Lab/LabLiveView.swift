@@ -18,15 +18,6 @@ public struct LabLiveView: Sendable, Equatable {
         self.token = token
     }
 
-    /// A token of 128 random bits, as 32 hex digits: the views in the VM are not on loopback, so they need one.
-    public static func randomToken() -> String {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<4).map { _ in
-            let word = String(UInt32.random(in: .min ... .max, using: &generator), radix: 16)
-            return String(repeating: "0", count: 8 - word.count) + word
-        }.joined()
-    }
-
     /// The guest port of the first peripheral's view.
     static let guestPortBase: UInt16 = 8080
 

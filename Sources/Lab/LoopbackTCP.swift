@@ -1,4 +1,5 @@
 import Foundation
+import LocalIO
 
 /// The few TCP calls the radio's relay makes, all on 127.0.0.1 inside the lab's network namespace.
 enum LoopbackTCP {

@@ -1,19 +1,16 @@
 import Foundation
+import LocalIO
 
 /// Stream sockets on a path: how the air, inside its network namespace, and `LabMachine`, outside it, reach each
 /// other. A path belongs to the filesystem, not to a network namespace, so both sides see the same socket.
 enum UnixSocket {
     /// An address for `path`; throws when it does not fit sun_path (108 bytes with its NUL).
     private static func address(_ path: String) throws(TCPEndpoint.Failure) -> sockaddr_un {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard bytes.count < capacity else {
+        guard let address = SocketCalls.unixAddress(path) else {
             throw TCPEndpoint.Failure(
-                description: "the socket path \(path) is longer than \(capacity - 1) bytes: use a shorter --results")
+                description: "the socket path \(path) is longer than \(SocketCalls.longestUnixPath) bytes: use a "
+                    + "shorter --results")
         }
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
         return address
     }
 

@@ -1,6 +1,7 @@
 import FlyingFox
 import FlyingSocks
 import Foundation
+import LocalIO
 import Logging
 import Synchronization
 
@@ -36,7 +37,7 @@ public struct LiveViewServer: Sendable {
     ) {
         self.control = control
         self.address = address
-        self.token = token ?? (address.isLoopback ? nil : ViewAccess.randomToken())
+        self.token = token ?? (address.isLoopback ? nil : RandomToken.make())
         self.logger = logger
         access = ViewAccess(address: address, token: self.token, extraHosts: extraHosts)
         watcher = DeviceWatcher(control: control, eventLog: eventLog, logger: logger)

@@ -78,13 +78,4 @@ struct ViewAccess: Sendable {
         }
         return difference == 0
     }
-
-    /// A token of 128 random bits, as 32 hex digits.
-    static func randomToken() -> String {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<16).map { _ in
-            let byte = UInt8.random(in: 0...255, using: &generator)
-            return String(byte, radix: 16).count == 1 ? "0" + String(byte, radix: 16) : String(byte, radix: 16)
-        }.joined()
-    }
 }

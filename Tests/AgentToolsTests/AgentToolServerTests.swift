@@ -1,6 +1,7 @@
 import AgentTools
 import Emulation
 import Foundation
+import LocalIO
 import MCP
 import Testing
 
@@ -129,17 +130,7 @@ struct AgentToolServerTests {
         let directory = try temporaryDirectory()
         let path = directory + "/silent.sock"
         let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            for (index, byte) in path.utf8.enumerated() { buffer[index] = byte }
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        try #require(bound == 0 && listen(listener, 8) == 0)
+        try #require(SocketCalls.bindAndListen(listener, to: try #require(SocketCalls.unixAddress(path))))
         defer {
             close(listener)
             try? FileManager.default.removeItem(atPath: directory)

@@ -1,6 +1,7 @@
 import Emulation
 import Foundation
 import GATTModel
+import LocalIO
 import Peripheral
 import PeripheralTesting
 import Synchronization
@@ -26,18 +27,6 @@ func temporaryDirectory(holding name: String, _ text: String) throws -> String {
 func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         Thread { continuation.resume(with: Result { try body() }) }.start()
-    }
-}
-
-/// Calls `body` (bind or connect) with `path` as a Unix socket address; returns its result.
-func withUnixAddress(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-        for (index, byte) in Array(path.utf8).enumerated() { buffer[index] = byte }
-    }
-    return withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
     }
 }
 
@@ -199,17 +188,7 @@ func controlledHeartRate() async throws -> (rig: Rig, server: ControlServer, cli
         // Two lines on one connection: the first is garbage, the second still gets its answer.
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            for (index, byte) in server.path.utf8.enumerated() { buffer[index] = byte }
-        }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        #expect(connected == 0)
+        #expect(SocketCalls.connect(fd, to: try #require(SocketCalls.unixAddress(server.path))))
         let request = Array("{oops\n{\"command\":\"get\",\"id\":\"body-sensor-location\"}\n".utf8)
         #expect(request.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == request.count)
         let received: [UInt8] = try await offPool {
@@ -254,7 +233,7 @@ func controlledHeartRate() async throws -> (rig: Rig, server: ControlServer, cli
         defer { server.stop() }
         func connected() -> Int32 {
             let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-            _ = withUnixAddress(server.path) { connect(fd, $0, $1) }
+            _ = SocketCalls.unixAddress(server.path).map { SocketCalls.connect(fd, to: $0) }
             return fd
         }
         /// Everything the server sends until it closes, and whether it closed (end of file) rather than 5 s passing.
@@ -297,7 +276,7 @@ func controlledHeartRate() async throws -> (rig: Rig, server: ControlServer, cli
         first.stop()
         // A socket file nobody serves (a crashed run's) is replaced.
         let stale = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        #expect(withUnixAddress(path) { bind(stale, $0, $1) } == 0)
+        #expect(SocketCalls.unixAddress(path).map { SocketCalls.bind(stale, to: $0) } == true)
         close(stale)
         try second.start()
         second.stop()

@@ -1,4 +1,5 @@
 import Foundation
+import LocalIO
 import Testing
 
 @testable import Emulation
@@ -30,8 +31,7 @@ struct LineFramerTests {
     private func exchange(_ path: String, _ bytes: [UInt8], answers count: Int) throws -> [String] {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
-        let connected = withUnixAddress(path) { connect(fd, $0, $1) }
-        try #require(connected == 0)
+        try #require(SocketCalls.connect(fd, to: try #require(SocketCalls.unixAddress(path))))
         // A server that fails to answer a line must fail the test, not hang it.
         var limit = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))

@@ -1,5 +1,6 @@
 import FlyingFox
 import Foundation
+import LocalIO
 import Testing
 
 @testable import LiveView
@@ -60,7 +61,7 @@ import Testing
     @Test func tokensCompareWholeAndRandomOnesDiffer() {
         #expect(ViewAccess.same("abc", "abc"))
         #expect(!ViewAccess.same("abc", "abd") && !ViewAccess.same("ab", "abc") && !ViewAccess.same("abcd", "abc"))
-        let tokens = Set((0..<16).map { _ in ViewAccess.randomToken() })
+        let tokens = Set((0..<16).map { _ in RandomToken.make() })
         #expect(tokens.count == 16 && tokens.allSatisfy { $0.count == 32 && $0.allSatisfy(\.isHexDigit) })
     }
 }

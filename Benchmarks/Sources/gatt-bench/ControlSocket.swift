@@ -1,4 +1,5 @@
 import Glibc
+import LocalIO
 
 /// Asks a `blemu run --control` socket for `count` notifications of `id` in one line (`notify` with `count`, what
 /// `blemu ctl SOCK notify ID --count N` sends), on a thread of its own: the calls block, and the cooperative pool
@@ -90,22 +91,11 @@ private struct SocketFailure: Error {
 private func connectUnix(_ path: String) -> Result<Int32, SocketFailure> {
     let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { return .failure(SocketFailure(reason: "socket: errno \(errno)")) }
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    let bytes = Array(path.utf8)
-    guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+    guard let address = SocketCalls.unixAddress(path) else {
         close(fd)
         return .failure(SocketFailure(reason: "\(path): path too long"))
     }
-    withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-        for (index, byte) in bytes.enumerated() { buffer[index] = byte }
-    }
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-        }
-    }
-    guard connected == 0 else {
+    guard SocketCalls.connect(fd, to: address) else {
         let reason = "connect \(path): errno \(errno)"
         close(fd)
         return .failure(SocketFailure(reason: reason))

@@ -1,0 +1,57 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// bind(2), listen(2) and connect(2) for any socket address type, and the address of a Unix socket's path: the
+/// control socket's server and clients, the lab's air (loopback TCP and paths) and the tests that stand in for
+/// either differ only in the address.
+public enum SocketCalls {
+    /// The longest path a Unix socket can have: `sun_path` holds 108 bytes with its NUL (unix(7)).
+    public static let longestUnixPath = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
+
+    /// The address of the Unix socket at `path`; nil when the path is longer than `longestUnixPath` bytes.
+    public static func unixAddress(_ path: String) -> sockaddr_un? {
+        let bytes = Array(path.utf8)
+        guard bytes.count <= longestUnixPath else { return nil }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        return address
+    }
+
+    /// Binds `fd` to `address`; false with errno set when it fails.
+    public static func bind<Address>(_ fd: Int32, to address: Address) -> Bool {
+        passing(address) { systemBind(fd, $0, $1) }
+    }
+
+    /// Binds `fd` to `address` and listens with `backlog`; false with errno set when either call fails.
+    public static func bindAndListen<Address>(_ fd: Int32, to address: Address, backlog: Int32 = 8) -> Bool {
+        bind(fd, to: address) && listen(fd, backlog) == 0
+    }
+
+    /// Connects `fd` to `address`; false with errno set when it fails.
+    public static func connect<Address>(_ fd: Int32, to address: Address) -> Bool {
+        passing(address) { systemConnect(fd, $0, $1) }
+    }
+
+    /// Whether `call` succeeded (returned 0) given `address` as the generic `sockaddr` and its length.
+    private static func passing<Address>(
+        _ address: Address, to call: (UnsafePointer<sockaddr>, socklen_t) -> Int32
+    ) -> Bool {
+        var address = address
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { call($0, socklen_t(MemoryLayout<Address>.size)) }
+        } == 0
+    }
+}
+
+// The system's calls under names the methods above do not shadow.
+#if canImport(Glibc)
+private let systemBind = Glibc.bind
+private let systemConnect = Glibc.connect
+#elseif canImport(Darwin)
+private let systemBind = Darwin.bind
+private let systemConnect = Darwin.connect
+#endif
