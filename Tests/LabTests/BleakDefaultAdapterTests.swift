@@ -35,19 +35,10 @@ struct BleakDefaultAdapterTests {
                 at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
             try text.write(to: url, atomically: true, encoding: .utf8)
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = ["-c", driver]
         var environment = ["PYTHONPATH": ["shim", "fake", "other"].map { root.path + "/" + $0 }.joined(separator: ":")]
         environment["BLEMU_LAB_CENTRAL"] = central
-        process.environment = environment
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return text
+        return try ChildProcess.run(["/usr/bin/python3", "-c", driver], environment: environment, keepingStderr: true)
+            .output
     }
 
     private let driver = """

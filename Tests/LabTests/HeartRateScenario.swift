@@ -33,16 +33,8 @@ enum HeartRateScenario {
     /// shows run's own usage. The exit code alone is not enough: ArgumentParser answers `--help` after an unknown
     /// word with the top-level help and exit 0.
     static let blemuCanRun: Bool = {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: LabScenario.blemuExecutable)
-        process.arguments = ["run", "--help"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return process.terminationStatus == 0 && text.contains("USAGE: blemu run")
+        guard let help = try? ChildProcess.run([LabScenario.blemuExecutable, "run", "--help"]) else { return false }
+        return help.status == 0 && help.output.contains("USAGE: blemu run")
     }()
 
     private static func boot(system: LabSystem) async throws -> LabRun {

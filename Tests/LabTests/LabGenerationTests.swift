@@ -343,15 +343,8 @@ struct LabGenerationTests {
 
     /// Runs `text` with /bin/sh: its exit status and standard output.
     private static func shell(_ text: String) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", text]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, text)
+        let shell = try ChildProcess.run(["/bin/sh", "-c", text])
+        return (shell.status, shell.output)
     }
 
     @Test func theUserCacheComesBeforeTheBlemuLabPackageAndAVersionInBothIsTheCaches() throws {
@@ -402,15 +395,9 @@ struct LabGenerationTests {
 
     @Test func shellQuotingSurvivesSpacesQuotesAndDollars() throws {
         let words = ["plain", "two words", "it's", "$HOME", "a\"b", "", "back\\slash"]
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "printf '%s\\n' " + words.map(GuestStack.shellQuote).joined(separator: " ")]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(String(decoding: output, as: UTF8.self) == words.map { $0 + "\n" }.joined())
+        let printed = try ChildProcess.run(
+            ["/bin/sh", "-c", "printf '%s\\n' " + words.map(GuestStack.shellQuote).joined(separator: " ")])
+        #expect(printed.output == words.map { $0 + "\n" }.joined())
     }
 
     @Test func configurationsTheVMCannotCarryAreRefused() {
@@ -482,15 +469,7 @@ struct LabGenerationTests {
                 process_alive $child && echo alive || echo dead
                 process_alive $$ && echo self-alive
                 """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", script]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(text == "dead\nself-alive\n")
+        #expect(try ChildProcess.run(["/bin/sh", "-c", script]).output == "dead\nself-alive\n")
     }
 }
 

@@ -148,16 +148,7 @@ actor LabScenario {
 
     /// Runs the host's blemu and returns its stdout (empty on any failure).
     static func blemu(_ arguments: [String]) -> Data {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: LabScenario.blemuExecutable)
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return Data() }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return data
+        Data(((try? ChildProcess.run([blemuExecutable] + arguments))?.output ?? "").utf8)
     }
 
     /// Tests/LabTests/Fixtures: profiles, guest scripts and helpers the scenarios run in the VM.

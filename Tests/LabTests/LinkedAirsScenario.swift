@@ -120,13 +120,6 @@ enum LinkedAirsScenario {
     }
 
     private static func runIP(_ arguments: [String]) -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: ip ?? "ip")
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return -1 }
-        process.waitUntilExit()
-        return process.terminationStatus
+        (try? ChildProcess.run([ip ?? "ip"] + arguments))?.status ?? -1
     }
 }

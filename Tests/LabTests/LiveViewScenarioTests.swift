@@ -36,27 +36,6 @@ struct LiveViewScenarioTests {
         return UInt16(bigEndian: address.sin_port)
     }
 
-    /// Runs `arguments` to the end off the cooperative pool; its output and status.
-    private static func run(_ arguments: [String]) async throws -> (status: Int32, output: String) {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: arguments[0])
-                process.arguments = Array(arguments.dropFirst())
-                let output = Pipe()
-                process.standardOutput = output
-                process.standardError = output
-                do { try process.run() } catch {
-                    continuation.resume(throwing: error)
-                    return
-                }
-                let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                process.waitUntilExit()
-                continuation.resume(returning: (process.terminationStatus, text))
-            }
-        }
-    }
-
     /// Whether the view at `url` answers with its page, polled each second for `seconds`. Each try is bounded too:
     /// qemu accepts a forwarded connection before the guest's port listens.
     private static func answers(_ url: String, within seconds: Int) async -> Bool {
@@ -103,14 +82,15 @@ struct LiveViewScenarioTests {
         for await _ in admitted { break }
         // The page is there once the peripheral serves: boot, bluetoothd, power, then `blemu run` and `blemu ui`.
         let reachable = await Self.answers(url, within: 400)
-        var check: (status: Int32, output: String) = (-1, "the view never answered at \(url)")
+        var check = ChildProcess.Outcome(status: -1, output: "the view never answered at \(url)")
         if reachable {
-            check = try await Self.run([
-                "/usr/bin/python3", Self.browserDirectory + "/check_live_view.py", "--url", url,
-                "--wrong-token-url", "http://127.0.0.1:\(view.port)/?token=wrong",
-                "--ctl", "/usr/bin/python3 \(Self.browserDirectory)/ctl_via_view.py \(url)",
-                "--screenshot", results + "/live-view.png", "--expect-bluez", system.bluez.version,
-            ])
+            check = try await ChildProcess.finish(
+                [
+                    "/usr/bin/python3", Self.browserDirectory + "/check_live_view.py", "--url", url,
+                    "--wrong-token-url", "http://127.0.0.1:\(view.port)/?token=wrong",
+                    "--ctl", "/usr/bin/python3 \(Self.browserDirectory)/ctl_via_view.py \(url)",
+                    "--screenshot", results + "/live-view.png", "--expect-bluez", system.bluez.version,
+                ], keepingStderr: true)
         }
         #expect(FileManager.default.createFile(atPath: done, contents: Data()), "cannot write \(done)")
         let run = try await boot.value
