@@ -15,6 +15,9 @@ struct BlemuLive: AsyncParsableCommand {
         subcommands: [UICommand.self, McpCommand.self])
 }
 
+// A reader that goes away (an MCP client that closed its end, `blemu ui | head -1`) makes a write fail with EPIPE,
+// which the write's caller handles; by default the signal would kill the process first, mid-answer.
+signal(SIGPIPE, SIG_IGN)
 Task {
     // ArgumentParser's main exits itself only after a failure.
     await BlemuLive.main()

@@ -2,7 +2,8 @@ import Foundation
 import Testing
 
 /// `blemu mcp` as an MCP client starts it: JSON-RPC lines on stdin and stdout, the socket's absence an error result
-/// and a line on stderr (never the end of the server), exit 0 when stdin closes, 64 without --control.
+/// and a line on stderr (never the end of the server), exit 0 when stdin closes (a client that stopped reading
+/// first included), 64 without --control.
 @Suite(.timeLimit(.minutes(1)))
 struct McpCommandTests {
     @Test func withoutControlItIsAUsageErrorAndItsHelpSaysAMissingSocketIsNotFatal() async throws {
@@ -55,6 +56,32 @@ struct McpCommandTests {
         let text = (call?["content"] as? [[String: Any]])?.first?["text"] as? String ?? ""
         #expect(
             text.hasPrefix("get: cannot reach the control socket (\(socket): No such file or directory)"), "\(text)")
+    }
+
+    @Test func aClientThatStoppedReadingCostsTheAnswersNotTheServer() async throws {
+        let process = Process()
+        process.executableURL = BlemuProcess.executable
+        process.arguments = ["mcp", "--control", "/tmp/blemu-mcp-absent-\(UUID().uuidString.prefix(8)).sock"]
+        let (input, output) = (Pipe(), Pipe())
+        (process.standardInput, process.standardOutput, process.standardError) =
+            (input, output, FileHandle.nullDevice)
+        try process.run()
+        let initialize =
+            #"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}"#
+        input.fileHandleForWriting.write(Data((initialize + "\n").utf8))
+        _ = try await blocking { try Self.responses(from: output.fileHandleForReading, ids: [1]) }
+        // The client stops reading: every answer from here on is written to a pipe with no reader (EPIPE, and
+        // SIGPIPE unless it is ignored), then stdin closes as the client goes.
+        try output.fileHandleForReading.close()
+        let pings = (2...21).map { #"{"jsonrpc":"2.0","id":\#($0),"method":"ping"}"# }
+        input.fileHandleForWriting.write(Data((pings.joined(separator: "\n") + "\n").utf8))
+        try await Task.sleep(for: .seconds(1))
+        try input.fileHandleForWriting.close()
+        let ended = try await blocking {
+            process.waitUntilExit()
+            return (process.terminationReason, process.terminationStatus)
+        }
+        #expect(ended.0 == .exit && ended.1 == 0, "ended by \(ended.0 == .exit ? "exit" : "signal") \(ended.1)")
     }
 
     /// A line's JSON object.
