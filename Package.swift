@@ -133,7 +133,7 @@ let package = Package(
         .target(
             name: "AgentTools",
             dependencies: [
-                "Emulation", .product(name: "MCP", package: "swift-sdk"),
+                "Emulation", "LocalIO", .product(name: "MCP", package: "swift-sdk"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
@@ -172,6 +172,7 @@ let package = Package(
             name: "Transfer", dependencies: exampleDependencies, path: "examples/Transfer", swiftSettings: strict),
 
         .testTarget(name: "GATTModelTests", dependencies: ["GATTModel"], swiftSettings: strict),
+        .testTarget(name: "LocalIOTests", dependencies: ["LocalIO"], swiftSettings: strict),
         .testTarget(name: "BlueZModelTests", dependencies: ["BlueZModel", "GATTModel"], swiftSettings: strict),
         .testTarget(
             name: "GATTProfileTests", dependencies: ["GATTProfile", "GATTModel"],

@@ -1,4 +1,5 @@
 import Emulation
+import LocalIO
 import Logging
 import MCP
 
@@ -137,12 +138,15 @@ public struct AgentToolServer: Sendable {
         case Self.eventsURI:
             let lines: [String]
             if let eventsFile {
+                // The log's end, from a bounded window (a soak's log is gigabytes), off the cooperative pool.
                 let read = await OffPool.run {
-                    Result { () throws(ToolError) in
-                        try EventsFileTail.lines(of: eventsFile, last: AgentTool.recentEventsKept)
+                    Result { () throws(LocalFile.ReadError) in
+                        try LocalFile.lastLines(atPath: eventsFile, count: AgentTool.recentEventsKept)
                     }
                 }
-                lines = try read.get()
+                do { lines = try read.get() } catch {
+                    throw ToolError("events", "cannot read the event log \(error.description)")
+                }
             } else {
                 let response = try await link.send(["command": .string(ControlCommand.events.rawValue)], for: "events")
                 lines = (response["events"]?.array ?? []).map(\.text)

@@ -62,7 +62,7 @@ public enum LocalFile {
     /// Whether the file exists and this process may read it (`access(2)`, R_OK).
     public static func isReadable(_ path: String) -> Bool { access(path, R_OK) == 0 }
 
-    private static func failure(_ path: String) -> ReadError {
+    static func failure(_ path: String) -> ReadError {
         ReadError(description: "\(path): \(String(cString: strerror(errno)))")
     }
 }
