@@ -16,7 +16,7 @@ actor DeviceWatcher {
     let pollInterval: Duration
     private let logger: Logger
 
-    private var pages: [Int: AsyncStream<WSMessage>.Continuation] = [:]
+    private var pages: [Int: PageOutbox] = [:]
     private var nextPage = 0
     private var watching: Task<Void, Never>?
     /// The last state sent, by key (`profile`, `status`, `values`, ...): what a page opened now starts from.
@@ -28,7 +28,8 @@ actor DeviceWatcher {
 
     /// The most events a snapshot carries.
     static let snapshotEvents = 2000
-    /// The messages a page may fall behind by before the oldest are dropped: a stalled tab costs bounded memory.
+    /// The messages a page may fall behind by before it is closed: a stalled tab costs bounded memory, and it
+    /// reconnects to a fresh snapshot rather than to a state with messages missing.
     static let pageBacklog = 8192
 
     /// A watcher of the device whose control socket is `control`.
@@ -39,17 +40,15 @@ actor DeviceWatcher {
         self.logger = logger
     }
 
-    /// A new page: its id, and the messages for it, starting with the current state when there is one.
-    func attach() -> (id: Int, messages: AsyncStream<WSMessage>) {
-        let (stream, continuation) = AsyncStream.makeStream(
-            of: WSMessage.self, bufferingPolicy: .bufferingNewest(Self.pageBacklog))
+    /// A new page, whose messages go to `outbox`, starting with the current state when there is one: its id.
+    func attach(_ outbox: PageOutbox) -> Int {
         let id = nextPage
         nextPage += 1
-        pages[id] = continuation
+        pages[id] = outbox
         if let unreachable {
-            continuation.yield(.text(Self.unreachableMessage(unreachable)))
+            send(Self.unreachableMessage(unreachable), to: id)
         } else if early == nil {
-            continuation.yield(.text(snapshotMessage()))
+            send(snapshotMessage(), to: id)
         }
         if watching == nil {
             watching = Task {
@@ -57,13 +56,25 @@ actor DeviceWatcher {
                 self.stopped()
             }
         }
-        return (id, stream)
+        return id
     }
 
     /// The page `id` went away: its messages end. With no page left the watching ends at its next poll (a page that
     /// opens before then, a reload, finds it still watching: nothing is interrupted on the way).
     func detach(_ id: Int) {
-        pages.removeValue(forKey: id)?.finish()
+        pages.removeValue(forKey: id)?.close()
+    }
+
+    /// The page `id` sent a command while `PageSocket.waitingCommands` others waited: it is answered at once.
+    func refuseBusy(_ text: String, to id: Int) {
+        var answer: [String: JSONValue] = [
+            "type": .string("answer"), "response": Self.refusal("too many commands waiting"),
+        ]
+        if let message = (try? JSONValue(parsing: text))?.object {
+            answer["seq"] = message["seq"]
+            answer["request"] = message["request"]
+        }
+        send(JSONValue.object(answer).text, to: id)
     }
 
     /// A page's message: a `command` is sent to the device as the control protocol's own request, on a connection
@@ -72,7 +83,9 @@ actor DeviceWatcher {
         guard let message = (try? JSONValue(parsing: text))?.object, message["type"]?.string == "command",
             let request = message["request"]?.object
         else {
-            send(["type": .string("answer"), "response": Self.refusal("not a command message")], to: id)
+            send(
+                JSONValue.object(["type": .string("answer"), "response": Self.refusal("not a command message")]).text,
+                to: id)
             return
         }
         var answer: [String: JSONValue] = ["type": .string("answer"), "request": .object(request)]
@@ -88,7 +101,7 @@ actor DeviceWatcher {
             }
             await channel.close()
         }
-        send(answer, to: id)
+        send(JSONValue.object(answer).text, to: id)
     }
 
     /// Watches while a page is open: a snapshot, then events and polls; when the device cannot be reached, says so to
@@ -249,10 +262,13 @@ actor DeviceWatcher {
     }
 
     private func broadcast(_ text: String) {
-        for page in pages.values { page.yield(.text(text)) }
+        for id in pages.keys { send(text, to: id) }
     }
 
-    private func send(_ message: [String: JSONValue], to id: Int) {
-        pages[id]?.yield(.text(JSONValue.object(message).text))
+    /// Sends `text` to page `id`; a page too far behind is closed and forgotten here.
+    private func send(_ text: String, to id: Int) {
+        guard let page = pages[id], !page.send(text) else { return }
+        pages.removeValue(forKey: id)
+        logger.info("a page fell \(Self.pageBacklog) messages behind: closed; it reconnects to a fresh snapshot")
     }
 }

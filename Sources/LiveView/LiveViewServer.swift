@@ -112,7 +112,7 @@ struct ViewHandler: HTTPHandler {
             return HTTPResponse(statusCode: .methodNotAllowed, headers: HTTPHeaders([HTTPHeader("Allow"): "GET"]))
         }
         if request.path == "/ws" {
-            return try await WebSocketHTTPHandler.webSocket(PageSocket(watcher: watcher)).handleRequest(request)
+            return try await WebSocketHTTPHandler(handler: PageSocket(watcher: watcher)).handleRequest(request)
         }
         guard let file = PageFiles.file(at: request.path) else { return HTTPResponse(statusCode: .notFound) }
         var headers: [HTTPHeader: String] = [
