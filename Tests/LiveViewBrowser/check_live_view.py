@@ -203,6 +203,9 @@ def check_renders(driver, ctl, url, bluez=None):
             raise CheckFailed("the view was opened with ?token= but set no blemu-ui cookie (cookies: %s)" % names)
         if not cookie.get("httpOnly"):
             raise CheckFailed("the blemu-ui cookie is not HttpOnly")
+        # Kept in the cookie from then on: the address bar (and so the history and a bookmark) drops it.
+        if "token=" in driver.current_url:
+            raise CheckFailed("the address bar still shows the token: %s" % driver.current_url)
     print("1. page renders the profile: ok (first snapshot %.2f s after loading, %.2f s in all; %r, poweredOn, "
           "%s %s = %s, AD types %s%s)" % (seconds, time.monotonic() - start, name, BATTERY, FIELD, expected,
                                            ",".join(types), "; cookie %s, HttpOnly" % cookie["name"] if cookie else ""))

@@ -744,6 +744,11 @@ function wire() {
   setInterval(drawPlots, 400);
 }
 
+// The token came once in the address (`?token=`); the view keeps it in an HttpOnly cookie from then on, so the
+// address bar, the history and a bookmark need not carry it.
+if (new URLSearchParams(location.search).has("token")) {
+  history.replaceState(null, "", location.pathname + location.hash);
+}
 wire();
 connect();
 })();
