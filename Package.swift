@@ -193,8 +193,7 @@ let package = Package(
             name: "BlueZTests",
             dependencies: [
                 "BlueZ", "BlueZModel", "DBus", "Peripheral", "PeripheralTesting", "GATTModel", "BlueZTesting",
-                "Emulation",
-                "GATTProfile",
+                "Emulation", "GATTProfile", "LocalIO",
                 "ScenarioList", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),

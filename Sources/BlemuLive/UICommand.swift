@@ -62,8 +62,11 @@ struct UICommand: AsyncParsableCommand {
             Console.error("blemu ui: --listen \(error)")
             throw ExitCode(ExitStatus.usage.code)
         }
-        if let token, token.isEmpty || token.contains(where: { !$0.isLetter && !$0.isNumber && $0 != "-" }) {
-            Console.error("blemu ui: --ui-token: use letters, digits and '-' only (it goes into a URL and a cookie)")
+        if let token,
+            token.isEmpty || token.contains(where: { !$0.isASCII || !($0.isLetter || $0.isNumber || $0 == "-") })
+        {
+            Console.error(
+                "blemu ui: --ui-token: use ASCII letters, digits and '-' only (it goes into a URL and a cookie)")
             throw ExitCode(ExitStatus.usage.code)
         }
         var logger = Logger(label: "blemu.ui")
@@ -71,7 +74,12 @@ struct UICommand: AsyncParsableCommand {
         let server = LiveViewServer(
             control: control, address: address, token: token, extraHosts: allowedHosts, eventLog: events,
             logger: logger)
-        if (try? ControlClient(path: control).send(["command": .string("status")])) == nil {
+        // Bounded: a device that claimed its socket but is still starting holds early clients in the backlog, and
+        // the view must listen (and print its URL) all the same.
+        let answered = try? ControlClient(path: control).stream(
+            ["command": .string("status")], until: .now + .seconds(2)
+        ) { _ in false }
+        if answered != .stopped {
             Console.error("blemu ui: \(control) does not answer yet; the page says so until the device is there")
         }
         let serving = Task {
@@ -89,6 +97,17 @@ struct UICommand: AsyncParsableCommand {
             return source
         }
         defer { for source in stops { source.cancel() } }
+        // Beside `blemu run --ui`: its device gone (even by SIGKILL, which leaves it no chance to stop the view), the
+        // view has nothing to show and ends with it; the orphan's parent becomes another process.
+        let orphaned = ProcessInfo.processInfo.environment[Handover.liveParentVariable].flatMap(pid_t.init).map {
+            parent in
+            let timer = DispatchSource.makeTimerSource(queue: .global())
+            timer.schedule(deadline: .now(), repeating: .milliseconds(500))
+            timer.setEventHandler { if getppid() != parent { serving.cancel() } }
+            timer.resume()
+            return timer
+        }
+        defer { orphaned?.cancel() }
         do { try await serving.value } catch is CancellationError {} catch let error as LiveViewServer.ListenError {
             Console.error("blemu ui: \(error)")
             throw ExitCode(71)

@@ -26,6 +26,9 @@ public enum Handover {
     public static let live = (name: "blemu-live", packaged: "../libexec/blemu/blemu-live")
     /// The commands blemu-live serves: `blemu` hands them to it directly.
     public static let liveCommands: Set<String> = ["ui", "mcp"]
+    /// The variable that tells a view started by `blemu run --ui` the pid of that process: the view ends once it is
+    /// gone, however it ended.
+    public static let liveParentVariable = "BLEMU_UI_PARENT"
 
     /// This executable's real path (symbolic links resolved), from /proc/self/exe.
     public static var ownPath: String? {

@@ -43,8 +43,19 @@ struct LiveViewProcess {
         markCloseOnExec()
         var pointers = arguments.map { strdup($0) } + [nil]
         defer { for pointer in pointers { free(pointer) } }
+        // The view watches this process (`Handover.liveParentVariable`): a `blemu run` killed with SIGKILL cannot stop it.
+        var environment: [UnsafeMutablePointer<CChar>?] = [strdup("\(Handover.liveParentVariable)=\(getpid())")]
+        var index = 0
+        while let entry = environ[index] {
+            if !String(cString: entry).hasPrefix(Handover.liveParentVariable + "=") {
+                environment.append(strdup(entry))
+            }
+            index += 1
+        }
+        environment.append(nil)
+        defer { for pointer in environment { free(pointer) } }
         var pid: pid_t = 0
-        let status = posix_spawn(&pid, cli, &actions, &attributes, &pointers, environ)
+        let status = posix_spawn(&pid, cli, &actions, &attributes, &pointers, &environment)
         guard status == 0 else {
             Console.error(
                 "blemu: --ui: cannot start \(cli): \(String(cString: strerror(status))); serving without the view")

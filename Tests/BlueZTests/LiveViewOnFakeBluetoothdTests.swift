@@ -1,6 +1,7 @@
 import BlueZTesting
 import Emulation
 import Foundation
+import LocalIO
 import Testing
 
 /// `blemu ui` beside a real `blemu run` on the fake bluetoothd: the page, the WebSocket that follows the device and
@@ -233,6 +234,54 @@ struct LiveViewOnFakeBluetoothdTests: BlemuRunRig {
         }
         #expect(!FileManager.default.fileExists(atPath: control), "the control socket is removed")
         try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// A `blemu run --ui` killed with SIGKILL cannot stop its view: the view sees its parent gone and ends by itself.
+    @Test func aViewWhoseDeviceWasKilledEndsOnItsOwn() async throws {
+        let (bus, fake, directory) = try await rig()
+        defer { withExtendedLifetime(fake) {} }
+        let run = try await heartRate(on: bus, ["--ui", "127.0.0.1:0"], in: directory)
+        _ = await FileWait.until(run.stdoutPath, contains: "blemu ui: http", within: .seconds(20))
+        let line = try #require(run.stdout.split(separator: "\n").first { $0.hasPrefix("blemu ui: ") }, "\(run.stdout)")
+        let url = try #require(line.split(separator: " ").first { $0.hasPrefix("http://") })
+        let port = try #require(url.split(separator: ":").last.flatMap { UInt16($0.prefix { $0.isNumber }) })
+        /// The state letter of `pid` in /proc (nil once it is gone): "Z" for an orphan ended and not yet reaped.
+        func state(_ pid: Int32) -> Substring? {
+            let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+            return stat.split(separator: ")").last?.split(separator: " ").first
+        }
+        let view = try #require(
+            ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap(Int32.init).first {
+                let stat = (try? String(contentsOfFile: "/proc/\($0)/stat", encoding: .utf8)) ?? ""
+                return stat.split(separator: ")").last?.split(separator: " ").dropFirst().first == "\(run.pid)"
+            }, "no child of blemu run")
+        run.signal(SIGKILL)
+        _ = await run.exitStatus()
+        let deadline = ContinuousClock.now + .seconds(10)
+        while let letter = state(view), letter != "Z", ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(state(view) == nil || state(view) == "Z", "the view \(view) outlived its device")
+        #expect(throws: PlainHTTP.Failure.self, "the view stopped listening") {
+            try PlainHTTP(port: port).get("/", headers: [:])
+        }
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// A device that claimed its socket but is not serving yet holds a client in the socket's backlog: the view still
+    /// listens and prints its URL, saying the device does not answer yet.
+    @Test func aDeviceThatDoesNotAnswerYetDoesNotHoldTheViewBack() async throws {
+        let directory = "/tmp/blemu-ui-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let silent = directory + "/silent.sock"
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        try #require(SocketCalls.bindAndListen(listener, to: try #require(SocketCalls.unixAddress(silent))))
+        let (ui, _, _) = try await view(silent, in: directory)
+        #expect(ui.stderr.contains("does not answer yet"), "\(ui.stderr)")
+        ui.signal(SIGTERM)
+        #expect(await ui.exitStatus() == 0, "\(ui.stderr)")
     }
 
     /// Beyond loopback a token is required: without `--ui-token` the view makes one and prints it in its URL.
