@@ -21,7 +21,8 @@ struct UICommand: AsyncParsableCommand {
             Loopback by default, with no token. Any other address needs a token (`--ui-token`, or a random one \
             printed in the URL); requests whose Host or Origin is not the view's own are refused either way.
 
-            Exit codes: 0 on Ctrl-C or SIGTERM, 64 for a bad option, 71 when the address cannot be listened on.
+            Exit codes: 0 on Ctrl-C or SIGTERM, 64 for a bad option, 71 when the address cannot be listened on or \
+            connections can no longer be accepted there.
 
             Example:
               blemu run profiles/heart-rate.yaml --control /tmp/hr.sock &
@@ -69,6 +70,7 @@ struct UICommand: AsyncParsableCommand {
                 "blemu ui: --ui-token: use ASCII letters, digits and '-' only (it goes into a URL and a cookie)")
             throw ExitCode(ExitStatus.usage.code)
         }
+        Self.raiseDescriptorLimit()
         var logger = Logger(label: "blemu.ui")
         logger.logLevel = .warning
         let server = LiveViewServer(
@@ -112,5 +114,15 @@ struct UICommand: AsyncParsableCommand {
             Console.error("blemu ui: \(error)")
             throw ExitCode(71)
         }
+    }
+
+    /// Raises the soft limit on open descriptors to the hard one: every page holds a connection (FlyingFox closes
+    /// none that idles), and the default soft limit of 1024 is soon reached by many tabs or an idle-connection
+    /// flood, which would end the accept loop.
+    private static func raiseDescriptorLimit() {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
     }
 }

@@ -49,7 +49,7 @@ public struct LiveViewServer: Sendable {
     }
 
     /// Listens, calls `listening` with the port taken, and serves until the task is cancelled. Throws `ListenError`
-    /// when the address cannot be bound.
+    /// when the address cannot be bound, or connections can no longer be accepted there.
     public func run(listening: @escaping @Sendable (UInt16) -> Void) async throws {
         let socketAddress: any SocketAddress
         do { socketAddress = try address.socketAddress() } catch {
@@ -67,7 +67,9 @@ public struct LiveViewServer: Sendable {
                     if port.value == nil {
                         throw ListenError(description: "cannot listen on \(address): \(Self.reason(error))")
                     }
-                    throw error
+                    // FlyingFox ends the server on any accept error (out of descriptors: many idle connections).
+                    throw ListenError(
+                        description: "stopped accepting connections on \(address): \(Self.reason(error))")
                 }
             }
             group.addTask {

@@ -321,4 +321,41 @@ struct LiveViewOnFakeBluetoothdTests: BlemuRunRig {
         #expect(await first.exitStatus() == 0)
         try? FileManager.default.removeItem(atPath: directory)
     }
+
+    /// Out of descriptors (every idle connection holds one, and FlyingFox ends its server on the accept that
+    /// fails): the view says so in one line and exits 71, not ArgumentParser's bare 1.
+    @Test func connectionsPastTheDescriptorLimitEndTheViewWithItsListeningCode() async throws {
+        let directory = "/tmp/blemu-ui-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // A hard limit of 48, so the view cannot raise its soft one past it.
+        let ui = try ChildProcess(
+            "/usr/bin/prlimit",
+            [
+                "--nofile=48:48", ChildProcess.blemu, "ui", "--control", directory + "/x.sock", "--listen",
+                "127.0.0.1:0",
+            ],
+            outputIn: directory)
+        let listening = await FileWait.until(ui.stdoutPath, contains: "Ctrl-C to stop", within: .seconds(20))
+        try #require(listening, "\(ui.stderr)")
+        let url = try #require(ui.stdout.split(separator: " ").first { $0.hasPrefix("http://") })
+        let port = try #require(url.split(separator: ":").last.flatMap { UInt16($0.prefix { $0.isNumber }) })
+        var idle: [Int32] = []
+        defer { for fd in idle { close(fd) } }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        for _ in 0..<64 {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard SocketCalls.connect(fd, to: address) else {
+                close(fd)
+                break
+            }
+            idle.append(fd)
+        }
+        #expect(await ui.exitStatus() == 71, "\(ui.stderr)")
+        #expect(
+            ui.stderr.contains("stopped accepting connections on 127.0.0.1:0: Too many open files"), "\(ui.stderr)")
+    }
 }
