@@ -25,6 +25,9 @@ actor DeviceWatcher {
     /// Events followed before the snapshot is sent: sent after it, those already in it left out.
     private var early: [JSONValue]? = []
     private var unreachable: String?
+    /// Why the event stream of this round of watching ended, when it ended on its own: the round ends too, and the
+    /// next starts from a fresh snapshot, since pages would otherwise miss every event from then on.
+    private var streamLost: String?
 
     /// The most events a snapshot carries.
     static let snapshotEvents = 2000
@@ -111,12 +114,15 @@ actor DeviceWatcher {
             let channel = ControlChannel(path: control)
             let follower = ControlChannel(path: control)
             early = []
+            streamLost = nil
             let following = Task {
+                var reason = "the device closed it"
                 do {
                     try await follower.follow(["command": .string("events"), "follow": .bool(true)]) { line in
                         await self.followed(line)
                     }
-                } catch { self.logger.debug("events stream: \(error)") }
+                } catch { reason = "\(error)" }
+                self.lost(reason)
             }
             var failed = false
             do {
@@ -124,6 +130,9 @@ actor DeviceWatcher {
                 var round = 0
                 while !pages.isEmpty {
                     try await Task.sleep(for: pollInterval)
+                    if let streamLost {
+                        throw ControlChannel.Failure(description: "the device's event stream ended: \(streamLost)")
+                    }
                     round += 1
                     // The status only changes with the state or advertising: each second is soon enough.
                     try await poll(channel, status: round % 4 == 0)
@@ -227,6 +236,12 @@ actor DeviceWatcher {
                 description: "\(request["command"]?.string ?? "?"): \(response["error"]?.string ?? "refused")")
         }
         return response
+    }
+
+    /// The event stream ended (also when the watching ends it: the round is over then anyway).
+    private func lost(_ reason: String) {
+        streamLost = reason
+        logger.debug("events stream: \(reason)")
     }
 
     /// An event line from the device's stream.
