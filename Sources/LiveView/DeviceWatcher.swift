@@ -280,10 +280,12 @@ actor DeviceWatcher {
         for id in pages.keys { send(text, to: id) }
     }
 
-    /// Sends `text` to page `id`; a page too far behind is closed and forgotten here.
+    /// Sends `text` to page `id`; a page too far behind, or gone, is forgotten here.
     private func send(_ text: String, to id: Int) {
-        guard let page = pages[id], !page.send(text) else { return }
+        guard let delivery = pages[id]?.send(text), delivery != .queued else { return }
         pages.removeValue(forKey: id)
-        logger.info("a page fell \(Self.pageBacklog) messages behind: closed; it reconnects to a fresh snapshot")
+        if delivery == .behind {
+            logger.info("a page fell \(Self.pageBacklog) messages behind: closed; it reconnects to a fresh snapshot")
+        }
     }
 }

@@ -35,15 +35,16 @@ struct PageSocket: WSHandler {
             }
             var reader = PageMessageReader(longest: Self.longestMessage)
             do {
-                for try await frame in client {
+                reading: for try await frame in client {
                     switch reader.take(frame) {
                     case .none: continue
                     case .message(let text):
                         if case .dropped = queue.yield(text) { await watcher.refuseBusy(text, to: id) }
-                    case .reply(let frame): _ = outbox.send(frame)
+                    case .reply(let frame): outbox.send(frame)
                     case .close(let frame):
-                        _ = outbox.send(frame)
+                        outbox.send(frame)
                         outbox.close()
+                        break reading
                     }
                 }
             } catch {
@@ -62,21 +63,34 @@ struct PageSocket: WSHandler {
 struct PageOutbox: Sendable {
     let continuation: AsyncStream<WSFrame>.Continuation
 
-    /// Queues `text` as one text frame; false when the page is too far behind, or gone (it is closed then).
-    func send(_ text: String) -> Bool {
+    /// What became of a frame.
+    enum Delivery: Equatable {
+        /// Queued for the page.
+        case queued
+        /// Not queued: the page is too far behind, and is closed now.
+        case behind
+        /// Not queued: the page's frames had ended already.
+        case gone
+    }
+
+    /// Queues `text` as one text frame.
+    @discardableResult
+    func send(_ text: String) -> Delivery {
         send(WSFrame(fin: true, opcode: .text, mask: nil, payload: Data(text.utf8)))
     }
 
-    /// Queues `frame`; false when the page is too far behind, or gone (it is closed then).
-    func send(_ frame: WSFrame) -> Bool {
+    /// Queues `frame`; a page too far behind is closed.
+    @discardableResult
+    func send(_ frame: WSFrame) -> Delivery {
         switch continuation.yield(frame) {
-        case .enqueued: return true
-        case .dropped, .terminated:
+        case .enqueued: return .queued
+        case .terminated: return .gone
+        case .dropped:
             continuation.finish()
-            return false
+            return .behind
         @unknown default:
             continuation.finish()
-            return false
+            return .gone
         }
     }
 

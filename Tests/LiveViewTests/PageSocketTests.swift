@@ -15,9 +15,9 @@ import Testing
         let (frames, continuation) = AsyncStream.makeStream(
             of: WSFrame.self, bufferingPolicy: .bufferingOldest(DeviceWatcher.pageBacklog))
         let outbox = PageOutbox(continuation: continuation)
-        let queued = (0..<DeviceWatcher.pageBacklog).filter { outbox.send("{\"n\":\($0)}") }.count
+        let queued = (0..<DeviceWatcher.pageBacklog).filter { outbox.send("{\"n\":\($0)}") == .queued }.count
         #expect(queued == DeviceWatcher.pageBacklog)
-        #expect(!outbox.send("{\"n\":\"one too many\"}"))
+        #expect(outbox.send("{\"n\":\"one too many\"}") == .behind)
         // What was queued is still written, in order, then the page's frames end: its connection closes.
         var read = 0
         var last = ""
@@ -26,7 +26,7 @@ import Testing
             last = String(decoding: frame.payload, as: UTF8.self)
         }
         #expect(read == DeviceWatcher.pageBacklog && last == "{\"n\":\(DeviceWatcher.pageBacklog - 1)}")
-        #expect(!outbox.send("{}"))
+        #expect(outbox.send("{}") == .gone)
     }
 
     @Test func fragmentsMakeOneMessageAndAPingIsAnsweredWithItsPayload() {
