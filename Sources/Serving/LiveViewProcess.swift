@@ -43,7 +43,7 @@ struct LiveViewProcess {
         markCloseOnExec()
         var pointers = arguments.map { strdup($0) } + [nil]
         defer { for pointer in pointers { free(pointer) } }
-        // The view watches this process (`Handover.liveParentVariable`): a `blemu run` killed with SIGKILL cannot stop it.
+        // The view watches this process (`Handover.liveParentVariable`): killed with SIGKILL, it cannot stop the view.
         var environment: [UnsafeMutablePointer<CChar>?] = [strdup("\(Handover.liveParentVariable)=\(getpid())")]
         var index = 0
         while let entry = environ[index] {
