@@ -79,7 +79,8 @@ public struct BlueZCentral: Sendable {
             // ask again for the same device, so a new scan does (`discover` restarts it every `rescanInterval`).
             logger.debug("found without its name: scanning again for the scan response")
             _ = try? await call(adapterPath, BlueZName.Interface.adapter, BlueZName.Member.stopDiscovery)
-            _ = try await discover(on: adapterPath, mirror: mirror, timeout: Self.nameWait) { objects in
+            // The device is found: a scan that cannot start again (the adapter busy) costs the name, not the probe.
+            _ = try? await discover(on: adapterPath, mirror: mirror, timeout: Self.nameWait) { objects in
                 Self.hasName(found, in: objects) ? true : nil
             }
         }
