@@ -12,19 +12,40 @@ import Testing
     .enabled(if: FileManager.default.isExecutableFile(atPath: ChildProcess.blemu + "-live"), "needs blemu-live"),
     .serialized, .timeLimit(.minutes(3)))
 struct LiveViewOnFakeBluetoothdTests: BlemuRunRig {
-    /// `blemu ui` on a free loopback port (or `listen`) for `control`, awaited until it prints its URL.
+    /// `blemu ui` on a free loopback port (or `listen`) for `control`, awaited until it prints its URL; run under
+    /// `wrapper` (a program that then runs blemu, such as prlimit) when given.
     private func view(
-        _ control: String, _ options: [String] = [], listen: String = "127.0.0.1:0", in directory: String
+        _ control: String, _ options: [String] = [], listen: String = "127.0.0.1:0", in directory: String,
+        wrapper: [String] = []
     ) async throws -> (process: ChildProcess, port: UInt16, url: String) {
         let output = directory + "/ui-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
-        let ui = try ChildProcess(
-            ChildProcess.blemu, ["ui", "--control", control, "--listen", listen] + options, outputIn: output)
+        let command = wrapper + [ChildProcess.blemu, "ui", "--control", control, "--listen", listen] + options
+        let ui = try ChildProcess(command[0], Array(command.dropFirst()), outputIn: output)
         let listening = await FileWait.until(ui.stdoutPath, contains: "Ctrl-C to stop", within: .seconds(20))
         try #require(listening, "blemu ui did not start:\n\(ui.stdout)\n\(ui.stderr)")
-        let url = try #require(ui.stdout.split(separator: " ").first { $0.hasPrefix("http://") }.map(String.init))
-        let port = try #require(url.split(separator: ":").last?.prefix { $0.isNumber }).flatMap { UInt16($0) }
-        return (ui, try #require(port), url)
+        let (url, port) = try address(in: ui.stdout)
+        return (ui, port, url)
+    }
+
+    /// The first `http://` URL in `text` (the line `blemu ui: URL (device: SOCK); ...`), and its port.
+    private func address(in text: String) throws -> (url: String, port: UInt16) {
+        let url = try #require(text.split(separator: " ").first { $0.hasPrefix("http://") }.map(String.init), "\(text)")
+        let port = try #require(url.split(separator: ":").last.flatMap { UInt16($0.prefix { $0.isNumber }) })
+        return (url, port)
+    }
+
+    /// `blemu run --ui`'s view: the line it printed, its port, and its process (the run's child).
+    private func viewBeside(_ run: ChildProcess) async throws -> (line: String, port: UInt16, pid: Int32) {
+        let listening = await FileWait.until(run.stdoutPath, contains: "blemu ui: http", within: .seconds(20))
+        let line = try #require(
+            run.stdout.split(separator: "\n").first { $0.hasPrefix("blemu ui: ") }, "\(listening) \(run.stdout)")
+        let children = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap(Int32.init)
+            .filter { pid in
+                let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+                return stat.split(separator: ")").last?.split(separator: " ").dropFirst().first == "\(run.pid)"
+            }
+        return (String(line), try address(in: String(line)).port, try #require(children.first, "no child of blemu run"))
     }
 
     private func object(_ text: String) -> [String: Any] {
@@ -198,11 +219,7 @@ struct LiveViewOnFakeBluetoothdTests: BlemuRunRig {
         let (bus, fake, directory) = try await rig()
         defer { withExtendedLifetime(fake) {} }
         let run = try await heartRate(on: bus, ["--ui", "127.0.0.1:0"], in: directory)
-        let listening = await FileWait.until(run.stdoutPath, contains: "blemu ui: http", within: .seconds(20))
-        let line = try #require(
-            run.stdout.split(separator: "\n").first { $0.hasPrefix("blemu ui: ") }, "\(listening) \(run.stdout)")
-        let url = try #require(line.split(separator: " ").first { $0.hasPrefix("http://") })
-        let port = try #require(url.split(separator: ":").last.flatMap { UInt16($0.prefix { $0.isNumber }) })
+        let (line, port, view) = try await viewBeside(run)
         let control = String(try #require(line.split(separator: "(device: ").last?.split(separator: ")").first))
         #expect(control.hasSuffix("/blemu-\(run.pid).sock"), "\(line)")
         let page = try await blocking { try PlainHTTP(port: port).get("/", headers: ["Host": "127.0.0.1:\(port)"]) }
@@ -218,12 +235,6 @@ struct LiveViewOnFakeBluetoothdTests: BlemuRunRig {
                 links.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: directory + "/" + $0) }
                     .filter { $0.hasPrefix("socket:") })
         }
-        let children = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap(Int32.init)
-            .filter { pid in
-                let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
-                return stat.split(separator: ")").last?.split(separator: " ").dropFirst().first == "\(run.pid)"
-            }
-        let view = try #require(children.first, "no child of blemu run")
         #expect(!sockets(of: run.pid).isEmpty)
         let shared = sockets(of: view).intersection(sockets(of: run.pid))
         #expect(shared.isEmpty, "the view holds blemu's sockets: \(shared)")
@@ -241,20 +252,12 @@ struct LiveViewOnFakeBluetoothdTests: BlemuRunRig {
         let (bus, fake, directory) = try await rig()
         defer { withExtendedLifetime(fake) {} }
         let run = try await heartRate(on: bus, ["--ui", "127.0.0.1:0"], in: directory)
-        _ = await FileWait.until(run.stdoutPath, contains: "blemu ui: http", within: .seconds(20))
-        let line = try #require(run.stdout.split(separator: "\n").first { $0.hasPrefix("blemu ui: ") }, "\(run.stdout)")
-        let url = try #require(line.split(separator: " ").first { $0.hasPrefix("http://") })
-        let port = try #require(url.split(separator: ":").last.flatMap { UInt16($0.prefix { $0.isNumber }) })
+        let (_, port, view) = try await viewBeside(run)
         /// The state letter of `pid` in /proc (nil once it is gone): "Z" for an orphan ended and not yet reaped.
         func state(_ pid: Int32) -> Substring? {
             let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
             return stat.split(separator: ")").last?.split(separator: " ").first
         }
-        let view = try #require(
-            ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap(Int32.init).first {
-                let stat = (try? String(contentsOfFile: "/proc/\($0)/stat", encoding: .utf8)) ?? ""
-                return stat.split(separator: ")").last?.split(separator: " ").dropFirst().first == "\(run.pid)"
-            }, "no child of blemu run")
         run.signal(SIGKILL)
         _ = await run.exitStatus()
         let deadline = ContinuousClock.now + .seconds(10)
@@ -329,17 +332,8 @@ struct LiveViewOnFakeBluetoothdTests: BlemuRunRig {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         // A hard limit of 48, so the view cannot raise its soft one past it.
-        let ui = try ChildProcess(
-            "/usr/bin/prlimit",
-            [
-                "--nofile=48:48", ChildProcess.blemu, "ui", "--control", directory + "/x.sock", "--listen",
-                "127.0.0.1:0",
-            ],
-            outputIn: directory)
-        let listening = await FileWait.until(ui.stdoutPath, contains: "Ctrl-C to stop", within: .seconds(20))
-        try #require(listening, "\(ui.stderr)")
-        let url = try #require(ui.stdout.split(separator: " ").first { $0.hasPrefix("http://") })
-        let port = try #require(url.split(separator: ":").last.flatMap { UInt16($0.prefix { $0.isNumber }) })
+        let (ui, port, _) = try await view(
+            directory + "/x.sock", in: directory, wrapper: ["/usr/bin/prlimit", "--nofile=48:48"])
         var idle: [Int32] = []
         defer { for fd in idle { close(fd) } }
         var address = sockaddr_in()
