@@ -28,6 +28,7 @@ let package = Package(
         .library(name: "DBus", targets: ["DBus"]),
         .library(name: "Peripheral", targets: ["Peripheral"]),
         .library(name: "BlueZ", targets: ["BlueZ"]),
+        .library(name: "ControlProtocol", targets: ["ControlProtocol"]),
         .library(name: "Emulation", targets: ["Emulation"]),
         .library(name: "PeripheralTesting", targets: ["PeripheralTesting"]),
         .library(name: "BlueZTesting", targets: ["BlueZTesting"]),
@@ -77,10 +78,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
+        // The control socket's wire protocol: the JSON value, the command table and the client. What the device's
+        // server, `blemu ctl`, the live view and the MCP tools share, so none of those needs the others.
+        .target(name: "ControlProtocol", dependencies: ["LocalIO"], swiftSettings: strict),
         .target(
             name: "Emulation",
             dependencies: [
-                "Peripheral", "GATTModel", "BlueZModel", "GATTProfile", "LocalIO",
+                "Peripheral", "GATTModel", "BlueZModel", "GATTProfile", "LocalIO", "ControlProtocol",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
@@ -121,7 +125,7 @@ let package = Package(
         .target(
             name: "LiveView",
             dependencies: [
-                "Emulation", "LocalIO", .product(name: "FlyingFox", package: "FlyingFox"),
+                "ControlProtocol", "LocalIO", .product(name: "FlyingFox", package: "FlyingFox"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             resources: [
@@ -133,7 +137,7 @@ let package = Package(
         .target(
             name: "AgentTools",
             dependencies: [
-                "Emulation", "LocalIO", .product(name: "MCP", package: "swift-sdk"),
+                "ControlProtocol", "LocalIO", .product(name: "MCP", package: "swift-sdk"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
@@ -145,7 +149,7 @@ let package = Package(
             name: "BlemuCLI",
             dependencies: [
                 "GATTModel", "BlueZModel", "GATTProfile", "Emulation", "Peripheral", "BlueZ", "DBus", "Lab",
-                "LocalIO", "ProbeCentral", "Serving",
+                "LocalIO", "ProbeCentral", "Serving", "ControlProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -156,7 +160,7 @@ let package = Package(
         .executableTarget(
             name: "BlemuLive",
             dependencies: [
-                "Emulation", "LiveView", "AgentTools", "Serving",
+                "ControlProtocol", "LiveView", "AgentTools", "Serving",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "MCP", package: "swift-sdk"), .product(name: "Logging", package: "swift-log"),
             ],
@@ -173,6 +177,7 @@ let package = Package(
 
         .testTarget(name: "GATTModelTests", dependencies: ["GATTModel"], swiftSettings: strict),
         .testTarget(name: "LocalIOTests", dependencies: ["LocalIO"], swiftSettings: strict),
+        .testTarget(name: "ControlProtocolTests", dependencies: ["ControlProtocol"], swiftSettings: strict),
         .testTarget(name: "BlueZModelTests", dependencies: ["BlueZModel", "GATTModel"], swiftSettings: strict),
         .testTarget(
             name: "GATTProfileTests", dependencies: ["GATTProfile", "GATTModel"],

@@ -1,4 +1,4 @@
-import Emulation
+import ControlProtocol
 
 /// The tools `blemu mcp` offers: one per command of the control protocol (`ControlCommand`), with `events` split
 /// in two, the latest events (`recent_events`) and the next one (`wait_for_event`). Each sends exactly its command.

@@ -1,4 +1,4 @@
-import Emulation
+import ControlProtocol
 
 /// Which events a tool looks for: a type (`notification`, `request`, ...) and a characteristic, each optional.
 public struct EventFilter: Hashable, Sendable {

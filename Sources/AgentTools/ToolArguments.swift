@@ -1,4 +1,4 @@
-import Emulation
+import ControlProtocol
 import MCP
 
 /// A tool call's arguments, read against what the tool's schema allows: a client need not check the schema, so

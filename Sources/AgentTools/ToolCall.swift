@@ -1,4 +1,4 @@
-import Emulation
+import ControlProtocol
 
 /// What one tool call does on the control socket: the request line it sends, and for the two `events` tools what
 /// is done with the answer.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ControlProtocol
 import Emulation
 
 /// One `blemu ctl SOCKET` command: its name and abstract are the control protocol's (`ControlCommand`), its arguments

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ControlProtocol
 import Emulation
 import Foundation
 import Serving

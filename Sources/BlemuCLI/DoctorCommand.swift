@@ -1,5 +1,6 @@
 import ArgumentParser
 import BlueZModel
+import ControlProtocol
 import DBus
 import Emulation
 import Logging

@@ -26,7 +26,7 @@ struct ShowCommand: ParsableCommand {
     func run() throws {
         let profile = try ProfileInput.load(file)
         if json {
-            try Console.printJSON(ProfileJSON(profile))
+            print(ProfileJSON.document(profile).prettyText)
         } else {
             print(GATTTreeText(profile: profile).rendered)
         }

@@ -1,6 +1,6 @@
 import ArgumentParser
+import ControlProtocol
 import Dispatch
-import Emulation
 import Foundation
 import LiveView
 import Logging

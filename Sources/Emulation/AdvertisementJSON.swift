@@ -1,4 +1,5 @@
 import BlueZModel
+import ControlProtocol
 import GATTModel
 import GATTProfile
 

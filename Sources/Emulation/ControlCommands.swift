@@ -1,4 +1,4 @@
-import Foundation
+import ControlProtocol
 import GATTModel
 import GATTProfile
 import Peripheral
@@ -172,7 +172,7 @@ struct ControlCommands: Sendable {
             let events = feed.recent.compactMap { try? JSONValue(parsing: EventLineEncoder.encode($0)) }
             return ["events": .array(events)]
         case .describe:
-            return ["profile": try Self.profileDocument(emulator.profile)]
+            return ["profile": ProfileJSON.document(emulator.profile)]
         case .status:
             let host = await emulator.hostStatus()
             return [
@@ -181,17 +181,6 @@ struct ControlCommands: Sendable {
                 "bluez": host.bluez.map(JSONValue.string) ?? .null,
                 "advertisement": AdvertisementJSON.document(for: emulator.profile.advertisement),
             ]
-        }
-    }
-
-    /// `profile` as `ProfileJSON` encodes it: the profile as loaded, its values as it starts them (`get` reads the
-    /// current ones).
-    private static func profileDocument(_ profile: PeripheralProfile) throws(ControlError) -> JSONValue {
-        do {
-            let data = try JSONEncoder().encode(ProfileJSON(profile))
-            return try JSONValue(parsing: String(decoding: data, as: UTF8.self))
-        } catch {
-            throw .failed("cannot describe the profile: \(error)")
         }
     }
 

@@ -1,3 +1,4 @@
+import ControlProtocol
 import Dispatch
 import GATTModel
 import LocalIO
@@ -191,9 +192,10 @@ public final class ControlServer: Sendable {
 
     private enum Admission { case admitted, full, stopped }
 
-    /// The longest request line: a `set` of a 512-byte value in hex is about 1 KiB, so this leaves room for any
-    /// real request while a runaway client cannot make the server buffer without bound.
-    public static let maximumLineLength = 1 << 20
+    /// The longest request line (`ControlCommand.maximumLineLength`): a `set` of a 512-byte value in hex is about
+    /// 1 KiB, so this leaves room for any real request while a runaway client cannot make the server buffer without
+    /// bound.
+    public static let maximumLineLength = ControlCommand.maximumLineLength
 
     private func serve(_ connection: Int32) {
         var framer = LineFramer(maximumLength: Self.maximumLineLength)

@@ -1,3 +1,4 @@
+import ControlProtocol
 import GATTModel
 import Peripheral
 

@@ -215,7 +215,7 @@ public final class EventLog: Sendable {
 }
 
 /// `close(2)`, out of reach inside a type with its own `close()`.
-func closeDescriptor(_ fd: Int32) { _ = close(fd) }
+func closeDescriptor(_ fd: Int32) { SocketCalls.close(fd) }
 
 /// `write(2)`, out of reach inside a type with its own `write`.
 func writeDescriptor(_ fd: Int32, _ bytes: UnsafeRawPointer?, _ count: Int) -> Int { write(fd, bytes, count) }

@@ -1,99 +1,76 @@
 import BlueZModel
+import ControlProtocol
 import GATTModel
 import GATTProfile
 import Peripheral
 
 /// A profile as JSON with stable keys: what `blemu show --json` prints and the control socket's `describe` answers
-/// (docs/control-and-events.md).
-public struct ProfileJSON: Encodable, Sendable {
-    struct ServiceJSON: Encodable, Sendable {
-        let id: String
-        let uuid: String
-        let name: String?
-        let primary: Bool
-        let includes: [String]
-        let characteristics: [CharacteristicJSON]
-    }
-
-    struct CharacteristicJSON: Encodable, Sendable {
-        let id: String
-        let uuid: String
-        let name: String?
-        let properties: [String]
-        let permissions: [String]
-        let security: [String: String]
-        let bluezFlags: [String]
-        let cached: Bool
-        let value: String
-        let maxLength: Int
-        let fields: [FieldJSON]?
-        let descriptors: [DescriptorJSON]
-    }
-
-    struct FieldJSON: Encodable, Sendable {
-        let name: String
-        let type: String
-        let value: String
-    }
-
-    struct DescriptorJSON: Encodable, Sendable {
-        let uuid: String
-        let name: String?
-        let value: String
-        let bluezFlags: [String]
-    }
-
-    struct PairingJSON: Encodable, Sendable {
-        let ioCapability: String
-        /// Six digits, as the central's user types them; nil without a fixed passkey.
-        let passkey: String?
-        let bondable: Bool
-    }
-
-    let name: String
-    let pairing: PairingJSON
-    let services: [ServiceJSON]
-    /// The behaviour in words (`BehaviourText.sentences`): schedules, write rules and faults; empty when none.
-    let behaviour: [String]
-
-    /// The document for `profile`, its values as the profile starts them.
-    public init(_ profile: PeripheralProfile) {
-        name = profile.name
-        pairing = PairingJSON(
-            ioCapability: profile.pairing.ioCapability.rawValue,
-            passkey: profile.pairing.passkey.map(PairingEvent.spelled), bondable: profile.pairing.isBondable)
-        services = profile.services.map { service in
-            ServiceJSON(
-                id: service.id, uuid: service.uuid.description, name: service.uuid.assignedName,
-                primary: service.isPrimary, includes: service.includedServiceIDs,
-                characteristics: service.characteristics.map(Self.characteristic))
+/// (docs/control-and-events.md). Built as a `JSONValue`, so the serving binary needs no Foundation encoder; a key
+/// without a value (a UUID with no SIG name, a characteristic without fields, no fixed passkey) is left out.
+public enum ProfileJSON {
+    /// `{name, pairing, services: [{id, uuid, name?, primary, includes, characteristics}], behaviour}` for
+    /// `profile`, its values as the profile starts them (`get` reads the current ones).
+    public static func document(_ profile: PeripheralProfile) -> JSONValue {
+        var pairing: [String: JSONValue] = [
+            "ioCapability": .string(profile.pairing.ioCapability.rawValue),
+            "bondable": .bool(profile.pairing.isBondable),
+        ]
+        // Six digits, as the central's user types them.
+        pairing["passkey"] = profile.pairing.passkey.map { .string(PairingEvent.spelled($0)) }
+        let services: [JSONValue] = profile.services.map { service in
+            var members: [String: JSONValue] = [
+                "id": .string(service.id), "uuid": .string(service.uuid.description),
+                "primary": .bool(service.isPrimary), "includes": strings(service.includedServiceIDs),
+                "characteristics": .array(service.characteristics.map(characteristic)),
+            ]
+            members["name"] = service.uuid.assignedName.map(JSONValue.string)
+            return .object(members)
         }
-        behaviour = BehaviourText(behaviour: profile.behaviour).sentences
+        return .object([
+            "name": .string(profile.name), "pairing": .object(pairing), "services": .array(services),
+            // The behaviour in words (`BehaviourText.sentences`): schedules, write rules and faults; empty when none.
+            "behaviour": strings(BehaviourText(behaviour: profile.behaviour).sentences),
+        ])
     }
 
-    static func characteristic(_ characteristic: Characteristic) -> CharacteristicJSON {
-        let security = characteristic.effectiveSecurity
+    /// One characteristic: its declaration, bluetoothd's flags for it, its starting value and decoded fields.
+    static func characteristic(_ characteristic: Characteristic) -> JSONValue {
         let bytes = characteristic.value.bytes
-        let fields = characteristic.layout.flatMap { layout in
-            layout.decode(bytes).map { values in
+        let security = characteristic.effectiveSecurity.levels.map { ($0.key.rawValue, JSONValue.string($0.value.name)) }
+        var members: [String: JSONValue] = [
+            "id": .string(characteristic.id), "uuid": .string(characteristic.uuid.description),
+            "properties": strings(characteristic.properties.names),
+            "permissions": strings(characteristic.permissions.names),
+            "security": .object(Dictionary(uniqueKeysWithValues: security)),
+            "bluezFlags": strings(characteristic.bluezFlags.map(\.rawValue)),
+            "cached": .bool(characteristic.value.isCached), "value": .string(Hex.string(bytes, separator: "")),
+            "maxLength": .integer(Int64(characteristic.maximumLength)),
+            "descriptors": .array(
+                characteristic.descriptors.map { descriptor in
+                    var members: [String: JSONValue] = [
+                        "uuid": .string(descriptor.uuid.description),
+                        "value": .string(Hex.string(descriptor.value, separator: "")),
+                        "bluezFlags": strings(descriptor.bluezFlags.map(\.rawValue)),
+                    ]
+                    members["name"] = descriptor.uuid.assignedName.map(JSONValue.string)
+                    return .object(members)
+                }),
+        ]
+        members["name"] = characteristic.uuid.assignedName.map(JSONValue.string)
+        if let layout = characteristic.layout, let values = layout.decode(bytes) {
+            members["fields"] = .array(
                 zip(layout.fields, values).map {
-                    FieldJSON(name: $0.name, type: $0.type.name, value: $1.displayText)
-                }
-            }
+                    .object(
+                        [
+                            "name": .string($0.name), "type": .string($0.type.name),
+                            "value": .string($1.displayText),
+                        ])
+                })
         }
-        return CharacteristicJSON(
-            id: characteristic.id, uuid: characteristic.uuid.description, name: characteristic.uuid.assignedName,
-            properties: characteristic.properties.names, permissions: characteristic.permissions.names,
-            security: Dictionary(uniqueKeysWithValues: security.levels.map { ($0.key.rawValue, $0.value.name) }),
-            bluezFlags: characteristic.bluezFlags.map(\.rawValue), cached: characteristic.value.isCached,
-            value: Hex.string(bytes, separator: ""), maxLength: characteristic.maximumLength,
-            fields: fields,
-            descriptors: characteristic.descriptors.map {
-                DescriptorJSON(
-                    uuid: $0.uuid.description, name: $0.uuid.assignedName,
-                    value: Hex.string($0.value, separator: ""), bluezFlags: $0.bluezFlags.map(\.rawValue))
-            })
+        return .object(members)
     }
+
+    private static func strings(_ list: [String]) -> JSONValue { .array(list.map(JSONValue.string)) }
 }
 
 extension FieldValue {

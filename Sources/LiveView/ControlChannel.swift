@@ -1,4 +1,4 @@
-import Emulation
+import ControlProtocol
 import FlyingSocks
 import Foundation
 
@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 /// The control protocol's JSON (FlyingFox has a type of the same name).
-typealias JSONValue = Emulation.JSONValue
+typealias JSONValue = ControlProtocol.JSONValue
 
 /// One connection to a device's control socket (docs/control-and-events.md): request lines out, one response line
 /// back for each, in order. Async on FlyingSocks' pool, so waiting on the device holds no thread; the server keeps

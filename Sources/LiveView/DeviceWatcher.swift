@@ -1,4 +1,4 @@
-import Emulation
+import ControlProtocol
 import FlyingFox
 import Logging
 

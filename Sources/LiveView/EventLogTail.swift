@@ -1,4 +1,4 @@
-import Emulation
+import ControlProtocol
 import LocalIO
 
 /// The end of a device's event log file (`blemu run --events FILE`): a page opened late sees more history than the

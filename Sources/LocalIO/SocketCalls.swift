@@ -12,6 +12,10 @@ public enum SocketCalls {
     public static let longestUnixPath = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
 
     /// The address of the Unix socket at `path`; nil when the path is longer than `longestUnixPath` bytes.
+    /// `close(2)`, reachable inside a type that has a `close()` of its own; the result is not looked at, as a
+    /// descriptor is gone after close whatever it returns (POSIX leaves EINTR's state unspecified; Linux frees it).
+    public static func close(_ fd: Int32) { _ = closeDescriptor(fd) }
+
     public static func unixAddress(_ path: String) -> sockaddr_un? {
         let bytes = Array(path.utf8)
         guard bytes.count <= longestUnixPath else { return nil }
@@ -55,3 +59,6 @@ private let systemConnect = Glibc.connect
 private let systemBind = Darwin.bind
 private let systemConnect = Darwin.connect
 #endif
+
+/// `close(2)` under a name `SocketCalls.close` can call without calling itself.
+private func closeDescriptor(_ fd: Int32) -> Int32 { close(fd) }

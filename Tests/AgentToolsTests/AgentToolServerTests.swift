@@ -1,4 +1,5 @@
 import AgentTools
+import ControlProtocol
 import Emulation
 import Foundation
 import LocalIO

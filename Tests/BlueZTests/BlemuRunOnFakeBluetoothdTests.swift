@@ -1,4 +1,5 @@
 import BlueZTesting
+import ControlProtocol
 import DBus
 import Emulation
 import Foundation

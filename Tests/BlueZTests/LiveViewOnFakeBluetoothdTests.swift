@@ -1,4 +1,5 @@
 import BlueZTesting
+import ControlProtocol
 import Emulation
 import Foundation
 import LocalIO

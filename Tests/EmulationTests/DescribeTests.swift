@@ -1,3 +1,4 @@
+import ControlProtocol
 import Emulation
 import Foundation
 import Testing
@@ -29,8 +30,29 @@ import Testing
         let behaviour = profile["behaviour"] as? [String] ?? []
         #expect(behaviour.contains { $0.hasPrefix("schedule heart-rate-measurement: notify every 1s") }, "\(behaviour)")
         #expect(behaviour.contains { $0.hasPrefix("  bpm: ") }, "\(behaviour)")
-        // The same document as `ProfileJSON` encodes for `blemu show --json`.
-        let shown = try JSONSerialization.jsonObject(with: JSONEncoder().encode(ProfileJSON(rig.emulator.profile)))
+        // The same document `blemu show --json` prints.
+        let shown = try JSONSerialization.jsonObject(with: Data(ProfileJSON.document(rig.emulator.profile).text.utf8))
         #expect(NSDictionary(dictionary: profile).isEqual(to: shown as? [String: Any] ?? [:]))
+    }
+
+    /// The keys a client reads (the Python package, the live view), each where it was when Foundation's encoder
+    /// wrote the document, and a key without a value left out rather than null.
+    @Test func theDocumentKeepsItsKeysAndLeavesOutWhatHasNoValue() throws {
+        let document = ProfileJSON.document(Fixtures.heartRate())
+        #expect(Set(document.object?.keys.map { $0 } ?? []) == ["name", "pairing", "services", "behaviour"])
+        #expect(document["pairing"]?.object?.keys.sorted() == ["bondable", "ioCapability"], "no passkey: no key")
+        let service = try #require(document["services"]?.array?.first)
+        #expect(
+            service.object?.keys.sorted() == ["characteristics", "id", "includes", "name", "primary", "uuid"])
+        let characteristics = service["characteristics"]?.array ?? []
+        let measurement = try #require(characteristics.first { $0["id"] == .string("heart-rate-measurement") })
+        #expect(
+            measurement.object?.keys.sorted() == [
+                "bluezFlags", "cached", "descriptors", "fields", "id", "maxLength", "name", "permissions",
+                "properties", "security", "uuid", "value",
+            ])
+        #expect(measurement["fields"]?.array?.count == 2)
+        let controlPoint = try #require(characteristics.first { $0["id"] == .string("heart-rate-control-point") })
+        #expect(controlPoint["fields"] == nil, "no layout: no `fields` key, not null")
     }
 }

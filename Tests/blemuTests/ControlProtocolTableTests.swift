@@ -1,3 +1,4 @@
+import ControlProtocol
 import Emulation
 import Foundation
 import Testing

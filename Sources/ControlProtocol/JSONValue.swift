@@ -145,7 +145,7 @@ public enum JSONValue: Hashable, Sendable {
     }
 
     /// A string literal: quotes, backslashes and control characters escaped (RFC 8259 section 7), the rest as is.
-    static func quote(_ string: String, to output: inout String) {
+    public static func quote(_ string: String, to output: inout String) {
         output += "\""
         for scalar in string.unicodeScalars {
             switch scalar {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import Emulation
+@testable import ControlProtocol
 
 /// blemu's own JSON (the serving binary links no Foundation) checked against Foundation's, which the
 /// tests may still use: what one prints the other reads back the same.

@@ -29,7 +29,7 @@ public struct ControlClient: Sendable {
     /// Sends one raw line and returns the response line. Throws `Unreachable`.
     public func send(line: String) throws(Unreachable) -> String {
         let fd = try connect(sending: line)
-        defer { closeDescriptor(fd) }
+        defer { SocketCalls.close(fd) }
         var response: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while !response.contains(UInt8(ascii: "\n")) {
@@ -57,7 +57,7 @@ public struct ControlClient: Sendable {
         guard fd >= 0 else { throw Unreachable(description: "socket: \(String(cString: strerror(errno)))") }
         guard SocketCalls.connect(fd, to: address) else {
             let reason = String(cString: strerror(errno))
-            closeDescriptor(fd)
+            SocketCalls.close(fd)
             throw Unreachable(description: "\(path): \(reason)")
         }
         let bytes = Array((line + "\n").utf8)
@@ -68,7 +68,7 @@ public struct ControlClient: Sendable {
             }
             if result < 0 && errno == EINTR { continue }
             guard result > 0 else {
-                closeDescriptor(fd)
+                SocketCalls.close(fd)
                 throw Unreachable(description: "\(path): connection closed")
             }
             written += result

@@ -1,3 +1,5 @@
+import LocalIO
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -30,8 +32,8 @@ extension ControlClient {
         _ request: [String: JSONValue], deadline: ContinuousClock.Instant?, line: (String) -> Bool
     ) throws(Unreachable) -> StreamEnd {
         let fd = try connect(sending: JSONValue.object(request).text)
-        defer { closeDescriptor(fd) }
-        var framer = LineFramer(maximumLength: ControlServer.maximumLineLength)
+        defer { SocketCalls.close(fd) }
+        var framer = LineFramer(maximumLength: ControlCommand.maximumLineLength)
         var buffer = [UInt8](repeating: 0, count: 65_536)
         var received = 0
         while true {

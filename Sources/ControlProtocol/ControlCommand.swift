@@ -26,10 +26,14 @@ public enum ControlCommand: String, CaseIterable, Sendable {
     case reset
     /// The latest events, or every event from now on, as the event log's lines.
     case events
-    /// The profile served: its name, pairing, services and characteristics with their fields (`ProfileJSON`).
+    /// The profile served: its name, pairing, services and characteristics with their fields (as `blemu show --json`).
     case describe
     /// The device as it runs: state, advertising, adapter, bluetoothd's version, and the advertisement's bytes.
     case status
+
+    /// The longest line either side reads, in bytes: a longer request is answered with an error and discarded as it
+    /// arrives, so a client that never sends a newline cannot make the server buffer without end.
+    public static let maximumLineLength = 1 << 20
 
     /// What the command does, in one line of at most 74 characters.
     public var summary: String {

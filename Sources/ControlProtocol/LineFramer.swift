@@ -1,9 +1,9 @@
 /// Splits a byte stream into newline-terminated lines in time linear in the bytes, holding at most
 /// `maximumLength` bytes of an unfinished line: a longer line is reported once as `.tooLong` and the rest of it is
 /// discarded as it arrives, never buffered. A trailing carriage return (CRLF clients) is not part of a line.
-struct LineFramer {
+public struct LineFramer: Sendable {
     /// One framed line.
-    enum Line: Equatable {
+    public enum Line: Equatable, Sendable {
         /// A line's text, without its `\r\n` or `\n`.
         case line(String)
         /// A line over the maximum, whose bytes were dropped.
@@ -15,10 +15,10 @@ struct LineFramer {
     private var isDiscarding = false
 
     /// A framer refusing lines longer than `maximumLength` bytes.
-    init(maximumLength: Int) { self.maximumLength = maximumLength }
+    public init(maximumLength: Int) { self.maximumLength = maximumLength }
 
     /// The lines `bytes` completes, in order; bytes after the last newline wait for the next call.
-    mutating func append(_ bytes: ArraySlice<UInt8>) -> [Line] {
+    public mutating func append(_ bytes: ArraySlice<UInt8>) -> [Line] {
         var lines: [Line] = []
         var start = bytes.startIndex
         // Each byte is looked at once: the search starts where the last one ended.
