@@ -178,6 +178,8 @@ let package = Package(
         .testTarget(name: "GATTModelTests", dependencies: ["GATTModel"], swiftSettings: strict),
         .testTarget(name: "LocalIOTests", dependencies: ["LocalIO"], swiftSettings: strict),
         .testTarget(name: "ControlProtocolTests", dependencies: ["ControlProtocol"], swiftSettings: strict),
+        // Reads Sources/ and docs/architecture.md only: the drawing is the import graph.
+        .testTarget(name: "ArchitectureTests", swiftSettings: strict),
         .testTarget(name: "BlueZModelTests", dependencies: ["BlueZModel", "GATTModel"], swiftSettings: strict),
         .testTarget(
             name: "GATTProfileTests", dependencies: ["GATTProfile", "GATTModel"],
