@@ -36,7 +36,9 @@ public enum ProfileJSON {
     /// One characteristic: its declaration, bluetoothd's flags for it, its starting value and decoded fields.
     static func characteristic(_ characteristic: Characteristic) -> JSONValue {
         let bytes = characteristic.value.bytes
-        let security = characteristic.effectiveSecurity.levels.map { ($0.key.rawValue, JSONValue.string($0.value.name)) }
+        let security = characteristic.effectiveSecurity.levels.map {
+            ($0.key.rawValue, JSONValue.string($0.value.name))
+        }
         var members: [String: JSONValue] = [
             "id": .string(characteristic.id), "uuid": .string(characteristic.uuid.description),
             "properties": strings(characteristic.properties.names),

@@ -11,11 +11,11 @@ public enum SocketCalls {
     /// The longest path a Unix socket can have: `sun_path` holds 108 bytes with its NUL (unix(7)).
     public static let longestUnixPath = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
 
-    /// The address of the Unix socket at `path`; nil when the path is longer than `longestUnixPath` bytes.
     /// `close(2)`, reachable inside a type that has a `close()` of its own; the result is not looked at, as a
     /// descriptor is gone after close whatever it returns (POSIX leaves EINTR's state unspecified; Linux frees it).
     public static func close(_ fd: Int32) { _ = closeDescriptor(fd) }
 
+    /// The address of the Unix socket at `path`; nil when the path is longer than `longestUnixPath` bytes.
     public static func unixAddress(_ path: String) -> sockaddr_un? {
         let bytes = Array(path.utf8)
         guard bytes.count <= longestUnixPath else { return nil }
