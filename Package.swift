@@ -181,8 +181,9 @@ let package = Package(
         // Reads Sources/ and docs/architecture.md only: the drawing is the import graph.
         .testTarget(name: "ArchitectureTests", swiftSettings: strict),
         .testTarget(name: "BlueZModelTests", dependencies: ["BlueZModel", "GATTModel"], swiftSettings: strict),
+        // Serving's `BlueZProfileCheck` adds what bluetoothd makes of a profile, as `blemu validate` reports it.
         .testTarget(
-            name: "GATTProfileTests", dependencies: ["GATTProfile", "GATTModel"],
+            name: "GATTProfileTests", dependencies: ["GATTProfile", "GATTModel", "Serving"],
             swiftSettings: strict),
         // The ATT request list the fake bluetoothd (level 5) and the lab (level 6) both run.
         .target(name: "ScenarioList", path: "Tests/ScenarioList", swiftSettings: strict),

@@ -32,7 +32,7 @@ struct ValidateCommand: ParsableCommand {
                 if worst == .success { worst = .noInput }
                 continue
             }
-            let result = ProfileLoader.load(path: file)
+            let result = BlueZProfileCheck.checked(ProfileLoader.load(path: file))
             if !result.diagnostics.isEmpty { Console.error(result.renderedDiagnostics) }
             var errors = result.diagnostics.filter { $0.severity == .error }.count
             let warnings = result.diagnostics.count - errors

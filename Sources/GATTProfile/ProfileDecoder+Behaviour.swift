@@ -1,4 +1,3 @@
-import BlueZModel
 import GATTModel
 
 /// The `behaviour` section: parsed and checked against the declared characteristics; the Emulation module runs it.

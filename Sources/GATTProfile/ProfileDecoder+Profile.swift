@@ -1,4 +1,3 @@
-import BlueZModel
 import GATTModel
 
 /// The top level, the advertisement and pairing.
@@ -96,7 +95,9 @@ extension ProfileDecoder {
             advertisement.mode = mode
             if mode == .extended { warnAboutExtended(value, scanResponse: map["scan-response"]) }
         }
-        warnAboutWhatDoesNotFit(advertisement, uuidNodes: uuidNodes, nameNode: map["local-name"])
+        sites.advertisement = advertisement
+        sites.advertisedServices = uuidNodes.mapValues(\.mark)
+        sites.localName = map["local-name"]?.mark
         return advertisement
     }
 
@@ -117,43 +118,6 @@ extension ProfileDecoder {
         return uuid(node, kind: .service, for: "advertised service")
     }
 
-    /// Warns at its `service-uuids` entry about each service UUID the legacy advertisement cannot carry (a central
-    /// filtering its scan on it never finds the device: bleak's `service_uuids`, Android's `ScanFilter`, iOS's
-    /// `scanForPeripherals(withServices:)`), and at `local-name` when the name is advertised shortened.
-    private mutating func warnAboutWhatDoesNotFit(
-        _ advertisement: Advertisement, uuidNodes: [BluetoothUUID: YAMLNode], nameNode: YAMLNode?
-    ) {
-        guard let plan = try? AdvertisingPlanner.plan(advertisement) else { return }
-        for (index, step) in plan.uuidPlacements.enumerated() where !step.fits {
-            guard let node = uuidNodes[step.uuid] else { continue }
-            let before = plan.uuidPlacements[..<index].filter(\.fits).map { describe($0.uuid) }
-            let takenBy =
-                before.isEmpty
-                ? "the other advertising data" : before.joined(separator: ", ")
-            warn(
-                node.mark,
-                "advertised service \(describe(step.uuid)) does not fit: it needs \(bytes(step.needed)) and "
-                    + "\(step.left) of the \(plan.budget.serviceUUIDsLimit) for service UUIDs are left after \(takenBy); "
-                    + "a central filtering its scan on it will not find the device",
-                hint:
-                    "list it earlier in `service-uuids`, or advertise fewer or shorter UUIDs (`blemu adv` shows the bytes)"
-            )
-        }
-        if plan.isLocalNameShortened, let nameNode, let full = advertisement.localName, let short = plan.localName {
-            let fix =
-                switch (advertisement.mode, advertisement.scanResponse) {
-                case (.extended, _): "a shorter `local-name`, or less manufacturer or service data, fits it whole"
-                case (.legacy, .coreBluetooth): "`scan-response: full` would send it whole (up to 29 bytes)"
-                case (.legacy, .full): "a shorter `local-name` fits whole"
-                }
-            warn(
-                nameNode.mark,
-                "local name \"\(full)\" is advertised shortened to \"\(short)\" (\(Array(short.utf8).count) of "
-                    + "\(bytes(Array(full.utf8).count)))",
-                hint: fix)
-        }
-    }
-
     /// Extended advertising is for a device that really sends it: say who will not see it, so nobody ships it by
     /// accident, and that `scan-response` means nothing without a scan response.
     private mutating func warnAboutExtended(_ modeNode: YAMLNode, scanResponse: YAMLNode?) {
@@ -171,9 +135,6 @@ extension ProfileDecoder {
                     + "response, and the name goes into the advertising data")
         }
     }
-
-    /// "1 byte", "18 bytes".
-    func bytes(_ count: Int) -> String { count == 1 ? "1 byte" : "\(count) bytes" }
 
     /// `interval: {min-ms: 100, max-ms: 150}`: Core Spec Vol 4, Part E, 7.8.5 allows 20 ms to 10.24 s.
     private mutating func decodeInterval(_ node: YAMLNode) -> ClosedRange<Double>? {

@@ -1,4 +1,3 @@
-import BlueZModel
 import GATTModel
 
 /// `behaviour.schedules`: generators, intervals and start rules, checked against the declared characteristics.

@@ -1,4 +1,3 @@
-import BlueZModel
 import GATTModel
 
 /// `behaviour.write-rules`: what a write must satisfy and what it sets off, checked against the declarations.
@@ -140,8 +139,8 @@ extension ProfileDecoder {
         return (low, high)
     }
 
-    /// An ATT error by key (`value-not-allowed`) or code (`0x80`), answering `operation` (nil: either). Warns when
-    /// bluetoothd cannot carry it: the central would receive another code (`ATTError.deliveredThroughBlueZ`).
+    /// An ATT error by key (`value-not-allowed`) or code (`0x80`), answering `operation` (nil: either), recorded in
+    /// `sites` so the serving stack can say whether it carries the error to a central.
     mutating func attError(_ node: YAMLNode, on operation: AttributeOperation?) -> ATTError? {
         guard let text = string(node, for: "`error`") else { return nil }
         guard let error = ATTError(name: text) else {
@@ -152,15 +151,7 @@ extension ProfileDecoder {
             return nil
         }
         let operations: [AttributeOperation] = operation.map { [$0] } ?? [.read, .write]
-        if let delivered = operations.map({ error.deliveredThroughBlueZ(on: $0) }).first(where: { $0 != error }) {
-            warn(
-                node.mark,
-                "bluetoothd cannot send \(error) to a central: it arrives as \(delivered) (BlueZ 5.66-5.82, "
-                    + "src/gatt-database.c dbus_error_to_att_ecode)",
-                hint:
-                    "use an application error (0x80-0x9F), or one bluetoothd carries (docs/bluez.md: Errors an application can send)"
-            )
-        }
+        sites.errorAnswers.append(ProfileSites.ErrorAnswer(error: error, operations: operations, mark: node.mark))
         return error
     }
 }

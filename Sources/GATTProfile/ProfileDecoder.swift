@@ -9,6 +9,8 @@ struct ProfileDecoder {
     let file: String
     /// The problems found so far.
     private(set) var diagnostics: [Diagnostic] = []
+    /// What a stack's checks need of the profile, with where each part was written.
+    var sites: ProfileSites
 
     /// What the decoder knows of a characteristic once decoded, for `includes`, behaviour and warnings.
     struct Declared {
@@ -32,7 +34,10 @@ struct ProfileDecoder {
     var serviceUUIDsByID: [String: BluetoothUUID] = [:]
 
     /// A decoder whose diagnostics name `file`.
-    init(file: String) { self.file = file }
+    init(file: String) {
+        self.file = file
+        sites = ProfileSites(file: file)
+    }
 
     /// The diagnostics ordered by position (stable for equal positions), as a compiler lists them.
     var sortedDiagnostics: [Diagnostic] {

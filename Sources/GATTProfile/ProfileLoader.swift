@@ -18,12 +18,14 @@ public enum ProfileLoader {
         var decoder = ProfileDecoder(file: fileName)
         let profile = decoder.decode(text: text)
         let diagnostics = decoder.sortedDiagnostics
-        return ProfileResult(profile: diagnostics.containsErrors ? nil : profile, diagnostics: diagnostics)
+        return ProfileResult(
+            profile: diagnostics.containsErrors ? nil : profile, diagnostics: diagnostics, sites: decoder.sites)
     }
 
     private static func failure(file: String, message: String) -> ProfileResult {
         ProfileResult(
             profile: nil,
-            diagnostics: [Diagnostic(file: file, line: 1, column: 1, severity: .error, message: message)])
+            diagnostics: [Diagnostic(file: file, line: 1, column: 1, severity: .error, message: message)],
+            sites: ProfileSites(file: file))
     }
 }

@@ -1,9 +1,15 @@
 /// A position in the YAML text, 1-based, as libyaml's marks give it (they are 0-based; we add one).
-struct Mark: Hashable, Sendable {
+public struct Mark: Hashable, Sendable {
     /// The 1-based line.
-    var line: Int
+    public var line: Int
     /// The 1-based column.
-    var column: Int
+    public var column: Int
+
+    /// The position at `line` and `column`, both 1-based.
+    public init(line: Int, column: Int) {
+        self.line = line
+        self.column = column
+    }
 }
 
 /// A node of the small YAML tree the decoder reads: what libyaml's events describe, with their marks.

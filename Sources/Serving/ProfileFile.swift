@@ -14,7 +14,7 @@ public enum ProfileFile {
             Console.error("blemu: cannot read \(path)")
             throw .noInput
         }
-        let result = ProfileLoader.load(path: path)
+        let result = BlueZProfileCheck.checked(ProfileLoader.load(path: path))
         if !result.diagnostics.isEmpty { Console.error(result.renderedDiagnostics) }
         guard !result.hasErrors, let profile = result.profile else { throw .badProfile }
         return profile

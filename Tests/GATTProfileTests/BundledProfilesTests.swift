@@ -1,6 +1,7 @@
 import Foundation
 import GATTModel
 import GATTProfile
+import Serving
 import Testing
 
 @Suite struct BundledProfilesTests {
@@ -20,7 +21,7 @@ import Testing
     /// whole name (`scan-response: full`); the Core Bluetooth cut is shown by the lab's own fixture.
     @Test(arguments: files.map(\.path))
     func everyBundledProfileLoadsWithoutDiagnostics(path: String) {
-        let result = ProfileLoader.load(path: path)
+        let result = BlueZProfileCheck.checked(ProfileLoader.load(path: path))
         #expect(result.diagnostics.isEmpty, "\(result.renderedDiagnostics)")
         #expect(result.profile != nil)
     }
@@ -32,7 +33,8 @@ import Testing
             contentsOf: Repository.root.appendingPathComponent("docs/profile-format.md"), encoding: .utf8)
         let start = try #require(text.range(of: "```yaml\n"))
         let end = try #require(text.range(of: "```", range: start.upperBound..<text.endIndex))
-        let result = ProfileLoader.decode(text: String(text[start.upperBound..<end.lowerBound]), fileName: "example")
+        let result = BlueZProfileCheck.checked(
+            ProfileLoader.decode(text: String(text[start.upperBound..<end.lowerBound]), fileName: "example"))
         #expect(
             result.diagnostics.map(\.message) == [
                 "local name \"Polar H10 A1B2\" is advertised shortened to \"Polar H1\" (8 of 14 bytes)"

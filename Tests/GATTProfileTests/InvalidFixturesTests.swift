@@ -1,5 +1,6 @@
 import Foundation
 import GATTProfile
+import Serving
 import Testing
 
 /// fixtures/invalid: each file opens with one `# expect: line:column: severity: message; hint` comment per
@@ -29,7 +30,7 @@ import Testing
         let text = try String(contentsOfFile: path, encoding: .utf8)
         let expected = Self.expectations(in: text)
         #expect(!expected.isEmpty, "\(path) names no `# expect:` diagnostic")
-        let result = ProfileLoader.load(path: path)
+        let result = BlueZProfileCheck.checked(ProfileLoader.load(path: path))
         let actual = result.diagnostics.map(\.positionedMessage)
         let rendered = actual.map { "# expect: \($0)" }.joined(separator: "\n")
         #expect(actual == expected, "actual:\n\(rendered)")
