@@ -34,6 +34,12 @@ public struct BehaviourText: Sendable {
                 "on write to \(rule.characteristicID): "
                     + rule.actions.map(Self.describe).joined(separator: ", then "))
         }
+        for variable in behaviour.state {
+            lines.append("state \(variable.name): \(variable.type.name), from \(variable.initial.displayText)")
+        }
+        for deviceProtocol in behaviour.protocols {
+            lines += ProtocolText(deviceProtocol).sentences
+        }
         for fault in behaviour.faults {
             lines.append("fault: \(Self.describe(fault.effect)) \(Self.describe(fault.trigger))")
         }
@@ -62,6 +68,9 @@ public struct BehaviourText: Sendable {
         case .replay(let replay):
             "replay of \(replay.file)" + (replay.column.map { ", column \($0)" } ?? "")
                 + (replay.format == .hex ? ", hex values" : "") + (replay.repeats ? ", repeating" : "")
+        case .follow(let state, let rate, let start):
+            "follows state \(state) at \(number(rate)) per second"
+                + (start.map { ", from \(number($0))" } ?? "")
         }
     }
 

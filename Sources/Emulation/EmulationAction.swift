@@ -17,11 +17,16 @@ public enum EmulationAction: Hashable, Sendable {
     case disconnect
     /// Something was adjusted to keep running (a generated value clamped to its field); log it, change nothing.
     case warning(characteristicID: String, message: String)
+    /// Hold a characteristic's schedules (a protocol's `pause-schedules`: a workout paused).
+    case pauseSchedules(characteristicID: String)
+    /// Let a characteristic's schedules run again from now (a protocol's `resume-schedules`).
+    case resumeSchedules(characteristicID: String)
 
     /// The characteristic a value action stores; nil for link actions.
     public var characteristicID: String? {
         switch self {
         case .update(let id, _), .notify(let id, _), .indicate(let id, _), .warning(let id, _): id
+        case .pauseSchedules(let id), .resumeSchedules(let id): id
         case .stopAdvertising, .disconnect: nil
         }
     }
@@ -30,7 +35,7 @@ public enum EmulationAction: Hashable, Sendable {
     public var value: [UInt8]? {
         switch self {
         case .update(_, let value), .notify(_, let value), .indicate(_, let value): value
-        case .stopAdvertising, .disconnect, .warning: nil
+        case .stopAdvertising, .disconnect, .warning, .pauseSchedules, .resumeSchedules: nil
         }
     }
 

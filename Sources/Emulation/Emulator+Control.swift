@@ -148,6 +148,11 @@ extension Emulator {
         return changed
     }
 
+    /// The device's state variables now (`behaviour.state`), by name.
+    public func protocolState() -> [String: FieldValue] {
+        engines.withLock { $0.rules.state }
+    }
+
     /// Records where the device is served, for `status`.
     public func serve(on host: ServingHost) { self.host = host }
 

@@ -204,6 +204,13 @@ public actor Emulator {
                 }
             case .warning(let id, let message):
                 logger.warning("\(id): \(message)")
+            case .pauseSchedules(let id):
+                _ = engines.withLock { $0.schedules.pause(id) }
+                arm()
+            case .resumeSchedules(let id):
+                let now = clock.now()
+                _ = engines.withLock { $0.schedules.resume(id, at: now) }
+                arm()
             }
         }
     }

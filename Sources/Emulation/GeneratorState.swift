@@ -19,6 +19,14 @@ public struct GeneratorState: Hashable, Sendable {
         case randomWalk(next: Double, step: Double, range: ClosedRange<Double>, random: SplitMix64)
         case sine(period: Double, amplitude: Double, offset: Double)
         case replay(ReplayTrack, repeats: Bool)
+        /// Where the value is and when it was last moved; nil before the first tick.
+        case follow(state: String, ratePerSecond: Double, start: Double?, last: Position?)
+    }
+
+    /// Where a `follow` was, and when.
+    private struct Position: Hashable, Sendable {
+        var value: Double
+        var at: Duration
     }
 
     private var kind: Kind
@@ -47,12 +55,30 @@ public struct GeneratorState: Hashable, Sendable {
             kind = .replay(
                 try ReplayTrack(contentsOf: path, column: replay.column, format: replay.format), repeats: replay.repeats
             )
+        case .follow(let state, let rate, let start):
+            kind = .follow(state: state, ratePerSecond: rate, start: start, last: nil)
         }
     }
 
-    /// The next value. `elapsed` is the time since the device started; only sine and replay read it.
-    public mutating func next(at elapsed: Duration) -> FieldValue {
+    /// The next value. `elapsed` is the time since the device started; only sine, replay and follow read it.
+    /// `state` is the device's state now, which `follow` moves toward.
+    public mutating func next(at elapsed: Duration, state: [String: FieldValue] = [:]) -> FieldValue {
         switch kind {
+        case .follow(let name, let rate, let start, let last):
+            let target = state[name]?.number
+            // Before the first tick the value is `start`, else the variable's value: a ramp starts from rest.
+            guard let last else {
+                let value = start ?? target ?? 0
+                kind = .follow(
+                    state: name, ratePerSecond: rate, start: start, last: Position(value: value, at: elapsed))
+                return .real(value)
+            }
+            let allowed = rate * max((elapsed - last.at).seconds, 0)
+            let goal = target ?? last.value
+            let value =
+                abs(goal - last.value) <= allowed ? goal : last.value + (goal > last.value ? allowed : -allowed)
+            kind = .follow(state: name, ratePerSecond: rate, start: start, last: Position(value: value, at: elapsed))
+            return .real(value)
         case .constant(let value):
             return value
         case .sequence(let values, let repeats, let index):

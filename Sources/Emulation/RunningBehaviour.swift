@@ -15,7 +15,7 @@ struct RunningBehaviour: Sendable {
 
     /// Ticks every engine at `now`, in a fixed order (schedules, ramps, timed faults).
     mutating func tick(at now: Duration) -> [EmulationAction] {
-        schedules.tick(at: now) + rules.tick(at: now) + faults.tick(at: now)
+        schedules.tick(at: now, state: rules.state) + rules.tick(at: now) + faults.tick(at: now)
     }
 
     /// Back to `initial` (the engines as the profile built them) at `now`: schedules restarted with their

@@ -155,8 +155,9 @@ public struct Schedules: Sendable {
     /// When `tick(at:)` next has something to do; nil when every schedule is paused or not started.
     public var nextDeadline: Duration? { runs.compactMap(\.nextTick).min() }
 
-    /// Fires every schedule whose deadline is at or before `now`, once each, and returns what to do.
-    public mutating func tick(at now: Duration) -> [EmulationAction] {
+    /// Fires every schedule whose deadline is at or before `now`, once each, and returns what to do; `state` is the
+    /// device's state, which a `follow` generator moves toward.
+    public mutating func tick(at now: Duration, state: [String: FieldValue] = [:]) -> [EmulationAction] {
         guard let startTime else { return [] }
         var actions: [EmulationAction] = []
         for index in runs.indices {
@@ -165,7 +166,7 @@ public struct Schedules: Sendable {
             let isRecordedPace = runs[index].schedule.isRecordedPace
             // A recording's times count from the schedule's own start; other generators see the device's clock.
             let elapsed = isRecordedPace ? now - anchor : now - startTime
-            let composition = runs[index].composer.next(current: values[id] ?? [], at: elapsed)
+            let composition = runs[index].composer.next(current: values[id] ?? [], at: elapsed, state: state)
             values[id] = composition.value
             actions += composition.warnings.map { .warning(characteristicID: id, message: $0) }
             actions.append(.storing(composition.value, in: id, by: runs[index].schedule.action))

@@ -70,12 +70,15 @@ public struct ValueComposer: Sendable {
         bindings.first { $0.index == nil }?.state.nextRecordedTime(after: elapsed)
     }
 
-    /// Advances every generator once and returns the new value built on `current`.
-    public mutating func next(current: [UInt8], at elapsed: Duration) -> Composition {
+    /// Advances every generator once and returns the new value built on `current`; `state` is the device's state,
+    /// which a `follow` generator moves toward.
+    public mutating func next(
+        current: [UInt8], at elapsed: Duration, state: [String: FieldValue] = [:]
+    ) -> Composition {
         var whole: FieldValue?
         var updates: [(index: Int, value: FieldValue)] = []
         for position in bindings.indices {
-            let value = bindings[position].state.next(at: elapsed)
+            let value = bindings[position].state.next(at: elapsed, state: state)
             if let index = bindings[position].index { updates.append((index, value)) } else { whole = value }
         }
         var composition: Composition
@@ -169,7 +172,7 @@ public struct ValueComposer: Sendable {
         return (make(clamped), "`\(spec.name)`: generated values beyond \(spec.type.name) are clamped to \(range)")
     }
 
-    private static func zero(of type: FieldType) -> FieldValue {
+    static func zero(of type: FieldType) -> FieldValue {
         switch type {
         case .unsigned, .signed: .integer(0)
         case .float32, .sfloat, .medfloat: .real(0)

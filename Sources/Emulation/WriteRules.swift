@@ -41,6 +41,8 @@ public struct WriteRules: Sendable {
     private let rampInterval: Duration
     private var values: [String: [UInt8]]
     private var ramps: [Ramp] = []
+    /// The profile's control-point protocols and the device's state they keep.
+    public private(set) var protocols: Protocols
 
     /// The write rules of a profile. A ramp moves its field every `rampInterval`.
     ///
@@ -69,13 +71,28 @@ public struct WriteRules: Sendable {
         rules = Dictionary(profile.behaviour.writeRules.map { ($0.characteristicID, $0) }) { first, _ in first }
         self.rampInterval = rampInterval > .zero ? rampInterval : .seconds(1)
         values = characteristics.mapValues(\.value.bytes)
+        protocols = try Protocols(profile: profile)
     }
 
-    /// Whether a rule answers writes to the characteristic; without one a write is stored as written.
-    public func hasRule(for characteristicID: String) -> Bool { rules[characteristicID] != nil }
+    /// Whether a rule or a protocol answers writes to the characteristic; without one a write is stored as written.
+    public func hasRule(for characteristicID: String) -> Bool {
+        rules[characteristicID] != nil || protocols.handles(characteristicID)
+    }
+
+    /// The device's state, by variable name (`behaviour.state`).
+    public var state: [String: FieldValue] { protocols.state }
 
     /// Decides a central's write of `value` to a characteristic at `now` (the caller's clock, as for `tick(at:)`).
     public mutating func write(_ value: [UInt8], to characteristicID: String, at now: Duration) -> Decision {
+        if protocols.handles(characteristicID) {
+            let outcome = protocols.write(value, to: characteristicID)
+            if case .accept(let actions) = outcome.decision {
+                for action in actions {
+                    if let id = action.characteristicID, let stored = action.value { values[id] = stored }
+                }
+            }
+            return outcome.decision
+        }
         guard let rule = rules[characteristicID] else {
             values[characteristicID] = value
             return .accept([.update(characteristicID: characteristicID, value: value)])

@@ -132,6 +132,14 @@ public struct AssignedNumber: Hashable, Sendable {
         (0x2AA2, "language", "Language"),
         (0x2ACC, "fitness-machine-feature", "Fitness Machine Feature"),
         (0x2AD2, "indoor-bike-data", "Indoor Bike Data"),
+        (0x2AD3, "training-status", "Training Status"),
+        (0x2AD4, "supported-speed-range", "Supported Speed Range"),
+        (0x2AD5, "supported-inclination-range", "Supported Inclination Range"),
+        (0x2AD6, "supported-resistance-level-range", "Supported Resistance Level Range"),
+        (0x2AD7, "supported-heart-rate-range", "Supported Heart Rate Range"),
+        (0x2AD8, "supported-power-range", "Supported Power Range"),
+        (0x2AD9, "fitness-machine-control-point", "Fitness Machine Control Point"),
+        (0x2ADA, "fitness-machine-status", "Fitness Machine Status"),
     ]
 
     private static let descriptors: [(UInt16, String, String)] = [

@@ -8,16 +8,27 @@ public struct Behaviour: Hashable, Sendable {
     public var writeRules: [WriteRule]
     /// Deliberate misbehaviour for testing centrals.
     public var faults: [Fault]
+    /// The device's own state: named, typed variables with their initial values.
+    public var state: [StateVariable]
+    /// How the device answers writes to its control points, request by request.
+    public var protocols: [DeviceProtocol]
 
     /// Behaviour from its parts; none by default (values are served as declared).
-    public init(schedules: [Schedule] = [], writeRules: [WriteRule] = [], faults: [Fault] = []) {
+    public init(
+        schedules: [Schedule] = [], writeRules: [WriteRule] = [], faults: [Fault] = [], state: [StateVariable] = [],
+        protocols: [DeviceProtocol] = []
+    ) {
         self.schedules = schedules
         self.writeRules = writeRules
         self.faults = faults
+        self.state = state
+        self.protocols = protocols
     }
 
     /// Whether the profile declares no behaviour at all.
-    public var isEmpty: Bool { schedules.isEmpty && writeRules.isEmpty && faults.isEmpty }
+    public var isEmpty: Bool {
+        schedules.isEmpty && writeRules.isEmpty && faults.isEmpty && state.isEmpty && protocols.isEmpty
+    }
 }
 
 extension Schedule {
@@ -127,6 +138,9 @@ public enum Generator: Hashable, Sendable {
     case sine(period: Duration, amplitude: Double, offset: Double)
     /// Values replayed from a CSV file of `time,value` rows (time in seconds).
     case replay(Replay)
+    /// A number that moves toward a state variable's value at most `ratePerSecond` per second (a trainer's power
+    /// following its target in ERG mode), from `start` (nil: the variable's initial value).
+    case follow(state: String, ratePerSecond: Double, start: Double?)
 
     /// Whether this is a `replay`.
     public var isReplay: Bool { if case .replay = self { true } else { false } }

@@ -2,19 +2,37 @@ import GATTModel
 
 /// The `behaviour` section: parsed and checked against the declared characteristics; the Emulation module runs it.
 extension ProfileDecoder {
-    static let generatorNames = ["constant", "sequence", "counter", "random-walk", "sine", "replay"]
+    static let generatorNames = ["constant", "sequence", "counter", "random-walk", "sine", "replay", "follow"]
 
-    /// Decodes `behaviour: {schedules, write-rules, faults}`.
+    /// Decodes `behaviour: {state, schedules, write-rules, protocols, faults}`: the state first, whatever the key
+    /// order, since schedules and protocols read it; then the schedules, which protocols may pause and resume.
     mutating func decodeBehaviour(_ node: YAMLNode) -> Behaviour? {
-        guard let map = fields(node, in: "`behaviour`", allowed: ["schedules", "write-rules", "faults"]) else {
-            return nil
-        }
+        guard
+            let map = fields(
+                node, in: "`behaviour`", allowed: ["state", "schedules", "write-rules", "protocols", "faults"])
+        else { return nil }
         var behaviour = Behaviour()
+        if let stateNode = map["state"] {
+            behaviour.state = decodeState(stateNode)
+            stateVariables = Dictionary(behaviour.state.map { ($0.name, $0) }) { first, _ in first }
+        }
         if let list = map["schedules"].flatMap({ sequence($0, in: "`schedules`") }) {
             behaviour.schedules = list.compactMap { decodeSchedule($0) }
+            scheduledCharacteristics = Set(behaviour.schedules.map(\.characteristicID))
         }
         if let list = map["write-rules"].flatMap({ sequence($0, in: "`write-rules`") }) {
             behaviour.writeRules = list.compactMap { decodeWriteRule($0) }
+        }
+        if let list = map["protocols"].flatMap({ sequence($0, in: "`protocols`") }) {
+            let writeRuled = Set(behaviour.writeRules.map(\.characteristicID))
+            for item in list {
+                guard let decoded = decodeProtocol(item, writeRuled: writeRuled) else { continue }
+                if behaviour.protocols.contains(where: { $0.characteristicID == decoded.characteristicID }) {
+                    report(item, "characteristic `\(decoded.characteristicID)` has a protocol already")
+                    continue
+                }
+                behaviour.protocols.append(decoded)
+            }
         }
         if let list = map["faults"].flatMap({ sequence($0, in: "`faults`") }) {
             behaviour.faults = list.compactMap { decodeFault($0) }

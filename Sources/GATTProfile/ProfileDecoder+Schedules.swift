@@ -221,6 +221,35 @@ extension ProfileDecoder {
                 }
             }
             return .sine(period: period, amplitude: amplitude, offset: offset)
+        case "follow":
+            guard let field = numericField(field, generator: kind, at: node),
+                let map = fields(
+                    body, in: "`follow`", allowed: ["state", "rate-per-second", "start"],
+                    required: ["state", "rate-per-second"]),
+                let stateNode = map["state"], let name = string(stateNode, for: "`state`"),
+                let rate = map["rate-per-second"].flatMap({ number($0, for: "`rate-per-second`") })
+            else { return nil }
+            guard let variable = stateVariables[name] else {
+                report(
+                    stateNode, "unknown state variable `\(EditDistance.echo(name))`",
+                    hint: EditDistance.hint(for: name, in: Array(stateVariables.keys))
+                        ?? "declare it under `behaviour.state`")
+                return nil
+            }
+            guard variable.type.isNumeric else {
+                report(stateNode, "`follow` moves toward a number, but state `\(name)` is \(variable.type.name)")
+                return nil
+            }
+            guard rate > 0 else {
+                report(map["rate-per-second"] ?? body, "`rate-per-second` must be above zero")
+                return nil
+            }
+            var start: Double?
+            if let startNode = map["start"] {
+                guard let value = fitting(startNode, field: field) else { return nil }
+                start = value
+            }
+            return .follow(state: name, ratePerSecond: rate, start: start)
         default:  // replay
             guard
                 let map = fields(

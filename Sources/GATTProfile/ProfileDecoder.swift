@@ -32,6 +32,10 @@ struct ProfileDecoder {
     var primaryServiceUUIDs: Set<BluetoothUUID> = []
     /// Each service id's UUID, so `service-uuids` may name a service by its id.
     var serviceUUIDsByID: [String: BluetoothUUID] = [:]
+    /// The device's state variables by name, once `behaviour.state` is decoded.
+    var stateVariables: [String: StateVariable] = [:]
+    /// The characteristics a schedule writes, which protocol actions may pause and resume.
+    var scheduledCharacteristics: Set<String> = []
 
     /// A decoder whose diagnostics name `file`.
     init(file: String) {

@@ -92,7 +92,8 @@ struct FieldRanges {
             let numbers = values.compactMap(\.number)
             guard numbers.count == values.count, let low = numbers.min(), let high = numbers.max() else { return nil }
             return low...high
-        case .replay:
+        case .replay, .follow:
+            // A recording's rows, or a state value the central's writes set: no bounds the profile states.
             return nil
         }
     }

@@ -1,0 +1,136 @@
+import GATTModel
+import GATTProfile
+
+/// Answers writes to a profile's control points as its protocols say, and holds the device's state, as a state
+/// machine with no clock and no I/O: the caller hands it a write and performs the decision.
+///
+/// A request is read by its layout (op code, then that op code's parameters), the first case whose conditions all
+/// hold acts, else `otherwise`, else the write is refused with `DeviceProtocol.defaultRejection`. A case is one
+/// transaction: it either rejects (and nothing changes) or performs its actions in order, each `set` seeing the
+/// state the ones before it left. Values a case builds are made to fit their type (numbers rounded and clamped,
+/// with a warning), never refused mid-run; the decoder has checked every name and literal already.
+public struct Protocols: Sendable {
+    /// What answering one write did: the decision, and which case acted (nil: `otherwise` or the default).
+    public struct Outcome: Sendable {
+        /// What to answer, and what to do after answering.
+        public var decision: WriteRules.Decision
+        /// The index of the case that acted; nil when none did.
+        public var caseIndex: Int?
+    }
+
+    private let protocols: [String: DeviceProtocol]
+    private let types: [String: FieldType]
+    private let initialState: [String: FieldValue]
+    /// The device's state now, by variable name.
+    public private(set) var state: [String: FieldValue]
+
+    /// The protocols and state of a profile. Throws `BehaviourError` when a protocol names an unknown
+    /// characteristic (the decoder refuses such a profile; a hand-built one may still).
+    public init(profile: PeripheralProfile) throws(BehaviourError) {
+        let ids = Set(profile.characteristics.map(\.id))
+        for deviceProtocol in profile.behaviour.protocols {
+            for id in [deviceProtocol.characteristicID] + deviceProtocol.targets where !ids.contains(id) {
+                throw .unknownCharacteristic(id)
+            }
+        }
+        protocols = Dictionary(profile.behaviour.protocols.map { ($0.characteristicID, $0) }) { first, _ in first }
+        types = Dictionary(profile.behaviour.state.map { ($0.name, $0.type) }) { first, _ in first }
+        initialState = Dictionary(profile.behaviour.state.map { ($0.name, $0.initial) }) { first, _ in first }
+        state = initialState
+    }
+
+    /// Whether a protocol answers writes to the characteristic.
+    public func handles(_ characteristicID: String) -> Bool { protocols[characteristicID] != nil }
+
+    /// Decides a central's write of `value` to a characteristic a protocol answers.
+    public mutating func write(_ value: [UInt8], to characteristicID: String) -> Outcome {
+        guard let deviceProtocol = protocols[characteristicID] else {
+            return Outcome(decision: .reject(DeviceProtocol.defaultRejection), caseIndex: nil)
+        }
+        let request = deviceProtocol.request.parse(value)
+        let chosen = deviceProtocol.cases.firstIndex { item in
+            item.conditions.allSatisfy { holds($0, for: request) }
+        }
+        guard let actions = chosen.map({ deviceProtocol.cases[$0].actions }) ?? deviceProtocol.otherwise else {
+            return Outcome(decision: .reject(DeviceProtocol.defaultRejection), caseIndex: nil)
+        }
+        var state = self.state
+        var performed: [EmulationAction] = []
+        for action in actions {
+            switch action {
+            case .reject(let error):
+                return Outcome(decision: .reject(error), caseIndex: chosen)
+            case .store:
+                performed.append(.update(characteristicID: characteristicID, value: value))
+            case .setState(let name, let source):
+                guard let type = types[name] else { continue }
+                let (fitted, warning) = Self.fit(resolve(source, request: request, state: state), to: type, name: name)
+                state[name] = fitted
+                if let warning { performed.append(.warning(characteristicID: characteristicID, message: warning)) }
+            case .send(let id, let kind, let pieces):
+                let (bytes, warnings) = build(pieces, request: request, state: state)
+                performed += warnings.map { .warning(characteristicID: id, message: $0) }
+                performed.append(.storing(bytes, in: id, by: kind))
+            case .schedules(let control, let id):
+                performed.append(
+                    control == .pause ? .pauseSchedules(characteristicID: id) : .resumeSchedules(characteristicID: id))
+            }
+        }
+        self.state = state
+        return Outcome(decision: .accept(performed), caseIndex: chosen)
+    }
+
+    /// Every variable back to its initial value (`reset`).
+    public mutating func reset() { state = initialState }
+
+    private func holds(_ condition: ProtocolCondition, for request: ParsedRequest) -> Bool {
+        switch condition {
+        case .op(let names): !request.isMalformed && request.op.map(names.contains) == true
+        case .unknownOp: !request.isMalformed && request.code != nil && request.op == nil
+        case .malformed: request.isMalformed
+        case .parameter(let name, let match):
+            !request.isMalformed && request.parameters[name].map(match.admits) == true
+        case .state(let name, let match): state[name].map(match.admits) == true
+        }
+    }
+
+    private func resolve(_ source: ValueSource, request: ParsedRequest, state: [String: FieldValue]) -> FieldValue {
+        switch source {
+        case .literal(let value): value
+        case .opCode: .integer(request.code ?? 0)
+        // A malformed request has no parameters: a reply that names one sends its type's zero.
+        case .parameter(let name): request.parameters[name] ?? .integer(0)
+        case .state(let name): state[name] ?? .integer(0)
+        }
+    }
+
+    /// The bytes of `pieces`, each value fitted to its piece's type, and what had to be adjusted.
+    private func build(
+        _ pieces: [ValuePiece], request: ParsedRequest, state: [String: FieldValue]
+    ) -> ([UInt8], [String]) {
+        let layout = ValueLayout(
+            pieces.enumerated().map { FieldSpec(name: "piece \($0.offset + 1)", type: $0.element.type) })
+        let updates = pieces.enumerated().map {
+            ($0.offset, resolve($0.element.source, request: request, state: state))
+        }
+        let composition = ValueComposer.compose(updates, into: [], layout: layout)
+        return (composition.value, composition.warnings)
+    }
+
+    /// `value` made to fit a variable of `type`, as a generated field value is.
+    private static func fit(_ value: FieldValue, to type: FieldType, name: String) -> (FieldValue, String?) {
+        ValueComposer.fit(value, to: FieldSpec(name: name, type: type), keeping: ValueComposer.zero(of: type))
+    }
+}
+
+extension DeviceProtocol {
+    /// The characteristics the protocol's actions send to or control.
+    var targets: [String] {
+        (cases.flatMap(\.actions) + (otherwise ?? [])).compactMap { action in
+            switch action {
+            case .send(let id, _, _), .schedules(_, let id): id
+            case .reject, .store, .setState: nil
+            }
+        }
+    }
+}

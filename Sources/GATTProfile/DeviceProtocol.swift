@@ -1,0 +1,208 @@
+import GATTModel
+
+/// A named, typed variable of the device's own state (a trainer's `control` granted, its `target-power`), declared
+/// in `behaviour.state` with its starting value: set by protocol actions, tested by their cases, read by replies and
+/// by the `follow` generator. `reset` puts every variable back to its initial value.
+public struct StateVariable: Hashable, Sendable {
+    /// The variable's name; one namespace with the fields of the requests that may read it.
+    public var name: String
+    /// Its type, spelled as a field's (`bool`, `u8`, `s16`, `utf8`, ...).
+    public var type: FieldType
+    /// The value it starts with, and returns to at `reset`.
+    public var initial: FieldValue
+
+    /// A variable from its parts.
+    public init(name: String, type: FieldType, initial: FieldValue) {
+        self.name = name
+        self.type = type
+        self.initial = initial
+    }
+}
+
+/// How a device answers writes to one characteristic as a request/response protocol (a control point): the written
+/// value read by `request` (an op code, then that op code's own parameter fields), then the first `case` whose
+/// conditions hold acts, or `otherwise`; with neither, the write is refused with `Self.defaultRejection`.
+public struct DeviceProtocol: Hashable, Sendable {
+    /// The Core's code for a request the server does not support (Core 5.4 Vol 3 Part F 3.4.1.1), and one bluetoothd
+    /// carries to the central as itself (docs/bluez.md, "Errors an application can send").
+    public static let defaultRejection = ATTError.requestNotSupported
+
+    /// The characteristic written.
+    public var characteristicID: String
+    /// How a written value reads.
+    public var request: RequestLayout
+    /// The cases, in order: the first that holds acts.
+    public var cases: [ProtocolCase]
+    /// What a request no case holds for gets; nil: `defaultRejection`.
+    public var otherwise: [ProtocolAction]?
+
+    /// A protocol from its parts.
+    public init(
+        characteristicID: String, request: RequestLayout, cases: [ProtocolCase], otherwise: [ProtocolAction]? = nil
+    ) {
+        self.characteristicID = characteristicID
+        self.request = request
+        self.cases = cases
+        self.otherwise = otherwise
+    }
+}
+
+/// The layout of a request: an op code field first, then the parameters the op code selects.
+public struct RequestLayout: Hashable, Sendable {
+    /// The op code's field: its type (`u8`, `u16`) and the name replies and cases call it by (`op`).
+    public var opCode: FieldSpec
+    /// The op codes the device knows, each with its parameter fields.
+    public var ops: [RequestOp]
+
+    /// A layout from its parts.
+    public init(opCode: FieldSpec, ops: [RequestOp]) {
+        self.opCode = opCode
+        self.ops = ops
+    }
+
+    /// How a written value reads against this layout.
+    public func parse(_ value: [UInt8]) -> ParsedRequest {
+        guard let width = opCode.type.byteCount, value.count >= width,
+            let decoded = ValueLayout([opCode]).decode(Array(value.prefix(width))),
+            case .integer(let code) = decoded.first
+        else { return ParsedRequest(code: nil, op: nil, parameters: [:], isMalformed: true) }
+        guard let op = ops.first(where: { $0.code == code }) else {
+            return ParsedRequest(code: code, op: nil, parameters: [:], isMalformed: false)
+        }
+        guard let values = op.parameters.decode(Array(value.dropFirst(width))) else {
+            return ParsedRequest(code: code, op: op.name, parameters: [:], isMalformed: true)
+        }
+        let parameters = Dictionary(zip(op.parameters.fields.map(\.name), values)) { first, _ in first }
+        return ParsedRequest(code: code, op: op.name, parameters: parameters, isMalformed: false)
+    }
+}
+
+/// One op code a request layout knows.
+public struct RequestOp: Hashable, Sendable {
+    /// Its name, as cases match it (`set-target-power`).
+    public var name: String
+    /// Its code on the wire.
+    public var code: Int64
+    /// The fields that follow the op code; a request of another length is malformed.
+    public var parameters: ValueLayout
+
+    /// An op code from its parts.
+    public init(name: String, code: Int64, parameters: ValueLayout = ValueLayout([])) {
+        self.name = name
+        self.code = code
+        self.parameters = parameters
+    }
+}
+
+/// A written value as its request layout reads it.
+public struct ParsedRequest: Hashable, Sendable {
+    /// The op code, nil when the value is too short to hold one.
+    public var code: Int64?
+    /// The op code's name; nil for an op code the layout does not know (or none).
+    public var op: String?
+    /// The parameters by name, when the length fits the op code.
+    public var parameters: [String: FieldValue]
+    /// True when the value is too short for an op code, or its length does not fit the op code's parameters.
+    public var isMalformed: Bool
+}
+
+/// One case of a protocol: conditions that must all hold, and what the device then does.
+public struct ProtocolCase: Hashable, Sendable {
+    /// The conditions, all of which must hold; none: the case always holds.
+    public var conditions: [ProtocolCondition]
+    /// The actions, in order.
+    public var actions: [ProtocolAction]
+
+    /// A case from its parts.
+    public init(conditions: [ProtocolCondition], actions: [ProtocolAction]) {
+        self.conditions = conditions
+        self.actions = actions
+    }
+}
+
+/// A condition a request and the device's state must meet.
+public enum ProtocolCondition: Hashable, Sendable {
+    /// The request's op code is one of these (by name), well formed.
+    case op([String])
+    /// The op code is one the layout does not know.
+    case unknownOp
+    /// The request is malformed: too short for an op code, or the wrong length for its op code's parameters.
+    case malformed
+    /// A parameter of the request matches.
+    case parameter(String, ValueMatch)
+    /// A state variable matches.
+    case state(String, ValueMatch)
+}
+
+/// What a value must be.
+public enum ValueMatch: Hashable, Sendable {
+    /// One of these values.
+    case oneOf([FieldValue])
+    /// A number within the range.
+    case range(ClosedRange<Double>)
+
+    /// Whether `value` matches.
+    public func admits(_ value: FieldValue) -> Bool {
+        switch self {
+        case .oneOf(let values):
+            return values.contains { Self.same($0, value) }
+        case .range(let range):
+            guard let number = value.number else { return false }
+            return range.contains(number)
+        }
+    }
+
+    /// Equal values, a whole real equal to an integer included.
+    static func same(_ left: FieldValue, _ right: FieldValue) -> Bool {
+        if let a = left.number, let b = right.number { return a == b }
+        return left == right
+    }
+}
+
+/// Where a value an action uses comes from.
+public enum ValueSource: Hashable, Sendable {
+    /// A value written in the profile.
+    case literal(FieldValue)
+    /// The request's op code, as a number (also for an op code the layout does not know; 0 when there is none).
+    case opCode
+    /// A parameter of the request.
+    case parameter(String)
+    /// A state variable's current value.
+    case state(String)
+}
+
+/// One typed piece of a value an action builds: its type and where its value comes from.
+public struct ValuePiece: Hashable, Sendable {
+    /// How the piece is encoded.
+    public var type: FieldType
+    /// What it holds.
+    public var source: ValueSource
+
+    /// A piece from its parts.
+    public init(type: FieldType, source: ValueSource) {
+        self.type = type
+        self.source = source
+    }
+}
+
+/// One thing a protocol's case does.
+public enum ProtocolAction: Hashable, Sendable {
+    /// Answer the write with this error; nothing else happens (a case that rejects does nothing else).
+    case reject(ATTError)
+    /// Keep the written value as the characteristic's value.
+    case store
+    /// Set a state variable.
+    case setState(String, ValueSource)
+    /// Store a value built from `pieces` in a characteristic and push it as `kind` says (notify, indicate, update).
+    case send(characteristicID: String, kind: Schedule.Action, pieces: [ValuePiece])
+    /// Hold a characteristic's schedules (`pause`) or let them run again (`resume`).
+    case schedules(ScheduleControl, characteristicID: String)
+}
+
+/// What an action does to a characteristic's schedules.
+public enum ScheduleControl: String, Hashable, Sendable, CaseIterable {
+    /// Hold them: no tick until resumed.
+    case pause
+    /// Let them run again from now.
+    case resume
+}

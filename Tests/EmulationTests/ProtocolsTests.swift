@@ -1,0 +1,146 @@
+import GATTModel
+import GATTProfile
+import Peripheral
+import PeripheralTesting
+import Testing
+
+@testable import Emulation
+
+/// The protocol engine on the bundled trainer (profiles/indoor-bike.yaml): each FTMS exchange as the spec lists it
+/// (FTMS 1.0 4.16), the device's state between requests, and the order of the answers a central sees.
+@Suite struct ProtocolsTests {
+    /// The actions a write to the control point decides, or its rejection.
+    static func answer(_ engine: inout Protocols, _ request: [UInt8]) -> WriteRules.Decision {
+        engine.write(request, to: "control-point").decision
+    }
+
+    static func indicated(_ bytes: [UInt8]) -> EmulationAction {
+        .indicate(characteristicID: "control-point", value: bytes)
+    }
+
+    static func status(_ bytes: [UInt8]) -> EmulationAction {
+        .notify(characteristicID: "status", value: bytes)
+    }
+
+    @Test func controlIsNeededBeforeTargetsAndResetTakesItBack() throws {
+        var engine = try Protocols(profile: bundledProfile("indoor-bike"))
+        // Set Target Power 200 W before Request Control: Control Not Permitted, and nothing changes.
+        #expect(Self.answer(&engine, [0x05, 0xC8, 0x00]) == .accept([Self.indicated([0x80, 0x05, 0x05])]))
+        #expect(engine.state["target-power"] == .integer(120))
+        #expect(Self.answer(&engine, [0x00]) == .accept([Self.indicated([0x80, 0x00, 0x01])]))
+        #expect(engine.state["control"] == .boolean(true))
+        #expect(
+            Self.answer(&engine, [0x05, 0xC8, 0x00])
+                == .accept([Self.indicated([0x80, 0x05, 0x01]), Self.status([0x08, 0xC8, 0x00])]))
+        #expect(engine.state["target-power"] == .integer(200))
+        #expect(
+            Self.answer(&engine, [0x01])
+                == .accept([Self.indicated([0x80, 0x01, 0x01]), Self.status([0x01])]))
+        #expect(engine.state["control"] == .boolean(false))
+        #expect(Self.answer(&engine, [0x05, 0xC8, 0x00]) == .accept([Self.indicated([0x80, 0x05, 0x05])]))
+    }
+
+    @Test func parametersAreReadByTheirOpCodeAndCheckedByRange() throws {
+        var engine = try Protocols(profile: bundledProfile("indoor-bike"))
+        _ = Self.answer(&engine, [0x00])
+        // -10 W (0xFFF6 as sint16): outside 0...1000, Invalid Parameter.
+        #expect(Self.answer(&engine, [0x05, 0xF6, 0xFF]) == .accept([Self.indicated([0x80, 0x05, 0x03])]))
+        // One byte short for Set Target Power: malformed, Invalid Parameter, whatever the state.
+        #expect(Self.answer(&engine, [0x05, 0xC8]) == .accept([Self.indicated([0x80, 0x05, 0x03])]))
+        #expect(Self.answer(&engine, []) == .accept([Self.indicated([0x80, 0x00, 0x03])]))
+        // Stop or Pause carries its mode into the status; a mode the spec does not define is refused.
+        #expect(
+            Self.answer(&engine, [0x08, 0x02])
+                == .accept([Self.indicated([0x80, 0x08, 0x01]), Self.status([0x02, 0x02])]))
+        #expect(Self.answer(&engine, [0x08, 0x07]) == .accept([Self.indicated([0x80, 0x08, 0x03])]))
+        #expect(
+            Self.answer(&engine, [0x07]) == .accept([Self.indicated([0x80, 0x07, 0x01]), Self.status([0x04])]))
+        #expect(engine.state["running"] == .boolean(true))
+    }
+
+    @Test func anOpCodeTheMachineDoesNotKnowGetsOpCodeNotSupported() throws {
+        var engine = try Protocols(profile: bundledProfile("indoor-bike"))
+        // Spin Down Control (0x13) and a reserved code: `otherwise`, with the request's own op code.
+        #expect(Self.answer(&engine, [0x13, 0x01]) == .accept([Self.indicated([0x80, 0x13, 0x02])]))
+        #expect(Self.answer(&engine, [0xFE]) == .accept([Self.indicated([0x80, 0xFE, 0x02])]))
+    }
+
+    @Test func withoutOtherwiseAnUnmatchedRequestIsRefusedAndStateKept() throws {
+        let request = RequestLayout(
+            opCode: FieldSpec(name: "op", type: .unsigned(bytes: 1)), ops: [RequestOp(name: "ping", code: 1)])
+        let profile = PeripheralProfile(
+            name: "P",
+            services: [
+                Service(
+                    id: "s", uuid: BluetoothUUID(0x1234),
+                    characteristics: [
+                        Characteristic(id: "cp", uuid: BluetoothUUID(0x1235), properties: [.write, .notify])
+                    ])
+            ],
+            behaviour: Behaviour(
+                state: [StateVariable(name: "pings", type: .unsigned(bytes: 1), initial: .integer(0))],
+                protocols: [
+                    DeviceProtocol(
+                        characteristicID: "cp", request: request,
+                        cases: [
+                            ProtocolCase(
+                                conditions: [.op(["ping"])],
+                                actions: [
+                                    .setState("pings", .literal(.integer(300))),
+                                    .send(
+                                        characteristicID: "cp", kind: .notify,
+                                        pieces: [ValuePiece(type: .unsigned(bytes: 1), source: .state("pings"))]),
+                                ])
+                        ])
+                ]))
+        var engine = try Protocols(profile: profile)
+        #expect(engine.write([0x02], to: "cp").decision == .reject(DeviceProtocol.defaultRejection))
+        #expect(engine.write([0x01, 0x00], to: "cp").decision == .reject(DeviceProtocol.defaultRejection))
+        // 300 does not fit a u8: clamped to 255 with a warning, never refused mid-run.
+        let outcome = engine.write([0x01], to: "cp")
+        #expect(outcome.caseIndex == 0)
+        guard case .accept(let actions) = outcome.decision else {
+            Issue.record("accepted expected: \(outcome.decision)")
+            return
+        }
+        #expect(actions.contains(.notify(characteristicID: "cp", value: [0xFF])), "\(actions)")
+        #expect(actions.contains { if case .warning = $0 { true } else { false } }, "\(actions)")
+        engine.reset()
+        #expect(engine.state["pings"] == .integer(0))
+    }
+
+    @Test func followMovesTowardTheStateAtItsRateAndLandsOnIt() throws {
+        var generator = try GeneratorState(.follow(state: "target", ratePerSecond: 50, start: 120))
+        #expect(generator.next(at: .seconds(0), state: ["target": .integer(200)]) == .real(120))
+        #expect(generator.next(at: .seconds(1), state: ["target": .integer(200)]) == .real(170))
+        // 2.5 s later at 50 W/s would pass 200: it lands on the target.
+        #expect(generator.next(at: .milliseconds(3500), state: ["target": .integer(200)]) == .real(200))
+        #expect(generator.next(at: .seconds(4), state: ["target": .integer(150)]) == .real(175))
+    }
+
+    /// The order a central sees: the Write Response first, then the indication, then the status notification, as a
+    /// trainer's firmware answers; and `reset` puts the state back.
+    @Test func aCentralGetsTheWriteResponseThenTheIndicationThenTheStatus() async throws {
+        let rig = try await Rig(bundledProfile("indoor-bike"))
+        await rig.start()
+        let central = VirtualCentral(connectingTo: rig.backend)
+        try central.subscribe(to: "control-point", indications: true)
+        _ = await rig.recorder.next {
+            if case .subscribed(central.central.id, "control-point") = $0 { true } else { false }
+        }
+        try await rig.subscribe(central, to: "status")
+        var updates = central.notifications.makeAsyncIterator()
+        try await central.write([0x00], to: "control-point")
+        let granted = await updates.next()
+        #expect(granted == .init(characteristicID: "control-point", bytes: [0x80, 0x00, 0x01], isIndication: true))
+        try await central.write([0x05, 0xC8, 0x00], to: "control-point")
+        let response = await updates.next()
+        let status = await updates.next()
+        #expect(response?.bytes == [0x80, 0x05, 0x01] && response?.isIndication == true)
+        #expect(status == .init(characteristicID: "status", bytes: [0x08, 0xC8, 0x00], isIndication: false))
+        #expect(await rig.emulator.protocolState()["target-power"] == .integer(200))
+        await rig.emulator.reset()
+        #expect(await rig.emulator.protocolState()["target-power"] == .integer(120))
+        #expect(await rig.emulator.protocolState()["control"] == .boolean(false))
+    }
+}
