@@ -11,6 +11,8 @@ extension AgentTool {
         switch self {
         case .describe, .status, .centrals, .counters, .pairing, .reset:
             break
+        case .state:
+            if let values = try given.object("set") { request["set"] = .object(values) }
         case .get:
             request["id"] = .string(try given.requiredString("id"))
         case .set:

@@ -51,6 +51,12 @@ extension AgentTool {
             (bluetoothd's version, null when unknown), and `advertisement`: its `adv` and `scanResponse` bytes \
             (hex) and each AD structure with who writes it and what it says, as `blemu adv` lays them out.
             """
+        case .state:
+            """
+            The device's own state variables (the profile's `behaviour.state`: a trainer's `control`, its \
+            `target-power`), by name, as its protocols keep them between requests. `set` changes some first, each \
+            checked against its type; `reset` puts them all back.
+            """
         case .get:
             "A characteristic's current value: `hex` (uppercase, no separators) and `fields`, decoded by the profile."
         case .set:
@@ -128,6 +134,18 @@ extension AgentTool {
     var parameters: [Parameter] {
         switch self {
         case .describe, .status, .centrals, .counters, .pairing, .reset: []
+        case .state:
+            [
+                Parameter(
+                    name: "set",
+                    schema: [
+                        "type": "object", "minProperties": 1,
+                        "description": """
+                        Variable name to value, for the variables `state` lists: a number, true or false, or text, \
+                        as the variable's type takes. E.g. {"target-power": 200}.
+                        """,
+                    ], isRequired: false)
+            ]
         case .get: [Self.id]
         case .set:
             [
@@ -276,7 +294,7 @@ extension AgentTool {
         switch self {
         case .describe, .status, .get, .centrals, .counters, .pairing, .recentEvents, .waitForEvent:
             Tool.Annotations(readOnlyHint: true, openWorldHint: false)
-        case .set, .advertising, .schedules:
+        case .set, .advertising, .schedules, .state:
             Tool.Annotations(readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false)
         case .notify, .fault:
             Tool.Annotations(readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false)

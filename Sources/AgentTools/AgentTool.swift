@@ -7,6 +7,8 @@ public enum AgentTool: String, CaseIterable, Sendable {
     case describe
     /// `status`: state, adapter, BlueZ version, and the advertisement's bytes.
     case status
+    /// `state`: the device's state variables, optionally set first.
+    case state
     /// `get`: one characteristic's value.
     case get
     /// `set`: stores a value, whole or by fields.
@@ -39,6 +41,7 @@ public enum AgentTool: String, CaseIterable, Sendable {
         switch self {
         case .describe: .describe
         case .status: .status
+        case .state: .state
         case .get: .get
         case .set: .set
         case .notify: .notify
@@ -59,6 +62,7 @@ public enum AgentTool: String, CaseIterable, Sendable {
         switch command {
         case .describe: [.describe]
         case .status: [.status]
+        case .state: [.state]
         case .get: [.get]
         case .set: [.set]
         case .notify: [.notify]

@@ -52,6 +52,7 @@ struct ControlVerbs: ParsableCommand {
         case .reset: Reset.self
         case .describe: Describe.self
         case .status: Status.self
+        case .state: State.self
         case .events: Events.self
         }
     }
@@ -103,7 +104,7 @@ struct ControlVerbs: ParsableCommand {
         }
 
         /// A field's text as JSON: a number, true/false, a list (flags) when it has commas, else text.
-        private static func value(_ text: String) -> JSONValue {
+        static func value(_ text: String) -> JSONValue {
             if let integer = Int64(text) { return .integer(integer) }
             if let number = Double(text) { return .number(number) }
             if text == "true" || text == "false" { return .bool(text == "true") }
@@ -267,6 +268,35 @@ struct ControlVerbs: ParsableCommand {
             The advertisement's bytes are the ones bluetoothd and the kernel program for the profile, each AD             structure explained, as `blemu adv` lays them out.
             """
         func request() -> [String: JSONValue] { request([:]) }
+    }
+
+    /// `state [NAME=VALUE...]`.
+    struct State: ControlVerb {
+        static let command = ControlCommand.state
+        static let discussion = """
+            Each NAME=VALUE sets a variable as a protocol's `set` would (a value its type cannot hold is refused), \
+            then the answer lists every variable. `reset` puts them back to their initial values.
+            """
+
+        @Argument(help: ArgumentHelp("Variables to set.", valueName: "NAME=VALUE"))
+        var assignments: [String] = []
+
+        func validate() throws {
+            if let assignment = assignments.first(where: { !$0.contains("=") }) {
+                throw ValidationError("state wants NAME=VALUE, not `\(assignment)`.")
+            }
+        }
+
+        func request() -> [String: JSONValue] {
+            guard !assignments.isEmpty else { return request([:]) }
+            var values: [String: JSONValue] = [:]
+            for assignment in assignments {
+                guard let equals = assignment.firstIndex(of: "=") else { continue }  // `validate` refused it already
+                values[String(assignment[..<equals])] = SetValue.value(
+                    String(assignment[assignment.index(after: equals)...]))
+            }
+            return request(["set": .object(values)])
+        }
     }
 
     /// `events [--follow]`.

@@ -30,6 +30,8 @@ public enum ControlCommand: String, CaseIterable, Sendable {
     case describe
     /// The device as it runs: state, advertising, adapter, bluetoothd's version, and the advertisement's bytes.
     case status
+    /// The device's own state variables (`behaviour.state`), or sets some of them.
+    case state
 
     /// The longest line either side reads, in bytes: a longer request is answered with an error and discarded as it
     /// arrives, so a client that never sends a newline cannot make the server buffer without end.
@@ -52,6 +54,7 @@ public enum ControlCommand: String, CaseIterable, Sendable {
         case .events: "the latest events; with --follow, each event from now on as it happens"
         case .describe: "the profile served: services, characteristics, fields (blemu show --json)"
         case .status: "state, adapter, BlueZ version, and the advertisement's bytes (blemu adv)"
+        case .state: "the device's state variables (behaviour.state); NAME=VALUE sets them"
         }
     }
 }

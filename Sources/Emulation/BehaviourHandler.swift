@@ -135,18 +135,30 @@ public struct BehaviourHandler: RequestHandler {
         var order: [String] = []
         for write in writes where !order.contains(write.characteristic.id) { order.append(write.characteristic.id) }
         let now = clock.now()
-        let (failure, decided, moved) = engines.withLock { engines -> (ATTError?, [EmulationAction], Bool) in
+        let (failure, decided, moved, traces) = engines.withLock {
+            engines -> (ATTError?, [EmulationAction], Bool, [Protocols.Trace]) in
             var rules = engines.rules
             var actions: [EmulationAction] = []
+            var traces: [Protocols.Trace] = []
             for id in order {
-                switch rules.write(staged[id] ?? [], to: id, at: now) {
-                case .reject(let error): return (error, [], false)
+                let (decision, trace) = rules.traced(staged[id] ?? [], to: id, at: now)
+                if var trace {
+                    // A refused request changes nothing, whatever its case would have set.
+                    if case .reject = decision { trace.changes = [] }
+                    traces.append(trace)
+                }
+                switch decision {
+                case .reject(let error): return (error, [], false, traces)
                 case .accept(let accepted): actions += accepted
                 }
             }
             let moved = rules.nextDeadline != engines.rules.nextDeadline
             engines.rules = rules
-            return (nil, actions, moved)
+            return (nil, actions, moved, traces)
+        }
+        for var trace in traces {
+            if failure != nil { trace.changes = [] }
+            log?.record(.protocolCase(trace))
         }
         var actions = decided
         if failure == nil {

@@ -173,6 +173,29 @@ struct ControlCommands: Sendable {
             return ["events": .array(events)]
         case .describe:
             return ["profile": ProfileJSON.document(emulator.profile)]
+        case .state:
+            if let assignments = request["set"] {
+                guard let object = assignments.object else {
+                    throw .badRequest("`set` must be an object of variable names and values")
+                }
+                var values: [(String, FieldValue)] = []
+                for (name, raw) in object.sorted(by: { $0.key < $1.key }) {
+                    guard let type = await emulator.stateType(of: name) else {
+                        throw .badValue("unknown state variable `\(name)`")
+                    }
+                    guard let value = Self.fieldValue(raw, for: type) else {
+                        throw .badValue("`\(name)`: \(raw.text) is not a \(type.name)")
+                    }
+                    // Checked strictly, as `set` is: a person asked for that value.
+                    do { _ = try ValueLayout.encode(value, as: FieldSpec(name: name, type: type)) } catch {
+                        throw .badValue(error.description)
+                    }
+                    values.append((name, value))
+                }
+                await emulator.setState(values)
+            }
+            let state = await emulator.protocolState()
+            return ["state": .object(state.mapValues(\.json))]
         case .status:
             let host = await emulator.hostStatus()
             return [
@@ -193,21 +216,10 @@ struct ControlCommands: Sendable {
         var response: [String: JSONValue] = ["id": .string(id), "hex": .string(StateStore.hex(value))]
         if let layout = emulator.profile.characteristic(id: id)?.layout, let fields = layout.decode(value) {
             var decoded: [String: JSONValue] = [:]
-            for (spec, field) in zip(layout.fields, fields) { decoded[spec.name] = Self.json(field) }
+            for (spec, field) in zip(layout.fields, fields) { decoded[spec.name] = field.json }
             response["fields"] = .object(decoded)
         }
         return response
-    }
-
-    private static func json(_ value: FieldValue) -> JSONValue {
-        switch value {
-        case .integer(let number): .integer(number)
-        case .real(let number): .real(number)
-        case .boolean(let flag): .bool(flag)
-        case .flags(let names): .array(names.map(JSONValue.string))
-        case .text(let text): .string(text)
-        case .bytes(let bytes): .string(StateStore.hex(bytes))
-        }
     }
 
     private func newValue(for id: String, from request: [String: JSONValue]) async throws(ControlError) -> [UInt8] {

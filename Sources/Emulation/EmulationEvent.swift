@@ -43,6 +43,9 @@ public enum EmulationEvent: Hashable, Sendable {
     case reset(changed: [String])
     /// The event log itself fell `EventLog.maximumPending` lines behind its reader and dropped this many.
     case linesDropped(Int)
+    /// A protocol answered a write: how the request read, which case acted, and the state it changed; logged just
+    /// before the write's `request` line.
+    case protocolCase(Protocols.Trace)
 }
 
 /// An event with the wall-clock time it happened: what one line of the event log holds.

@@ -153,6 +153,18 @@ extension Emulator {
         engines.withLock { $0.rules.state }
     }
 
+    /// The declared type of a state variable; nil for an unknown name.
+    public func stateType(of name: String) -> FieldType? {
+        engines.withLock { $0.rules.stateType(of: name) }
+    }
+
+    /// Sets state variables from the control socket, in order; each value was checked against its type.
+    public func setState(_ values: [(String, FieldValue)]) {
+        engines.withLock { engines in
+            for (name, value) in values { _ = engines.rules.setState(name, to: value) }
+        }
+    }
+
     /// Records where the device is served, for `status`.
     public func serve(on host: ServingHost) { self.host = host }
 

@@ -67,6 +67,12 @@ public enum EventLineEncoder {
             fields += [("type", .string("reset")), ("changed", .array(changed.map(JSONValue.string)))]
         case .linesDropped(let count):
             fields += [("type", .string("lines-dropped")), ("count", .integer(Int64(count)))]
+        case .protocolCase(let trace):
+            fields += [
+                ("type", .string("protocol")), ("characteristic", .string(trace.characteristicID)),
+                ("request", .string(trace.request)), ("case", .string(trace.acted)),
+                ("state", .object(Dictionary(trace.changes.map { ($0.name, $0.value.json) }) { _, last in last })),
+            ]
         }
         // In this order, not sorted: `time` and `type` first, as a person reads the log.
         var line = "{"

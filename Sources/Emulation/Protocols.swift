@@ -16,9 +16,33 @@ public struct Protocols: Sendable {
         public var decision: WriteRules.Decision
         /// The index of the case that acted; nil when none did.
         public var caseIndex: Int?
+        /// What the event log says of it (`EmulationEvent.protocolCase`).
+        public var trace: Trace? = nil
+    }
+
+    /// A request as the event log records it: how it read, which case acted, and the state it changed.
+    public struct Trace: Hashable, Sendable {
+        /// The characteristic written.
+        public var characteristicID: String
+        /// The op code's name; `unknown 0x13` for one the layout does not know, `malformed` for a bad length.
+        public var request: String
+        /// Which case acted, `case N: <when in words>`, or `otherwise`, or `none` (refused with the default).
+        public var acted: String
+        /// The variables the case set, with their new values, in the order set; empty when it was refused.
+        public var changes: [StateChange]
+    }
+
+    /// A state variable a case set.
+    public struct StateChange: Hashable, Sendable {
+        /// The variable.
+        public var name: String
+        /// Its value now.
+        public var value: FieldValue
     }
 
     private let protocols: [String: DeviceProtocol]
+    /// Each protocol's cases in words, `case N: <when>`, made once so a traced write builds no text.
+    private let caseLabels: [String: [String]]
     private let types: [String: FieldType]
     private let initialState: [String: FieldValue]
     /// The device's state now, by variable name.
@@ -34,6 +58,13 @@ public struct Protocols: Sendable {
             }
         }
         protocols = Dictionary(profile.behaviour.protocols.map { ($0.characteristicID, $0) }) { first, _ in first }
+        caseLabels = protocols.mapValues { deviceProtocol in
+            deviceProtocol.cases.enumerated().map { index, item in
+                "case \(index + 1): "
+                    + (item.conditions.isEmpty
+                        ? "any request" : item.conditions.map(ProtocolText.describe).joined(separator: " and "))
+            }
+        }
         types = Dictionary(profile.behaviour.state.map { ($0.name, $0.type) }) { first, _ in first }
         initialState = Dictionary(profile.behaviour.state.map { ($0.name, $0.initial) }) { first, _ in first }
         state = initialState
@@ -51,21 +82,27 @@ public struct Protocols: Sendable {
         let chosen = deviceProtocol.cases.firstIndex { item in
             item.conditions.allSatisfy { holds($0, for: request) }
         }
+        var trace = Trace(
+            characteristicID: characteristicID, request: Self.describe(request),
+            acted: chosen.map { caseLabels[characteristicID]?[$0] ?? "case \($0 + 1)" }
+                ?? (deviceProtocol.otherwise == nil ? "none" : "otherwise"),
+            changes: [])
         guard let actions = chosen.map({ deviceProtocol.cases[$0].actions }) ?? deviceProtocol.otherwise else {
-            return Outcome(decision: .reject(DeviceProtocol.defaultRejection), caseIndex: nil)
+            return Outcome(decision: .reject(DeviceProtocol.defaultRejection), caseIndex: nil, trace: trace)
         }
         var state = self.state
         var performed: [EmulationAction] = []
         for action in actions {
             switch action {
             case .reject(let error):
-                return Outcome(decision: .reject(error), caseIndex: chosen)
+                return Outcome(decision: .reject(error), caseIndex: chosen, trace: trace)
             case .store:
                 performed.append(.update(characteristicID: characteristicID, value: value))
             case .setState(let name, let source):
                 guard let type = types[name] else { continue }
                 let (fitted, warning) = Self.fit(resolve(source, request: request, state: state), to: type, name: name)
                 state[name] = fitted
+                trace.changes.append(StateChange(name: name, value: fitted))
                 if let warning { performed.append(.warning(characteristicID: characteristicID, message: warning)) }
             case .send(let id, let kind, let pieces):
                 let (bytes, warnings) = build(pieces, request: request, state: state)
@@ -77,7 +114,26 @@ public struct Protocols: Sendable {
             }
         }
         self.state = state
-        return Outcome(decision: .accept(performed), caseIndex: chosen)
+        return Outcome(decision: .accept(performed), caseIndex: chosen, trace: trace)
+    }
+
+    /// Sets a variable from outside a request (the control socket's `state`), fitted to its type as a `set` is.
+    /// Returns the value now held and a warning when it had to be adjusted; nil for an unknown name.
+    public mutating func set(_ name: String, to value: FieldValue) -> (FieldValue, String?)? {
+        guard let type = types[name] else { return nil }
+        let (fitted, warning) = Self.fit(value, to: type, name: name)
+        state[name] = fitted
+        return (fitted, warning)
+    }
+
+    /// The declared type of a variable; nil for an unknown name.
+    public func type(of name: String) -> FieldType? { types[name] }
+
+    /// A request in the event log's words.
+    static func describe(_ request: ParsedRequest) -> String {
+        if request.isMalformed { return "malformed" }
+        if let op = request.op { return op }
+        return "unknown " + ProtocolText.hex(request.code ?? 0)
     }
 
     /// Every variable back to its initial value (`reset`).

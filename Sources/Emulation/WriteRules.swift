@@ -84,6 +84,13 @@ public struct WriteRules: Sendable {
 
     /// Decides a central's write of `value` to a characteristic at `now` (the caller's clock, as for `tick(at:)`).
     public mutating func write(_ value: [UInt8], to characteristicID: String, at now: Duration) -> Decision {
+        traced(value, to: characteristicID, at: now).decision
+    }
+
+    /// `write`, with what the event log says of a write a protocol answered (nil for a write rule's).
+    public mutating func traced(
+        _ value: [UInt8], to characteristicID: String, at now: Duration
+    ) -> (decision: Decision, trace: Protocols.Trace?) {
         if protocols.handles(characteristicID) {
             let outcome = protocols.write(value, to: characteristicID)
             if case .accept(let actions) = outcome.decision {
@@ -91,8 +98,21 @@ public struct WriteRules: Sendable {
                     if let id = action.characteristicID, let stored = action.value { values[id] = stored }
                 }
             }
-            return outcome.decision
+            return (outcome.decision, outcome.trace)
         }
+        return (rule(value, to: characteristicID, at: now), nil)
+    }
+
+    /// Sets a state variable from the control socket; see `Protocols.set`.
+    public mutating func setState(_ name: String, to value: FieldValue) -> (FieldValue, String?)? {
+        protocols.set(name, to: value)
+    }
+
+    /// The declared type of a state variable; nil for an unknown name.
+    public func stateType(of name: String) -> FieldType? { protocols.type(of: name) }
+
+    /// A write rule's decision (or the plain store for a characteristic without one).
+    private mutating func rule(_ value: [UInt8], to characteristicID: String, at now: Duration) -> Decision {
         guard let rule = rules[characteristicID] else {
             values[characteristicID] = value
             return .accept([.update(characteristicID: characteristicID, value: value)])

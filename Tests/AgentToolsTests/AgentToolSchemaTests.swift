@@ -10,6 +10,7 @@ import Testing
     /// A call of each tool that it takes, with every argument it has (one of the exclusive ones for set and fault).
     static let fullCalls: [AgentTool: [String: Value]] = [
         .describe: [:], .status: [:], .centrals: [:], .counters: [:], .pairing: [:], .reset: [:],
+        .state: ["set": ["target-power": 200]],
         .get: ["id": "battery-level"],
         .set: ["id": "battery-level", "fields": ["percent": 50]],
         .notify: ["id": "battery-level", "count": 2, "central": "c"],

@@ -1,3 +1,5 @@
+import ControlProtocol
+import Foundation
 import GATTModel
 import GATTProfile
 import Peripheral
@@ -142,5 +144,71 @@ import Testing
         await rig.emulator.reset()
         #expect(await rig.emulator.protocolState()["target-power"] == .integer(120))
         #expect(await rig.emulator.protocolState()["control"] == .boolean(false))
+    }
+
+    /// The control socket's `state`: every variable, set by name and checked against its type, as `blemu ctl` and
+    /// the Python client send it.
+    @Test func theControlSocketReadsAndSetsStateCheckedAgainstItsTypes() async throws {
+        let rig = try await Rig(bundledProfile("indoor-bike"))
+        await rig.start()
+        let server = ControlServer(path: try temporaryDirectory() + "/control.sock", emulator: rig.emulator)
+        try server.start()
+        defer { server.stop() }
+        let client = ControlClient(path: server.path)
+        let initial = try JSONValue(parsing: try await offPool { try client.send(["command": "state"]) })
+        #expect(
+            initial["state"]
+                == .object(["control": .bool(false), "target-power": .integer(120), "running": .bool(false)]))
+        let set = try JSONValue(
+            parsing: try await offPool {
+                try client.send(["command": "state", "set": .object(["target-power": .integer(200)])])
+            })
+        #expect(set["state"]?["target-power"] == .integer(200), "\(set)")
+        #expect(await rig.emulator.protocolState()["target-power"] == .integer(200))
+        for (value, reason) in [
+            (JSONValue.integer(40_000), "does not fit"), (.string("lots"), "is not a s16"),
+        ] {
+            let refused = try JSONValue(
+                parsing: try await offPool {
+                    try client.send(["command": "state", "set": .object(["target-power": value])])
+                })
+            #expect(refused["ok"] == .bool(false) && refused["error"]?.string?.contains(reason) == true, "\(refused)")
+        }
+        let unknown = try JSONValue(
+            parsing: try await offPool {
+                try client.send(["command": "state", "set": .object(["power": .integer(1)])])
+            })
+        #expect(unknown["error"]?.string?.contains("unknown state variable `power`") == true, "\(unknown)")
+        #expect(await rig.emulator.protocolState()["target-power"] == .integer(200), "a refusal changes nothing")
+    }
+
+    /// The event log says which case answered a request and what it set, just before the request's own line.
+    @Test func theEventLogSaysWhichCaseActedAndWhatItSet() async throws {
+        let rig = try await Rig(bundledProfile("indoor-bike"))
+        await rig.start()
+        let central = VirtualCentral(connectingTo: rig.backend)
+        try await central.write([0x00], to: "control-point")
+        let granted = await rig.recorder.next { if case .protocolCase = $0 { true } else { false } }
+        guard case .protocolCase(let trace)? = granted else {
+            Issue.record("no protocol event")
+            return
+        }
+        #expect(trace.request == "request-control" && trace.acted == "case 2: op is request-control")
+        #expect(trace.changes == [.init(name: "control", value: .boolean(true))])
+        let line = EventLineEncoder.encode(EventRecord(time: .now, event: .protocolCase(trace)))
+        let decoded = try JSONValue(parsing: line)
+        #expect(decoded["type"] == .string("protocol") && decoded["state"] == .object(["control": .bool(true)]))
+        // A refused request records the case that refused it and no change.
+        try await central.write([0x13], to: "control-point")
+        let unknown = await rig.recorder.next { if case .protocolCase = $0 { true } else { false } }
+        guard case .protocolCase(let other)? = unknown else {
+            Issue.record("no second protocol event")
+            return
+        }
+        #expect(other.request == "unknown 0x13" && other.acted == "otherwise" && other.changes.isEmpty)
+        let records = rig.recorder.records.map(\.event)
+        let requestLines = records.filter { if case .request = $0 { true } else { false } }
+        let protocolLines = records.filter { if case .protocolCase = $0 { true } else { false } }
+        #expect(requestLines.count == 2 && protocolLines.count == 2, "one of each per request: \(records)")
     }
 }

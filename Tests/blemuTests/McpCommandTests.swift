@@ -50,7 +50,7 @@ struct McpCommandTests {
         let tools = ((answers[2]?["result"] as? [String: Any])?["tools"] as? [[String: Any]] ?? []).compactMap {
             $0["name"] as? String
         }
-        #expect(tools.count == 15 && tools.contains("wait_for_event") && tools.contains("describe"), "\(tools)")
+        #expect(tools.count == 16 && tools.contains("wait_for_event") && tools.contains("describe"), "\(tools)")
         let call = answers[3]?["result"] as? [String: Any]
         #expect(call?["isError"] as? Bool == true, "\(answers[3] ?? [:])")
         let text = (call?["content"] as? [[String: Any]])?.first?["text"] as? String ?? ""

@@ -22,7 +22,7 @@ from pydantic import AnyUrl
 # One tool per control command, `events` as two (docs/mcp.md, "Tools").
 EXPECTED_TOOLS = {
     "describe", "status", "get", "set", "notify", "fault", "schedules", "centrals", "counters", "pairing", "reset",
-    "advertising", "disconnect", "recent_events", "wait_for_event",
+    "advertising", "disconnect", "recent_events", "wait_for_event", "state",
 }
 
 

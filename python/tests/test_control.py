@@ -56,6 +56,14 @@ class PeripheralAgainstBlemuRun(unittest.TestCase):
         self.assertEqual(unscheduled.exception.command, "schedules")
         self.assertIn("no schedule", unscheduled.exception.reason)
 
+    def test_state_is_empty_without_declared_variables_and_refuses_an_unknown_one(self):
+        # profiles/heart-rate.yaml declares no `behaviour.state`: nothing to read, and nothing may be set.
+        self.assertEqual(self.strap.state(), {})
+        with self.assertRaises(ControlError) as refused:
+            self.strap.state(control=True)
+        self.assertEqual(refused.exception.command, "state")
+        self.assertIn("unknown state variable `control`", refused.exception.reason)
+
     def test_schedules_pause_and_resume(self):
         paused = {schedule.id: schedule for schedule in self.strap.pause_schedules("battery-level")}
         self.assertTrue(paused["battery-level"].paused)

@@ -241,6 +241,14 @@ class Commands:
         return Command({"command": "status"}, lambda answer: {k: v for k, v in answer.items() if k != "ok"})
 
     @staticmethod
+    def state(**values: Any) -> Command[Dict[str, Any]]:
+        """The device's state variables (``behaviour.state``) by name; keyword arguments set those first."""
+        request: Dict[str, Any] = {"command": "state"}
+        if values:
+            request["set"] = dict(values)
+        return Command(request, lambda answer: dict(answer["state"]))
+
+    @staticmethod
     def follow_events() -> Dict[str, Any]:
         """The request that turns a connection into the stream of every event from then on."""
         return {"command": "events", "follow": True}
@@ -392,6 +400,12 @@ class Peripheral:
         """The device as it runs: ``state``, ``advertising``, ``adapter``, ``bluez`` (bluetoothd's version, or None)
         and ``advertisement`` (its bytes and AD structures, as ``blemu adv`` lays them out)."""
         return self.run(Commands.status())
+
+    def state(self, **values: Any) -> Dict[str, Any]:
+        """The device's state variables by name (a trainer's ``control``, its ``target-power``). Keyword arguments
+        set variables first, checked against their types: ``trainer.state(**{"target-power": 200})``. ``reset()``
+        puts every variable back to its initial value."""
+        return self.run(Commands.state(**values))
 
     @contextmanager
     def counting(self) -> Iterator["Counting"]:
