@@ -204,7 +204,8 @@ actor DeviceWatcher {
         broadcast(JSONValue.object(changed).text)
     }
 
-    /// `centrals`, `counters`, `schedules` and `pairings`, as the control socket answers them.
+    /// `centrals`, `counters`, `schedules`, `pairings` and the device's state `variables`, as the control socket
+    /// answers them.
     private func polled(from channel: ControlChannel) async throws -> [String: JSONValue] {
         let centrals = try await ask(channel, ["command": .string("centrals")])
         return [
@@ -212,6 +213,7 @@ actor DeviceWatcher {
             "counters": try await ask(channel, ["command": .string("counters")])["counters"] ?? .null,
             "schedules": try await ask(channel, ["command": .string("schedules")])["schedules"] ?? .null,
             "pairings": try await ask(channel, ["command": .string("pairing")])["pairings"] ?? .null,
+            "variables": try await ask(channel, ["command": .string("state")])["state"] ?? .null,
         ]
     }
 

@@ -191,6 +191,7 @@ function update(message) {
   if (message.counters) showCounters(message.counters);
   if (message.schedules) showSchedules(message.schedules);
   if (message.pairings) showPairings(message.pairings);
+  if (message.variables) showVariables(message.variables);
 }
 
 function reachable(yes, error) {
@@ -421,6 +422,14 @@ function showSchedules(schedules) {
         el("button", { type: "button", class: "schedule-resume small", disabled: !s.paused, onclick: act("resume", s.id) }, "Resume")));
   }));
   if (!schedules.length) $("schedules").tBodies[0].append(el("tr", {}, el("td", { colspan: 4, class: "empty", text: "No schedules." })));
+}
+
+function showVariables(variables) {
+  if (!changed("variables", variables)) return;
+  const names = Object.keys(variables).sort();
+  $("variables").tBodies[0].replaceChildren(...names.map((name) =>
+    el("tr", { "data-variable": name }, el("td", { text: name }), el("td", { text: fieldText(variables[name]) }))));
+  if (!names.length) $("variables").tBodies[0].append(el("tr", {}, el("td", { colspan: 2, class: "empty", text: "No state variables." })));
 }
 
 // ------------------------------------------------------------ answers
