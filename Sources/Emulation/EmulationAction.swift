@@ -21,13 +21,15 @@ public enum EmulationAction: Hashable, Sendable {
     case pauseSchedules(characteristicID: String)
     /// Let a characteristic's schedules run again from now (a protocol's `resume-schedules`).
     case resumeSchedules(characteristicID: String)
+    /// Wait this long before the next action (a protocol's `wait`).
+    case wait(Duration)
 
     /// The characteristic a value action stores; nil for link actions.
     public var characteristicID: String? {
         switch self {
         case .update(let id, _), .notify(let id, _), .indicate(let id, _), .warning(let id, _): id
         case .pauseSchedules(let id), .resumeSchedules(let id): id
-        case .stopAdvertising, .disconnect: nil
+        case .stopAdvertising, .disconnect, .wait: nil
         }
     }
 
@@ -35,7 +37,7 @@ public enum EmulationAction: Hashable, Sendable {
     public var value: [UInt8]? {
         switch self {
         case .update(_, let value), .notify(_, let value), .indicate(_, let value): value
-        case .stopAdvertising, .disconnect, .warning, .pauseSchedules, .resumeSchedules: nil
+        case .stopAdvertising, .disconnect, .warning, .pauseSchedules, .resumeSchedules, .wait: nil
         }
     }
 

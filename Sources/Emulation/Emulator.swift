@@ -211,6 +211,9 @@ public actor Emulator {
                 let now = clock.now()
                 _ = engines.withLock { $0.schedules.resume(id, at: now) }
                 arm()
+            case .wait(let duration):
+                // On the emulator's clock, so a test advances it; a stop cancels the sleep and the rest goes on.
+                try? await clock.sleepUntil(clock.now() + duration)
             }
         }
     }

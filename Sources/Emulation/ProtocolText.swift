@@ -15,7 +15,9 @@ struct ProtocolText {
                 + "`\(request.opCode.name)` and its parameters"
         ]
         for op in request.ops {
-            let parameters = op.parameters.fields.map { "\($0.name) (\($0.type.name))" }
+            let parameters = op.parameters.fields.map { field in
+                "\(field.name) (\(field.type.name))" + (op.fixed[field.name].map { " = \($0.displayText)" } ?? "")
+            }
             lines.append(
                 "  op \(op.name) = \(Self.hex(op.code))"
                     + (parameters.isEmpty ? "" : ": " + parameters.joined(separator: ", ")))
@@ -38,6 +40,7 @@ struct ProtocolText {
         case .unknownOp: "op is unknown"
         case .malformed: "malformed"
         case .parameter(let name, let match), .state(let name, let match): "\(name) \(describe(match))"
+        case .noRecords(let selection): "there is no record \(describe(selection))"
         }
     }
 
@@ -57,9 +60,18 @@ struct ProtocolText {
         case .setState(let name, let source): "set \(name) to \(describe(source))"
         case .send(let id, let kind, let pieces):
             "\(kind.rawValue) \(id) with "
-                + pieces.map { "\($0.type.name) \(describe($0.source))" }.joined(separator: ", ")
+                + pieces.map { "\($0.type.name) \(describe(piece: $0.source))" }.joined(separator: ", ")
         case .schedules(let control, let id): "\(control.rawValue) the schedules of \(id)"
+        case .sendRecords(let selection): "send each record \(describe(selection))"
+        case .deleteRecords(let selection): "delete each record \(describe(selection))"
+        case .wait(let duration): "wait \(BehaviourText.duration(duration))"
         }
+    }
+
+    /// A piece's value: a whole number in hex, as a protocol's bytes are read in its specification.
+    static func describe(piece source: ValueSource) -> String {
+        if case .literal(.integer(let number)) = source, number >= 0 { return hex(number) }
+        return describe(source)
     }
 
     static func describe(_ source: ValueSource) -> String {
@@ -68,7 +80,27 @@ struct ProtocolText {
         case .opCode: "the op code"
         case .parameter(let name): "the request's \(name)"
         case .state(let name): "state \(name)"
+        case .count(let selection): "the count of records \(describe(selection))"
         }
+    }
+
+    /// "of readings", "of readings with sequence-number from the request's from", "(the last)".
+    static func describe(_ selection: RecordSelection) -> String {
+        var text = "of \(selection.store)"
+        if let field = selection.field {
+            switch (selection.min, selection.max) {
+            case (let low?, let high?): text += " with \(field) within \(describe(low))...\(describe(high))"
+            case (let low?, nil): text += " with \(field) at least \(describe(low))"
+            case (nil, let high?): text += " with \(field) at most \(describe(high))"
+            case (nil, nil): break
+            }
+        }
+        switch selection.position {
+        case .all: break
+        case .first: text += " (the first)"
+        case .last: text += " (the last)"
+        }
+        return text
     }
 
     static func hex(_ number: Int64) -> String {

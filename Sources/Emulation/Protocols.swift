@@ -47,6 +47,11 @@ public struct Protocols: Sendable {
     private let initialState: [String: FieldValue]
     /// The device's state now, by variable name.
     public private(set) var state: [String: FieldValue]
+    /// Each record store's characteristic, with its layout and how a record goes to centrals.
+    private let stores: [String: (characteristic: Characteristic, kind: Schedule.Action)]
+    private let initialRecords: [String: [[UInt8]]]
+    /// The records each store holds now, oldest first.
+    public private(set) var records: [String: [[UInt8]]]
 
     /// The protocols and state of a profile. Throws `BehaviourError` when a protocol names an unknown
     /// characteristic (the decoder refuses such a profile; a hand-built one may still).
@@ -65,6 +70,16 @@ public struct Protocols: Sendable {
                         ? "any request" : item.conditions.map(ProtocolText.describe).joined(separator: " and "))
             }
         }
+        var stores: [String: (characteristic: Characteristic, kind: Schedule.Action)] = [:]
+        for store in profile.behaviour.records {
+            guard let characteristic = profile.characteristic(id: store.characteristicID) else {
+                throw .unknownCharacteristic(store.characteristicID)
+            }
+            stores[store.name] = (characteristic, characteristic.properties.contains(.notify) ? .notify : .indicate)
+        }
+        self.stores = stores
+        initialRecords = Dictionary(profile.behaviour.records.map { ($0.name, $0.initial) }) { first, _ in first }
+        records = initialRecords
         types = Dictionary(profile.behaviour.state.map { ($0.name, $0.type) }) { first, _ in first }
         initialState = Dictionary(profile.behaviour.state.map { ($0.name, $0.initial) }) { first, _ in first }
         state = initialState
@@ -91,6 +106,7 @@ public struct Protocols: Sendable {
             return Outcome(decision: .reject(DeviceProtocol.defaultRejection), caseIndex: nil, trace: trace)
         }
         var state = self.state
+        var records = self.records
         var performed: [EmulationAction] = []
         for action in actions {
             switch action {
@@ -100,20 +116,34 @@ public struct Protocols: Sendable {
                 performed.append(.update(characteristicID: characteristicID, value: value))
             case .setState(let name, let source):
                 guard let type = types[name] else { continue }
-                let (fitted, warning) = Self.fit(resolve(source, request: request, state: state), to: type, name: name)
+                let (fitted, warning) = Self.fit(
+                    resolve(source, request: request, state: state, records: records), to: type, name: name)
                 state[name] = fitted
                 trace.changes.append(StateChange(name: name, value: fitted))
                 if let warning { performed.append(.warning(characteristicID: characteristicID, message: warning)) }
             case .send(let id, let kind, let pieces):
-                let (bytes, warnings) = build(pieces, request: request, state: state)
+                let (bytes, warnings) = build(pieces, request: request, state: state, records: records)
                 performed += warnings.map { .warning(characteristicID: id, message: $0) }
                 performed.append(.storing(bytes, in: id, by: kind))
             case .schedules(let control, let id):
                 performed.append(
                     control == .pause ? .pauseSchedules(characteristicID: id) : .resumeSchedules(characteristicID: id))
+            case .sendRecords(let selection):
+                guard let store = stores[selection.store] else { continue }
+                for index in selected(selection, request: request, state: state, records: records) {
+                    performed.append(
+                        .storing(records[selection.store]?[index] ?? [], in: store.characteristic.id, by: store.kind))
+                }
+            case .wait(let duration):
+                performed.append(.wait(duration))
+            case .deleteRecords(let selection):
+                let doomed = Set(selected(selection, request: request, state: state, records: records))
+                records[selection.store] = records[selection.store]?.enumerated().filter { !doomed.contains($0.offset) }
+                    .map(\.element)
             }
         }
         self.state = state
+        self.records = records
         return Outcome(decision: .accept(performed), caseIndex: chosen, trace: trace)
     }
 
@@ -136,8 +166,34 @@ public struct Protocols: Sendable {
         return "unknown " + ProtocolText.hex(request.code ?? 0)
     }
 
-    /// Every variable back to its initial value (`reset`).
-    public mutating func reset() { state = initialState }
+    /// Every variable back to its initial value, every record store to its initial records (`reset`).
+    public mutating func reset() {
+        state = initialState
+        records = initialRecords
+    }
+
+    /// The indices of the records `selection` means, oldest first.
+    private func selected(
+        _ selection: RecordSelection, request: ParsedRequest, state: [String: FieldValue],
+        records: [String: [[UInt8]]]
+    ) -> [Int] {
+        guard let store = stores[selection.store], let stored = records[selection.store] else { return [] }
+        var indices = Array(stored.indices)
+        if let field = selection.field, let layout = store.characteristic.layout, let position = layout.index(of: field)
+        {
+            let low = selection.min.flatMap { resolve($0, request: request, state: state, records: records).number }
+            let high = selection.max.flatMap { resolve($0, request: request, state: state, records: records).number }
+            indices = indices.filter { index in
+                guard let value = layout.decode(stored[index])?[position].number else { return false }
+                return value >= (low ?? -.infinity) && value <= (high ?? .infinity)
+            }
+        }
+        switch selection.position {
+        case .all: return indices
+        case .first: return Array(indices.prefix(1))
+        case .last: return Array(indices.suffix(1))
+        }
+    }
 
     private func holds(_ condition: ProtocolCondition, for request: ParsedRequest) -> Bool {
         switch condition {
@@ -147,27 +203,32 @@ public struct Protocols: Sendable {
         case .parameter(let name, let match):
             !request.isMalformed && request.parameters[name].map(match.admits) == true
         case .state(let name, let match): state[name].map(match.admits) == true
+        case .noRecords(let selection): selected(selection, request: request, state: state, records: records).isEmpty
         }
     }
 
-    private func resolve(_ source: ValueSource, request: ParsedRequest, state: [String: FieldValue]) -> FieldValue {
+    private func resolve(
+        _ source: ValueSource, request: ParsedRequest, state: [String: FieldValue], records: [String: [[UInt8]]]
+    ) -> FieldValue {
         switch source {
         case .literal(let value): value
         case .opCode: .integer(request.code ?? 0)
         // A malformed request has no parameters: a reply that names one sends its type's zero.
         case .parameter(let name): request.parameters[name] ?? .integer(0)
         case .state(let name): state[name] ?? .integer(0)
+        case .count(let selection):
+            .integer(Int64(selected(selection, request: request, state: state, records: records).count))
         }
     }
 
     /// The bytes of `pieces`, each value fitted to its piece's type, and what had to be adjusted.
     private func build(
-        _ pieces: [ValuePiece], request: ParsedRequest, state: [String: FieldValue]
+        _ pieces: [ValuePiece], request: ParsedRequest, state: [String: FieldValue], records: [String: [[UInt8]]]
     ) -> ([UInt8], [String]) {
         let layout = ValueLayout(
             pieces.enumerated().map { FieldSpec(name: "piece \($0.offset + 1)", type: $0.element.type) })
         let updates = pieces.enumerated().map {
-            ($0.offset, resolve($0.element.source, request: request, state: state))
+            ($0.offset, resolve($0.element.source, request: request, state: state, records: records))
         }
         let composition = ValueComposer.compose(updates, into: [], layout: layout)
         return (composition.value, composition.warnings)
@@ -185,7 +246,7 @@ extension DeviceProtocol {
         (cases.flatMap(\.actions) + (otherwise ?? [])).compactMap { action in
             switch action {
             case .send(let id, _, _), .schedules(_, let id): id
-            case .reject, .store, .setState: nil
+            case .reject, .store, .setState, .sendRecords, .deleteRecords, .wait: nil
             }
         }
     }

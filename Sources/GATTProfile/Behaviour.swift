@@ -12,22 +12,26 @@ public struct Behaviour: Hashable, Sendable {
     public var state: [StateVariable]
     /// How the device answers writes to its control points, request by request.
     public var protocols: [DeviceProtocol]
+    /// Records the device has stored, which protocols send, count and delete.
+    public var records: [RecordStore]
 
     /// Behaviour from its parts; none by default (values are served as declared).
     public init(
         schedules: [Schedule] = [], writeRules: [WriteRule] = [], faults: [Fault] = [], state: [StateVariable] = [],
-        protocols: [DeviceProtocol] = []
+        protocols: [DeviceProtocol] = [], records: [RecordStore] = []
     ) {
         self.schedules = schedules
         self.writeRules = writeRules
         self.faults = faults
         self.state = state
         self.protocols = protocols
+        self.records = records
     }
 
     /// Whether the profile declares no behaviour at all.
     public var isEmpty: Bool {
         schedules.isEmpty && writeRules.isEmpty && faults.isEmpty && state.isEmpty && protocols.isEmpty
+            && records.isEmpty
     }
 }
 

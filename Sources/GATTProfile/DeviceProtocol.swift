@@ -60,20 +60,27 @@ public struct RequestLayout: Hashable, Sendable {
         self.ops = ops
     }
 
-    /// How a written value reads against this layout.
+    /// How a written value reads against this layout: the op codes with its code are tried in order, and the first
+    /// whose parameters fit its length and whose fixed fields hold their values is the one (RACP's Report Stored
+    /// Records is one op code, read by its operator: all records, or those from a sequence number).
     public func parse(_ value: [UInt8]) -> ParsedRequest {
         guard let width = opCode.type.byteCount, value.count >= width,
             let decoded = ValueLayout([opCode]).decode(Array(value.prefix(width))),
             case .integer(let code) = decoded.first
         else { return ParsedRequest(code: nil, op: nil, parameters: [:], isMalformed: true) }
-        guard let op = ops.first(where: { $0.code == code }) else {
+        let candidates = ops.filter { $0.code == code }
+        guard !candidates.isEmpty else {
             return ParsedRequest(code: code, op: nil, parameters: [:], isMalformed: false)
         }
-        guard let values = op.parameters.decode(Array(value.dropFirst(width))) else {
-            return ParsedRequest(code: code, op: op.name, parameters: [:], isMalformed: true)
+        let rest = Array(value.dropFirst(width))
+        for op in candidates {
+            guard let values = op.parameters.decode(rest) else { continue }
+            let parameters = Dictionary(zip(op.parameters.fields.map(\.name), values)) { first, _ in first }
+            guard op.fixed.allSatisfy({ name, fixed in parameters[name].map { ValueMatch.same($0, fixed) } == true })
+            else { continue }
+            return ParsedRequest(code: code, op: op.name, parameters: parameters, isMalformed: false)
         }
-        let parameters = Dictionary(zip(op.parameters.fields.map(\.name), values)) { first, _ in first }
-        return ParsedRequest(code: code, op: op.name, parameters: parameters, isMalformed: false)
+        return ParsedRequest(code: code, op: candidates[0].name, parameters: [:], isMalformed: true)
     }
 }
 
@@ -85,12 +92,17 @@ public struct RequestOp: Hashable, Sendable {
     public var code: Int64
     /// The fields that follow the op code; a request of another length is malformed.
     public var parameters: ValueLayout
+    /// Parameters that must hold these values for a request to be this op (an operator, a filter type).
+    public var fixed: [String: FieldValue]
 
     /// An op code from its parts.
-    public init(name: String, code: Int64, parameters: ValueLayout = ValueLayout([])) {
+    public init(
+        name: String, code: Int64, parameters: ValueLayout = ValueLayout([]), fixed: [String: FieldValue] = [:]
+    ) {
         self.name = name
         self.code = code
         self.parameters = parameters
+        self.fixed = fixed
     }
 }
 
@@ -102,7 +114,8 @@ public struct ParsedRequest: Hashable, Sendable {
     public var op: String?
     /// The parameters by name, when the length fits the op code.
     public var parameters: [String: FieldValue]
-    /// True when the value is too short for an op code, or its length does not fit the op code's parameters.
+    /// True when the value is too short for an op code, or fits none of the op codes with its code (a length that
+    /// does not fit, or a fixed field that does not hold its value).
     public var isMalformed: Bool
 }
 
@@ -132,6 +145,8 @@ public enum ProtocolCondition: Hashable, Sendable {
     case parameter(String, ValueMatch)
     /// A state variable matches.
     case state(String, ValueMatch)
+    /// The selection holds no record (RACP's "no records found").
+    case noRecords(RecordSelection)
 }
 
 /// What a value must be.
@@ -159,8 +174,63 @@ public enum ValueMatch: Hashable, Sendable {
     }
 }
 
+/// Stored records a device keeps (a glucose meter's readings): values of one characteristic, oldest first, which
+/// protocol actions send, count and delete (RACP, GLS 1.0 4.11: Report Stored Records and its siblings).
+public struct RecordStore: Hashable, Sendable {
+    /// The store's name, as selections name it.
+    public var name: String
+    /// The characteristic each record is a value of, and on which `send-records` sends it.
+    public var characteristicID: String
+    /// The records the device starts with, and returns to at `reset`.
+    public var initial: [[UInt8]]
+
+    /// A store from its parts.
+    public init(name: String, characteristicID: String, initial: [[UInt8]]) {
+        self.name = name
+        self.characteristicID = characteristicID
+        self.initial = initial
+    }
+}
+
+/// Which records of a store an action or condition means: all, or those whose `field` lies between `min` and
+/// `max` (either may go), then optionally only the first or the last of those.
+public struct RecordSelection: Hashable, Sendable {
+    /// First or last of the records selected, or all of them.
+    public enum Position: String, Hashable, Sendable, CaseIterable {
+        /// Every record selected.
+        case all
+        /// The oldest record selected.
+        case first
+        /// The newest record selected.
+        case last
+    }
+
+    /// The store.
+    public var store: String
+    /// The field of the record's layout the bounds test; nil: no bounds.
+    public var field: String?
+    /// The lowest value of `field` selected, inclusive.
+    public var min: ValueSource?
+    /// The highest value of `field` selected, inclusive.
+    public var max: ValueSource?
+    /// All, the first or the last of what the bounds select.
+    public var position: Position
+
+    /// A selection from its parts; every record by default.
+    public init(
+        store: String, field: String? = nil, min: ValueSource? = nil, max: ValueSource? = nil,
+        position: Position = .all
+    ) {
+        self.store = store
+        self.field = field
+        self.min = min
+        self.max = max
+        self.position = position
+    }
+}
+
 /// Where a value an action uses comes from.
-public enum ValueSource: Hashable, Sendable {
+public indirect enum ValueSource: Hashable, Sendable {
     /// A value written in the profile.
     case literal(FieldValue)
     /// The request's op code, as a number (also for an op code the layout does not know; 0 when there is none).
@@ -169,6 +239,8 @@ public enum ValueSource: Hashable, Sendable {
     case parameter(String)
     /// A state variable's current value.
     case state(String)
+    /// How many records a selection holds now.
+    case count(RecordSelection)
 }
 
 /// One typed piece of a value an action builds: its type and where its value comes from.
@@ -197,6 +269,13 @@ public enum ProtocolAction: Hashable, Sendable {
     case send(characteristicID: String, kind: Schedule.Action, pieces: [ValuePiece])
     /// Hold a characteristic's schedules (`pause`) or let them run again (`resume`).
     case schedules(ScheduleControl, characteristicID: String)
+    /// Send each selected record, oldest first, on its store's characteristic (notified, else indicated).
+    case sendRecords(RecordSelection)
+    /// Delete the selected records.
+    case deleteRecords(RecordSelection)
+    /// Wait before the next action: a device that takes time, or an order bluetoothd keeps only with a gap
+    /// (docs/bluez.md, "Notifications").
+    case wait(Duration)
 }
 
 /// What an action does to a characteristic's schedules.

@@ -9,13 +9,15 @@ extension ProfileDecoder {
     mutating func decodeBehaviour(_ node: YAMLNode) -> Behaviour? {
         guard
             let map = fields(
-                node, in: "`behaviour`", allowed: ["state", "schedules", "write-rules", "protocols", "faults"])
+                node, in: "`behaviour`",
+                allowed: ["state", "records", "schedules", "write-rules", "protocols", "faults"])
         else { return nil }
         var behaviour = Behaviour()
         if let stateNode = map["state"] {
             behaviour.state = decodeState(stateNode)
             stateVariables = Dictionary(behaviour.state.map { ($0.name, $0) }) { first, _ in first }
         }
+        if let recordsNode = map["records"] { behaviour.records = decodeRecords(recordsNode) }
         if let list = map["schedules"].flatMap({ sequence($0, in: "`schedules`") }) {
             behaviour.schedules = list.compactMap { decodeSchedule($0) }
             scheduledCharacteristics = Set(behaviour.schedules.map(\.characteristicID))

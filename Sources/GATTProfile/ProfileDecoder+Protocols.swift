@@ -181,6 +181,7 @@ extension ProfileDecoder {
             }
             var code: Int64?
             var parameters = ValueLayout([])
+            var fixed: [String: FieldValue] = [:]
             if case .mapping = value.kind {
                 guard let op = fields(value, in: "op code `\(name)`", allowed: ["code", "fields"], required: ["code"])
                 else {
@@ -189,19 +190,16 @@ extension ProfileDecoder {
                 }
                 code = op["code"].flatMap { integer($0, for: "op code `\(name)`", in: 0...maximum) }
                 if let fieldsNode = op["fields"] {
-                    guard let (layout, initial) = decodeFields(fieldsNode) else {
+                    guard let (layout, values) = decodeRequestFields(fieldsNode) else {
                         isValid = false
                         continue
-                    }
-                    if initial != nil {
-                        report(fieldsNode, "a request's fields take no `value`: the central writes them")
-                        isValid = false
                     }
                     if let clash = layout.fields.first(where: { $0.name == opCode.name }) {
                         report(fieldsNode, "parameter `\(clash.name)` has the op code's name")
                         isValid = false
                     }
                     parameters = layout
+                    fixed = values
                 }
             } else {
                 code = integer(value, for: "op code `\(name)`", in: 0...maximum)
@@ -210,12 +208,25 @@ extension ProfileDecoder {
                 isValid = false
                 continue
             }
-            if let other = ops.first(where: { $0.name == name || $0.code == code }) {
-                report(key, "op code `\(name)` (\(code)) repeats the name or code of `\(other.name)` (\(other.code))")
+            if let other = ops.first(where: { $0.name == name }) {
+                report(key, "op code `\(name)` is named twice; first with code \(other.code)")
                 isValid = false
                 continue
             }
-            ops.append(RequestOp(name: name, code: code, parameters: parameters))
+            // One code may be several ops when what follows it tells them apart (RACP's operators): a length of its
+            // own, or fixed fields. An op that reads every request an earlier one reads would never be chosen.
+            let byteCount = parameters.fields.map { $0.type.byteCount ?? 0 }.reduce(0, +)
+            if let other = ops.first(where: {
+                $0.code == code && $0.fixed.isEmpty && fixed.isEmpty
+                    && $0.parameters.fields.map({ $0.type.byteCount ?? 0 }).reduce(0, +) == byteCount
+            }) {
+                report(
+                    key, "op code `\(name)` (\(code)) reads the same requests as `\(other.name)`",
+                    hint: "give a parameter of one a fixed `value` (an operator), or a different length")
+                isValid = false
+                continue
+            }
+            ops.append(RequestOp(name: name, code: code, parameters: parameters, fixed: fixed))
         }
         return isValid ? RequestLayout(opCode: opCode, ops: ops) : nil
     }
@@ -268,6 +279,12 @@ extension ProfileDecoder {
                     continue
                 }
                 conditions.append(condition)
+            } else if name == "no-records" {
+                guard let selection = decodeSelection(value, scope: scope) else {
+                    isValid = false
+                    continue
+                }
+                conditions.append(.noRecords(selection))
             } else if name == "malformed" {
                 guard let flag = boolean(value, for: "`malformed`") else {
                     isValid = false
@@ -398,13 +415,27 @@ extension ProfileDecoder {
         guard
             let (name, body) = tagged(
                 node, in: "protocol action",
-                allowed: ["reject", "set", "notify", "indicate", "update", "pause-schedules", "resume-schedules"])
+                allowed: [
+                    "reject", "set", "notify", "indicate", "update", "pause-schedules", "resume-schedules",
+                    "send-records", "delete-records", "wait",
+                ])
         else { return nil }
         switch name {
         case "reject":
             return attError(body, on: .write).map { .reject($0) }
         case "set":
             return decodeSetState(body, scope: scope)
+        case "wait":
+            guard let duration = duration(body, for: "`wait`") else { return nil }
+            guard duration > .zero, duration <= .seconds(60) else {
+                report(body, "`wait` must be above zero and at most 1min")
+                return nil
+            }
+            return .wait(duration)
+        case "send-records":
+            return decodeSelection(body, scope: scope).map { .sendRecords($0) }
+        case "delete-records":
+            return decodeSelection(body, scope: scope).map { .deleteRecords($0) }
         case "pause-schedules", "resume-schedules":
             guard let target = lookUpCharacteristic(body, for: "`\(name)`") else { return nil }
             guard scheduledCharacteristics.contains(target.characteristic.id) else {
@@ -499,6 +530,14 @@ extension ProfileDecoder {
 
     /// A literal in `spec`'s spelling (checked to fit), or a name: the op code, a parameter in scope, a variable.
     private mutating func decodeSource(_ node: YAMLNode, as spec: FieldSpec, scope: Scope) -> ValueSource? {
+        if case .mapping = node.kind {
+            guard let (_, body) = tagged(node, in: "a value", allowed: ["count"]) else { return nil }
+            guard spec.type.isNumeric || spec.type.kind == .number else {
+                report(node, "a count is a number; it cannot stand where a \(spec.type.name) goes")
+                return nil
+            }
+            return decodeSelection(body, scope: scope).map { .count($0) }
+        }
         guard node.isPlainScalar, let text = node.scalar, text.first.map({ $0.isLetter }) == true,
             !["true", "false", "True", "False", "TRUE", "FALSE"].contains(text)
         else {
@@ -546,6 +585,193 @@ extension ProfileDecoder {
 
     private func knownNames(_ scope: Scope) -> [String] {
         [scope.opCodeName] + Array(scope.parameters.keys) + Array(stateVariables.keys)
+    }
+}
+
+extension ProfileDecoder {
+    /// A request's `fields`: each typed as a characteristic's field; one with a `value` is fixed, a request that holds
+    /// another value there is not this op.
+    mutating func decodeRequestFields(_ node: YAMLNode) -> (ValueLayout, [String: FieldValue])? {
+        guard let items = sequence(node, in: "`fields`") else { return nil }
+        var specs: [FieldSpec] = []
+        var fixed: [String: FieldValue] = [:]
+        var isValid = true
+        for (index, item) in items.enumerated() {
+            var valueNode: YAMLNode?
+            var stripped = item
+            if case .mapping(let pairs) = item.kind {
+                valueNode = pairs.first { $0.key.scalar == "value" }?.value
+                stripped.kind = .mapping(pairs.filter { $0.key.scalar != "value" })
+            }
+            guard let (layout, _) = decodeFields(YAMLNode(kind: .sequence([stripped]), mark: item.mark)),
+                let spec = layout.fields.first
+            else {
+                isValid = false
+                continue
+            }
+            if specs.contains(where: { $0.name == spec.name }) {
+                report(item, "duplicate field `\(spec.name)`")
+                isValid = false
+                continue
+            }
+            if spec.type.byteCount == nil && index != items.count - 1 {
+                report(item, "a `\(spec.type.name)` field has no fixed length, so it must be the last field")
+                isValid = false
+            }
+            if let valueNode {
+                guard let value = fieldValue(valueNode, as: spec) else {
+                    isValid = false
+                    continue
+                }
+                fixed[spec.name] = value
+            }
+            specs.append(spec)
+        }
+        return isValid ? (ValueLayout(specs), fixed) : nil
+    }
+
+    // MARK: Records
+
+    /// `records: {name: {characteristic, values: [{hex} | {text} | {fields: {...}}]}}`.
+    mutating func decodeRecords(_ node: YAMLNode) -> [RecordStore] {
+        guard case .mapping(let pairs) = node.kind else {
+            report(node, "expected a mapping of record store names for `records`, found \(node.kindName)")
+            return []
+        }
+        var stores: [RecordStore] = []
+        for (key, value) in pairs {
+            guard let name = string(key, for: "a record store's name") else { continue }
+            guard !stores.contains(where: { $0.name == name }) else {
+                report(key, "duplicate record store `\(name)`")
+                continue
+            }
+            guard
+                let map = fields(
+                    value, in: "record store `\(name)`", allowed: ["characteristic", "values"],
+                    required: ["characteristic", "values"]),
+                let at = map["characteristic"],
+                let target = lookUpCharacteristic(at, for: "record store `characteristic`"),
+                let list = map["values"].flatMap({ sequence($0, in: "`values`") })
+            else { continue }
+            let characteristic = target.characteristic
+            guard !characteristic.properties.isDisjoint(with: [.notify, .indicate]) else {
+                report(
+                    at,
+                    "records are sent on their characteristic, and `\(characteristic.id)` neither notifies nor indicates"
+                )
+                continue
+            }
+            // Known from here on, even when a record below fails: a selection naming it is not a second error.
+            recordStores[name] = characteristic
+            var values: [[UInt8]] = []
+            var isValid = true
+            for item in list {
+                guard let bytes = recordValue(item, of: characteristic) else {
+                    isValid = false
+                    continue
+                }
+                values.append(bytes)
+            }
+            guard isValid else { continue }
+            stores.append(RecordStore(name: name, characteristicID: characteristic.id, initial: values))
+        }
+        return stores
+    }
+
+    /// One record: `{hex}`/`{text}` bytes, or `{fields: {name: value}}` over the characteristic's layout (fields not
+    /// named keep the characteristic's own starting values).
+    private mutating func recordValue(_ node: YAMLNode, of characteristic: Characteristic) -> [UInt8]? {
+        guard let (form, body) = tagged(node, in: "a record", allowed: ["hex", "text", "fields"]) else { return nil }
+        var bytes: [UInt8]
+        if form == "fields" {
+            guard let layout = characteristic.layout else {
+                report(body, "`\(characteristic.id)` has no `fields` to name; give the record as `hex`")
+                return nil
+            }
+            guard case .mapping(let pairs) = body.kind else {
+                report(body, "expected a mapping of field names to values for `fields`, found \(body.kindName)")
+                return nil
+            }
+            var values = layout.decode(characteristic.value.bytes) ?? []
+            guard values.count == layout.fields.count else {
+                report(body, "`\(characteristic.id)` has no starting value to build a record on; give every field")
+                return nil
+            }
+            for (key, value) in pairs {
+                guard let name = string(key, for: "a field name") else { return nil }
+                guard let index = layout.index(of: name) else {
+                    report(
+                        key, "`\(characteristic.id)` has no field `\(name)`",
+                        hint: EditDistance.hint(for: name, in: layout.fields.map(\.name)))
+                    return nil
+                }
+                guard let decoded = fieldValue(value, as: layout.fields[index]) else { return nil }
+                values[index] = decoded
+            }
+            do { bytes = try layout.encode(values) } catch {
+                report(body, error.description)
+                return nil
+            }
+        } else {
+            guard let decoded = self.bytes(node, for: "a record") else { return nil }
+            bytes = decoded
+        }
+        guard bytes.count <= characteristic.maximumLength else {
+            report(
+                node,
+                "the record is \(bytes.count) bytes, over `max-length` \(characteristic.maximumLength) of `\(characteristic.id)`"
+            )
+            return nil
+        }
+        return bytes
+    }
+
+    /// `{records: name, field, min, max, first | last}`: which records an action or condition means.
+    mutating func decodeSelection(_ node: YAMLNode, scope: Scope) -> RecordSelection? {
+        guard
+            let map = fields(
+                node, in: "record selection", allowed: ["records", "field", "min", "max", "first", "last"],
+                required: ["records"]),
+            let storeNode = map["records"], let store = string(storeNode, for: "`records`")
+        else { return nil }
+        guard let characteristic = recordStores[store] else {
+            report(
+                storeNode, "unknown record store `\(EditDistance.echo(store))`",
+                hint: EditDistance.hint(for: store, in: Array(recordStores.keys))
+                    ?? "declare it under `behaviour.records`")
+            return nil
+        }
+        var selection = RecordSelection(store: store)
+        if let fieldNode = map["field"] {
+            guard let name = string(fieldNode, for: "`field`") else { return nil }
+            guard let spec = characteristic.layout?.fields.first(where: { $0.name == name }) else {
+                report(
+                    fieldNode, "`\(characteristic.id)` has no field `\(name)`",
+                    hint: EditDistance.hint(for: name, in: characteristic.layout?.fields.map(\.name) ?? []))
+                return nil
+            }
+            guard spec.type.isNumeric else {
+                report(fieldNode, "records are selected by a number, and field `\(name)` is \(spec.type.name)")
+                return nil
+            }
+            selection.field = name
+            for bound in ["min", "max"] {
+                guard let boundNode = map[bound] else { continue }
+                guard let source = decodeSource(boundNode, as: spec, scope: scope) else { return nil }
+                if bound == "min" { selection.min = source } else { selection.max = source }
+            }
+        } else if let bound = map.keyNode("min") ?? map.keyNode("max") {
+            report(bound, "`min` and `max` bound a `field`: name it")
+            return nil
+        }
+        let first = map["first"].flatMap { boolean($0, for: "`first`") } ?? false
+        let last = map["last"].flatMap { boolean($0, for: "`last`") } ?? false
+        if first && last, let at = map.keyNode("last") {
+            report(at, "`first` or `last`, not both")
+            return nil
+        }
+        selection.position = first ? .first : last ? .last : .all
+        return selection
     }
 }
 

@@ -34,6 +34,8 @@ struct ProfileDecoder {
     var serviceUUIDsByID: [String: BluetoothUUID] = [:]
     /// The device's state variables by name, once `behaviour.state` is decoded.
     var stateVariables: [String: StateVariable] = [:]
+    /// Each record store's characteristic, once `behaviour.records` is decoded.
+    var recordStores: [String: Characteristic] = [:]
     /// The characteristics a schedule writes, which protocol actions may pause and resume.
     var scheduledCharacteristics: Set<String> = []
 

@@ -1,0 +1,52 @@
+import Foundation
+import Testing
+
+@testable import Lab
+
+/// The bundled devices whose conversation is a protocol, served by the real `blemu run` on hci0 and hci1 in one
+/// boot, each driven from hci2 by a central nobody here wrote or one written from its specification's text
+/// (Fixtures/lab-protocol-devices.sh runs them in turn):
+/// - profiles/indoor-bike.yaml (FTMS) by pycycling's FitnessMachineService, through a whole ERG session;
+/// - profiles/glucose-meter.yaml (GLS with RACP) by examples/central-tests/glucose_racp_test.py, written from GLS
+///   1.0's text: every RACP procedure, records before the indication that ends it.
+enum ProtocolDevicesScenario {
+    /// A device: its profile, and the central that judges it with a line per check.
+    struct Device: Sendable, CustomTestStringConvertible {
+        /// The results' file stem.
+        let name: String
+        /// The profile, relative to the checkout.
+        let profile: String
+        /// The central's script, relative to the checkout.
+        let central: String
+        /// The checks the central makes, each an `ok` line when it holds.
+        let checks: Int
+
+        var testDescription: String { name }
+    }
+
+    /// Boots on first use; every test awaits the same run.
+    static let shared = LabScenario(boot: boot)
+
+    /// The devices, in the order their profiles take the controllers.
+    static let devices = [
+        Device(
+            name: "trainer", profile: "profiles/indoor-bike.yaml",
+            central: "examples/central-tests/ftms_pycycling_test.py", checks: 14),
+        Device(
+            name: "glucose", profile: "profiles/glucose-meter.yaml",
+            central: "examples/central-tests/glucose_racp_test.py", checks: 15),
+    ]
+
+    private static func boot(system: LabSystem) async throws -> LabRun {
+        let results = try LabScenario.freshResultsDirectory()
+        let configuration = LabConfiguration(
+            resultsDirectory: results, controllers: devices.count + 1,
+            profiles: devices.map { LabScenario.package + "/" + $0.profile }, timeout: .seconds(300),
+            stepTimeout: .seconds(30), blemuExecutable: LabScenario.blemuExecutable,
+            workingDirectory: LabScenario.package, bluez: system.bluez, kernel: system.kernel)
+        return try await LabScenario.boot(
+            configuration,
+            running: ["/bin/sh", LabScenario.fixtures + "/lab-protocol-devices.sh", HeartRateScenario.bleakPython]
+                + devices.map { "\($0.name)=\(LabScenario.package)/\($0.central)" })
+    }
+}

@@ -1,0 +1,50 @@
+import Foundation
+import Testing
+
+@testable import Lab
+
+/// The protocol devices as their centrals see them on real bluetoothd (`ProtocolDevicesScenario`): every exchange
+/// answered as the specification says, in order, and each request answered exactly once.
+@Suite(.needsLab, .needsBlemuRun, .labSuiteTimeLimit)
+struct ProtocolDevicesScenarioTests {
+    static let cases = LabScenario.boundingSystems.flatMap { system in
+        ProtocolDevicesScenario.devices.map { (system, $0) }
+    }
+
+    @Test(arguments: cases)
+    func theCentralPassesEveryCheck(system: LabSystem, device: ProtocolDevicesScenario.Device) async throws {
+        let run = try await ProtocolDevicesScenario.shared.run(on: system)
+        let output = (try? String(contentsOfFile: run.file(device.name + ".txt"), encoding: .utf8)) ?? ""
+        let status = (try? String(contentsOfFile: run.file(device.name + "-rc"), encoding: .utf8)) ?? ""
+        #expect(status.trimmingCharacters(in: .whitespacesAndNewlines) == "0", "\(output)")
+        let passed = output.split(separator: "\n").filter { $0.hasPrefix("ok   ") }
+        #expect(passed.count == device.checks, "\(output)")
+        #expect(!output.contains("FAIL"), "\(output)")
+    }
+
+    /// Requests = answers for each device, in the lab's summary and in its event log, one `request` line each and
+    /// one `protocol` line for each write a protocol answered.
+    @Test(arguments: LabScenario.boundingSystems)
+    func everyRequestIsAnsweredOnce(system: LabSystem) async throws {
+        let run = try await ProtocolDevicesScenario.shared.run(on: system)
+        let summary = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: run.file("summary.json"))))
+                as? [String: Any])
+        let peripherals = summary["peripherals"] as? [[String: Any]] ?? []
+        #expect(peripherals.count == ProtocolDevicesScenario.devices.count, "\(summary)")
+        for peripheral in peripherals {
+            let controller = peripheral["controller"] as? String ?? "?"
+            let requests = peripheral["requests"] as? Int ?? -1
+            #expect(requests >= 11, "the session's reads and control-point writes: \(peripheral)")
+            #expect(
+                peripheral["answered"] as? Int == requests && peripheral["unanswered"] as? Int == 0, "\(peripheral)")
+            let events = (try? String(contentsOfFile: run.file("events-\(controller).jsonl"), encoding: .utf8)) ?? ""
+            let lines = events.split(separator: "\n")
+            let requestLines = lines.filter { $0.contains(#""type":"request""#) }
+            #expect(requestLines.count == requests, "\(controller): \(requestLines.count) lines, \(requests) requests")
+            let protocolLines = lines.filter { $0.contains(#""type":"protocol""#) }
+            let controlWrites = requestLines.filter { $0.contains(#""operation":"write""#) }
+            #expect(protocolLines.count == controlWrites.count, "\(controller): one protocol line per write")
+        }
+    }
+}
