@@ -27,6 +27,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 
 import dbus
 import dbus.mainloop.glib
@@ -263,8 +264,18 @@ class Disturber(threading.Thread):
         self.recovered = threading.Event()
         self.recovered.set()
         self.stop = threading.Event()
+        self.last_at = time.monotonic()
 
     def run(self):
+        # A soak whose disturbances stopped is no soak: whatever ends this thread early is its failure, which ends
+        # the soak and fails its report (a traceback alone once went unnoticed in a passing 600 s run).
+        try:
+            self.disturb()
+        except BaseException as error:  # pylint: disable=broad-except
+            log('the disturbing thread died:', traceback.format_exc())
+            self.failure = 'the disturbing thread died: %r' % error
+
+    def disturb(self):
         turn = 0
         while True:
             while not self.recovered.wait(0.5):
@@ -275,6 +286,7 @@ class Disturber(threading.Thread):
             kind = DISTURBANCES[turn % len(DISTURBANCES)]
             turn += 1
             log('disturbance:', kind)
+            self.last_at = time.monotonic()
             with lock:
                 self.last = kind
                 if kind == 'restart-bluetoothd':
@@ -514,7 +526,7 @@ if not central.establish():
     raise SystemExit('the central never connected to the peripheral')
 disturber.start()
 log('connected; soaking for %d s, a disturbance %d s after each recovery' % (seconds, every))
-while time.monotonic() - started < seconds and disturber.failure is None:
+while time.monotonic() - started < seconds and disturber.failure is None and disturber.is_alive():
     central.pump()
     healthy = central.work()
     central.pump()
@@ -528,8 +540,15 @@ while time.monotonic() - started < seconds and disturber.failure is None:
             with lock:
                 daemon.revive_if_dead(after=disturber.last)
         disturber.recovered.set()
+if disturber.failure is None and not disturber.is_alive():
+    disturber.failure = 'the disturbing thread ended after %d s of %d' % (time.monotonic() - started, seconds)
 disturber.stop.set()
 disturber.join(60)
+# The disturbances must have kept coming: one `every` seconds after each recovery, and a recovery gives up after
+# 90 s (`establish`), so a longer quiet spell at the end means the disturber stopped disturbing.
+quiet = time.monotonic() - disturber.last_at
+if disturber.failure is None and quiet > every + 90 + 30:
+    disturber.failure = 'no disturbance in the last %d s of the soak' % quiet
 # The last check of `written`, on the way back from the last disturbance if there was one.
 if not central.establish():
     log('could not find the peripheral again within 90 s for the last check')
