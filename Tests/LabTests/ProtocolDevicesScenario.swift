@@ -3,12 +3,14 @@ import Testing
 
 @testable import Lab
 
-/// The bundled devices whose conversation is a protocol, served by the real `blemu run` on hci0 and hci1 in one
-/// boot, each driven from hci2 by a central nobody here wrote or one written from its specification's text
+/// The bundled devices whose conversation is a protocol, served by the real `blemu run` on hci0, hci1 and hci2 in one
+/// boot, each driven from hci3 by a central nobody here wrote or one written from its specification's text
 /// (Fixtures/lab-protocol-devices.sh runs them in turn):
 /// - profiles/indoor-bike.yaml (FTMS) by pycycling's FitnessMachineService, through a whole ERG session;
 /// - profiles/glucose-meter.yaml (GLS with RACP) by examples/central-tests/glucose_racp_test.py, written from GLS
-///   1.0's text: every RACP procedure, records before the indication that ends it.
+///   1.0's text: every RACP procedure, records before the indication that ends it;
+/// - profiles/nordic-uart.yaml (a NUS loopback) by examples/central-tests/nordic_uart_echo_test.py over bleak: lines,
+///   a burst without response and an MTU-long write echoed whole and in order.
 enum ProtocolDevicesScenario {
     /// A device: its profile, and the central that judges it with a line per check.
     struct Device: Sendable, CustomTestStringConvertible {
@@ -35,6 +37,9 @@ enum ProtocolDevicesScenario {
         Device(
             name: "glucose", profile: "profiles/glucose-meter.yaml",
             central: "examples/central-tests/glucose_racp_test.py", checks: 15),
+        Device(
+            name: "uart", profile: "profiles/nordic-uart.yaml",
+            central: "examples/central-tests/nordic_uart_echo_test.py", checks: 5),
     ]
 
     private static func boot(system: LabSystem) async throws -> LabRun {
