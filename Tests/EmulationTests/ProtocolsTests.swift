@@ -211,4 +211,23 @@ import Testing
         let protocolLines = records.filter { if case .protocolCase = $0 { true } else { false } }
         #expect(requestLines.count == 2 && protocolLines.count == 2, "one of each per request: \(records)")
     }
+
+    /// A central writes whatever it likes: any bytes to either bundled control point get a decision, and the same
+    /// bytes in the same state get the same one (the engine is a function of its state and the request).
+    @Test(arguments: [("indoor-bike", "control-point"), ("glucose-meter", "racp")])
+    func anyWrittenBytesGetAnAnswerAndNeverATrap(profile: String, characteristic: String) throws {
+        var engine = try Protocols(profile: bundledProfile(profile))
+        var random = SplitMix64(seed: 0xC0FFEE)
+        var accepted = 0
+        for _ in 0..<2000 {
+            let length = Int(random.next() % 24)
+            let bytes = (0..<length).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+            var twin = engine
+            let decision = engine.write(bytes, to: characteristic).decision
+            #expect(twin.write(bytes, to: characteristic).decision == decision)
+            if case .accept = decision { accepted += 1 }
+        }
+        // Both devices answer every request with an indication (an `otherwise` each): none is refused.
+        #expect(accepted == 2000)
+    }
 }

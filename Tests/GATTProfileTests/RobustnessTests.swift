@@ -58,7 +58,10 @@ struct SplitMix64: RandomNumberGenerator {
         #expect(result.diagnostics.first?.hint == nil)
     }
 
-    @Test(arguments: ["heart-rate.yaml", "thermostat.yaml", "transfer.yaml", "cycling-speed-cadence.yaml"])
+    @Test(arguments: [
+        "heart-rate.yaml", "thermostat.yaml", "transfer.yaml", "cycling-speed-cadence.yaml", "indoor-bike.yaml",
+        "glucose-meter.yaml",
+    ])
     func mutatedProfilesNeverCrashTheDecoder(name: String) throws {
         let original = try String(
             contentsOf: Repository.root.appendingPathComponent("profiles/\(name)"), encoding: .utf8)
