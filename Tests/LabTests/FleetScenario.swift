@@ -13,7 +13,7 @@ enum FleetScenario {
     static let devices = 4
     /// The profile every strap serves, relative to the checkout.
     static let profile = "profiles/heart-rate.yaml"
-    /// The README's gateway example.
+    /// The gateway example of docs/lab.md ("A fleet").
     static let gateway = LabScenario.package + "/examples/central-tests/gateway_test.py"
 
     private static func boot(system: LabSystem) async throws -> LabRun {
