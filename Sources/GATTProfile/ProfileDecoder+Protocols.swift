@@ -460,9 +460,7 @@ extension ProfileDecoder {
         }
         guard let name = string(key, for: "a state variable") else { return nil }
         guard let variable = stateVariables[name] else {
-            report(
-                key, "unknown state variable `\(name)`",
-                hint: EditDistance.hint(for: name, in: Array(stateVariables.keys)))
+            reportUnknown(key, "state variable", name, among: Array(stateVariables.keys), declaredIn: "state")
             return nil
         }
         guard let source = decodeSource(value, as: FieldSpec(name: name, type: variable.type), scope: scope) else {
@@ -571,6 +569,15 @@ extension ProfileDecoder {
             return nil
         }
         return source
+    }
+
+    /// Reports `name` as an unknown `what`, with the closest known name as a hint, else where to declare one.
+    mutating func reportUnknown(
+        _ node: YAMLNode, _ what: String, _ name: String, among known: [String], declaredIn section: String
+    ) {
+        report(
+            node, "unknown \(what) `\(EditDistance.echo(name))`",
+            hint: EditDistance.hint(for: name, in: known) ?? "declare it under `behaviour.\(section)`")
     }
 
     private func unknownName(_ name: String, scope: Scope) -> String {
@@ -735,10 +742,7 @@ extension ProfileDecoder {
             let storeNode = map["records"], let store = string(storeNode, for: "`records`")
         else { return nil }
         guard let characteristic = recordStores[store] else {
-            report(
-                storeNode, "unknown record store `\(EditDistance.echo(store))`",
-                hint: EditDistance.hint(for: store, in: Array(recordStores.keys))
-                    ?? "declare it under `behaviour.records`")
+            reportUnknown(storeNode, "record store", store, among: Array(recordStores.keys), declaredIn: "records")
             return nil
         }
         var selection = RecordSelection(store: store)

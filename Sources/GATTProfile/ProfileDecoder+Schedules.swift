@@ -230,10 +230,7 @@ extension ProfileDecoder {
                 let rate = map["rate-per-second"].flatMap({ number($0, for: "`rate-per-second`") })
             else { return nil }
             guard let variable = stateVariables[name] else {
-                report(
-                    stateNode, "unknown state variable `\(EditDistance.echo(name))`",
-                    hint: EditDistance.hint(for: name, in: Array(stateVariables.keys))
-                        ?? "declare it under `behaviour.state`")
+                reportUnknown(stateNode, "state variable", name, among: Array(stateVariables.keys), declaredIn: "state")
                 return nil
             }
             guard variable.type.isNumeric else {
