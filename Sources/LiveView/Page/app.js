@@ -592,6 +592,12 @@ function eventRow(e) {
     case "restart": detail = e.reason; tone = "warn"; break;
     case "reset": detail = (e.changed || []).length ? "back to the profile: " + e.changed.join(", ") : "nothing changed"; break;
     case "lines-dropped": detail = e.count + " lines dropped"; tone = "bad"; break;
+    case "protocol": {
+      const set = Object.entries(e.state || {}).map(([name, v]) => name + " = " + fieldText(v)).join(", ");
+      detail = `${e.request}: ${e.case}` + (set ? `; ${set}` : "");
+      tone = e.case === "none" ? "bad" : "";
+      break;
+    }
     default: {
       const { time, type: _, characteristic, ...rest } = e;
       detail = JSON.stringify(rest);
