@@ -15,8 +15,13 @@ import Testing
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         try #require(SocketCalls.bindAndListen(fd, to: try #require(SocketCalls.unixAddress(path))))
         if let answer {
+            // Its own descriptor for the same socket: the test closes `fd` when it ends, and another test's listener
+            // can then get that number; an accept still waiting on the number would take that test's connection
+            // and answer it (seen: a "never answers" test got this answer).
+            let own = dup(fd)
             DispatchQueue.global().async {
-                let connection = accept(fd, nil, nil)
+                defer { close(own) }
+                let connection = accept(own, nil, nil)
                 var byte: UInt8 = 0
                 while read(connection, &byte, 1) == 1 && byte != UInt8(ascii: "\n") {}
                 let bytes = Array((answer + "\n").utf8)
