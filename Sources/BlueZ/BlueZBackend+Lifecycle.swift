@@ -76,6 +76,7 @@ extension BlueZBackend {
                 powered = value
             }
             logger.info("adapter \(adapterName) appeared: registering again")
+            adapterSignals += 1
             handle(.adapterAdded(powered: powered))
         case BlueZName.FreeDesktop.interfacesRemoved:
             if signal.arguments.count == 2, case .objectPath(let path) = signal.arguments[0], path != adapterPath {
@@ -86,6 +87,7 @@ extension BlueZBackend {
                 let names = try? signal.arguments[1].asStrings(), names.contains(BlueZName.Interface.adapter)
             else { return }
             logger.warning("adapter \(adapterName) was removed: its registrations are gone")
+            adapterSignals += 1
             handle(.adapterRemoved)
         default:
             return
@@ -98,6 +100,7 @@ extension BlueZBackend {
     /// lab: ActiveInstances stays 1 and no central finds the peripheral. So at power on the machine asks for the
     /// advertisement to be registered again (`.refreshAdvertisement`).
     private func poweredChanged(_ powered: Bool) {
+        adapterSignals += 1
         let changed = lifecycle.adapterPowered != powered
         if changed { logger.info("adapter \(adapterName) powered \(powered ? "on" : "off")") }
         handle(.powered(powered))
@@ -181,7 +184,13 @@ extension BlueZBackend {
         guard let newOwner else { return }
         owner.update(newOwner)
         logger.info("bluetoothd is back as \(newOwner)")
-        let powered = await adapterPowered()
+        let signalsBefore = adapterSignals
+        var powered = await adapterPowered()
+        // The answer can be older than a signal that overtook it: a new bluetoothd adds and powers its adapter
+        // while the question is in flight, and a stale "off" then hid the power on, reported poweredOff to a
+        // powered adapter and swallowed the next real power off (seen in the lab on 5.87, kernel 7.2). What a
+        // later signal said wins.
+        if adapterSignals != signalsBefore { powered = lifecycle.adapterPowered }
         if powered == nil { logger.warning("bluetoothd has no adapter \(adapterName)") }
         handle(.bluetoothdArrived(adapterPowered: powered))
     }

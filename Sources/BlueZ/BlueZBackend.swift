@@ -25,6 +25,9 @@ import Synchronization
 public actor BlueZBackend: PeripheralBackend {
     /// bluetoothd, the adapter and what is registered: changed only through `handle(_:)` and `shutDown()`.
     var lifecycle = BlueZLifecycle(adapterPowered: false)
+    /// How many times the adapter's power or presence has been heard of from a signal, so an answer to a question
+    /// asked before the latest signal is known to be older than what the machine already has.
+    var adapterSignals = 0
     var services: [Service] = []
     /// Where each published characteristic is exported, by id: set with `services`.
     var characteristicPaths: [String: ObjectPath] = [:]
