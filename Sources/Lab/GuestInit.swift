@@ -54,10 +54,9 @@ enum GuestInit {
                     || fail "mounting $modules at /lib/modules/$release failed"
             fi
             # The work share goes at the host's path, so paths mean the same on both sides. Under /tmp its parent
-            # exists only in the fresh tmpfs: create it. cache=mmap: without a cache mode, kernel 7.2's 9p answered
-            # a read racing an append with ENODATA (docs/lab.md, "Facts the code relies on").
+            # exists only in the fresh tmpfs: create it.
             mkdir -p "/newroot$work" 2>/dev/null
-            mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=mmap \(workTag) "/newroot$work" \\
+            mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 \(workTag) "/newroot$work" \\
                 || fail "mounting the work share at $work failed"
             mount --move /proc /newroot/proc && mount --move /sys /newroot/sys && mount --move /dev /newroot/dev \\
                 || fail "moving /proc /sys /dev failed"

@@ -2,8 +2,7 @@
 # The lab scenario's command (LabScenario.swift), run in the VM by `blemu lab run`:
 #   lab-scenario.sh BLEMU PROBE_LISTEN_SECONDS EXIT_CODE
 # Records the environment and bluetoothd's view, runs `blemu probe` and discover_central.py against the
-# peripheral, reads the results share while it grows (share_check.py), and exits EXIT_CODE to prove the code is
-# propagated.
+# peripheral, and exits EXIT_CODE to prove the code is propagated.
 R="$BLEMU_LAB_RESULTS"
 here=$(dirname "$0")
 B=$1 LISTEN=$2 CODE=$3
@@ -29,7 +28,5 @@ dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$BLEMU_LAB_CENTRAL
 rm -f "/var/lib/bluetooth/$BLEMU_LAB_CENTRAL_ADDRESS/cache/$BLEMU_LAB_PERIPHERAL_ADDRESS"
 /usr/bin/python3 "$here/discover_central.py" "$BLEMU_LAB_CENTRAL" "$BLEMU_LAB_PERIPHERAL_ADDRESS" > "$R/central.txt" 2>&1
 echo "central exited $?" >> "$R/central.txt"
-# The results share read while it is appended to, as a test reads blemu's event log (share_check.py).
-/usr/bin/python3 "$here/share_check.py" "$R" > "$R/share-check.txt" 2>&1
 echo "scenario done, exiting $CODE"
 exit "$CODE"
