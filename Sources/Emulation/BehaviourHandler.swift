@@ -142,11 +142,7 @@ public struct BehaviourHandler: RequestHandler {
             var traces: [Protocols.Trace] = []
             for id in order {
                 let (decision, trace) = rules.traced(staged[id] ?? [], to: id, at: now)
-                if var trace {
-                    // A refused request changes nothing, whatever its case would have set.
-                    if case .reject = decision { trace.changes = [] }
-                    traces.append(trace)
-                }
+                if let trace { traces.append(trace) }
                 switch decision {
                 case .reject(let error): return (error, [], false, traces)
                 case .accept(let accepted): actions += accepted
@@ -157,6 +153,7 @@ public struct BehaviourHandler: RequestHandler {
             return (nil, actions, moved, traces)
         }
         for var trace in traces {
+            // A refused batch changes nothing, whatever its cases would have set.
             if failure != nil { trace.changes = [] }
             log?.record(.protocolCase(trace))
         }

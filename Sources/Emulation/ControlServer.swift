@@ -67,7 +67,7 @@ public final class ControlServer: Sendable {
         sockets.withLock { $0.accepting = true }
         do { try DetachedThread.start { [self] in acceptLoop(fd) } } catch {
             sockets.withLock { $0 = (-1, false, $0.connections) }
-            closeDescriptor(fd)
+            SocketCalls.close(fd)
             unlink(path)
             throw StartError(description: "\(path): \(error)")
         }
@@ -108,7 +108,7 @@ public final class ControlServer: Sendable {
         _ = fchmod(fd, 0o600)
         guard SocketCalls.bindAndListen(fd, to: address, backlog: 8) else {
             let reason = String(cString: strerror(errno))
-            closeDescriptor(fd)
+            SocketCalls.close(fd)
             throw StartError(description: "\(path): \(reason)")
         }
         sockets.withLock { $0.listener = fd }
@@ -126,7 +126,7 @@ public final class ControlServer: Sendable {
         if listener >= 0 {
             shutdown(listener, Int32(SHUT_RDWR))
             unlink(path)
-            if !accepting { closeDescriptor(listener) }
+            if !accepting { SocketCalls.close(listener) }
         }
         for connection in connections { shutdown(connection, Int32(SHUT_RDWR)) }
     }
@@ -135,7 +135,7 @@ public final class ControlServer: Sendable {
     private static func answers(_ address: sockaddr_un) -> Bool {
         let probe = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard probe >= 0 else { return false }
-        defer { closeDescriptor(probe) }
+        defer { SocketCalls.close(probe) }
         return SocketCalls.connect(probe, to: address)
     }
 
@@ -162,15 +162,15 @@ public final class ControlServer: Sendable {
             }
             switch admission {
             case .stopped:
-                closeDescriptor(connection)
-                closeDescriptor(listener)
+                SocketCalls.close(connection)
+                SocketCalls.close(listener)
                 return
             case .full:
                 // Said, not silently dropped: the client learns why and can retry once others have closed.
                 _ = reply(
                     #"{"error":"too many control connections (\#(maximumConnections) open); try again later","ok":false}"#
                         + "\n", to: connection)
-                closeDescriptor(connection)
+                SocketCalls.close(connection)
                 continue
             case .admitted:
                 break
@@ -184,10 +184,10 @@ public final class ControlServer: Sendable {
                 // At the thread limit: said, like a full server, and the device keeps running.
                 _ = reply(#"{"error":"\#(error)","ok":false}"# + "\n", to: connection)
                 sockets.withLock { _ = $0.connections.remove(connection) }
-                closeDescriptor(connection)
+                SocketCalls.close(connection)
             }
         }
-        closeDescriptor(listener)
+        SocketCalls.close(listener)
     }
 
     private enum Admission { case admitted, full, stopped }
@@ -222,7 +222,7 @@ public final class ControlServer: Sendable {
             }
         }
         sockets.withLock { _ = $0.connections.remove(connection) }
-        closeDescriptor(connection)
+        SocketCalls.close(connection)
     }
 
     /// Streams every event recorded from now on to `connection`, one event-log line each, until the client closes

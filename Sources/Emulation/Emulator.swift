@@ -204,13 +204,11 @@ public actor Emulator {
                 }
             case .warning(let id, let message):
                 logger.warning("\(id): \(message)")
+            // The decoder let a protocol name only scheduled characteristics, so these never throw.
             case .pauseSchedules(let id):
-                _ = engines.withLock { $0.schedules.pause(id) }
-                arm()
+                try? pauseSchedules(id)
             case .resumeSchedules(let id):
-                let now = clock.now()
-                _ = engines.withLock { $0.schedules.resume(id, at: now) }
-                arm()
+                try? resumeSchedules(id)
             case .wait(let duration):
                 // On the emulator's clock, so a test advances it; a stop cancels the sleep and the rest goes on.
                 try? await clock.sleepUntil(clock.now() + duration)

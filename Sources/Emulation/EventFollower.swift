@@ -1,3 +1,4 @@
+import LocalIO
 import Synchronization
 
 #if canImport(Glibc)
@@ -45,8 +46,8 @@ public final class EventFollower: Sendable {
     }
 
     deinit {
-        closeDescriptor(wakeDescriptor)
-        closeDescriptor(signalDescriptor)
+        SocketCalls.close(wakeDescriptor)
+        SocketCalls.close(signalDescriptor)
     }
 
     /// Holds `record` (or counts it dropped when the backlog is full) and makes the pipe readable if it was not.

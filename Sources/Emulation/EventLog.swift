@@ -182,7 +182,7 @@ public final class EventLog: Sendable {
 
     private func closeNow() {
         let fd = descriptor.exchange(-1, ordering: .acquiringAndReleasing)
-        if ownsDescriptor && fd >= 0 { closeDescriptor(fd) }
+        if ownsDescriptor && fd >= 0 { SocketCalls.close(fd) }
     }
 
     private func write(_ text: String) {
@@ -213,9 +213,6 @@ public final class EventLog: Sendable {
         _ = Array(line.utf8).withUnsafeBytes { writeDescriptor(STDERR_FILENO, $0.baseAddress, $0.count) }
     }
 }
-
-/// `close(2)`, out of reach inside a type with its own `close()`.
-func closeDescriptor(_ fd: Int32) { SocketCalls.close(fd) }
 
 /// `write(2)`, out of reach inside a type with its own `write`.
 func writeDescriptor(_ fd: Int32, _ bytes: UnsafeRawPointer?, _ count: Int) -> Int { write(fd, bytes, count) }

@@ -273,13 +273,13 @@ public final class StateStore: Sendable {
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw FileError(description: "\(temporary): \(String(cString: strerror(errno)))") }
         do { try LocalFile.writeAll(bytes, to: fd) } catch {
-            closeDescriptor(fd)
+            SocketCalls.close(fd)
             unlink(temporary)
             throw FileError(description: "write: \(error)")
         }
         // The data must be on disk before the rename makes it the state file, or a crash could leave it empty.
         let synced = fsync(fd) == 0
-        closeDescriptor(fd)
+        SocketCalls.close(fd)
         guard synced, rename(temporary, path) == 0 else {
             unlink(temporary)
             throw FileError(description: "fsync or rename: \(String(cString: strerror(errno)))")
@@ -288,7 +288,7 @@ public final class StateStore: Sendable {
         let directoryFD = open(directory, O_RDONLY | O_CLOEXEC)
         if directoryFD >= 0 {
             _ = fsync(directoryFD)
-            closeDescriptor(directoryFD)
+            SocketCalls.close(directoryFD)
         }
     }
 
