@@ -60,18 +60,9 @@ public struct ControlClient: Sendable {
             SocketCalls.close(fd)
             throw Unreachable(description: "\(path): \(reason)")
         }
-        let bytes = Array((line + "\n").utf8)
-        var written = 0
-        while written < bytes.count {
-            let result = bytes[written...].withUnsafeBytes {
-                Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
-            }
-            if result < 0 && errno == EINTR { continue }
-            guard result > 0 else {
-                SocketCalls.close(fd)
-                throw Unreachable(description: "\(path): connection closed")
-            }
-            written += result
+        guard SocketCalls.sendAll(fd, (line + "\n").utf8) else {
+            SocketCalls.close(fd)
+            throw Unreachable(description: "\(path): connection closed")
         }
         return fd
     }

@@ -40,6 +40,22 @@ public enum SocketCalls {
         passing(address) { systemConnect(fd, $0, $1) }
     }
 
+    /// Sends all of `bytes` on a stream socket, waiting for room as needed; MSG_NOSIGNAL, so a peer that hung up
+    /// costs a false (EPIPE), not a SIGPIPE. False with errno set when a send fails.
+    public static func sendAll(_ fd: Int32, _ bytes: some Collection<UInt8>) -> Bool {
+        let bytes = Array(bytes)
+        var written = 0
+        while written < bytes.count {
+            let result = bytes[written...].withUnsafeBytes {
+                systemSend(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
+            if result < 0 && errno == EINTR { continue }
+            guard result > 0 else { return false }
+            written += result
+        }
+        return true
+    }
+
     /// Whether `call` succeeded (returned 0) given `address` as the generic `sockaddr` and its length.
     private static func passing<Address>(
         _ address: Address, to call: (UnsafePointer<sockaddr>, socklen_t) -> Int32
@@ -55,9 +71,11 @@ public enum SocketCalls {
 #if canImport(Glibc)
 private let systemBind = Glibc.bind
 private let systemConnect = Glibc.connect
+private let systemSend = Glibc.send
 #elseif canImport(Darwin)
 private let systemBind = Darwin.bind
 private let systemConnect = Darwin.connect
+private let systemSend = Darwin.send
 #endif
 
 /// `close(2)` under a name `SocketCalls.close` can call without calling itself.
