@@ -1,7 +1,8 @@
 import ControlProtocol
 
 /// The tools `blemu mcp` offers: one per command of the control protocol (`ControlCommand`), with `events` split
-/// in two, the latest events (`recent_events`) and the next one (`wait_for_event`). Each sends exactly its command.
+/// in two, the latest events (`recent_events`) and the next one (`wait_for_event`), and none for `handle`, a
+/// stream that outlives a tool call. Each sends exactly its command.
 public enum AgentTool: String, CaseIterable, Sendable {
     /// `describe`: the profile served.
     case describe
@@ -75,6 +76,9 @@ public enum AgentTool: String, CaseIterable, Sendable {
         case .advertising: [.advertising]
         case .disconnect: [.disconnect]
         case .events: [.recentEvents, .waitForEvent]
+        // A handler holds its connection and answers requests as they come; a tool call is one exchange, so an
+        // agent drives a device with the other tools instead (docs/control-and-events.md, "Handlers").
+        case .handle: []
         }
     }
 }

@@ -54,6 +54,7 @@ struct ControlVerbs: ParsableCommand {
         case .status: Status.self
         case .state: State.self
         case .events: Events.self
+        case .handle: Handle.self
         }
     }
 
@@ -309,5 +310,42 @@ struct ControlVerbs: ParsableCommand {
         var follows: Bool { follow }
 
         func request() -> [String: JSONValue] { request(follow ? ["follow": .bool(true)] : [:]) }
+    }
+
+    /// `handle ID... [--operations read,write] [--deadline-ms N] [--fallback E]`.
+    struct Handle: ControlVerb {
+        static let command = ControlCommand.handle
+        static let discussion = """
+            Prints the claim's response, then one request line per read or write of the named characteristics:
+            {"request":N,"operation":"write","id":ID,"central":C,"mtu":M,"hex":"..."}. Each line read from standard
+            input is sent back as an answer: {"answer":N} (success; a read gets the stored value), {"answer":N,
+            "hex":"..."} (a read's value, or the value a write keeps), {"answer":N,"error":"0x80"}, or
+            {"answer":N,"profile":true} (the profile answers). A request not answered within the deadline, or while
+            this command is not running, gets the fallback. Ends when standard input ends or the device stops.
+            Example, in bash: coproc blemu ctl /tmp/blemu.sock handle control-point
+            """
+
+        @Argument(help: "The characteristics whose requests to answer.")
+        var ids: [String]
+
+        @Option(help: "read, write, or read,write (the default).")
+        var operations: String?
+
+        @Option(help: "How long a request waits for its answer (at most, and by default, 0.8 x the request deadline).")
+        var deadlineMs: Int?
+
+        @Option(
+            help: "What answers when no answer comes in time: profile (the default) or an ATT error (0x80, a name).")
+        var fallback: String?
+
+        func request() -> [String: JSONValue] {
+            var members: [String: JSONValue] = ["ids": .array(ids.map(JSONValue.string))]
+            if let operations {
+                members["operations"] = .array(operations.split(separator: ",").map { .string(String($0)) })
+            }
+            if let deadlineMs { members["deadlineMs"] = .integer(Int64(deadlineMs)) }
+            if let fallback { members["fallback"] = .string(fallback) }
+            return request(members)
+        }
     }
 }

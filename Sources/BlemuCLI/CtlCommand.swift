@@ -47,6 +47,7 @@ struct CtlCommand: ParsableCommand {
     func run() throws {
         let verb = try Self.verb(from: words)
         let request = verb.request()
+        if verb is ControlVerbs.Handle { return try bridge(request) }
         if verb.follows { return try stream(request) }
         let response: String
         do { response = try ControlClient(path: socket).send(request) } catch {
@@ -87,6 +88,23 @@ struct CtlCommand: ParsableCommand {
         }
         Console.error("Error: give a command: \(names).")
         throw ExitCode.usage
+    }
+
+    /// `handle`: the claim's response and each request line to standard output as it comes, each line of standard
+    /// input to the socket as an answer, until either ends. A refused claim exits 65, as any refused command.
+    private func bridge(_ request: [String: JSONValue]) throws {
+        var isOK: Bool?
+        do {
+            _ = try ControlClient(path: socket).bridge(request, input: FileHandle.standardInput.fileDescriptor) {
+                line in
+                FileHandle.standardOutput.write(Data((line + "\n").utf8))
+                if isOK == nil { isOK = ControlClient.isOK(line) }
+            }
+        } catch {
+            Console.error("blemu: \(error)")
+            throw ExitCode.unavailable
+        }
+        if isOK != true { throw ExitCode.badProfile }
     }
 
     /// `events --follow`: the response line, then every event line as it comes, each written at once so a pipe

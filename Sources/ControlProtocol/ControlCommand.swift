@@ -32,6 +32,9 @@ public enum ControlCommand: String, CaseIterable, Sendable {
     case status
     /// The device's own state variables (`behaviour.state`), or sets some of them.
     case state
+    /// Turns the connection into a request stream: blemu sends the named characteristics' requests as lines, and
+    /// each answer line decides one.
+    case handle
 
     /// The longest line either side reads, in bytes: a longer request is answered with an error and discarded as it
     /// arrives, so a client that never sends a newline cannot make the server buffer without end.
@@ -55,6 +58,7 @@ public enum ControlCommand: String, CaseIterable, Sendable {
         case .describe: "the profile served: services, characteristics, fields (blemu show --json)"
         case .status: "state, adapter, BlueZ version, and the advertisement's bytes (blemu adv)"
         case .state: "the device's state variables (behaviour.state); NAME=VALUE sets them"
+        case .handle: "answer ID's requests: request lines out, answer lines in (stdin)"
         }
     }
 }

@@ -25,6 +25,8 @@ public struct BehaviourHandler: RequestHandler {
     let logger: Logger
     /// Ends the fault delays early at shutdown (`Emulator.releaseHeldRequests`), so every request is answered.
     let release = HoldRelease()
+    /// The programs answering requests over the control socket, asked after the profile's checks pass.
+    let handlers: RequestHandlers
 
     /// Answers a read: fault, then the server's checks, then the stored value.
     public func handleRead(_ request: consuming ReadRequest) async {
@@ -40,7 +42,18 @@ public struct BehaviourHandler: RequestHandler {
             answer = .error(error)
         } else {
             value = server.store.value(of: characteristic)
-            if request.offset > value.count { answer = .error(.invalidOffset) }
+            // A handler answers with the whole value; the part from the offset is served, as from the store.
+            if handlers.handles(.read, on: characteristic.id),
+                let verdict = await handlers.forward(
+                    .read, on: characteristic.id, central: request.central, value: [], offset: request.offset)
+            {
+                switch verdict {
+                case .accept(let handled): value = handled ?? value
+                case .reject(let error): answer = .error(error)
+                case .profile: break
+                }
+            }
+            if answer == .success && request.offset > value.count { answer = .error(.invalidOffset) }
         }
         let offset = request.offset
         // Logged just before the answer, so whoever sees the answer finds its line already in the log; with the
@@ -96,7 +109,18 @@ public struct BehaviourHandler: RequestHandler {
         }
         var actions: [EmulationAction] = []
         var rulesMoved = false
-        if failure == nil && !isAuthorizationOnly {
+        var verdict: RequestHandlers.Verdict?
+        if failure == nil && !isAuthorizationOnly, let id = handledWrite(writes) {
+            verdict = await handlers.forward(
+                .write, on: id, central: requests.central, value: staged[id] ?? [], offset: 0,
+                withoutResponse: !requests.expectsResponse)
+        }
+        switch verdict {
+        case .accept(let kept)?: await store(kept.map { [writes[0].characteristic.id: $0] } ?? staged, of: writes)
+        case .reject(let error)?: failure = error
+        case .profile?, nil: break
+        }
+        if failure == nil && !isAuthorizationOnly && (verdict == nil || verdict == .profile) {
             let isRuled = engines.withLock { engines in
                 writes.contains { engines.rules.hasRule(for: $0.characteristic.id) }
             }
@@ -123,6 +147,16 @@ public struct BehaviourHandler: RequestHandler {
         // next deadline, and the emulator must re-arm its timer even with no action to perform.
         let followUps = (failure == nil ? actions : []) + faults.actions
         if !followUps.isEmpty || rulesMoved { followUp.yield(followUps) }
+    }
+
+    /// The characteristic whose handler decides this batch: one written characteristic, answered by a handler. A
+    /// reliable write across several characteristics is one answer the profile gives, handled or not: a handler
+    /// answers one characteristic's requests (docs/control-and-events.md, "Handlers").
+    private func handledWrite(_ writes: [WriteRequest]) -> String? {
+        guard let id = writes.first?.characteristic.id, writes.allSatisfy({ $0.characteristic.id == id }),
+            handlers.handles(.write, on: id)
+        else { return nil }
+        return id
     }
 
     /// Runs the write rules on the staged values, on a copy of the engines committed only when every write is

@@ -22,6 +22,7 @@ import Peripheral
 /// | `{"command":"events"}` | `events`: the latest 256 event-log records as objects, oldest first |
 /// | `{"command":"events","follow":true}` | `following`: then one event-log line per event from now on (`ControlServer`) |
 /// | `{"command":"status"}` | `state`, `advertising`, `adapter`, `bluez`, `advertisement` (`AdvertisementJSON`) |
+/// | `{"command":"handle","id":"control-point"}` (`ids`, `operations`, `deadlineMs`, `fallback`) | `handling`: then request lines out, answer lines in (`RequestHandlers`) |
 /// | `{"command":"describe"}` | `profile`: the profile as `blemu show --json` prints it (`ProfileJSON`), its behaviour in words included |
 ///
 /// `set` with `fields` changes only the named fields of the current value. A running schedule of that characteristic
@@ -158,6 +159,8 @@ struct ControlCommands: Sendable {
                 "queueFull": notifications.refusedFull, "waiting": counters.waiting,
                 "notificationsDropped": notifications.dropped, "eventLinesLost": counters.eventLinesLost,
                 "notificationsToNobody": notifications.withoutSubscribers,
+                "handlerRequests": counters.handlers.forwarded, "handlerAnswered": counters.handlers.answered,
+                "handlerFallbacks": counters.handlers.fallbacks, "handlerRefused": counters.handlers.refused,
             ]
             return ["counters": .object(numbers.mapValues { .integer(Int64($0)) })]
         case .reset:
@@ -196,6 +199,9 @@ struct ControlCommands: Sendable {
             }
             let state = await emulator.protocolState()
             return ["state": .object(state.mapValues(\.json))]
+        case .handle:
+            // Answered by `ControlServer`, which turns the connection into the request stream.
+            throw .badRequest("`handle` streams on its own connection; send it as a connection's first line")
         case .status:
             let host = await emulator.hostStatus()
             return [
@@ -205,6 +211,68 @@ struct ControlCommands: Sendable {
                 "advertisement": AdvertisementJSON.document(for: emulator.profile.advertisement),
             ]
         }
+    }
+
+    /// The claim a `handle` request makes: `id` (one characteristic) or `ids`, `operations` (`read`, `write`;
+    /// both by default), `deadlineMs` (at most, and by default, `RequestHandlers.longestDeadline`), and `fallback`
+    /// (`profile`, the default, or an ATT error).
+    func claim(from request: [String: JSONValue]) throws(ControlError) -> RequestHandlers.Claim {
+        var ids: [String] = []
+        if let id = request["id"]?.string { ids.append(id) }
+        if let list = request["ids"] {
+            guard let names = list.strings else { throw .badValue("`ids` must be a list of characteristic ids") }
+            ids += names
+        }
+        guard !ids.isEmpty else { throw .badRequest("`handle` needs `id` or `ids`: the characteristics to answer") }
+        for id in ids where emulator.profile.characteristic(id: id) == nil {
+            throw .badValue("no characteristic `\(id)` in the profile")
+        }
+        var operations: Set<AttributeOperation> = [.read, .write]
+        if let list = request["operations"] {
+            let wrong = ControlError.badValue("`operations` must list read, write or both")
+            guard let names = list.strings, !names.isEmpty else { throw wrong }
+            operations = []
+            for name in names {
+                guard let operation = AttributeOperation(rawValue: name), [.read, .write].contains(operation) else {
+                    throw wrong
+                }
+                operations.insert(operation)
+            }
+        }
+        let longest = emulator.requestHandlers.longestDeadline
+        var deadline = longest
+        if let raw = request["deadlineMs"] {
+            guard let milliseconds = raw.integer, milliseconds > 0,
+                .milliseconds(milliseconds) <= longest
+            else {
+                throw .badValue(
+                    "`deadlineMs` must be from 1 to \(longest / .milliseconds(1)), under the request deadline")
+            }
+            deadline = .milliseconds(milliseconds)
+        }
+        var fallback = RequestHandlers.Fallback.profile
+        if let raw = request["fallback"], raw.string != "profile" {
+            guard let error = ATTError(json: raw) else {
+                throw .badValue("`fallback` must be `profile` or an ATT error (a name, 0xNN, or a code)")
+            }
+            fallback = .error(error)
+        }
+        return RequestHandlers.Claim(
+            characteristicIDs: Set(ids), operations: operations, deadline: deadline, fallback: fallback)
+    }
+
+    /// The line that tells a handler its claim holds: what it answers, its deadline and fallback.
+    static func claimed(_ claim: RequestHandlers.Claim) -> String {
+        let fallback: JSONValue =
+            switch claim.fallback {
+            case .profile: .string("profile")
+            case .error(let error): .string("0x" + Hex.byte(error.rawValue))
+            }
+        return JSONValue.object([
+            "ok": .bool(true), "handling": .array(claim.characteristicIDs.sorted().map(JSONValue.string)),
+            "operations": .array(claim.operations.map(\.rawValue).sorted().map(JSONValue.string)),
+            "deadlineMs": .integer(Int64(claim.deadline / .milliseconds(1))), "fallback": fallback,
+        ]).text + "\n"
     }
 
     private func string(_ key: String, in request: [String: JSONValue]) throws(ControlError) -> String {
@@ -285,13 +353,9 @@ struct ControlCommands: Sendable {
             guard milliseconds >= 0 else { throw .badValue("`delayMs` must not be negative") }
             return Fault(trigger: trigger, effect: .delay(.milliseconds(milliseconds)))
         }
-        let error: ATTError? =
-            if let name = request["error"]?.string {
-                ATTError(name: name)
-            } else if let code = request["error"]?.integer, (0...255).contains(code) {
-                ATTError(rawValue: UInt8(code))
-            } else { nil }
-        guard let error else { throw .badValue("`fault` needs `error` (a name, 0x80, or a code) or `delayMs`") }
+        guard let error = request["error"].flatMap(ATTError.init(json:)) else {
+            throw .badValue("`fault` needs `error` (a name, 0x80, or a code) or `delayMs`")
+        }
         return Fault(trigger: trigger, effect: .reject(error))
     }
 }

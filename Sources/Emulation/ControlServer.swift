@@ -213,6 +213,10 @@ public final class ControlServer: Sendable {
                         stream(feed, to: connection)
                         break reading
                     }
+                    if let request, request["command"]?.string == ControlCommand.handle.rawValue {
+                        handle(request, on: connection, framer: framer)
+                        break reading
+                    }
                     response = answer(request)
                 case .tooLong:
                     response =
@@ -266,6 +270,45 @@ public final class ControlServer: Sendable {
         }
     }
 
+    /// Serves a handler (`RequestHandlers`): the claim's answer, then request lines out and answer lines in until
+    /// either side closes. Every line out is sent whole or not at all, without waiting (`HandlerLine`): a handler
+    /// that stops reading loses its connection, and its requests get the fallback at once, instead of the request
+    /// path waiting on it. A silent handler is not closed: it may have nothing to answer for hours.
+    private func handle(_ request: [String: JSONValue], on connection: Int32, framer: consuming LineFramer) {
+        let claim: RequestHandlers.Claim
+        do { claim = try commands.claim(from: request) } catch {
+            _ = reply(#"{"error":\#(JSONValue.string(error.description).text),"ok":false}"# + "\n", to: connection)
+            return
+        }
+        let handlers = commands.emulator.requestHandlers
+        let line = HandlerLine(connection)
+        let number: Int
+        switch handlers.attach(claim, send: line.send) {
+        case .success(let attached): number = attached
+        case .failure(let error):
+            _ = reply(#"{"error":\#(JSONValue.string(error.description).text),"ok":false}"# + "\n", to: connection)
+            return
+        }
+        defer { handlers.detach(number) }
+        guard line.send(ControlCommands.claimed(claim)) else { return }
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(connection, $0.baseAddress, $0.count) }
+            if count < 0 && (errno == EINTR || errno == EAGAIN) { continue }
+            guard count > 0 else { return }
+            for answer in framer.append(buffer[..<count]) {
+                let complaint: String?
+                switch answer {
+                case .line(let text): complaint = handlers.receive(ControlCommands.request(in: text), from: number)
+                case .tooLong:
+                    complaint =
+                        #"{"error":"answer line longer than \#(Self.maximumLineLength) bytes, ignored","ok":false}"#
+                }
+                if let complaint, !line.send(complaint + "\n") { return }
+            }
+        }
+    }
+
     /// Computes the response on the cooperative pool while this (non-pool) thread waits for it.
     private func answer(_ request: [String: JSONValue]?) -> String {
         let box = ResponseBox()
@@ -281,18 +324,37 @@ public final class ControlServer: Sendable {
     }
 
     /// Writes the whole response; MSG_NOSIGNAL, so a client that hung up costs an error, not a SIGPIPE.
-    private func reply(_ text: String, to connection: Int32) -> Bool {
-        let bytes = Array(text.utf8)
-        var written = 0
-        while written < bytes.count {
-            let result = bytes[written...].withUnsafeBytes {
-                Glibc.send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+    private func reply(_ text: String, to connection: Int32) -> Bool { SocketCalls.sendAll(connection, text.utf8) }
+}
+
+/// Sends lines to a handler's connection, one at a time, each whole or not at all and never waiting: when the socket
+/// has no room for the whole line (the handler stopped reading), the connection is shut down, which ends the
+/// handler's thread and gives its requests the fallback.
+private final class HandlerLine: Sendable {
+    private let connection: Mutex<Int32>
+
+    init(_ connection: Int32) { self.connection = Mutex(connection) }
+
+    /// Whether all of `text` went.
+    @Sendable func send(_ text: String) -> Bool {
+        connection.withLock { fd in
+            guard fd >= 0 else { return false }
+            let bytes = Array(text.utf8)
+            var result: Int
+            repeat {
+                result = bytes.withUnsafeBytes {
+                    Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+                }
+            } while result < 0 && errno == EINTR
+            guard result == bytes.count else {
+                // Part of a line would garble the stream; none means the handler is not reading. Either way it
+                // is done: the reading thread sees the shutdown and detaches it.
+                shutdown(fd, Int32(SHUT_RDWR))
+                fd = -1
+                return false
             }
-            if result < 0 && errno == EINTR { continue }
-            guard result > 0 else { return false }
-            written += result
+            return true
         }
-        return true
     }
 }
 

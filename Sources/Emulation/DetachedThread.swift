@@ -6,17 +6,17 @@ import Darwin
 
 /// A detached POSIX thread for blocking calls (accept, read) that must stay off Swift's cooperative pool: what
 /// Foundation's `Thread` did, without linking Foundation into the serving binary.
-enum DetachedThread {
+package enum DetachedThread {
     /// The system's reason a thread could not be started (EAGAIN at the process's thread limit).
-    struct StartError: Error, CustomStringConvertible {
+    package struct StartError: Error, CustomStringConvertible {
         /// `pthread_create`'s error number.
-        var code: Int32
+        package var code: Int32
         /// The system's message for `code`.
-        var description: String { "cannot start a thread: \(String(cString: strerror(code)))" }
+        package var description: String { "cannot start a thread: \(String(cString: strerror(code)))" }
     }
 
     /// Runs `body` on a new detached thread.
-    static func start(_ body: @escaping @Sendable () -> Void) throws(StartError) {
+    package static func start(_ body: @escaping @Sendable () -> Void) throws(StartError) {
         final class Work {
             let body: @Sendable () -> Void
             init(_ body: @escaping @Sendable () -> Void) { self.body = body }

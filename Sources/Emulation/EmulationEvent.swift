@@ -46,6 +46,11 @@ public enum EmulationEvent: Hashable, Sendable {
     /// A protocol answered a write: how the request read, which case acted, and the state it changed; logged just
     /// before the write's `request` line.
     case protocolCase(Protocols.Trace)
+    /// A request handed to a handler (`RequestHandlers`) and how it was decided: `answered`, `error 0x..`,
+    /// `profile`, or the fallback's reason (`late`, `gone`, `unreachable`, `garbled`); `refused` for a line that
+    /// decided nothing (no characteristic then, and no request when it named none). Logged just before the request's
+    /// line.
+    case handler(request: Int?, characteristicID: String?, outcome: String)
 }
 
 /// An event with the wall-clock time it happened: what one line of the event log holds.

@@ -88,10 +88,14 @@ extension Emulator {
     }
 
     /// Ends every fault delay now and makes later ones end at once: the held requests are answered as they would
-    /// have been when their delay ended. For shutdown, before unregistering (`blemu run` then waits for the answers).
+    /// have been when their delay ended; requests waiting for a handler get its fallback. For shutdown, before unregistering (`blemu run` then waits for the answers).
     public nonisolated func releaseHeldRequests() {
         handler.release.release()
+        handler.handlers.releaseAll()
     }
+
+    /// The programs answering requests over the control socket (`{"command":"handle"}`).
+    public nonisolated var requestHandlers: RequestHandlers { handler.handlers }
 
     /// The profile's schedules: which characteristic each writes, its interval, paused or not, running or not.
     public func schedules() -> [Schedules.Status] {

@@ -86,7 +86,8 @@ public actor Emulator {
         (followUps, followUpContinuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
         handler = BehaviourHandler(
             server: server, engines: engines, clock: clock, requestDeadline: requestDeadline, log: eventLog,
-            stateStore: stateStore, followUp: followUpContinuation, logger: logger)
+            stateStore: stateStore, followUp: followUpContinuation, logger: logger,
+            handlers: RequestHandlers(clock: clock, requestDeadline: requestDeadline, log: eventLog))
         self.profile = profile
         self.server = server
         self.engines = engines

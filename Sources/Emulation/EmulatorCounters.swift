@@ -12,6 +12,8 @@ public struct EmulatorCounters: Hashable, Sendable {
     public var waiting = 0
     /// Event log lines not written: dropped behind a slow reader or lost to a failed write (`EventLog.lostLines`).
     public var eventLinesLost = 0
+    /// Requests handed to handlers over the control socket, and how they were decided.
+    public var handlers = RequestHandlers.Counts()
 
     /// No activity yet.
     public init() {}
@@ -23,6 +25,7 @@ extension Emulator {
         var snapshot = EmulatorCounters()
         snapshot.waiting = outbox.count
         snapshot.eventLinesLost = log?.lostLines ?? 0
+        snapshot.handlers = handler.handlers.counts
         if let manager {
             snapshot.requests = manager.requestCounts
             snapshot.notifications = await manager.notificationCounts

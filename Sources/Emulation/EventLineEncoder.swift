@@ -73,6 +73,11 @@ public enum EventLineEncoder {
                 ("request", .string(trace.request)), ("case", .string(trace.acted)),
                 ("state", .object(Dictionary(trace.changes.map { ($0.name, $0.value.json) }) { _, last in last })),
             ]
+        case .handler(let request, let id, let outcome):
+            fields.append(("type", .string("handler")))
+            if let request { fields.append(("request", .integer(Int64(request)))) }
+            if let id { fields.append(("characteristic", .string(id))) }
+            fields.append(("outcome", .string(outcome)))
         }
         // In this order, not sorted: `time` and `type` first, as a person reads the log.
         var line = "{"

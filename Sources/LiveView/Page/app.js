@@ -598,6 +598,11 @@ function eventRow(e) {
       tone = e.case === "none" ? "bad" : "";
       break;
     }
+    case "handler":
+      // Answered by the handler, or its fallback and why (docs/control-and-events.md, "Handlers").
+      detail = `request ${e.request}: ${e.outcome}`;
+      tone = ["answered", "profile"].includes(e.outcome) || String(e.outcome).startsWith("error") ? "" : "warn";
+      break;
     default: {
       const { time, type: _, characteristic, ...rest } = e;
       detail = JSON.stringify(rest);

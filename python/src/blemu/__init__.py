@@ -8,7 +8,8 @@
     assert strap.counters().unanswered == 0
 
 In asyncio code (bleak's), `blemu.aio.AsyncPeripheral` has the same commands, awaited, and follows the events as
-they happen. Standard library only. The protocol is docs/control-and-events.md in the blemu repository.
+they happen. `Peripheral.on_write` and `on_read` attach Python functions that answer a characteristic's requests
+(`blemu.handlers`). Standard library only. The protocol is docs/control-and-events.md in the blemu repository.
 """
 
 from .aio import AsyncPeripheral, EventStream, EventTimeout
@@ -25,9 +26,12 @@ from .control import (
     Value,
 )
 from .events import Event, EventLog
+from .handlers import PROFILE, AttError, Handler, Request
 
 __all__ = [
+    "PROFILE",
     "AsyncPeripheral",
+    "AttError",
     "Central",
     "ControlError",
     "ControlUnavailable",
@@ -38,8 +42,10 @@ __all__ = [
     "EventLog",
     "EventStream",
     "EventTimeout",
+    "Handler",
     "PairingStep",
     "Peripheral",
+    "Request",
     "Schedule",
     "Value",
     "__version__",

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, Generic, Iterator, List, Mapping, Optional, TypeVar, Union
 
 from .events import Event, EventLog
+from .handlers import Handler, HandlerFunction, HandlerRefused
 
 if TYPE_CHECKING:  # aio imports this module
     from .aio import AsyncPeripheral
@@ -249,6 +250,15 @@ class Commands:
         return Command(request, lambda answer: dict(answer["state"]))
 
     @staticmethod
+    def handle(
+        ids: List[str], operations: List[str], deadline_ms: Optional[int] = None,
+        fallback: Optional[Union[int, str]] = None,
+    ) -> Dict[str, Any]:
+        """The request that turns a connection into a handler's: the characteristics' requests come as lines."""
+        return _with({"command": "handle", "ids": list(ids), "operations": list(operations)},
+                     deadlineMs=deadline_ms, fallback=fallback)
+
+    @staticmethod
     def follow_events() -> Dict[str, Any]:
         """The request that turns a connection into the stream of every event from then on."""
         return {"command": "events", "follow": True}
@@ -273,6 +283,8 @@ class Peripheral:
         self.event_log = EventLog(events) if events else None
         self.address = address
         self.timeout = timeout
+        self.handlers: List[Handler] = []
+        """The handlers attached by `on_write` and `on_read`, in order."""
 
     @classmethod
     def from_lab(cls, index: int = 0) -> "Peripheral":
@@ -406,6 +418,45 @@ class Peripheral:
         set variables first, checked against their types: ``trainer.state(**{"target-power": 200})``. ``reset()``
         puts every variable back to its initial value."""
         return self.run(Commands.state(**values))
+
+    def on_write(
+        self, id: str, *ids: str, deadline_ms: Optional[int] = None, fallback: Optional[Union[int, str]] = None,
+    ) -> Callable[[HandlerFunction], Handler]:
+        """Decorates a function that answers every write to `id` (and `ids`) from now on, instead of the profile:
+        it gets a `Request` and returns None (accept and store), bytes (accept and store those), `PROFILE` (the
+        profile answers), or raises `AttError`. A write it does not answer within `deadline_ms` (0.8 of blemu's
+        request deadline at most and by default) gets the `fallback`: the profile's own answer, or an ATT error."""
+        return self._handler([id, *ids], ["write"], deadline_ms, fallback)
+
+    def on_read(
+        self, id: str, *ids: str, deadline_ms: Optional[int] = None, fallback: Optional[Union[int, str]] = None,
+    ) -> Callable[[HandlerFunction], Handler]:
+        """Decorates a function that answers every read of `id` (and `ids`): it returns the whole value as bytes
+        (blemu serves the part from the request's offset), None (the stored value), `PROFILE`, or raises
+        `AttError`. `deadline_ms` and `fallback` as for `on_write`."""
+        return self._handler([id, *ids], ["read"], deadline_ms, fallback)
+
+    def _handler(
+        self, ids: List[str], operations: List[str], deadline_ms: Optional[int], fallback: Optional[Union[int, str]],
+    ) -> Callable[[HandlerFunction], Handler]:
+        def attach(function: HandlerFunction) -> Handler:
+            claim = Commands.handle(ids, operations, deadline_ms, fallback)
+            try:
+                handler = Handler(self.control, claim, function, timeout=self.timeout)
+            except HandlerRefused as refused:
+                raise ControlError("handle", refused.reason) from refused
+            except OSError as error:
+                raise ControlUnavailable("handle", f"{self.control}: {error.strerror or error}") from error
+            self.handlers.append(handler)
+            return handler
+
+        return attach
+
+    def serve(self) -> None:
+        """Blocks while the handlers answer: until every handler's connection ends (the device stopped). For a
+        standalone handler script; a test just lets its handlers run beside it."""
+        for handler in list(self.handlers):
+            handler.wait()
 
     @contextmanager
     def counting(self) -> Iterator["Counting"]:

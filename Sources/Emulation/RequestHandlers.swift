@@ -1,0 +1,335 @@
+import ControlProtocol
+import GATTModel
+import Peripheral
+import Synchronization
+
+/// Programs that answer a characteristic's requests for the profile: each one a control connection turned into a
+/// request stream by `{"command":"handle"}` (`ControlServer`). `BehaviourHandler` asks `forward` after the profile's
+/// own checks (faults, permissions, encryption, offsets) pass; the request goes out as one JSON line and the first of
+/// these decides it:
+/// - the handler's answer line (`receive`): a value, an accept, an ATT error, or "the profile's own behaviour";
+/// - the handler's deadline (`Connection.deadline`, kept under the request deadline): the fallback;
+/// - the connection closing, a line that cannot be sent now, or shutdown (`releaseAll`): the fallback;
+/// - a garbled answer naming the request: the fallback, and the handler is told why.
+///
+/// So a handler that is late, gone or wrong still leaves one answer per request. An answer for a request already
+/// decided (a second answer, or one past the deadline) is refused: counted, logged and told to the handler.
+/// The one waiting point is `Slot`, resolved once whoever comes first; the others find it gone.
+public final class RequestHandlers: Sendable {
+    /// What decides a request when its handler does not: the profile's own behaviour, or an ATT error.
+    public enum Fallback: Hashable, Sendable {
+        /// Answered as if no handler were attached: the profile's rules, protocols and store.
+        case profile
+        /// Answered with this error.
+        case error(ATTError)
+    }
+
+    /// A handler's claim: which characteristics and operations it answers, its deadline and fallback.
+    public struct Claim: Sendable {
+        /// The characteristic ids it answers.
+        public var characteristicIDs: Set<String>
+        /// Reads, writes or both.
+        public var operations: Set<AttributeOperation>
+        /// How long a request waits for its answer.
+        public var deadline: Duration
+        /// What answers when the handler does not.
+        public var fallback: Fallback
+    }
+
+    /// How a forwarded request was decided.
+    public enum Verdict: Hashable, Sendable {
+        /// The handler answered success: a read with this value (nil: the stored one), a write accepted and stored.
+        case accept([UInt8]?)
+        /// The handler answered with an ATT error.
+        case reject(ATTError)
+        /// The profile's own behaviour answers: the handler asked for it, or its fallback says so.
+        case profile
+    }
+
+    /// Why a request was not decided by its handler, as the event log spells it.
+    public enum Miss: String, Hashable, Sendable {
+        /// The deadline passed first.
+        case late
+        /// The connection closed, or blemu is shutting down.
+        case gone
+        /// The request line could not be sent without waiting: the handler stopped reading.
+        case unreachable
+        /// The answer named the request but could not be read.
+        case garbled
+    }
+
+    /// What the counters report of handlers.
+    public struct Counts: Hashable, Sendable {
+        /// Requests sent to a handler.
+        public var forwarded = 0
+        /// Requests the handler's own answer decided.
+        public var answered = 0
+        /// Requests the fallback decided (late, gone, unreachable, garbled).
+        public var fallbacks = 0
+        /// Lines refused: not an answer, for a request already decided, or for one never sent to this handler.
+        public var refused = 0
+
+        /// None yet.
+        public init() {}
+    }
+
+    private enum Slot {
+        case waiting(CheckedContinuation<Resolution, Never>?)
+        case resolved(Resolution)
+    }
+
+    private enum Resolution {
+        case answered(Verdict)
+        case missed(Miss)
+    }
+
+    private struct Pending {
+        var connection: Int
+        var slot: Slot
+    }
+
+    private struct Attached {
+        var claim: Claim
+        var send: @Sendable (String) -> Bool
+    }
+
+    private struct State {
+        var connections: [Int: Attached] = [:]
+        var pending: [Int: Pending] = [:]
+        var nextConnection = 0
+        var nextRequest = 0
+        var isReleased = false
+        var counts = Counts()
+    }
+
+    private let state = Mutex(State())
+    private let clock: ElapsedClock
+    private let log: EventLog?
+    /// The manager's request deadline: a handler's own is kept under it, with room for the fallback to answer.
+    let requestDeadline: Duration
+
+    init(clock: ElapsedClock, requestDeadline: Duration, log: EventLog?) {
+        self.clock = clock
+        self.requestDeadline = requestDeadline
+        self.log = log
+    }
+
+    /// The longest a handler may take: eight tenths of the request deadline, so the fallback (the profile's rules and
+    /// store, a second or two at most with a state store's disk write) still answers before the engine gives up.
+    public var longestDeadline: Duration { requestDeadline * 0.8 }
+
+    /// The counters' numbers.
+    public var counts: Counts { state.withLock { $0.counts } }
+
+    /// Whether any handler answers `operation` on `characteristicID`: the one question on a request's path when no
+    /// handler is attached, so it costs a lock and an empty dictionary's look-up.
+    func handles(_ operation: AttributeOperation, on characteristicID: String) -> Bool {
+        state.withLock { state in
+            state.connections.values.contains {
+                $0.claim.operations.contains(operation) && $0.claim.characteristicIDs.contains(characteristicID)
+            }
+        }
+    }
+
+    /// Attaches a handler: `send` writes one line to it without blocking and says whether all of it went. Returns
+    /// the connection's number, or why the claim is refused (a characteristic another handler answers already).
+    func attach(_ claim: Claim, send: @escaping @Sendable (String) -> Bool) -> Result<Int, ControlError> {
+        state.withLock { state in
+            for (_, attached) in state.connections {
+                let shared = attached.claim.characteristicIDs.intersection(claim.characteristicIDs)
+                    .filter { _ in !attached.claim.operations.isDisjoint(with: claim.operations) }
+                if let id = shared.sorted().first {
+                    return .failure(.failed("another handler answers `\(id)` already; one handler per characteristic"))
+                }
+            }
+            state.nextConnection += 1
+            state.connections[state.nextConnection] = Attached(claim: claim, send: send)
+            return .success(state.nextConnection)
+        }
+    }
+
+    /// Detaches a handler whose connection closed: its waiting requests get the fallback now.
+    func detach(_ connection: Int) {
+        let waiting = state.withLock { state in
+            state.connections[connection] = nil
+            return state.pending.filter { $0.value.connection == connection }.map(\.key)
+        }
+        for request in waiting { resolve(request, .missed(.gone)) }
+    }
+
+    /// At shutdown: every waiting request gets its fallback now, and later ones go straight to it, so blemu answers
+    /// them all before it unregisters.
+    func releaseAll() {
+        let waiting = state.withLock { state in
+            state.isReleased = true
+            return Array(state.pending.keys)
+        }
+        for request in waiting { resolve(request, .missed(.gone)) }
+    }
+
+    /// Sends the request to its handler and waits for what decides it; nil when no handler answers `operation` on
+    /// the characteristic. `value` is what was written (the whole value after any offsets) or nothing for a read.
+    func forward(
+        _ operation: AttributeOperation, on characteristicID: String, central: Central, value: [UInt8], offset: Int,
+        withoutResponse: Bool = false
+    ) async -> Verdict? {
+        let started = clock.now()
+        let found = state.withLock { state -> (Int, Attached)? in
+            guard
+                let (connection, attached) = state.connections.first(where: {
+                    $0.value.claim.operations.contains(operation)
+                        && $0.value.claim.characteristicIDs.contains(characteristicID)
+                })
+            else { return nil }
+            state.nextRequest += 1
+            state.counts.forwarded += 1
+            state.pending[state.nextRequest] = Pending(
+                connection: connection, slot: state.isReleased ? .resolved(.missed(.gone)) : .waiting(nil))
+            return (state.nextRequest, attached)
+        }
+        guard let (number, attached) = found else { return nil }
+        var line: [(String, JSONValue)] = [
+            ("request", .integer(Int64(number))), ("operation", .string(operation.rawValue)),
+            ("id", .string(characteristicID)), ("central", .string(central.id)),
+            ("mtu", .integer(Int64(central.maximumUpdateValueLength + 3))),
+        ]
+        if operation == .write { line.append(("hex", .string(Hex.string(value, separator: "")))) }
+        if operation == .read { line.append(("offset", .integer(Int64(offset)))) }
+        // The handler's answer still decides what is stored; the central hears nothing of it.
+        if withoutResponse { line.append(("withoutResponse", .bool(true))) }
+        if !attached.send(Self.text(line) + "\n") { resolve(number, .missed(.unreachable)) }
+        let deadline = started + attached.claim.deadline
+        let clock = clock
+        let timer = Task { [weak self] in
+            do { try await clock.sleepUntil(deadline) } catch { return }
+            self?.resolve(number, .missed(.late))
+        }
+        let resolution = await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> Resolution? in
+                guard case .resolved(let resolution)? = state.pending[number]?.slot else {
+                    state.pending[number]?.slot = .waiting(continuation)
+                    return nil
+                }
+                state.pending[number] = nil
+                return resolution
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+        timer.cancel()
+        let verdict: Verdict
+        let outcome: String
+        switch resolution {
+        case .answered(let answered):
+            verdict = answered
+            outcome =
+                switch answered {
+                case .accept: "answered"
+                case .reject(let error): "error \(error)"
+                case .profile: "profile"
+                }
+        case .missed(let miss):
+            verdict =
+                switch attached.claim.fallback {
+                case .profile: .profile
+                case .error(let error): .reject(error)
+                }
+            outcome = miss.rawValue
+        }
+        log?.record(.handler(request: number, characteristicID: characteristicID, outcome: outcome))
+        return verdict
+    }
+
+    /// Reads one line a handler sent: an answer (`{"answer":N, ...}`) decides request N; returns the line to send
+    /// back when something was wrong with it, nil when it was taken.
+    func receive(_ line: [String: JSONValue]?, from connection: Int) -> String? {
+        guard let line, let number = line["answer"]?.integer else {
+            state.withLock { $0.counts.refused += 1 }
+            log?.record(.handler(request: nil, characteristicID: nil, outcome: "refused"))
+            return Self.complaint("not an answer: send {\"answer\":N} with the request's number N")
+        }
+        let ours = state.withLock { state in
+            guard let pending = state.pending[number], pending.connection == connection,
+                case .waiting = pending.slot
+            else {
+                state.counts.refused += 1
+                return false
+            }
+            return true
+        }
+        guard ours else {
+            log?.record(.handler(request: number, characteristicID: nil, outcome: "refused"))
+            return Self.complaint(
+                "request \(number) is not waiting for this handler's answer: answered already, past its deadline, or never sent here"
+            )
+        }
+        switch Self.verdict(in: line) {
+        case .success(let verdict):
+            resolve(number, .answered(verdict))
+            return nil
+        case .failure(let error):
+            resolve(number, .missed(.garbled))
+            return Self.complaint("request \(number) got the fallback: \(error.description)")
+        }
+    }
+
+    /// The first resolution of a request wins; the rest find it decided.
+    private func resolve(_ number: Int, _ resolution: Resolution) {
+        let waiter = state.withLock { state -> CheckedContinuation<Resolution, Never>? in
+            guard let pending = state.pending[number], case .waiting(let waiter) = pending.slot else { return nil }
+            if case .answered = resolution { state.counts.answered += 1 } else { state.counts.fallbacks += 1 }
+            if let waiter {
+                state.pending[number] = nil
+                return waiter
+            }
+            state.pending[number]?.slot = .resolved(resolution)
+            return nil
+        }
+        waiter?.resume(returning: resolution)
+    }
+
+    /// The verdict an answer line asks for: `profile`, `error`, `hex` (a read's value), or none of them (success).
+    static func verdict(in line: [String: JSONValue]) -> Result<Verdict, ControlError> {
+        if line["profile"]?.bool == true { return .success(.profile) }
+        if let raw = line["error"] {
+            guard let error = ATTError(json: raw) else {
+                return .failure(.badValue("`error` must be an ATT error's name, 0xNN, or a code from 0 to 255"))
+            }
+            return .success(.reject(error))
+        }
+        if let raw = line["hex"] {
+            guard let hex = raw.string, let bytes = Hex.bytes(hex) else {
+                return .failure(.badValue("`hex` is not hex: \(raw.text)"))
+            }
+            return .success(.accept(bytes))
+        }
+        return .success(.accept(nil))
+    }
+
+    private static func complaint(_ message: String) -> String {
+        text([("ok", .bool(false)), ("error", .string(message))])
+    }
+
+    /// One line (no newline) in the order given, as the event log writes its keys: a reader sees `request` first.
+    private static func text(_ fields: [(String, JSONValue)]) -> String {
+        var line = "{"
+        for (index, (key, value)) in fields.enumerated() {
+            if index > 0 { line += "," }
+            JSONValue.quote(key, to: &line)
+            line += ":" + value.text
+        }
+        return line + "}"
+    }
+}
+
+extension ATTError {
+    /// An error as the control protocol spells it: a name (`unlikely-error`), `0x80`, or a code.
+    init?(json: JSONValue) {
+        if let name = json.string {
+            self.init(name: name)
+        } else if let code = json.integer, (0...255).contains(code) {
+            self.init(rawValue: UInt8(code))
+        } else {
+            return nil
+        }
+    }
+}
