@@ -60,6 +60,13 @@ struct RunCommand: ParsableCommand {
     @Option(help: "A Unix socket path for `blemu ctl` (JSON lines).")
     var control: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Start COMMAND (sh -c) once the device serves, to answer requests over the control socket; restarted when it exits.",
+            discussion: "It finds the socket in BLEMU_CONTROL (one of the device's own without --control).",
+            valueName: "COMMAND"))
+    var handler: String?
+
     @Option(help: "Write every event as a JSON line to FILE, or to stdout with -.")
     var events: String?
 
@@ -122,6 +129,7 @@ struct RunCommand: ParsableCommand {
         options.verbose = verbose
         options.requestDeadline = requestDeadline
         options.control = control
+        options.handler = handler
         options.events = events
         options.restoreID = restoreId
         options.stateDirectory = stateDir

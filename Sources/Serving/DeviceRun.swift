@@ -20,10 +20,13 @@ public struct DeviceRun: Sendable {
     /// What to run and how.
     public let options: RunOptions
 
-    /// A run of `options`. A live view needs a control socket: with `--ui` and no `--control`, one of its own.
+    /// A run of `options`. A live view and a handler need a control socket: with `--ui` or `--handler` and no
+    /// `--control`, one of its own.
     public init(_ options: RunOptions) {
         var options = options
-        if options.ui != nil && options.control == nil { options.control = LiveViewProcess.controlPath() }
+        if (options.ui != nil || options.handler != nil) && options.control == nil {
+            options.control = LiveViewProcess.controlPath()
+        }
         self.options = options
     }
 
@@ -56,10 +59,15 @@ public struct DeviceRun: Sendable {
                     control: $0, listen: listen, events: options.events, quietStdout: options.events == "-")
             }
         }
+        let handler = options.handler.flatMap { command in
+            options.control.flatMap { HandlerProcess.start(command: command, control: $0) }
+        }
         for await number in stops.numbers {
             logger.info("signal \(number): unregistering")
             break
         }
+        // The handler first: what it still holds gets its fallback, answered before the device unregisters.
+        handler?.stop()
         view?.stop()
         await device.stop()
         let counts = device.manager.requestCounts

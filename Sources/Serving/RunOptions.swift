@@ -34,6 +34,9 @@ public struct RunOptions: Hashable, Sendable {
     public var acquireNotify = true
     /// Where the live view listens (`--ui [ADDR]`, blemu-cli's `ui` beside the device); nil: no view.
     public var ui: String?
+    /// A command (run by `/bin/sh -c`) that answers requests over the control socket, started and supervised with
+    /// the device (`HandlerProcess`); nil: none.
+    public var handler: String?
 
     /// The address `--ui` listens on when given alone.
     public static let defaultUIAddress = "127.0.0.1:8080"
@@ -70,6 +73,7 @@ public struct RunOptions: Hashable, Sendable {
         if acquireWrite { arguments.append("--acquire-write") }
         if !acquireNotify { arguments.append("--no-acquire-notify") }
         add("ui", ui)
+        add("handler", handler)
         return arguments
     }
 
@@ -114,6 +118,7 @@ public struct RunOptions: Hashable, Sendable {
             case "--state-dir": stateDirectory = try value()
             case "--acquire-write": acquireWrite = true
             case "--no-acquire-notify": acquireNotify = false
+            case "--handler": handler = try value()
             // Its address is optional: after the file, a word that is not an option can only be the address.
             case "--ui":
                 ui = words.first.map { !$0.hasPrefix("-") } == true ? words.popFirst() : Self.defaultUIAddress

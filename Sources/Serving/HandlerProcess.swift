@@ -1,0 +1,118 @@
+import Emulation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `blemu run --handler COMMAND`: the command (through `/bin/sh -c`) as a child of the serving process, started once
+/// the control socket answers, with `BLEMU_CONTROL` naming it, and stopped with the device. A thread of its own waits
+/// for it: when it exits, that is said on stderr and it is started again, after a pause that doubles from 1 s to 30 s
+/// while it keeps failing within 10 s of starting (a handler with a crash in one path comes back; one that cannot
+/// start does not spin). Meanwhile its requests get their fallback (docs/control-and-events.md, "Handlers").
+final class HandlerProcess: Sendable {
+    private struct State {
+        var pid: pid_t = 0
+        var isStopping = false
+        var isDone = false
+    }
+
+    private let command: String
+    private let control: String
+    private let state = Mutex(State())
+
+    private init(command: String, control: String) {
+        self.command = command
+        self.control = control
+    }
+
+    /// Starts `command` for the device at `control` and watches it; nil, having said why, when it cannot start at
+    /// all (no thread to watch it, or no shell): the device serves without it.
+    static func start(command: String, control: String) -> HandlerProcess? {
+        let process = HandlerProcess(command: command, control: control)
+        guard let pid = process.spawn() else { return nil }
+        process.state.withLock { $0.pid = pid }
+        do { try DetachedThread.start { process.supervise() } } catch {
+            Console.error("blemu: --handler: \(error); stopping it")
+            kill(-pid, SIGKILL)
+            var status: Int32 = 0
+            _ = waitpid(pid, &status, 0)
+            return nil
+        }
+        return process
+    }
+
+    private func spawn() -> pid_t? {
+        // Its stdout joins stderr: blemu's own stdout carries what scripts read (the event log with `--events -`).
+        switch ChildSpawn.start(
+            ["/bin/sh", "-c", command], environment: ["BLEMU_CONTROL": control], stdoutToStderr: true)
+        {
+        case .success(let pid): return pid
+        case .failure(let error):
+            Console.error("blemu: --handler: cannot start /bin/sh: \(error)")
+            return nil
+        }
+    }
+
+    /// Waits for the child; restarts it until `stop`.
+    private func supervise() {
+        var pause: Duration = .seconds(1)
+        while true {
+            let pid = state.withLock { $0.pid }
+            let started = ContinuousClock.now
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            if state.withLock({ $0.isStopping }) { break }
+            // A handler that ran a while before it failed starts over from a short pause.
+            if ContinuousClock.now - started > .seconds(10) { pause = .seconds(1) }
+            Console.error(
+                "blemu: --handler \(Self.ending(status)); its requests get their fallback; starting it again in \(pause)"
+            )
+            if !sleep(pause) { break }
+            pause = min(pause * 2, .seconds(30))
+            guard let restarted = spawn() else { continue }
+            let stopping = state.withLock { state in
+                state.pid = restarted
+                return state.isStopping
+            }
+            if stopping { kill(-restarted, SIGTERM) }
+        }
+        state.withLock { $0.isDone = true }
+    }
+
+    /// Sleeps `pause` in short steps; false when `stop` came meanwhile.
+    private func sleep(_ pause: Duration) -> Bool {
+        let end = ContinuousClock.now + pause
+        while ContinuousClock.now < end {
+            if state.withLock({ $0.isStopping }) { return false }
+            usleep(20_000)
+        }
+        return !state.withLock { $0.isStopping }
+    }
+
+    /// How the child ended, in words. The shell in between reports a command killed by signal N as status 128 + N
+    /// (dash waits for a `-c` command rather than exec it), so that is said too.
+    static func ending(_ status: Int32) -> String {
+        let signal = status & 0x7f
+        guard signal == 0 else { return "was killed by signal \(signal)" }
+        let code = (status >> 8) & 0xff
+        return code > 128 ? "exited with status \(code) (killed by signal \(code - 128))" : "exited with status \(code)"
+    }
+
+    /// Stops the command (SIGTERM to its process group) and waits for it, at most two seconds before SIGKILL.
+    func stop() {
+        let pid = state.withLock { state in
+            state.isStopping = true
+            return state.pid
+        }
+        kill(-pid, SIGTERM)
+        for _ in 0..<100 {
+            if state.withLock({ $0.isDone }) { return }
+            usleep(20_000)
+        }
+        kill(-pid, SIGKILL)
+        while !state.withLock({ $0.isDone }) { usleep(20_000) }
+    }
+}
