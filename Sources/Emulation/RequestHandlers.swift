@@ -183,6 +183,8 @@ public final class RequestHandlers: Sendable {
             else { return nil }
             state.nextRequest += 1
             state.counts.forwarded += 1
+            // Past shutdown a request is decided at once: counted as every fallback is.
+            if state.isReleased { state.counts.fallbacks += 1 }
             state.pending[state.nextRequest] = Pending(
                 connection: connection, slot: state.isReleased ? .resolved(.missed(.gone)) : .waiting(nil))
             return (state.nextRequest, attached)
