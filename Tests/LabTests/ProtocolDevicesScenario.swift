@@ -3,14 +3,16 @@ import Testing
 
 @testable import Lab
 
-/// The bundled devices whose conversation is a protocol, served by the real `blemu run` on hci0, hci1 and hci2 in one
+/// The bundled devices whose conversation is a protocol, served by the real `blemu run` on hci0 to hci3 in one
 /// boot, each driven from hci3 by a central nobody here wrote or one written from its specification's text
 /// (Fixtures/lab-protocol-devices.sh runs them in turn):
 /// - profiles/indoor-bike.yaml (FTMS) by pycycling's FitnessMachineService, through a whole ERG session;
 /// - profiles/glucose-meter.yaml (GLS with RACP) by examples/central-tests/glucose_racp_test.py, written from GLS
 ///   1.0's text: every RACP procedure, records before the indication that ends it;
 /// - profiles/nordic-uart.yaml (a NUS loopback) by examples/central-tests/nordic_uart_echo_test.py over bleak: lines,
-///   a burst without response and an MTU-long write echoed whole and in order.
+///   a burst without response and an MTU-long write echoed whole and in order;
+/// - examples/vendor-lamp/lamp.yaml, its CRC-framed protocol answered by its Python handler (`on_write`), attached by
+///   examples/central-tests/vendor_lamp_test.py itself before it drives the lamp over bleak.
 enum ProtocolDevicesScenario {
     /// A device: its profile, and the central that judges it with a line per check.
     struct Device: Sendable, CustomTestStringConvertible {
@@ -40,6 +42,9 @@ enum ProtocolDevicesScenario {
         Device(
             name: "uart", profile: "profiles/nordic-uart.yaml",
             central: "examples/central-tests/nordic_uart_echo_test.py", checks: 5),
+        Device(
+            name: "lamp", profile: "examples/vendor-lamp/lamp.yaml",
+            central: "examples/central-tests/vendor_lamp_test.py", checks: 11),
     ]
 
     private static func boot(system: LabSystem) async throws -> LabRun {

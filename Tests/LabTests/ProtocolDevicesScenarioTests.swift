@@ -42,12 +42,13 @@ struct ProtocolDevicesScenarioTests {
             let lines = events.split(separator: "\n")
             let requestLines = lines.filter { $0.contains(#""type":"request""#) }
             #expect(requestLines.count == requests, "\(controller): \(requestLines.count) lines, \(requests) requests")
-            // Each write a protocol answered has its `protocol` line; the UART's writes are a write rule's.
-            let protocolLines = lines.filter { $0.contains(#""type":"protocol""#) }
+            // Each write a protocol or a handler answered has its `protocol` or `handler` line; the UART's writes
+            // are a write rule's.
+            let decided = lines.filter { $0.contains(#""type":"protocol""#) || $0.contains(#""type":"handler""#) }
             let controlWrites = requestLines.filter {
                 $0.contains(#""operation":"write""#) && !$0.contains(#""characteristic":"rx""#)
             }
-            #expect(protocolLines.count == controlWrites.count, "\(controller): one protocol line per write")
+            #expect(decided.count == controlWrites.count, "\(controller): one protocol or handler line per write")
         }
     }
 }

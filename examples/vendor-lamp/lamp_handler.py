@@ -24,7 +24,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python", "src"))
 
-from blemu import AttError, Peripheral, Request  # noqa: E402
+from blemu import AttError, Handler, Peripheral, Request  # noqa: E402
 
 SYNC = 0x5A
 FIRMWARE = b"LUMO-1.4.2"
@@ -85,9 +85,8 @@ class Lamp:
         return frame(command | 0x80, bytes([status]))
 
 
-def main() -> None:
-    control = os.environ.get("BLEMU_CONTROL") or sys.argv[1]
-    device = Peripheral(control)
+def attach(device: Peripheral) -> Handler:
+    """Answers the lamp's `command` writes on `device` from now on (a test attaches it so, beside its central)."""
     lamp = Lamp()
 
     @device.on_write("command")
@@ -105,6 +104,13 @@ def main() -> None:
 
         request.then(notify)
 
+    return command
+
+
+def main() -> None:
+    control = os.environ.get("BLEMU_CONTROL") or sys.argv[1]
+    device = Peripheral(control)
+    attach(device)
     print(f"lamp handler (pid {os.getpid()}): answering writes to `command` on {control}", flush=True)
     device.serve()
 
