@@ -31,6 +31,7 @@ public struct BehaviourHandler: RequestHandler {
     /// Answers a read: fault, then the server's checks, then the stored value.
     public func handleRead(_ request: consuming ReadRequest) async {
         let started = ContinuousClock.now
+        let arrived = clock.now()
         let characteristic = request.characteristic
         let faults = engines.withLock { $0.faults.request(.read, characteristicID: characteristic.id) }
         if !faults.isEmpty { await hold(faults, on: characteristic.id) }
@@ -45,7 +46,8 @@ public struct BehaviourHandler: RequestHandler {
             // A handler answers with the whole value; the part from the offset is served, as from the store.
             if handlers.handles(.read, on: characteristic.id),
                 let verdict = await handlers.forward(
-                    .read, on: characteristic.id, central: request.central, value: [], offset: request.offset)
+                    .read, on: characteristic, central: request.central, value: [], offset: request.offset,
+                    arrived: arrived)
             {
                 switch verdict {
                 case .accept(let handled): value = handled ?? value
@@ -76,6 +78,7 @@ public struct BehaviourHandler: RequestHandler {
     /// any governs a written characteristic, then the store.
     public func handleWrites(_ requests: consuming WriteRequests) async {
         let started = ContinuousClock.now
+        let arrived = clock.now()
         let writes = requests.requests
         let faults = engines.withLock { engines in
             var merged = Faults.RequestFaults()
@@ -110,10 +113,10 @@ public struct BehaviourHandler: RequestHandler {
         var actions: [EmulationAction] = []
         var rulesMoved = false
         var verdict: RequestHandlers.Verdict?
-        if failure == nil && !isAuthorizationOnly, let id = handledWrite(writes) {
+        if failure == nil && !isAuthorizationOnly, let characteristic = handledWrite(writes) {
             verdict = await handlers.forward(
-                .write, on: id, central: requests.central, value: staged[id] ?? [], offset: 0,
-                withoutResponse: !requests.expectsResponse)
+                .write, on: characteristic, central: requests.central, value: staged[characteristic.id] ?? [],
+                offset: 0, withoutResponse: !requests.expectsResponse, arrived: arrived)
         }
         switch verdict {
         case .accept(let kept)?: await store(kept.map { [writes[0].characteristic.id: $0] } ?? staged, of: writes)
@@ -152,11 +155,12 @@ public struct BehaviourHandler: RequestHandler {
     /// The characteristic whose handler decides this batch: one written characteristic, answered by a handler. A
     /// reliable write across several characteristics is one answer the profile gives, handled or not: a handler
     /// answers one characteristic's requests (docs/control-and-events.md, "Handlers").
-    private func handledWrite(_ writes: [WriteRequest]) -> String? {
-        guard let id = writes.first?.characteristic.id, writes.allSatisfy({ $0.characteristic.id == id }),
-            handlers.handles(.write, on: id)
+    private func handledWrite(_ writes: [WriteRequest]) -> Characteristic? {
+        guard let characteristic = writes.first?.characteristic,
+            writes.allSatisfy({ $0.characteristic.id == characteristic.id }),
+            handlers.handles(.write, on: characteristic.id)
         else { return nil }
-        return id
+        return characteristic
     }
 
     /// Runs the write rules on the staged values, on a copy of the engines committed only when every write is

@@ -8,7 +8,8 @@ import Synchronization
 /// own checks (faults, permissions, encryption, offsets) pass; the request goes out as one JSON line and the first of
 /// these decides it:
 /// - the handler's answer line (`receive`): a value, an accept, an ATT error, or "the profile's own behaviour";
-/// - the handler's deadline (`Connection.deadline`, kept under the request deadline): the fallback;
+/// - the handler's deadline (`Claim.deadline`, counted from the request's arrival and kept under the request
+///   deadline, whatever a fault delay took before): the fallback;
 /// - the connection closing, a line that cannot be sent now, or shutdown (`releaseAll`): the fallback;
 /// - a garbled answer naming the request: the fallback, and the handler is told why.
 ///
@@ -86,6 +87,8 @@ public final class RequestHandlers: Sendable {
     private struct Pending {
         var connection: Int
         var slot: Slot
+        /// The longest value an answer may give: the characteristic's `max-length`.
+        var maximumLength: Int
     }
 
     private struct Attached {
@@ -168,12 +171,14 @@ public final class RequestHandlers: Sendable {
     }
 
     /// Sends the request to its handler and waits for what decides it; nil when no handler answers `operation` on
-    /// the characteristic. `value` is what was written (the whole value after any offsets) or nothing for a read.
+    /// the characteristic. `value` is what was written (the whole value after any offsets) or nothing for a read;
+    /// `arrived` is when the request came in (the handler's clock), so a fault's delay before this call is counted.
     func forward(
-        _ operation: AttributeOperation, on characteristicID: String, central: Central, value: [UInt8], offset: Int,
-        withoutResponse: Bool = false
+        _ operation: AttributeOperation, on characteristic: Characteristic, central: Central, value: [UInt8],
+        offset: Int, withoutResponse: Bool = false, arrived: Duration
     ) async -> Verdict? {
-        let started = clock.now()
+        let characteristicID = characteristic.id
+        let now = clock.now()
         let found = state.withLock { state -> (Int, Attached)? in
             guard
                 let (connection, attached) = state.connections.first(where: {
@@ -186,10 +191,14 @@ public final class RequestHandlers: Sendable {
             // Past shutdown a request is decided at once: counted as every fallback is.
             if state.isReleased { state.counts.fallbacks += 1 }
             state.pending[state.nextRequest] = Pending(
-                connection: connection, slot: state.isReleased ? .resolved(.missed(.gone)) : .waiting(nil))
+                connection: connection, slot: state.isReleased ? .resolved(.missed(.gone)) : .waiting(nil),
+                maximumLength: characteristic.maximumLength)
             return (state.nextRequest, attached)
         }
         guard let (number, attached) = found else { return nil }
+        // The claim's deadline, but never past the longest from the request's arrival: the fallback must still
+        // answer before the engine's deadline does.
+        let deadline = min(now + attached.claim.deadline, arrived + longestDeadline)
         var line: [(String, JSONValue)] = [
             ("request", .integer(Int64(number))), ("operation", .string(operation.rawValue)),
             ("id", .string(characteristicID)), ("central", .string(central.id)),
@@ -199,8 +208,7 @@ public final class RequestHandlers: Sendable {
         if operation == .read { line.append(("offset", .integer(Int64(offset)))) }
         // The handler's answer still decides what is stored; the central hears nothing of it.
         if withoutResponse { line.append(("withoutResponse", .bool(true))) }
-        if !attached.send(Self.text(line) + "\n") { resolve(number, .missed(.unreachable)) }
-        let deadline = started + attached.claim.deadline
+        if isWaiting(number) && !attached.send(Self.text(line) + "\n") { resolve(number, .missed(.unreachable)) }
         let clock = clock
         let timer = Task { [weak self] in
             do { try await clock.sleepUntil(deadline) } catch { return }
@@ -245,52 +253,58 @@ public final class RequestHandlers: Sendable {
     /// back when something was wrong with it, nil when it was taken.
     func receive(_ line: [String: JSONValue]?, from connection: Int) -> String? {
         guard let line, let number = line["answer"]?.integer else {
-            state.withLock { $0.counts.refused += 1 }
-            log?.record(.handler(request: nil, characteristicID: nil, outcome: "refused"))
-            return Self.complaint("not an answer: send {\"answer\":N} with the request's number N")
+            return refuse(nil, "not an answer: send {\"answer\":N} with the request's number N")
         }
-        let ours = state.withLock { state in
-            guard let pending = state.pending[number], pending.connection == connection,
-                case .waiting = pending.slot
-            else {
-                state.counts.refused += 1
-                return false
-            }
-            return true
-        }
-        guard ours else {
-            log?.record(.handler(request: number, characteristicID: nil, outcome: "refused"))
-            return Self.complaint(
-                "request \(number) is not waiting for this handler's answer: answered already, past its deadline, or never sent here"
-            )
-        }
-        switch Self.verdict(in: line) {
+        let notWaiting =
+            "request \(number) is not waiting for this handler's answer: answered already, past its deadline, or never sent here"
+        let maximumLength = state.withLock { $0.pending[number]?.maximumLength } ?? Characteristic.maximumValueLength
+        switch Self.verdict(in: line, maximumLength: maximumLength) {
         case .success(let verdict):
-            resolve(number, .answered(verdict))
+            guard resolve(number, .answered(verdict), from: connection) else { return refuse(number, notWaiting) }
             return nil
         case .failure(let error):
-            resolve(number, .missed(.garbled))
+            guard resolve(number, .missed(.garbled), from: connection) else { return refuse(number, notWaiting) }
             return Self.complaint("request \(number) got the fallback: \(error.description)")
         }
     }
 
-    /// The first resolution of a request wins; the rest find it decided.
-    private func resolve(_ number: Int, _ resolution: Resolution) {
-        let waiter = state.withLock { state -> CheckedContinuation<Resolution, Never>? in
-            guard let pending = state.pending[number], case .waiting(let waiter) = pending.slot else { return nil }
+    /// Counts and logs a line that decided nothing, and returns what to tell its handler.
+    func refuse(_ number: Int?, _ message: String) -> String {
+        state.withLock { $0.counts.refused += 1 }
+        log?.record(.handler(request: number, characteristicID: nil, outcome: "refused"))
+        return Self.complaint(message)
+    }
+
+    /// Whether request `number` still waits for what decides it.
+    private func isWaiting(_ number: Int) -> Bool {
+        state.withLock { state in
+            if case .waiting? = state.pending[number]?.slot { true } else { false }
+        }
+    }
+
+    /// The first resolution of a request wins; the rest find it decided. `connection`, when given, must be the one
+    /// the request was sent to. Returns whether this one decided it.
+    @discardableResult
+    private func resolve(_ number: Int, _ resolution: Resolution, from connection: Int? = nil) -> Bool {
+        let (decided, waiter) = state.withLock { state -> (Bool, CheckedContinuation<Resolution, Never>?) in
+            guard let pending = state.pending[number], connection == nil || pending.connection == connection,
+                case .waiting(let waiter) = pending.slot
+            else { return (false, nil) }
             if case .answered = resolution { state.counts.answered += 1 } else { state.counts.fallbacks += 1 }
             if let waiter {
                 state.pending[number] = nil
-                return waiter
+                return (true, waiter)
             }
             state.pending[number]?.slot = .resolved(resolution)
-            return nil
+            return (true, nil)
         }
         waiter?.resume(returning: resolution)
+        return decided
     }
 
-    /// The verdict an answer line asks for: `profile`, `error`, `hex` (a read's value), or none of them (success).
-    static func verdict(in line: [String: JSONValue]) -> Result<Verdict, ControlError> {
+    /// The verdict an answer line asks for: `profile`, `error`, `hex` (a read's value, or what a write keeps: at most
+    /// `maximumLength` bytes), or none of them (success).
+    static func verdict(in line: [String: JSONValue], maximumLength: Int) -> Result<Verdict, ControlError> {
         if line["profile"]?.bool == true { return .success(.profile) }
         if let raw = line["error"] {
             guard let error = ATTError(json: raw) else {
@@ -301,6 +315,9 @@ public final class RequestHandlers: Sendable {
         if let raw = line["hex"] {
             guard let hex = raw.string, let bytes = Hex.bytes(hex) else {
                 return .failure(.badValue("`hex` is not hex: \(raw.text)"))
+            }
+            guard bytes.count <= maximumLength else {
+                return .failure(.badValue("`hex` is \(bytes.count) bytes, past the characteristic's \(maximumLength)"))
             }
             return .success(.accept(bytes))
         }

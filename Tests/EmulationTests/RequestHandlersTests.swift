@@ -157,6 +157,35 @@ struct HandlerTestError: Error, CustomStringConvertible {
         handler.close()
     }
 
+    @Test func aFaultsDelayComesOutOfTheHandlersDeadline() async throws {
+        let (rig, server, client) = try await controlledHeartRate()
+        defer { server.stop() }
+        let handler = try HandlerConnection(
+            path: server.path, claim: ["id": .string(controlPoint), "fallback": "0x80"])
+        _ = try await handler.next()
+        let armed = try await offPool {
+            try client.send([
+                "command": "fault", "operation": "write", "id": .string(controlPoint), "delayMs": 3000,
+            ])
+        }
+        #expect(armed.contains(#""ok":true"#), "\(armed)")
+        let central = VirtualCentral(connectingTo: rig.backend)
+        let write = Task { try await central.write([0x01], to: controlPoint) }
+        // The fault holds the request 3 s on the rig's clock; the handler then has what is left of 3.6 s from the
+        // request's arrival, 0.6 s, not 3.6 s more: past that the engine's 4.5 s would answer instead.
+        _ = await rig.recorder.next {
+            if case .fault(let text, _) = $0 { text.hasPrefix("delay") } else { false }
+        }
+        rig.clock.advance(by: .milliseconds(3000))
+        _ = try await handler.nextRequest("write", on: controlPoint)
+        rig.clock.advance(by: .milliseconds(600))
+        #expect(await write.result.attError == ATTError(rawValue: 0x80))
+        #expect(outcomes(rig) == ["late"])
+        let numbers = try await counters(client)
+        #expect(numbers["requests"] == 1 && numbers["answered"] == 1 && numbers["expired"] == 0, "\(numbers)")
+        handler.close()
+    }
+
     @Test func handlerThatDiesLeavesItsRequestsToTheProfile() async throws {
         let (rig, server, client) = try await controlledHeartRate()
         defer { server.stop() }
@@ -202,6 +231,13 @@ struct HandlerTestError: Error, CustomStringConvertible {
         #expect(await garbled.result.attError == nil)
         #expect(try await handler.next()["error"]?.string?.contains("got the fallback") == true)
 
+        // A value longer than the characteristic's max-length (1) is no answer either.
+        let tooLong = Task { try await central.write([0x01], to: controlPoint) }
+        let (long, _) = try await handler.nextRequest("write", on: controlPoint)
+        handler.answer(long, ["hex": "0102"])
+        #expect(await tooLong.result.attError == nil)
+        #expect(try await handler.next()["error"]?.string?.contains("past the characteristic's 1") == true)
+
         // Two answers: the first decides, the second is refused.
         let twice = Task { try await central.write([0x01], to: controlPoint) }
         let (second, _) = try await handler.nextRequest("write", on: controlPoint)
@@ -210,10 +246,10 @@ struct HandlerTestError: Error, CustomStringConvertible {
         #expect(await twice.result.attError == ATTError(rawValue: 0x82))
         #expect(try await handler.next()["error"]?.string?.contains("not waiting") == true)
 
-        #expect(outcomes(rig).filter { $0 != "refused" } == ["garbled", "error 0x82 Application Error"])
+        #expect(outcomes(rig).filter { $0 != "refused" } == ["garbled", "garbled", "error 0x82 Application Error"])
         let numbers = try await counters(client)
-        #expect(numbers["handlerRefused"] == 202 && numbers["handlerFallbacks"] == 1 && numbers["handlerAnswered"] == 1)
-        #expect(numbers["requests"] == 2 && numbers["answered"] == 2, "\(numbers)")
+        #expect(numbers["handlerRefused"] == 202 && numbers["handlerFallbacks"] == 2 && numbers["handlerAnswered"] == 1)
+        #expect(numbers["requests"] == 3 && numbers["answered"] == 3, "\(numbers)")
         handler.close()
     }
 
