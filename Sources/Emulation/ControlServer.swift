@@ -282,15 +282,24 @@ public final class ControlServer: Sendable {
         }
         let handlers = commands.emulator.requestHandlers
         let line = HandlerLine(connection)
-        let number: Int
-        switch handlers.attach(claim, send: line.send) {
-        case .success(let attached): number = attached
-        case .failure(let error):
-            _ = reply(#"{"error":\#(JSONValue.string(error.description).text),"ok":false}"# + "\n", to: connection)
-            return
+        // The claim's line goes first: a request for the new handler waits on the line's lock until it has gone.
+        let attached = line.holding { send -> Int? in
+            switch handlers.attach(claim, send: line.send) {
+            // A claim line that cannot go has shut the connection down: the read below ends, and it is detached.
+            case .success(let number):
+                _ = send(ControlCommands.claimed(claim))
+                return number
+            case .failure(let error):
+                _ = send(#"{"error":\#(JSONValue.string(error.description).text),"ok":false}"# + "\n")
+                return nil
+            }
         }
-        defer { handlers.detach(number) }
-        guard line.send(ControlCommands.claimed(claim)) else { return }
+        // The descriptor is closed once this returns: no request line may reach it, or a connection reusing it.
+        defer {
+            line.invalidate()
+            if let attached { handlers.detach(attached) }
+        }
+        guard let number = attached else { return }
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {
             let count = buffer.withUnsafeMutableBytes { read(connection, $0.baseAddress, $0.count) }
@@ -301,8 +310,7 @@ public final class ControlServer: Sendable {
                 switch answer {
                 case .line(let text): complaint = handlers.receive(ControlCommands.request(in: text), from: number)
                 case .tooLong:
-                    complaint =
-                        #"{"error":"answer line longer than \#(Self.maximumLineLength) bytes, ignored","ok":false}"#
+                    complaint = handlers.refuse(nil, "answer line longer than \(Self.maximumLineLength) bytes, ignored")
                 }
                 if let complaint, !line.send(complaint + "\n") { return }
             }
@@ -337,24 +345,37 @@ private final class HandlerLine: Sendable {
 
     /// Whether all of `text` went.
     @Sendable func send(_ text: String) -> Bool {
-        connection.withLock { fd in
-            guard fd >= 0 else { return false }
-            let bytes = Array(text.utf8)
-            var result: Int
-            repeat {
-                result = bytes.withUnsafeBytes {
-                    Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
-                }
-            } while result < 0 && errno == EINTR
-            guard result == bytes.count else {
-                // Part of a line would garble the stream; none means the handler is not reading. Either way it
-                // is done: the reading thread sees the shutdown and detaches it.
-                shutdown(fd, Int32(SHUT_RDWR))
-                fd = -1
-                return false
+        connection.withLock { Self.send(text, on: &$0) }
+    }
+
+    /// Runs `body` with the line's lock held, handing it the sending function: what it sends goes before any other
+    /// line.
+    func holding<T>(_ body: ((String) -> Bool) -> T) -> T {
+        connection.withLock { fd in body { Self.send($0, on: &fd) } }
+    }
+
+    /// No line goes out from now on: the descriptor is about to be closed, and its number may be reused.
+    func invalidate() {
+        connection.withLock { $0 = -1 }
+    }
+
+    private static func send(_ text: String, on fd: inout Int32) -> Bool {
+        guard fd >= 0 else { return false }
+        let bytes = Array(text.utf8)
+        var result: Int
+        repeat {
+            result = bytes.withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
             }
-            return true
+        } while result < 0 && errno == EINTR
+        guard result == bytes.count else {
+            // Part of a line would garble the stream; none means the handler is not reading. Either way it is
+            // done: the reading thread sees the shutdown and detaches it.
+            shutdown(fd, Int32(SHUT_RDWR))
+            fd = -1
+            return false
         }
+        return true
     }
 }
 
