@@ -56,28 +56,41 @@ final class HandlerProcess: Sendable {
         }
     }
 
-    /// Waits for the child; restarts it until `stop`.
+    /// Waits for the child; restarts it until `stop`. `state.pid` is 0 whenever no child of ours runs (reaped,
+    /// pausing, or failing to start), so `stop` never signals a process group that is gone or reused.
     private func supervise() {
         var pause: Duration = .seconds(1)
-        while true {
+        running: while true {
             let pid = state.withLock { $0.pid }
             let started = ContinuousClock.now
+            // Waited for without reaping first: until `pid` is 0 under the lock, `stop` may still signal its
+            // group, which must not be gone (and its number free for another) by then.
+            var info = siginfo_t()
+            while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR {}
+            let stopping = state.withLock { state in
+                state.pid = 0
+                return state.isStopping
+            }
             var status: Int32 = 0
             while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-            if state.withLock({ $0.isStopping }) { break }
+            if stopping { break }
             // A handler that ran a while before it failed starts over from a short pause.
             if ContinuousClock.now - started > .seconds(10) { pause = .seconds(1) }
             Console.error(
                 "blemu: --handler \(Self.ending(status)); its requests get their fallback; starting it again in \(pause)"
             )
-            if !sleep(pause) { break }
-            pause = min(pause * 2, .seconds(30))
-            guard let restarted = spawn() else { continue }
-            let stopping = state.withLock { state in
+            var restarted: pid_t?
+            while restarted == nil {
+                if !sleep(pause) { break running }
+                pause = min(pause * 2, .seconds(30))
+                restarted = spawn()
+            }
+            guard let restarted else { break }
+            let stoppedMeanwhile = state.withLock { state in
                 state.pid = restarted
                 return state.isStopping
             }
-            if stopping { kill(-restarted, SIGTERM) }
+            if stoppedMeanwhile { kill(-restarted, SIGTERM) }
         }
         state.withLock { $0.isDone = true }
     }
@@ -101,18 +114,21 @@ final class HandlerProcess: Sendable {
         return code > 128 ? "exited with status \(code) (killed by signal \(code - 128))" : "exited with status \(code)"
     }
 
-    /// Stops the command (SIGTERM to its process group) and waits for it, at most two seconds before SIGKILL.
+    /// Stops the command (SIGTERM to its process group) and waits for it, at most two seconds before SIGKILL. The
+    /// child's pid is read again at every step: the supervisor may have started a new one meanwhile.
     func stop() {
-        let pid = state.withLock { state in
-            state.isStopping = true
-            return state.pid
-        }
-        kill(-pid, SIGTERM)
-        for _ in 0..<100 {
-            if state.withLock({ $0.isDone }) { return }
+        state.withLock { $0.isStopping = true }
+        var signalled: pid_t = 0
+        for step in 0... {
+            let (pid, isDone) = state.withLock { ($0.pid, $0.isDone) }
+            if isDone { return }
+            if pid > 0 && step >= 100 {
+                kill(-pid, SIGKILL)
+            } else if pid > 0 && pid != signalled {
+                kill(-pid, SIGTERM)
+                signalled = pid
+            }
             usleep(20_000)
         }
-        kill(-pid, SIGKILL)
-        while !state.withLock({ $0.isDone }) { usleep(20_000) }
     }
 }
