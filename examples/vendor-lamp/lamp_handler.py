@@ -97,7 +97,7 @@ def attach(device: Peripheral) -> Handler:
         response = lamp.answer(written)
         state = lamp.state()
 
-        # After the Write Response, as the lamp's firmware does: the response frame, then the new state.
+        # Once the write is answered, as the lamp's firmware does: the response frame, then the new state.
         def notify() -> None:
             device.set("response", response)
             device.set("light", state)

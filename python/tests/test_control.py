@@ -64,6 +64,24 @@ class PeripheralAgainstBlemuRun(unittest.TestCase):
         self.assertEqual(refused.exception.command, "state")
         self.assertIn("unknown state variable `control`", refused.exception.reason)
 
+    def test_a_handler_holds_its_claim_until_it_stops(self):
+        handler = self.strap.on_read("body-sensor-location", deadline_ms=1000, fallback="unlikely-error")(
+            lambda request: b"\x07"
+        )
+        self.assertEqual(handler.claim["handling"], ["body-sensor-location"])
+        self.assertEqual((handler.claim["deadlineMs"], handler.claim["fallback"]), (1000, "0x0E"))
+        with self.assertRaises(ControlError) as taken:
+            self.strap.on_read("body-sensor-location")(lambda request: None)
+        self.assertEqual(taken.exception.command, "handle")
+        self.assertIn("another handler answers `body-sensor-location`", taken.exception.reason)
+        with self.assertRaises(ControlError) as unknown:
+            self.strap.on_write("no-such-characteristic")(lambda request: None)
+        self.assertIn("no characteristic `no-such-characteristic`", unknown.exception.reason)
+        handler.stop()
+        again = self.strap.on_read("body-sensor-location")(lambda request: None)
+        self.assertTrue(again.claim["ok"])
+        again.stop()
+
     def test_schedules_pause_and_resume(self):
         paused = {schedule.id: schedule for schedule in self.strap.pause_schedules("battery-level")}
         self.assertTrue(paused["battery-level"].paused)
@@ -193,6 +211,19 @@ class PeripheralWithoutBlemu(unittest.TestCase):
         self.assertEqual((between.requests, between.answered, between.unanswered), (4, 3, 1))
         self.assertEqual(between.raw["queueFull"], 2)
         self.assertEqual(between.notifications_sent, 0)
+
+    def test_an_answer_is_built_from_what_a_handler_returns(self):
+        from blemu import PROFILE, AttError, Request
+        from blemu.handlers import answer_line
+
+        request = Request.parse({"request": 4, "operation": "write", "id": "cp", "central": "c", "mtu": 185, "hex": "0A0B"})
+        self.assertEqual((request.value, request.mtu, request.without_response), (b"\x0a\x0b", 185, False))
+        self.assertEqual(answer_line(request, None), {"answer": 4})
+        self.assertEqual(answer_line(request, b"\x01\xff"), {"answer": 4, "hex": "01FF"})
+        self.assertEqual(answer_line(request, PROFILE), {"answer": 4, "profile": True})
+        self.assertEqual(answer_line(request, AttError(0x80)), {"answer": 4, "error": 0x80})
+        with self.assertRaises(TypeError):
+            answer_line(request, 42)
 
     def test_from_lab_reads_the_lab_environment(self):
         lab = {

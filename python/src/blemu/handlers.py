@@ -10,8 +10,9 @@
         # returning None accepts the write (and stores the value)
 
 Each decorated function gets its own control connection (`{"command":"handle"}`, docs/control-and-events.md,
-"Handlers") and a thread that calls it once per request, in order. When the function is slow, raises something
-other than `AttError`, or its process is gone, blemu still answers every request once: with the fallback (the
+"Handlers") and a thread that calls it once per request, in order. Every request is answered once whatever the
+function does: one that raises something other than `AttError` answers Unlikely Error (0x0E) and the exception is
+kept in the handler's `failures`; one too slow for its deadline, or whose process is gone, gets the fallback (the
 profile's own behaviour by default). Standard library only.
 """
 
@@ -68,7 +69,9 @@ class Request:
     after: List[Callable[[], None]] = field(default_factory=list, compare=False, repr=False)
 
     def then(self, action: Callable[[], None]) -> None:
-        """Runs `action` once the answer is sent: a response notified after the Write Response, as a device does."""
+        """Runs `action` once the answer has gone to blemu: a response notified after the write is answered, as a
+        device does. The central usually sees the Write Response first; bluetoothd does not promise an order between
+        the two (docs/bluez.md, "Notifications")."""
         self.after.append(action)
 
     @classmethod
@@ -130,33 +133,49 @@ class Handler:
         self._thread.start()
 
     def _serve(self) -> None:
-        for raw in self._reader:
-            line = json.loads(raw)
-            if "request" not in line:
-                continue  # blemu telling why an answer was refused: the request already had its one answer
-            request = Request.parse(line)
-            self.requests += 1
+        # Whatever ends this thread closes the connection, so blemu gives the fallback at once rather than at each
+        # request's deadline.
+        try:
+            for raw in self._reader:
+                line = json.loads(raw)
+                if "request" not in line:
+                    continue  # blemu telling why an answer was refused: the request already had its one answer
+                request = Request.parse(line)
+                self.requests += 1
+                if not self._answer(request):
+                    return
+        except (OSError, ValueError):
+            return
+        finally:
             try:
-                outcome = self.function(request)
-            except AttError as error:
-                outcome = error
-            except Exception as error:  # noqa: BLE001 - kept for the test, answered so the central is not left
-                self.failures.append(error)
-                outcome = AttError("unlikely-error")
-            try:
-                answer = answer_line(request, outcome)
-            except TypeError as error:
-                self.failures.append(error)
-                answer = answer_line(request, AttError("unlikely-error"))
-            try:
-                self._connection.sendall((json.dumps(answer) + "\n").encode())
+                self._connection.shutdown(socket.SHUT_RDWR)
             except OSError:
-                return
-            for action in request.after:
-                try:
-                    action()
-                except Exception as error:  # noqa: BLE001 - kept for the test; the request had its answer
-                    self.failures.append(error)
+                pass
+
+    def _answer(self, request: Request) -> bool:
+        """Calls the function and sends its answer, then the actions it left; False when the connection is gone."""
+        try:
+            outcome = self.function(request)
+        except AttError as error:
+            outcome = error
+        except BaseException as error:  # noqa: BLE001 - SystemExit too: kept for the test, the central answered
+            self.failures.append(error)
+            outcome = AttError("unlikely-error")
+        try:
+            text = json.dumps(answer_line(request, outcome))
+        except (TypeError, ValueError) as error:
+            self.failures.append(error)
+            text = json.dumps(answer_line(request, AttError("unlikely-error")))
+        try:
+            self._connection.sendall((text + "\n").encode())
+        except OSError:
+            return False
+        for action in request.after:
+            try:
+                action()
+            except BaseException as error:  # noqa: BLE001 - kept for the test; the request had its answer
+                self.failures.append(error)
+        return True
 
     def stop(self) -> None:
         """Closes the connection: requests from now on get the profile's own answers (or the fallback)."""
