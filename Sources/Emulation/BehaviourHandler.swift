@@ -31,7 +31,8 @@ public struct BehaviourHandler: RequestHandler {
     /// Answers a read: fault, then the server's checks, then the stored value.
     public func handleRead(_ request: consuming ReadRequest) async {
         let started = ContinuousClock.now
-        let arrived = clock.now()
+        // The handler's clock, read only when one is attached: the handler's deadline counts from here.
+        let arrived = handlers.isEmpty ? nil : clock.now()
         let characteristic = request.characteristic
         let faults = engines.withLock { $0.faults.request(.read, characteristicID: characteristic.id) }
         if !faults.isEmpty { await hold(faults, on: characteristic.id) }
@@ -78,7 +79,8 @@ public struct BehaviourHandler: RequestHandler {
     /// any governs a written characteristic, then the store.
     public func handleWrites(_ requests: consuming WriteRequests) async {
         let started = ContinuousClock.now
-        let arrived = clock.now()
+        // The handler's clock, read only when one is attached: the handler's deadline counts from here.
+        let arrived = handlers.isEmpty ? nil : clock.now()
         let writes = requests.requests
         let faults = engines.withLock { engines in
             var merged = Faults.RequestFaults()

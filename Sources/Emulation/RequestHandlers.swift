@@ -106,6 +106,9 @@ public final class RequestHandlers: Sendable {
     }
 
     private let state = Mutex(State())
+    /// How many handlers are attached, read without the lock: with none (nearly always), a request pays one atomic
+    /// load for handlers, not a lock and a clock reading (Benchmarks/README.md, "Instructions per request").
+    private let attachedCount = Atomic<Int>(0)
     private let clock: ElapsedClock
     private let log: EventLog?
     /// The manager's request deadline: a handler's own is kept under it, with room for the fallback to answer.
@@ -124,10 +127,13 @@ public final class RequestHandlers: Sendable {
     /// The counters' numbers.
     public var counts: Counts { state.withLock { $0.counts } }
 
-    /// Whether any handler answers `operation` on `characteristicID`: the one question on a request's path when no
-    /// handler is attached, so it costs a lock and an empty dictionary's look-up.
+    /// Whether any handler is attached at all: the first question on every request's path.
+    var isEmpty: Bool { attachedCount.load(ordering: .relaxed) == 0 }
+
+    /// Whether any handler answers `operation` on `characteristicID`.
     func handles(_ operation: AttributeOperation, on characteristicID: String) -> Bool {
-        state.withLock { state in
+        guard !isEmpty else { return false }
+        return state.withLock { state in
             state.connections.values.contains {
                 $0.claim.operations.contains(operation) && $0.claim.characteristicIDs.contains(characteristicID)
             }
@@ -147,6 +153,7 @@ public final class RequestHandlers: Sendable {
             }
             state.nextConnection += 1
             state.connections[state.nextConnection] = Attached(claim: claim, send: send)
+            attachedCount.store(state.connections.count, ordering: .relaxed)
             return .success(state.nextConnection)
         }
     }
@@ -155,6 +162,7 @@ public final class RequestHandlers: Sendable {
     func detach(_ connection: Int) {
         let waiting = state.withLock { state in
             state.connections[connection] = nil
+            attachedCount.store(state.connections.count, ordering: .relaxed)
             return state.pending.filter { $0.value.connection == connection }.map(\.key)
         }
         for request in waiting { resolve(request, .missed(.gone)) }
@@ -172,10 +180,11 @@ public final class RequestHandlers: Sendable {
 
     /// Sends the request to its handler and waits for what decides it; nil when no handler answers `operation` on
     /// the characteristic. `value` is what was written (the whole value after any offsets) or nothing for a read;
-    /// `arrived` is when the request came in (the handler's clock), so a fault's delay before this call is counted.
+    /// `arrived` is when the request came in (the handler's clock), so a fault's delay before this call is counted;
+    /// nil when no handler was attached then (one attached during a fault's hold gets its whole deadline).
     func forward(
         _ operation: AttributeOperation, on characteristic: Characteristic, central: Central, value: [UInt8],
-        offset: Int, withoutResponse: Bool = false, arrived: Duration
+        offset: Int, withoutResponse: Bool = false, arrived: Duration?
     ) async -> Verdict? {
         let characteristicID = characteristic.id
         let now = clock.now()
@@ -198,7 +207,7 @@ public final class RequestHandlers: Sendable {
         guard let (number, attached) = found else { return nil }
         // The claim's deadline, but never past the longest from the request's arrival: the fallback must still
         // answer before the engine's deadline does.
-        let deadline = min(now + attached.claim.deadline, arrived + longestDeadline)
+        let deadline = min(now + attached.claim.deadline, (arrived ?? now) + longestDeadline)
         var line: [(String, JSONValue)] = [
             ("request", .integer(Int64(number))), ("operation", .string(operation.rawValue)),
             ("id", .string(characteristicID)), ("central", .string(central.id)),
