@@ -82,6 +82,61 @@ private func readCounter(_ path: String, key: String) -> Int? {
     return Int(text[range.upperBound...].prefix { $0.isNumber })
 }
 
+/// A handler on a `blemu run --control` socket (docs/control-and-events.md, "Handlers") that claims `id`'s reads and
+/// writes and answers each request at once with `{"answer":N}`: what blemu pays for a handler round trip, the
+/// handler's own work being this process's and not counted. Returns the connection (close it to detach the handler)
+/// once the claim holds, or why it did not.
+func attachAnsweringHandler(_ path: String, id: String) -> Result<Int32, BenchError> {
+    let fd: Int32
+    switch connectUnix(path) {
+    case .success(let connected): fd = connected
+    case .failure(let error): return .failure(BenchError(error.reason))
+    }
+    let claim = Array("{\"command\":\"handle\",\"id\":\"\(id)\"}\n".utf8)
+    var pending: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    guard claim.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == claim.count else {
+        close(fd)
+        return .failure(BenchError("handle: send failed"))
+    }
+    while !pending.contains(UInt8(ascii: "\n")) {
+        let got = recv(fd, &buffer, buffer.count, 0)
+        guard got > 0 else {
+            close(fd)
+            return .failure(BenchError("handle: closed before the claim's answer"))
+        }
+        pending += buffer[0..<got]
+    }
+    let end = pending.firstIndex(of: UInt8(ascii: "\n"))!
+    guard String(decoding: pending[..<end], as: UTF8.self).contains("\"ok\":true") else {
+        close(fd)
+        return .failure(BenchError("handle refused: \(String(decoding: pending[..<end], as: UTF8.self))"))
+    }
+    pending.removeSubrange(...end)
+    let leftover = pending
+    startThread {
+        var pending = leftover
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            while let end = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: pending[..<end], as: UTF8.self)
+                pending.removeSubrange(...end)
+                // `{"request":N,...}`: the digits after the key are N (no Foundation in the harness for one number).
+                guard let range = line.range(of: "\"request\":") else { continue }
+                let number = line[range.upperBound...].prefix { $0.isNumber }
+                let answer = Array("{\"answer\":\(number)}\n".utf8)
+                guard answer.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) > 0 else {
+                    return
+                }
+            }
+            let got = recv(fd, &buffer, buffer.count, 0)
+            guard got > 0 else { return }
+            pending += buffer[0..<got]
+        }
+    }
+    return .success(fd)
+}
+
 /// Why a Unix socket could not be reached.
 private struct SocketFailure: Error {
     let reason: String

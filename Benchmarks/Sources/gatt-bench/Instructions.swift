@@ -15,6 +15,12 @@ enum InstructionCount {
         ("write 20 B, 1 in flight", true, 20, 1), ("write 20 B, 16 in flight", true, 20, 16),
     ]
 
+    /// The CLI's shapes with a handler answering rw20 over the control socket (`{"answer":N}` at once): what a handler
+    /// round trip costs blemu beside the plain rows.
+    static let handlerShapes: [(name: String, write: Bool)] = [
+        ("read 20 B through a handler", false), ("write 20 B through a handler", true),
+    ]
+
     /// Runs the instruction count for the C app and blemu's library and CLI; prints a table of instructions per
     /// request (and per write without response) and returns false when a contender failed.
     static func run(_ options: GattBench.Options) async throws -> Bool {
@@ -68,6 +74,25 @@ enum InstructionCount {
                 rows[contender.key, default: [:]]["write without response"] =
                     (Double(instructions) - perQuestion * Double(delivery.polls)) / Double(delivery.received)
             }
+            // Last, as it changes who answers rw20: the CLI's requests through a handler on its control socket.
+            if let socket = contender.controlSocket {
+                switch attachAnsweringHandler(socket, id: Role.rw20.rawValue) {
+                case .failure(let error): failed.append("\(contender.name) handler: \(error)")
+                case .success(let handler):
+                    defer { close(handler) }
+                    for shape in handlerShapes {
+                        _ = try? shell("callgrind_control --zero \(target.child.pid) >/dev/null")
+                        let result = await target.roundTrips(
+                            write: shape.write, role: .rw20, size: 20, inFlight: 1, seconds: seconds)
+                        guard let instructions = dump(target.child.pid, output: output), result.calls > 0 else {
+                            failed.append("\(contender.name) \(shape.name): \(result.note ?? "no callgrind dump")")
+                            continue
+                        }
+                        rows[contender.key, default: [:]][shape.name] = Double(instructions) / Double(result.calls + 1)
+                        progress("\(contender.name) \(shape.name): \(result.calls) calls")
+                    }
+                }
+            }
         }
         print(table(rows))
         for failure in failed { printError("gatt-bench: \(failure)") }
@@ -99,7 +124,7 @@ enum InstructionCount {
         let columns = [("c", "C libdbus"), ("blemu-lib", "blemu library"), ("blemu-cli", "blemu CLI")]
         var lines = ["| instructions per request | " + columns.map(\.1).joined(separator: " | ") + " |"]
         lines.append("|---|" + String(repeating: "---|", count: columns.count))
-        for name in shapes.map(\.name) + ["write without response"] {
+        for name in shapes.map(\.name) + ["write without response"] + handlerShapes.map(\.name) {
             let c = rows["c"]?[name]
             let cells = columns.map { key, _ -> String in
                 guard let value = rows[key]?[name] else { return "n/a" }
