@@ -15,7 +15,8 @@ import Darwin
 /// per line and one response object per line (`ControlCommands` lists them). A bad line gets
 /// `{"ok":false,"error":"..."}` and the connection stays open; nothing a client sends can stop the emulator.
 /// `{"command":"events","follow":true}` turns its connection into a stream: `{"following":true,"ok":true}`, then
-/// every event as the event log writes it, until the client closes the connection (`stream`).
+/// every event as the event log writes it, until the client closes the connection (`stream`). `{"command":"handle"}`
+/// turns it into a handler's: request lines out, answer lines in (`handle`, `RequestHandlers`).
 ///
 /// Blocking POSIX calls run on their own threads (one accepting, one per connection), never on Swift's cooperative
 /// pool, whose few threads (two on a two-core machine) the emulator needs; each line's answer is computed on the
