@@ -144,6 +144,18 @@ public enum JSONValue: Hashable, Sendable {
         output += close
     }
 
+    /// The compact text of an object whose keys stay in the order given, not sorted: for lines a person reads
+    /// (the event log puts `time` and `type` first, a handler's request line `request`).
+    public static func orderedObjectText(_ fields: [(String, JSONValue)]) -> String {
+        var line = "{"
+        for (index, (key, value)) in fields.enumerated() {
+            if index > 0 { line += "," }
+            quote(key, to: &line)
+            line += ":" + value.text
+        }
+        return line + "}"
+    }
+
     /// A string literal: quotes, backslashes and control characters escaped (RFC 8259 section 7), the rest as is.
     public static func quote(_ string: String, to output: inout String) {
         output += "\""

@@ -80,13 +80,7 @@ public enum EventLineEncoder {
             fields.append(("outcome", .string(outcome)))
         }
         // In this order, not sorted: `time` and `type` first, as a person reads the log.
-        var line = "{"
-        for (index, (key, value)) in fields.enumerated() {
-            if index > 0 { line += "," }
-            JSONValue.quote(key, to: &line)
-            line += ":" + value.text
-        }
-        return line + "}"
+        return JSONValue.orderedObjectText(fields)
     }
 
     /// Several records, each on its own line, each line ending in a newline.

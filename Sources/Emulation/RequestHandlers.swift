@@ -217,7 +217,9 @@ public final class RequestHandlers: Sendable {
         if operation == .read { line.append(("offset", .integer(Int64(offset)))) }
         // The handler's answer still decides what is stored; the central hears nothing of it.
         if withoutResponse { line.append(("withoutResponse", .bool(true))) }
-        if isWaiting(number) && !attached.send(Self.text(line) + "\n") { resolve(number, .missed(.unreachable)) }
+        if isWaiting(number) && !attached.send(JSONValue.orderedObjectText(line) + "\n") {
+            resolve(number, .missed(.unreachable))
+        }
         let clock = clock
         let timer = Task { [weak self] in
             do { try await clock.sleepUntil(deadline) } catch { return }
@@ -334,19 +336,9 @@ public final class RequestHandlers: Sendable {
     }
 
     private static func complaint(_ message: String) -> String {
-        text([("ok", .bool(false)), ("error", .string(message))])
+        JSONValue.orderedObjectText([("ok", .bool(false)), ("error", .string(message))])
     }
 
-    /// One line (no newline) in the order given, as the event log writes its keys: a reader sees `request` first.
-    private static func text(_ fields: [(String, JSONValue)]) -> String {
-        var line = "{"
-        for (index, (key, value)) in fields.enumerated() {
-            if index > 0 { line += "," }
-            JSONValue.quote(key, to: &line)
-            line += ":" + value.text
-        }
-        return line + "}"
-    }
 }
 
 extension ATTError {
