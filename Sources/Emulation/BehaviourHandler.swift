@@ -194,7 +194,10 @@ public struct BehaviourHandler: RequestHandler {
         }
         for var trace in traces {
             // A refused batch changes nothing, whatever its cases would have set.
-            if failure != nil { trace.changes = [] }
+            if failure != nil {
+                trace.changes = []
+                trace.fields = []
+            }
             log?.record(.protocolCase(trace))
         }
         var actions = decided

@@ -23,12 +23,15 @@ public enum EmulationAction: Hashable, Sendable {
     case resumeSchedules(characteristicID: String)
     /// Wait this long before the next action (a protocol's `wait`).
     case wait(Duration)
+    /// Set one field of a characteristic's value, telling no subscriber, and let the schedule generating that field
+    /// go on from it (a protocol's `set-field`); the value is already fitted to the field.
+    case setField(characteristicID: String, field: String, value: FieldValue)
 
     /// The characteristic a value action stores; nil for link actions.
     public var characteristicID: String? {
         switch self {
         case .update(let id, _), .notify(let id, _), .indicate(let id, _), .warning(let id, _): id
-        case .pauseSchedules(let id), .resumeSchedules(let id): id
+        case .pauseSchedules(let id), .resumeSchedules(let id), .setField(let id, _, _): id
         case .stopAdvertising, .disconnect, .wait: nil
         }
     }
@@ -37,7 +40,7 @@ public enum EmulationAction: Hashable, Sendable {
     public var value: [UInt8]? {
         switch self {
         case .update(_, let value), .notify(_, let value), .indicate(_, let value): value
-        case .stopAdvertising, .disconnect, .warning, .pauseSchedules, .resumeSchedules, .wait: nil
+        case .stopAdvertising, .disconnect, .warning, .pauseSchedules, .resumeSchedules, .wait, .setField: nil
         }
     }
 

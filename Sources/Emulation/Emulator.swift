@@ -210,11 +210,26 @@ public actor Emulator {
                 try? pauseSchedules(id)
             case .resumeSchedules(let id):
                 try? resumeSchedules(id)
+            case .setField(let id, let field, let value):
+                setField(field, of: id, to: value)
             case .wait(let duration):
                 // On the emulator's clock, so a test advances it; a stop cancels the sleep and the rest goes on.
                 try? await clock.sleepUntil(clock.now() + duration)
             }
         }
+    }
+
+    /// Sets one field of a characteristic's stored value (the value is fitted already), then lets the schedules
+    /// generating that field go on from it: a counter counts on from a Set Cumulative Value.
+    private func setField(_ field: String, of id: String, to value: FieldValue) {
+        guard let characteristic = characteristics[id], let layout = characteristic.layout,
+            let index = layout.index(of: field)
+        else { return }
+        let composition = ValueComposer.compose(
+            [(index, value)], into: server.store.value(of: characteristic), layout: layout)
+        for warning in composition.warnings { logger.warning("\(id): \(warning)") }
+        guard store(composition.value, for: id) != nil else { return }
+        engines.withLock { $0.schedules.rebase(field, of: id, to: value) }
     }
 
     /// Stores a value in the server's store and tells the engines; nil (logged) when the store refuses it.

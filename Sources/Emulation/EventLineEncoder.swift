@@ -73,6 +73,10 @@ public enum EventLineEncoder {
                 ("request", .string(trace.request)), ("case", .string(trace.acted)),
                 ("state", .object(Dictionary(trace.changes.map { ($0.name, $0.value.json) }) { _, last in last })),
             ]
+            if !trace.fields.isEmpty {
+                fields.append(
+                    ("fields", .object(Dictionary(trace.fields.map { ($0.name, $0.value.json) }) { _, last in last })))
+            }
         case .handler(let request, let id, let outcome):
             fields.append(("type", .string("handler")))
             if let request { fields.append(("request", .integer(Int64(request)))) }

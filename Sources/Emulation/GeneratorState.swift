@@ -106,6 +106,28 @@ public struct GeneratorState: Hashable, Sendable {
         }
     }
 
+    /// Goes on from `value`, set from outside (a protocol's `set-field`): a counter's next value is one step from it
+    /// and a random walk's at most one step from it, both within their range; a `follow` moves on from it toward its
+    /// variable. A constant, sequence, sine or replay keeps its own series: its next value does not build on the last.
+    public mutating func rebase(to value: Double) {
+        switch kind {
+        case .counter(_, let step, let range, let wraps):
+            let from = min(max(value, range.lowerBound), range.upperBound)
+            kind = .counter(
+                next: Self.count(from: from, by: step, in: range, wraps: wraps), step: step, range: range, wraps: wraps)
+        case .randomWalk(_, let step, let range, var random):
+            let move = (random.nextUnitInterval() * 2 - 1) * step
+            let following = min(max(value + move, range.lowerBound), range.upperBound)
+            kind = .randomWalk(next: following, step: step, range: range, random: random)
+        case .follow(let state, let rate, let start, let last?):
+            kind = .follow(state: state, ratePerSecond: rate, start: start, last: Position(value: value, at: last.at))
+        case .follow(let state, let rate, _, nil):
+            kind = .follow(state: state, ratePerSecond: rate, start: value, last: nil)
+        case .constant, .sequence, .sine, .replay:
+            break
+        }
+    }
+
     /// For a replay sent at its recorded times: when its next row is due, strictly after `elapsed` (the time since
     /// the schedule started); nil when the recording is over, or for every other generator.
     public func nextRecordedTime(after elapsed: Duration) -> Duration? {

@@ -62,6 +62,7 @@ struct ProtocolText {
             "\(kind.rawValue) \(id) with "
                 + pieces.map { "\($0.type.name) \(describe(piece: $0.source))" }.joined(separator: ", ")
         case .schedules(let control, let id): "\(control.rawValue) the schedules of \(id)"
+        case .setField(let id, let field, let source): "set \(id)'s \(field) to \(describe(source))"
         case .sendRecords(let selection): "send each record \(describe(selection))"
         case .deleteRecords(let selection): "delete each record \(describe(selection))"
         case .wait(let duration): "wait \(BehaviourText.duration(duration))"

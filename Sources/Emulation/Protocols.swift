@@ -30,6 +30,8 @@ public struct Protocols: Sendable {
         public var acted: String
         /// The variables the case set, with their new values, in the order set; empty when it was refused.
         public var changes: [StateChange]
+        /// The fields of values the case set (`set-field`), named `characteristic.field`, in the order set.
+        public var fields: [StateChange] = []
     }
 
     /// A state variable a case set.
@@ -44,6 +46,8 @@ public struct Protocols: Sendable {
     /// Each protocol's cases in words, `case N: <when>`, made once so a traced write builds no text.
     private let caseLabels: [String: [String]]
     private let types: [String: FieldType]
+    /// Each characteristic's fields by name, for `set-field`, which fits its value to the field as `set` does.
+    private let fieldSpecs: [String: [String: FieldSpec]]
     private let initialState: [String: FieldValue]
     /// The device's state now, by variable name.
     public private(set) var state: [String: FieldValue]
@@ -64,11 +68,7 @@ public struct Protocols: Sendable {
         }
         protocols = Dictionary(profile.behaviour.protocols.map { ($0.characteristicID, $0) }) { first, _ in first }
         caseLabels = protocols.mapValues { deviceProtocol in
-            deviceProtocol.cases.enumerated().map { index, item in
-                "case \(index + 1): "
-                    + (item.conditions.isEmpty
-                        ? "any request" : item.conditions.map(ProtocolText.describe).joined(separator: " and "))
-            }
+            deviceProtocol.cases.indices.map { Self.label(of: deviceProtocol, case: $0) }
         }
         var stores: [String: (characteristic: Characteristic, kind: Schedule.Action)] = [:]
         for store in profile.behaviour.records {
@@ -81,8 +81,22 @@ public struct Protocols: Sendable {
         initialRecords = Dictionary(profile.behaviour.records.map { ($0.name, $0.initial) }) { first, _ in first }
         records = initialRecords
         types = Dictionary(profile.behaviour.state.map { ($0.name, $0.type) }) { first, _ in first }
+        fieldSpecs = Dictionary(
+            profile.characteristics.compactMap { characteristic in
+                characteristic.layout.map { layout in
+                    (characteristic.id, Dictionary(layout.fields.map { ($0.name, $0) }) { first, _ in first })
+                }
+            }
+        ) { first, _ in first }
         initialState = Dictionary(profile.behaviour.state.map { ($0.name, $0.initial) }) { first, _ in first }
         state = initialState
+    }
+
+    /// A case in the event log's words: `case N: <when in words>`.
+    static func label(of deviceProtocol: DeviceProtocol, case index: Int) -> String {
+        let conditions = deviceProtocol.cases[index].conditions
+        return "case \(index + 1): "
+            + (conditions.isEmpty ? "any request" : conditions.map(ProtocolText.describe).joined(separator: " and "))
     }
 
     /// Whether a protocol answers writes to the characteristic.
@@ -121,6 +135,14 @@ public struct Protocols: Sendable {
                 state[name] = fitted
                 trace.changes.append(StateChange(name: name, value: fitted))
                 if let warning { performed.append(.warning(characteristicID: characteristicID, message: warning)) }
+            case .setField(let id, let field, let source):
+                guard let spec = fieldSpecs[id]?[field] else { continue }
+                let (fitted, warning) = ValueComposer.fit(
+                    resolve(source, request: request, state: state, records: records), to: spec,
+                    keeping: ValueComposer.zero(of: spec.type))
+                trace.fields.append(StateChange(name: id + "." + field, value: fitted))
+                if let warning { performed.append(.warning(characteristicID: id, message: warning)) }
+                performed.append(.setField(characteristicID: id, field: field, value: fitted))
             case .send(let id, let kind, let pieces):
                 let (bytes, warnings) = build(pieces, request: request, state: state, records: records)
                 performed += warnings.map { .warning(characteristicID: id, message: $0) }
@@ -245,7 +267,7 @@ extension DeviceProtocol {
     var targets: [String] {
         (cases.flatMap(\.actions) + (otherwise ?? [])).compactMap { action in
             switch action {
-            case .send(let id, _, _), .schedules(_, let id): id
+            case .send(let id, _, _), .schedules(_, let id), .setField(let id, _, _): id
             case .reject, .store, .setState, .sendRecords, .deleteRecords, .wait: nil
             }
         }

@@ -149,6 +149,15 @@ public struct Schedules: Sendable {
         values[characteristicID] = value
     }
 
+    /// Lets the generators of one field of a characteristic go on from `value` (a protocol's `set-field`): a counter
+    /// or random walk takes its next step from it, a `follow` moves on from it. The others keep their series.
+    public mutating func rebase(_ field: String, of characteristicID: String, to value: FieldValue) {
+        guard let number = value.number else { return }
+        for index in runs.indices where runs[index].schedule.characteristicID == characteristicID {
+            runs[index].composer.rebase(field, to: number)
+        }
+    }
+
     /// The value the engine last produced or was told about.
     public func value(of characteristicID: String) -> [UInt8]? { values[characteristicID] }
 

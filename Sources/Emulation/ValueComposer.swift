@@ -64,6 +64,14 @@ public struct ValueComposer: Sendable {
         self.bindings = bindings
     }
 
+    /// Lets the generators of `field` go on from `value` (`GeneratorState.rebase`).
+    public mutating func rebase(_ field: String, to value: Double) {
+        guard let index = layout?.index(of: field) else { return }
+        for position in bindings.indices where bindings[position].index == index {
+            bindings[position].state.rebase(to: value)
+        }
+    }
+
     /// For a schedule paced by its recording: when the next row is due after `elapsed` (since the schedule
     /// started); nil when the recording is over or the value has no replay.
     public func nextRecordedTime(after elapsed: Duration) -> Duration? {

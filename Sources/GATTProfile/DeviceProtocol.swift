@@ -267,6 +267,9 @@ public enum ProtocolAction: Hashable, Sendable {
     case setState(String, ValueSource)
     /// Store a value built from `pieces` in a characteristic and push it as `kind` says (notify, indicate, update).
     case send(characteristicID: String, kind: Schedule.Action, pieces: [ValuePiece])
+    /// Set one field of a characteristic's value, telling no subscriber; a counter, walk or `follow` that generates
+    /// the field goes on from it (CSCS 1.0 3.4.2.1: Set Cumulative Value sets the wheel revolutions a sensor counts).
+    case setField(characteristicID: String, field: String, source: ValueSource)
     /// Hold a characteristic's schedules (`pause`) or let them run again (`resume`).
     case schedules(ScheduleControl, characteristicID: String)
     /// Send each selected record, oldest first, on its store's characteristic (notified, else indicated).

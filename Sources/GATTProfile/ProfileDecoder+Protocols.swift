@@ -416,8 +416,8 @@ extension ProfileDecoder {
             let (name, body) = tagged(
                 node, in: "protocol action",
                 allowed: [
-                    "reject", "set", "notify", "indicate", "update", "pause-schedules", "resume-schedules",
-                    "send-records", "delete-records", "wait",
+                    "reject", "set", "set-field", "notify", "indicate", "update", "pause-schedules",
+                    "resume-schedules", "send-records", "delete-records", "wait",
                 ])
         else { return nil }
         switch name {
@@ -425,6 +425,8 @@ extension ProfileDecoder {
             return attError(body, on: .write).map { .reject($0) }
         case "set":
             return decodeSetState(body, scope: scope)
+        case "set-field":
+            return decodeSetField(body, scope: scope)
         case "wait":
             guard let duration = duration(body, for: "`wait`") else { return nil }
             guard duration > .zero, duration <= .seconds(60) else {
@@ -469,6 +471,35 @@ extension ProfileDecoder {
         return .setState(name, source)
     }
 
+    /// `set-field: {characteristic, field, value}`: one field of a characteristic with a layout and a value that can
+    /// change.
+    private mutating func decodeSetField(_ node: YAMLNode, scope: Scope) -> ProtocolAction? {
+        guard
+            let map = fields(
+                node, in: "`set-field`", allowed: ["characteristic", "field", "value"],
+                required: ["characteristic", "field", "value"]),
+            let at = map["characteristic"], let fieldNode = map["field"], let valueNode = map["value"],
+            let target = lookUpCharacteristic(at, for: "`set-field` `characteristic`")?.characteristic,
+            let fieldName = string(fieldNode, for: "`set-field` `field`")
+        else { return nil }
+        if target.value.isCached {
+            report(at, "characteristic `\(target.id)` has a constant (cached) value, which cannot change")
+            return nil
+        }
+        guard let layout = target.layout else {
+            report(at, "characteristic `\(target.id)` has no `fields`, so it has no field to set")
+            return nil
+        }
+        guard let spec = layout.fields.first(where: { $0.name == fieldName }) else {
+            report(
+                fieldNode, "`\(target.id)` has no field `\(EditDistance.echo(fieldName))`",
+                hint: EditDistance.hint(for: fieldName, in: layout.fields.map(\.name)))
+            return nil
+        }
+        guard let source = decodeSource(valueNode, as: spec, scope: scope) else { return nil }
+        return .setField(characteristicID: target.id, field: fieldName, source: source)
+    }
+
     /// `notify: [pieces]` (this characteristic) or `notify: {characteristic, value: [pieces]}`.
     private mutating func decodeSend(
         _ node: YAMLNode, kind: Schedule.Action, scope: Scope, written: Characteristic
@@ -497,6 +528,10 @@ extension ProfileDecoder {
             }
         if let needed, !target.properties.contains(needed) {
             report(node, "characteristic `\(target.id)` cannot \(kind.rawValue) (no \(kind.rawValue) property)")
+            return nil
+        }
+        if target.value.isCached {
+            report(node, "characteristic `\(target.id)` has a constant (cached) value, which cannot change")
             return nil
         }
         guard let items = sequence(piecesNode, in: "a value's pieces") else { return nil }

@@ -35,6 +35,26 @@ import Testing
         #expect(values == [88, 93, 98, 100, 100])
     }
 
+    /// A value set from outside (`set-field`) is where a counter, walk or follow goes on from; a sequence keeps its own.
+    @Test func aRebasedGeneratorGoesOnFromTheValueSet() throws {
+        var counter = try GeneratorState(.counter(start: 12840, step: 4, range: 0...4_294_967_295, wraps: true))
+        _ = counter.next(at: .zero)
+        counter.rebase(to: 1000)
+        #expect([counter.next(at: .zero), counter.next(at: .zero)] == [.real(1004), .real(1008)])
+        counter.rebase(to: 4_294_967_294)
+        #expect(counter.next(at: .zero) == .real(0), "past its bound a counter still wraps")
+        var walk = try GeneratorState(.randomWalk(start: 50, step: 2, range: 0...100, seed: 1))
+        walk.rebase(to: 90)
+        #expect((88...92).contains(walk.next(at: .zero).number ?? 0))
+        var follow = try GeneratorState(.follow(state: "target", ratePerSecond: 10, start: 0))
+        _ = follow.next(at: .zero, state: ["target": .integer(100)])
+        follow.rebase(to: 60)
+        #expect(follow.next(at: .seconds(1), state: ["target": .integer(100)]) == .real(70))
+        var sequence = try GeneratorState(.sequence([.integer(1), .integer(2)], repeats: true))
+        sequence.rebase(to: 9)
+        #expect(sequence.next(at: .zero) == .integer(1))
+    }
+
     @Test func sineIsAtItsExtremesAtQuarterPeriods() throws {
         var state = try GeneratorState(.sine(period: .seconds(4), amplitude: 10, offset: 50))
         #expect(abs(state.next(at: .zero).number! - 50) < 1e-9)
