@@ -1,4 +1,5 @@
 import ArgumentParser
+import Emulation
 import Foundation
 import GATTModel
 import GATTProfile
@@ -124,12 +125,22 @@ struct VerifyCommand: AsyncParsableCommand {
                 throw ExitCode.badProfile
             }
         } else {
+            // The profile's own protocol engine is the model of what each control point must answer.
+            var exchanges: ExchangePlan?
+            if writes {
+                do { exchanges = try ExchangePlanner.plan(for: declared) } catch {
+                    Console.error("blemu: \(error)")
+                    throw ExitCode.badProfile
+                }
+            }
             do {
                 // A declared name is checked, so the probe waits for the scan response that carries it.
                 seen = try await central.probe(
                     listen: listen ?? .seconds(5), label: "blemu.verify",
                     waitsForName: declared.advertisement.localName != nil,
-                    writing: writes ? ProfileVerifier.writes(for: declared, security: central.linkSecurity) : nil)
+                    writing: writes
+                        ? ProfileVerifier.writes(for: declared, security: central.linkSecurity, exchanges: exchanges)
+                        : nil)
             } catch let code as ExitCode where code.rawValue == 1 || code == .software {
                 // Not found (probe's 1) or a reply from bluetoothd the probe does not understand (probe's 70): for
                 // verify both mean it could not finish, and 1 says the device does not conform.

@@ -147,7 +147,7 @@ public struct BlueZCentral: Sendable {
             linkLoss: linkLoss)
         report.pairing = pairing
         if let plan, linkLoss == nil {
-            report.writes = await write(plan(report), isPaired: isPaired, linkDropped: linkDropped)
+            report.writes = await write(plan(report), mirror: mirror, isPaired: isPaired, linkDropped: linkDropped)
             if linkDropped() {
                 report.linkLoss = ProbeLinkLoss(phase: .writing, readsDone: reads.done, readsSkipped: 0)
             }
@@ -381,15 +381,37 @@ public struct BlueZCentral: Sendable {
 
     /// Makes the planned writes in order, each `WriteValue` with its type, and the read after each accepted one
     /// that asks for it; what the plan marks not made, and everything once the link is gone, is not sent.
+    ///
+    /// An `exchange` subscribes to what it listens to (once, before the first that needs it; unsubscribed after the
+    /// last write), then records what arrives from the write until every expected value has (or its wait is over),
+    /// and a quiet moment more for values the profile does not declare.
     private func write(
-        _ plan: [ProbeWrite], isPaired: () -> Bool, linkDropped: () -> Bool
+        _ plan: [ProbeWrite], mirror: ObjectMirror, isPaired: () -> Bool, linkDropped: () -> Bool
     ) async -> [ProbeWrite] {
         var writes = plan
+        var subscribed: [ObjectPath] = []
+        // Which characteristic each listened path is, from every exchange's own and expected values.
+        var names: [ObjectPath: String] = [:]
+        for write in writes {
+            names[ObjectPath(stringLiteral: write.path)] = write.characteristic
+            for update in write.expects ?? [] { names[ObjectPath(stringLiteral: update.path)] = update.characteristic }
+        }
         for index in writes.indices where writes[index].outcome == nil {
             guard !linkDropped() else {
                 writes[index].outcome = .notMade("the link dropped first")
                 continue
             }
+            let listens = (writes[index].listens ?? []).map { ObjectPath(stringLiteral: $0) }
+            for path in listens where !subscribed.contains(path) {
+                // A subscription refused shows in the verification as the values not heard.
+                do {
+                    try await call(path, BlueZName.Interface.gattCharacteristic, BlueZName.Member.startNotify)
+                    subscribed.append(path)
+                } catch {}
+            }
+            let listenedSince = ContinuousClock.now
+            _ = mirror.takeNotifications()
+            for path in listens { mirror.listen(to: path, since: listenedSince) }
             let path = ObjectPath(stringLiteral: writes[index].path)
             let type = writes[index].withResponse ? BlueZName.WriteType.request : BlueZName.WriteType.command
             let pairedBefore = isPaired()
@@ -411,9 +433,40 @@ public struct BlueZCentral: Sendable {
             if writes[index].outcome == .accepted, writes[index].readsBack != nil, !linkDropped() {
                 writes[index].readBack = await read(path, BlueZName.Interface.gattCharacteristic, uuid: "")
             }
+            if case .exchange = writes[index].purpose {
+                var expected: [ObjectPath: Int] = [:]
+                if writes[index].outcome == .accepted {
+                    for update in writes[index].expects ?? [] {
+                        expected[ObjectPath(stringLiteral: update.path), default: 0] += 1
+                    }
+                }
+                let waits = Duration.milliseconds(writes[index].waitMilliseconds ?? 0)
+                _ = await mirror.waitForNotifications(expected, upTo: waits + Self.exchangeWait)
+                try? await Task.sleep(for: Self.exchangeQuiet)
+                let heard = mirror.takeNotifications().flatMap { path, values in
+                    values.map {
+                        (
+                            at: $0.at,
+                            update: ProbeWrite.Update(
+                                characteristic: names[path] ?? path.rawValue, path: path.rawValue, bytes: $0.bytes)
+                        )
+                    }
+                }
+                writes[index].heard = heard.sorted { $0.at < $1.at }.map(\.update)
+            }
+        }
+        // Unsubscribing is tidying up: a refusal changes nothing the verification reports.
+        for path in subscribed {
+            _ = try? await call(path, BlueZName.Interface.gattCharacteristic, BlueZName.Member.stopNotify)
         }
         return writes
     }
+
+    /// How long an exchange waits for the values its answer sends, past the case's own `wait`s.
+    static let exchangeWait: Duration = .seconds(3)
+
+    /// How long an exchange listens on once its values have come, for any the profile does not declare.
+    static let exchangeQuiet: Duration = .milliseconds(300)
 
     /// How long one discovery runs without finding the device before it is started again.
     static let rescanInterval: Duration = .seconds(4)

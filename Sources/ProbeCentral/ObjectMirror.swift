@@ -15,7 +15,8 @@ typealias ManagedObjects = [ObjectPath: [String: [String: DBusValue]]]
 /// State is behind a `Mutex`, not in an actor, to keep that ordering (an actor hop would lose it).
 final class ObjectMirror: Sendable {
     private struct Waiter {
-        let check: @Sendable (ManagedObjects) -> Bool
+        /// Whether the wait is over, given the objects and how many notifications each listened path has.
+        let check: @Sendable (ManagedObjects, [ObjectPath: Int]) -> Bool
         let expire: @Sendable () -> Void
     }
 
@@ -102,6 +103,24 @@ final class ObjectMirror: Sendable {
         state.withLock { $0.listening[path] = since }
     }
 
+    /// Stops recording notifications for every path, returns what was recorded by path, and forgets it: the next
+    /// `listen` starts from nothing.
+    func takeNotifications() -> [ObjectPath: [(at: Duration, bytes: [UInt8])]] {
+        state.withLock { state in
+            state.listening = [:]
+            defer { state.notifications = [:] }
+            return state.notifications
+        }
+    }
+
+    /// Waits until each path in `counts` has recorded at least that many notifications since it was listened to;
+    /// false when `timeout` passes first. Waits on the signals themselves: the timeout only bounds the wait.
+    func waitForNotifications(_ counts: [ObjectPath: Int], upTo timeout: Duration) async -> Bool {
+        await wait(upTo: timeout) { _, heard in
+            counts.allSatisfy { path, count in heard[path, default: 0] >= count } ? true : nil
+        } ?? false
+    }
+
     /// Stops recording notifications for every path and returns what was recorded, by path.
     func stopListening() -> [ObjectPath: [(at: Duration, bytes: [UInt8])]] {
         state.withLock { state in
@@ -115,6 +134,13 @@ final class ObjectMirror: Sendable {
     func wait<T: Sendable>(
         upTo timeout: Duration, for find: @escaping @Sendable (ManagedObjects) -> T?
     ) async -> T? {
+        await wait(upTo: timeout) { objects, _ in find(objects) }
+    }
+
+    /// `wait(upTo:for:)` whose `find` also sees how many notifications each listened path has recorded.
+    private func wait<T: Sendable>(
+        upTo timeout: Duration, for find: @escaping @Sendable (ManagedObjects, [ObjectPath: Int]) -> T?
+    ) async -> T? {
         let found = Mutex<T?>(nil)
         let id = state.withLock { state in
             state.nextWaiter += 1
@@ -126,14 +152,14 @@ final class ObjectMirror: Sendable {
                 if !resumed.exchange(true, ordering: .acquiringAndReleasing) { continuation.resume() }
             }
             let waiter = Waiter(
-                check: { objects in
-                    guard let value = find(objects) else { return false }
+                check: { objects, heard in
+                    guard let value = find(objects, heard) else { return false }
                     found.withLock { $0 = value }
                     return true
                 },
                 expire: finish)
             let ready = state.withLock { state -> Bool in
-                if waiter.check(state.objects) { return true }
+                if waiter.check(state.objects, state.notifications.mapValues(\.count)) { return true }
                 state.waiters[id] = waiter
                 return false
             }
@@ -151,7 +177,9 @@ final class ObjectMirror: Sendable {
     /// caller runs them after unlocking).
     private static func satisfied(_ state: inout State) -> [@Sendable () -> Void] {
         var ready: [@Sendable () -> Void] = []
-        for (id, waiter) in state.waiters where waiter.check(state.objects) {
+        guard !state.waiters.isEmpty else { return [] }
+        let heard = state.notifications.mapValues(\.count)
+        for (id, waiter) in state.waiters where waiter.check(state.objects, heard) {
             state.waiters[id] = nil
             ready.append(waiter.expire)
         }

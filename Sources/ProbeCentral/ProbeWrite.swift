@@ -17,6 +17,26 @@ public struct ProbeWrite: Codable, Sendable, Equatable {
         /// characteristic's writes: the device must refuse it for want of pairing. Writing what it already holds
         /// leaves a device that takes it (the defect) as it was.
         case guarded
+        /// A request the profile's protocol declares an answer to (`DeclaredExchange`): the device must answer it as
+        /// the case `answeredBy` does, refused with `error` or accepted, then send exactly `expects`.
+        case exchange(answeredBy: String, error: UInt8?)
+    }
+
+    /// A value sent to the central on a characteristic, as an exchange expects it or as it arrived.
+    public struct Update: Codable, Sendable, Equatable {
+        /// The profile's id of the characteristic.
+        public var characteristic: String
+        /// The characteristic's object path on the central's bluetoothd.
+        public var path: String
+        /// The bytes, as uppercase hex with no spaces.
+        public var hex: String
+
+        /// An update from its parts.
+        public init(characteristic: String, path: String, bytes: [UInt8]) {
+            self.characteristic = characteristic
+            self.path = path
+            hex = Hex.string(bytes, separator: "")
+        }
     }
 
     /// What became of a write.
@@ -47,6 +67,16 @@ public struct ProbeWrite: Codable, Sendable, Equatable {
     public var readBack: ProbeRead?
     /// For a `guarded` write that was made: the pairing state around it.
     public var pairing: ProbePairingAround?
+    /// For an `exchange`: how the protocol reads the request (`set-target-power`, `malformed`).
+    public var reading: String?
+    /// For an `exchange`: the values that must arrive after the answer, in order within each characteristic.
+    public var expects: [Update]?
+    /// For an `exchange`: the characteristics (paths) listened to around it, each subscribed before the first.
+    public var listens: [String]?
+    /// For an `exchange`: how long the case waits between its values (`wait`), so the central listens that longer.
+    public var waitMilliseconds: Int?
+    /// For an `exchange` that was made: what arrived on `listens` from the write until the values settled.
+    public var heard: [Update]?
 
     /// A planned write; `skipped` plans it as not made, for that reason.
     public init(
@@ -64,4 +94,7 @@ public struct ProbeWrite: Codable, Sendable, Equatable {
 
     /// The bytes written.
     public var bytes: [UInt8] { Hex.bytes(hex) ?? [] }
+
+    /// Whether this write is a protocol's exchange.
+    public var isExchange: Bool { if case .exchange = purpose { true } else { false } }
 }

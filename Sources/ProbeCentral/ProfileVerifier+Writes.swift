@@ -5,17 +5,19 @@ import GATTProfile
 extension ProfileVerifier {
     /// The writes `blemu verify --writes` makes once the central has seen the device (`WritePlan`), for
     /// `BlueZCentral.probe(_:writing:)`, over a link of `security` (what the probe's pairing gives; `.none` unpaired).
+    /// With `exchanges` (`ExchangePlanner.plan`), the protocols' characteristics get those instead of made-up values.
     public static func writes(
-        for profile: PeripheralProfile, security: SecurityLevel
+        for profile: PeripheralProfile, security: SecurityLevel, exchanges: ExchangePlan? = nil
     ) -> @Sendable (ProbeReport) -> [ProbeWrite] {
-        { report in WritePlan.writes(for: profile, seen: report, security: security) }
+        { report in WritePlan.writes(for: profile, seen: report, security: security, exchanges: exchanges) }
     }
 
     /// The characteristics (the profile's ids) that a write changed and no restore put back, in the order written.
     public static func leftWritten(_ writes: [ProbeWrite]) -> [String] {
         var changed: [String] = []
         // A `guarded` write sends the value the device held, so even taken it changes nothing.
-        for write in writes where write.outcome == .accepted && write.purpose != .guarded {
+        // An exchange talks to a control point: what it changes is the device's state, which no write puts back.
+        for write in writes where write.outcome == .accepted && write.purpose != .guarded && !write.isExchange {
             if write.purpose == .restores {
                 changed.removeAll { $0 == write.characteristic }
             } else if !changed.contains(write.characteristic) {
@@ -29,14 +31,76 @@ extension ProfileVerifier {
     /// and `restored`, and the `security` check `write` of a `guarded` write.
     static func writes(_ profile: PeripheralProfile, _ writes: [ProbeWrite]) -> [Verification.Check] {
         let characteristics = Dictionary(profile.characteristics.map { ($0.id, $0) }) { first, _ in first }
+        let scheduled = Set(profile.behaviour.schedules.map(\.characteristicID))
         return writes.map { write in
             switch write.purpose {
             case .accepts: accepts(write)
             case .refuses(let check, let error): refuses(write, check, ATTError(rawValue: error), characteristics)
             case .restores: restored(write)
             case .guarded: guarded(write)
+            case .exchange(let answeredBy, let error):
+                exchanged(write, answeredBy, error.map { ATTError(rawValue: $0) }, scheduled: scheduled)
             }
         }
+    }
+
+    /// An exchange: the device must answer the request as the profile's case does (refused with its error, or
+    /// accepted), then send exactly the values it declares, in order within each characteristic. On a
+    /// characteristic a schedule also sends on, the declared values must arrive in order among the scheduled ones.
+    private static func exchanged(
+        _ write: ProbeWrite, _ answeredBy: String, _ error: ATTError?, scheduled: Set<String>
+    ) -> Verification.Check {
+        let request = spaced(hex: write.hex)
+        let expects = write.expects ?? []
+        let expectedText =
+            (error.map { "refused with \($0)" } ?? "accepted")
+            + (expects.isEmpty ? "" : ", then " + described(expects)) + " (\(answeredBy))"
+        let check = { (status: Verification.Check.Status, actual: String) in
+            Verification.Check(
+                .write, write.characteristic, "answers \(write.reading ?? request)", status, expected: expectedText,
+                actual: actual)
+        }
+        let heard = write.heard ?? []
+        let heardText = heard.isEmpty ? "nothing sent" : "sent " + described(heard)
+        switch write.outcome {
+        case .notMade(let why)?: return check(.skip, why)
+        case nil: return check(.skip, "not made")
+        case .refused(let failure)?:
+            let seen = "\(request) refused with \(described(failure)); \(heardText)"
+            guard let error else { return check(.fail, seen) }
+            let delivered = error.deliveredThroughBlueZ(on: .write)
+            let matches = failure.attError == error.rawValue || failure.attError == delivered.rawValue
+            return check(matches && heard.isEmpty ? .pass : .fail, seen)
+        case .accepted?:
+            let seen = "\(request) accepted; \(heardText)"
+            guard error == nil else { return check(.fail, seen) }
+            for characteristic in Set((expects + heard).map(\.characteristic)) {
+                let wanted = expects.filter { $0.characteristic == characteristic }.map(\.hex)
+                let got = heard.filter { $0.characteristic == characteristic }.map(\.hex)
+                let holds = scheduled.contains(characteristic) ? isSubsequence(wanted, of: got) : wanted == got
+                if !holds { return check(.fail, seen) }
+            }
+            return check(.pass, seen)
+        }
+    }
+
+    /// `cp 80 00 01, status 08 C8 00`.
+    private static func described(_ updates: [ProbeWrite.Update]) -> String {
+        updates.map { "\($0.characteristic) \(spaced(hex: $0.hex))" }.joined(separator: ", ")
+    }
+
+    /// A protocol's bytes as its specification writes them, `80 05 01`; `empty` for none.
+    private static func spaced(hex: String) -> String {
+        hex.isEmpty ? "empty" : Hex.string(Hex.bytes(hex) ?? [], separator: " ")
+    }
+
+    private static func isSubsequence(_ wanted: [String], of got: [String]) -> Bool {
+        var rest = got[...]
+        for value in wanted {
+            guard let found = rest.firstIndex(of: value) else { return false }
+            rest = rest[(found + 1)...]
+        }
+        return true
     }
 
     private static func accepts(_ write: ProbeWrite) -> Verification.Check {

@@ -20,14 +20,22 @@ import GATTProfile
 /// a refusal shows to this central.
 enum WritePlan {
     /// The writes for `profile` against the device `report` saw, over a link of `security` (`.none` unpaired).
+    ///
+    /// With `exchanges`, a characteristic a protocol answers gets those exchanges instead, after every other write:
+    /// a value the plan would make up means nothing to a control point, and could change the state the exchanges
+    /// start from.
     static func writes(
-        for profile: PeripheralProfile, seen report: ProbeReport, security: SecurityLevel
+        for profile: PeripheralProfile, seen report: ProbeReport, security: SecurityLevel,
+        exchanges: ExchangePlan? = nil
     ) -> [ProbeWrite] {
         let changing = ProfileVerifier.Promises(profile, listened: 0).changing
         let match = ProfileMatch(profile, report)
+        let conversed = exchanges == nil ? [] : Set(profile.behaviour.protocols.map(\.characteristicID))
         var writes: [ProbeWrite] = []
         for case (let declared, let seen?) in match.services.flatMap(\.characteristics)
-        where !declared.properties.isDisjoint(with: [.write, .writeWithoutResponse]) {
+        where !declared.properties.isDisjoint(with: [.write, .writeWithoutResponse])
+            && !conversed.contains(declared.id)
+        {
             let rule = profile.behaviour.writeRules.first { $0.characteristicID == declared.id }
             let target = Target(
                 declared: declared, seen: seen, actions: rule?.actions ?? [],
@@ -37,6 +45,64 @@ enum WritePlan {
                 writes.append(target.guardedWrite(skipping: fault))
             }
             writes += target.writes(skipping: securityReason(declared, security: security) ?? fault)
+        }
+        if let exchanges { writes += exchangeWrites(exchanges, profile: profile, match: match, security: security) }
+        return writes
+    }
+
+    /// The exchanges as writes: each listens to every characteristic any exchange of its protocol expects a value
+    /// on, and to the control point itself when it can send, so a value the profile does not declare is heard too.
+    private static func exchangeWrites(
+        _ plan: ExchangePlan, profile: PeripheralProfile, match: ProfileMatch, security: SecurityLevel
+    ) -> [ProbeWrite] {
+        let seen = Dictionary(
+            match.services.flatMap(\.characteristics).compactMap { pair in pair.seen.map { (pair.declared.id, $0) } }
+        ) { first, _ in first }
+        let declared = Dictionary(profile.characteristics.map { ($0.id, $0) }) { first, _ in first }
+        var listened: [String: [String]] = [:]
+        for exchange in plan.exchanges {
+            var ids = listened[exchange.characteristicID] ?? []
+            let own = declared[exchange.characteristicID]?.properties ?? []
+            let candidates =
+                (own.isDisjoint(with: [.notify, .indicate]) ? [] : [exchange.characteristicID])
+                + exchange.updates.map(\.characteristicID)
+            for id in candidates where !ids.contains(id) { ids.append(id) }
+            listened[exchange.characteristicID] = ids
+        }
+        var writes = plan.exchanges.map { exchange -> ProbeWrite in
+            let id = exchange.characteristicID
+            var write = ProbeWrite(
+                characteristic: id, path: seen[id]?.path ?? "",
+                purpose: .exchange(answeredBy: exchange.answeredBy, error: exchange.rejection?.rawValue),
+                bytes: exchange.request, withResponse: true)
+            write.reading = exchange.reading
+            write.expects = exchange.updates.map {
+                ProbeWrite.Update(
+                    characteristic: $0.characteristicID, path: seen[$0.characteristicID]?.path ?? "", bytes: $0.value)
+            }
+            let paths = (listened[id] ?? []).compactMap { seen[$0]?.path }
+            write.listens = paths
+            write.waitMilliseconds = Int((exchange.waits / .milliseconds(1)).rounded(.up))
+            guard let characteristic = declared[id] else { return write.notMade("not in the profile") }
+            if seen[id] == nil { return write.notMade("the device has no such characteristic") }
+            if let missing = write.expects?.first(where: { $0.path.isEmpty }) {
+                return write.notMade("the device has no `\(missing.characteristic)`, where the answer goes")
+            }
+            if let reason = securityReason(characteristic, security: security)
+                ?? faultReason(characteristic, profile: profile)
+            {
+                return write.notMade(reason)
+            }
+            return write
+        }
+        for unreached in plan.unreached {
+            writes.append(
+                ProbeWrite(
+                    characteristic: unreached.characteristicID,
+                    path: seen[unreached.characteristicID]?.path ?? "",
+                    purpose: .exchange(answeredBy: unreached.answeredBy, error: nil), bytes: [], withResponse: true,
+                    skipped: "no run of at most \(ExchangePlan.searchDepth) requests reaches this case from the state "
+                        + "the profile starts in"))
         }
         return writes
     }

@@ -212,9 +212,79 @@ import Testing
         #expect(requestLines.count == 2 && protocolLines.count == 2, "one of each per request: \(records)")
     }
 
+    /// The sensor's SC Control Point (CSCS 1.0 3.4, profiles/cycling-speed-cadence.yaml): each op code's response,
+    /// and Set Cumulative Value as a field set, fitted to the measurement's u32.
+    @Test func theCyclingControlPointAnswersEachOpCodeAsTheSpecSays() throws {
+        var engine = try Protocols(profile: bundledProfile("cycling-speed-cadence"))
+        func answer(_ request: [UInt8]) -> WriteRules.Decision {
+            engine.write(request, to: "sc-control-point").decision
+        }
+        func response(_ bytes: [UInt8]) -> EmulationAction {
+            .indicate(characteristicID: "sc-control-point", value: [0x10] + bytes)
+        }
+        #expect(
+            answer([0x01, 0xE8, 0x03, 0x00, 0x00])
+                == .accept([
+                    .setField(characteristicID: "csc-measurement", field: "wheel-revolutions", value: .integer(1000)),
+                    response([0x01, 0x01]),
+                ]))
+        #expect(answer([0x01, 0xE8, 0x03]) == .accept([response([0x01, 0x03])]), "two bytes short: invalid parameter")
+        #expect(
+            answer([0x03, 0x05])
+                == .accept([
+                    .setField(characteristicID: "sensor-location", field: "location", value: .integer(5)),
+                    response([0x03, 0x01]),
+                ]))
+        #expect(answer([0x03, 0x0E]) == .accept([response([0x03, 0x03])]), "chest is no place for this sensor")
+        #expect(answer([0x04]) == .accept([response([0x04, 0x01, 0x04, 0x05, 0x0B, 0x0C])]))
+        #expect(answer([0x02]) == .accept([response([0x02, 0x02])]), "calibration is a running sensor's")
+        #expect(answer([]) == .accept([response([0x00, 0x03])]))
+    }
+
+    /// What a bike computer sees: Set Cumulative Value answered, the next measurements count on from the value set,
+    /// and the new sensor location read back; the event log names the field the case set.
+    @Test func aSetCumulativeValueIsWhereTheWheelCountGoesOnFrom() async throws {
+        let rig = try await Rig(bundledProfile("cycling-speed-cadence"))
+        await rig.start()
+        let central = VirtualCentral(connectingTo: rig.backend)
+        try central.subscribe(to: "sc-control-point", indications: true)
+        _ = await rig.recorder.next {
+            if case .subscribed(central.central.id, "sc-control-point") = $0 { true } else { false }
+        }
+        try await rig.subscribe(central, to: "csc-measurement")
+        var updates = central.notifications.makeAsyncIterator()
+        rig.clock.advance(by: .seconds(1))
+        let before = try #require(await updates.next())
+        #expect(before.characteristicID == "csc-measurement" && before.bytes[1...4] == [0x28, 0x32, 0x00, 0x00])
+        try await central.write([0x01, 0xE8, 0x03, 0x00, 0x00], to: "sc-control-point")
+        let response = try #require(await updates.next())
+        #expect(response.bytes == [0x10, 0x01, 0x01] && response.isIndication)
+        for expected: UInt32 in [1004, 1008] {
+            rig.clock.advance(by: .seconds(1))
+            let measurement = try #require(await updates.next())
+            #expect(measurement.characteristicID == "csc-measurement")
+            #expect(Array(measurement.bytes[1...4]) == withUnsafeBytes(of: expected.littleEndian, Array.init))
+        }
+        try await central.write([0x03, 0x0C], to: "sc-control-point")
+        #expect(try #require(await updates.next()).bytes == [0x10, 0x03, 0x01])
+        #expect(try await central.read("sensor-location") == [0x0C])
+        let traced = await rig.recorder.next {
+            if case .protocolCase(let trace) = $0 { trace.request == "update-sensor-location" } else { false }
+        }
+        guard case .protocolCase(let trace)? = traced else {
+            Issue.record("no protocol event")
+            return
+        }
+        #expect(trace.fields == [.init(name: "sensor-location.location", value: .integer(12))])
+        let line = try JSONValue(parsing: EventLineEncoder.encode(EventRecord(time: .now, event: .protocolCase(trace))))
+        #expect(line["fields"] == .object(["sensor-location.location": .integer(12)]))
+    }
+
     /// A central writes whatever it likes: any bytes to either bundled control point get a decision, and the same
     /// bytes in the same state get the same one (the engine is a function of its state and the request).
-    @Test(arguments: [("indoor-bike", "control-point"), ("glucose-meter", "racp")])
+    @Test(arguments: [
+        ("indoor-bike", "control-point"), ("glucose-meter", "racp"), ("cycling-speed-cadence", "sc-control-point"),
+    ])
     func anyWrittenBytesGetAnAnswerAndNeverATrap(profile: String, characteristic: String) throws {
         var engine = try Protocols(profile: bundledProfile(profile))
         var random = SplitMix64(seed: 0xC0FFEE)

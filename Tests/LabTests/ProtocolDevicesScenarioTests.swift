@@ -22,6 +22,38 @@ struct ProtocolDevicesScenarioTests {
         #expect(!output.contains("FAIL"), "\(output)")
     }
 
+    /// `blemu verify --writes` on the served sensor: every exchange its profile declares passes; with a handler
+    /// planting one wrong indication, that exchange alone fails, naming what was sent, expected and seen.
+    @Test(arguments: LabScenario.boundingSystems)
+    func verifyMakesTheDeclaredExchangesAndFindsAPlantedWrongAnswer(system: LabSystem) async throws {
+        let run = try await ProtocolDevicesScenario.shared.run(on: system)
+        let name = ProtocolDevicesScenario.verified.name
+        func checks(_ file: String) throws -> (status: String, checks: [[String: Any]]) {
+            let status = (try? String(contentsOfFile: run.file("\(name).\(file)-rc"), encoding: .utf8)) ?? ""
+            let errors = (try? String(contentsOfFile: run.file("\(name).\(file).err"), encoding: .utf8)) ?? ""
+            let object = try #require(
+                try JSONSerialization.jsonObject(
+                    with: Data(contentsOf: URL(fileURLWithPath: run.file("\(name).\(file).json")))) as? [String: Any],
+                "\(errors)")
+            return (status.trimmingCharacters(in: .whitespacesAndNewlines), object["checks"] as? [[String: Any]] ?? [])
+        }
+        let right = try checks("verify")
+        let exchanges = right.checks.filter { ($0["check"] as? String)?.hasPrefix("answers ") == true }
+        #expect(right.status == "0", "\(right.checks.filter { $0["status"] as? String == "fail" })")
+        #expect(exchanges.count == 6 && exchanges.allSatisfy { $0["status"] as? String == "pass" }, "\(exchanges)")
+        let planted = try checks("defect")
+        let failed = planted.checks.filter { $0["status"] as? String == "fail" }
+        #expect(planted.status == "1", "\(failed)")
+        #expect(failed.map { $0["check"] as? String } == ["answers request-supported-sensor-locations"], "\(failed)")
+        #expect(
+            failed.first?["expected"] as? String
+                == "accepted, then sc-control-point 10 04 01 04 05 0B 0C (case 5: op is request-supported-sensor-locations)",
+            "\(failed)")
+        #expect(
+            failed.first?["actual"] as? String == "04 accepted; sent sc-control-point 10 04 01 04 05 0B 0E", "\(failed)"
+        )
+    }
+
     /// Requests = answers for each device, in the lab's summary and in its event log, one `request` line each and
     /// one `protocol` line for each write a protocol answered.
     @Test(arguments: LabScenario.boundingSystems)
@@ -43,8 +75,11 @@ struct ProtocolDevicesScenarioTests {
             let requestLines = lines.filter { $0.contains(#""type":"request""#) }
             #expect(requestLines.count == requests, "\(controller): \(requestLines.count) lines, \(requests) requests")
             // Each write a protocol or a handler answered has its `protocol` or `handler` line; the UART's writes
-            // are a write rule's.
-            let decided = lines.filter { $0.contains(#""type":"protocol""#) || $0.contains(#""type":"handler""#) }
+            // are a write rule's. A write the handler handed back to the profile has both: the protocol's counts.
+            let decided = lines.filter {
+                $0.contains(#""type":"protocol""#)
+                    || ($0.contains(#""type":"handler""#) && !$0.contains(#""outcome":"profile""#))
+            }
             let controlWrites = requestLines.filter {
                 $0.contains(#""operation":"write""#) && !$0.contains(#""characteristic":"rx""#)
             }

@@ -28,6 +28,7 @@ struct WritePlanTests {
                 case .refuses(let check, let error): "refuses-\(check) 0x\(Hex.byte(error))"
                 case .restores: "restores"
                 case .guarded: "guarded"
+                case .exchange(let answeredBy, _): "exchange \(answeredBy)"
                 }
             if case .notMade? = write.outcome { return "\(purpose) skipped" }
             return "\(purpose) \(write.hex)" + (write.readsBack.map { " reads \($0)" } ?? "")
@@ -136,8 +137,23 @@ struct WritePlanTests {
     }
 
     @Test func aLengthCheckThatMaxLengthAlreadyBoundsIsTestedBelowItsMinimum() throws {
-        // sc-control-point: max-length 5 and a 1-5 length check, so only an empty value fails the check alone.
-        let writes = try Self.plan("cycling-speed-cadence")
+        // A control point with max-length 5 and a 1-5 length check, so only an empty value fails the check alone: the
+        // sensor as it was before its control point became a protocol.
+        var profile = try Fixtures.profile("cycling-speed-cadence")
+        profile.behaviour.protocols = []
+        profile.behaviour.writeRules = [
+            WriteRule(
+                characteristicID: "sc-control-point",
+                actions: [.validate(.length(1...5), error: .invalidAttributeValueLength), .store])
+        ]
+        for service in profile.services.indices {
+            for index in profile.services[service].characteristics.indices
+            where profile.services[service].characteristics[index].id == "sc-control-point" {
+                profile.services[service].characteristics[index].maximumLength = 5
+            }
+        }
+        let writes = WritePlan.writes(
+            for: profile, seen: try Fixtures.report("cycling-speed-cadence"), security: .none)
         let summary = Self.summary(writes, of: "sc-control-point")
         #expect(summary.count == 3)
         #expect(summary.dropFirst().first == "refuses-length 0x0D ")

@@ -1,12 +1,45 @@
 #!/bin/sh
 # The protocol devices' command (ProtocolDevicesScenario.swift), run in the VM by `blemu lab run` while the lab stack
-# serves profiles/indoor-bike.yaml and profiles/glucose-meter.yaml, each on a peripheral controller of its own:
-#   lab-protocol-devices.sh PYTHON NAME=CENTRAL...
-# Runs each central (a python script that finds its device by name) in turn, writing NAME.txt and NAME-rc into the
-# results directory; exits 0 once every one has run, whatever they said (the tests read the files).
+# serves the protocol devices' profiles, each on a peripheral controller of its own:
+#   lab-protocol-devices.sh PYTHON BLEMU VERIFIED PROFILE DEFECT NAME=CENTRAL...
+# First `blemu verify --writes` makes PROFILE's declared exchanges against the device the NAME VERIFIED stands for
+# (VERIFIED.verify.json, VERIFIED.verify-rc), then again with DEFECT (a handler script given the device's control
+# socket, which prints `attached` once it answers) planting one wrong answer (VERIFIED.defect.json,
+# VERIFIED.defect-rc): before the centrals, whose sessions change the devices' state. Between the two the device is
+# reset (the exchanges changed its values) and the central's bluetoothd forgets it (it learned the GAP name, which
+# verify would take for the advertised one). Then each central (a python
+# script that finds its device by name) in turn, writing NAME.txt and NAME-rc into the results directory; exits 0
+# once every one has run, whatever they said (the tests read the files).
 R="$BLEMU_LAB_RESULTS"
+SCENARIO=protocol-devices
+. "$(dirname "$0")/guest-lib.sh"
 PYTHON=$1
-shift
+BLEMU=$2
+VERIFIED=$3
+PROFILE=$4
+DEFECT=$5
+shift 5
+index=0
+for pair in "$@"; do
+    index=$((index + 1))
+    [ "${pair%%=*}" = "$VERIFIED" ] && break
+done
+address=$(echo "$BLEMU_LAB_PERIPHERAL_ADDRESS" | cut -d, -f"$index")
+control=$(echo "$BLEMU_LAB_CONTROLS" | cut -d, -f"$index")
+verify() { # OUTPUT
+    "$BLEMU" verify "$PROFILE" "$address" --adapter "$BLEMU_LAB_CENTRAL" --timeout 30 --listen 0 --writes --json \
+        > "$R/$VERIFIED.$1.json" 2> "$R/$VERIFIED.$1.err"
+    echo $? > "$R/$VERIFIED.$1-rc"
+}
+verify verify
+"$BLEMU" ctl "$control" reset > /dev/null
+forget "$BLEMU_LAB_CENTRAL" "$address"
+"$PYTHON" "$DEFECT" "$control" > "$R/$VERIFIED.defect.out" 2>&1 &
+defect=$!
+within 10 "the planted handler to attach" grep -q '^attached' "$R/$VERIFIED.defect.out"
+verify defect
+kill "$defect" 2>/dev/null
+wait "$defect" 2>/dev/null
 for pair in "$@"; do
     name=${pair%%=*}
     "$PYTHON" "${pair#*=}" > "$R/$name.txt" 2>&1
