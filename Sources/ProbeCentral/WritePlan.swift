@@ -74,7 +74,7 @@ enum WritePlan {
             var write = ProbeWrite(
                 characteristic: id, path: seen[id]?.path ?? "",
                 purpose: .exchange(answeredBy: exchange.answeredBy, error: exchange.rejection?.rawValue),
-                bytes: exchange.request, withResponse: true)
+                bytes: exchange.request, withResponse: declared[id]?.properties.contains(.write) ?? true)
             write.reading = exchange.reading
             write.expects = exchange.updates.map {
                 ProbeWrite.Update(
@@ -92,6 +92,10 @@ enum WritePlan {
                 ?? faultReason(characteristic, profile: profile)
             {
                 return write.notMade(reason)
+            }
+            // A refusal is the model's answer to nothing the device changes, so skipping it keeps them in step.
+            if !write.withResponse && exchange.rejection != nil {
+                return write.notMade("a Write Command gets no answer: only a Write Request can be refused")
             }
             return write
         }
