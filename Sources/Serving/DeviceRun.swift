@@ -25,7 +25,7 @@ public struct DeviceRun: Sendable {
     public init(_ options: RunOptions) {
         var options = options
         if (options.ui != nil || options.handler != nil) && options.control == nil {
-            options.control = LiveViewProcess.controlPath()
+            options.control = RunOptions.ownControlPath()
         }
         self.options = options
     }

@@ -44,12 +44,4 @@ struct LiveViewProcess {
         kill(pid, SIGKILL)
         _ = waitpid(pid, &status, 0)
     }
-
-    /// Where `blemu run --ui` puts a control socket when none is given: the user's runtime directory (private to the
-    /// user) when there is one, else /tmp; named after the process, so two runs never share one.
-    static func controlPath() -> String {
-        let directory =
-            getenv("XDG_RUNTIME_DIR").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
-        return "\(directory)/blemu-\(getpid()).sock"
-    }
 }

@@ -1,6 +1,12 @@
 import DBus
 import Logging
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// What `blemu run` was asked to do. `blemu` reads the common spelling itself (`init(arguments:)`); blemu-cli parses
 /// every other one and documents the options (ArgumentParser: help, man page, completions), then hands them back as
 /// `arguments` (`Handover`). The serving process so links neither ArgumentParser nor Foundation (each costs
@@ -134,5 +140,16 @@ public struct RunOptions: Hashable, Sendable {
         public var description: String
 
         init(_ description: String) { self.description = description }
+    }
+}
+
+extension RunOptions {
+    /// Where a run whose live view or handler needs a control socket puts one when `--control` gives none: the
+    /// user's runtime directory (private to the user) when there is one, else /tmp; named after the process, so two
+    /// runs never share one.
+    static func ownControlPath() -> String {
+        let directory =
+            getenv("XDG_RUNTIME_DIR").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        return "\(directory)/blemu-\(getpid()).sock"
     }
 }
