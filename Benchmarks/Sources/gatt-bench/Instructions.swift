@@ -21,6 +21,11 @@ enum InstructionCount {
         ("read 20 B through a handler", false), ("write 20 B through a handler", true),
     ]
 
+    /// The CLI's write to a characteristic a protocol answers with a reply (Benchmarks/profiles/bench.yaml's
+    /// `control`): the request read by its layout, a case chosen, the value stored and a notification built and handed
+    /// to the emulator, with no central subscribed (what delivery costs is the notification rows').
+    static let protocolShape = "write 20 B to a protocol with a reply"
+
     /// Runs the instruction count for the C app and blemu's library and CLI; prints a table of instructions per
     /// request (and per write without response) and returns false when a contender failed.
     static func run(_ options: GattBench.Options) async throws -> Bool {
@@ -74,6 +79,18 @@ enum InstructionCount {
                 rows[contender.key, default: [:]]["write without response"] =
                     (Double(instructions) - perQuestion * Double(delivery.polls)) / Double(delivery.received)
             }
+            // The CLI's profile answers `control` with a protocol; the others give it the benchmark's own meaning.
+            if contender.key == "blemu-cli" {
+                _ = try? shell("callgrind_control --zero \(target.child.pid) >/dev/null")
+                let result = await target.roundTrips(
+                    write: true, role: .control, size: 20, inFlight: 1, seconds: seconds)
+                if let instructions = dump(target.child.pid, output: output), result.calls > 0 {
+                    rows[contender.key, default: [:]][protocolShape] = Double(instructions) / Double(result.calls + 1)
+                    progress("\(contender.name) \(protocolShape): \(result.calls) calls")
+                } else {
+                    failed.append("\(contender.name) \(protocolShape): \(result.note ?? "no callgrind dump")")
+                }
+            }
             // Last, as it changes who answers rw20: the CLI's requests through a handler on its control socket.
             if let socket = contender.controlSocket {
                 switch attachAnsweringHandler(socket, id: Role.rw20.rawValue) {
@@ -124,7 +141,7 @@ enum InstructionCount {
         let columns = [("c", "C libdbus"), ("blemu-lib", "blemu library"), ("blemu-cli", "blemu CLI")]
         var lines = ["| instructions per request | " + columns.map(\.1).joined(separator: " | ") + " |"]
         lines.append("|---|" + String(repeating: "---|", count: columns.count))
-        for name in shapes.map(\.name) + ["write without response"] + handlerShapes.map(\.name) {
+        for name in shapes.map(\.name) + ["write without response", protocolShape] + handlerShapes.map(\.name) {
             let c = rows["c"]?[name]
             let cells = columns.map { key, _ -> String in
                 guard let value = rows[key]?[name] else { return "n/a" }
