@@ -10,7 +10,7 @@ import GATTProfile
 /// trainer's "Control Not Permitted" after a Reset. A case no run of at most `ExchangePlan.searchDepth` requests reaches is
 /// reported, not guessed at.
 public enum ExchangePlanner {
-    /// A bound on each protocol's exchanges, whatever its cases.
+    /// A bound on each protocol's exchanges, whatever its cases: the cases left past it are reported unreached.
     static let exchangeLimit = 64
 
     /// What a request can reach: a case by its index, or `otherwise` (or the default refusal).
@@ -209,11 +209,12 @@ public enum ExchangePlanner {
         return code + rest
     }
 
-    /// The first op code with parameters, one byte short of them; else a value too short for an op code.
+    /// The first op code with parameters, one byte short of them, that the layout reads as malformed (ops sharing a
+    /// code may read it as another); else a value too short for an op code.
     private static func malformed(_ layout: RequestLayout) -> [UInt8]? {
         for op in layout.ops {
             guard let whole = encode(op, in: layout, [:]), let width = layout.opCode.type.byteCount,
-                whole.count > width
+                whole.count > width, layout.parse(Array(whole.dropLast())).isMalformed
             else { continue }
             return Array(whole.dropLast())
         }

@@ -261,15 +261,3 @@ public struct Protocols: Sendable {
         ValueComposer.fit(value, to: FieldSpec(name: name, type: type), keeping: ValueComposer.zero(of: type))
     }
 }
-
-extension DeviceProtocol {
-    /// The characteristics the protocol's actions send to or control.
-    var targets: [String] {
-        (cases.flatMap(\.actions) + (otherwise ?? [])).compactMap { action in
-            switch action {
-            case .send(let id, _, _), .schedules(_, let id), .setField(let id, _, _): id
-            case .reject, .store, .setState, .sendRecords, .deleteRecords, .wait: nil
-            }
-        }
-    }
-}

@@ -20,7 +20,7 @@ public struct DeclaredExchange: Hashable, Sendable {
 
     /// The characteristic written (the control point).
     public var characteristicID: String
-    /// The request written, with a Write Request.
+    /// The request written: a Write Request, or a Command where the characteristic has only write-without-response.
     public var request: [UInt8]
     /// How the protocol reads the request (`set-target-power`, `unknown 0xFF`, `malformed`).
     public var reading: String

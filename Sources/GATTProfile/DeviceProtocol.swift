@@ -47,6 +47,19 @@ public struct DeviceProtocol: Hashable, Sendable {
     }
 }
 
+extension DeviceProtocol {
+    /// The characteristics the protocol's actions send to, set a field of, or control the schedules of: the values
+    /// a request to it may change besides its own.
+    public var targets: [String] {
+        (cases.flatMap(\.actions) + (otherwise ?? [])).compactMap { action in
+            switch action {
+            case .send(let id, _, _), .schedules(_, let id), .setField(let id, _, _): id
+            case .reject, .store, .setState, .sendRecords, .deleteRecords, .wait: nil
+            }
+        }
+    }
+}
+
 /// The layout of a request: an op code field first, then the parameters the op code selects.
 public struct RequestLayout: Hashable, Sendable {
     /// The op code's field: its type (`u8`, `u16`) and the name replies and cases call it by (`op`).

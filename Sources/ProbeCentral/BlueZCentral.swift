@@ -363,7 +363,7 @@ public struct BlueZCentral: Sendable {
         }
         // The listening window itself: notifications are collected by the mirror meanwhile.
         if !subscribed.isEmpty { try await Task.sleep(for: duration) }
-        let received = mirror.stopListening()
+        let received = mirror.takeNotifications()
         for path in subscribed {
             _ = try? await call(path, BlueZName.Interface.gattCharacteristic, BlueZName.Member.stopNotify)
         }
@@ -383,8 +383,8 @@ public struct BlueZCentral: Sendable {
     /// that asks for it; what the plan marks not made, and everything once the link is gone, is not sent.
     ///
     /// An `exchange` subscribes to what it listens to (once, before the first that needs it; unsubscribed after the
-    /// last write), then records what arrives from the write until every expected value has (or its wait is over),
-    /// and a quiet moment more for values the profile does not declare.
+    /// last write), then records what arrives from the write until every expected value has, in order (or its wait
+    /// is over), and a quiet moment more for values the profile does not declare.
     private func write(
         _ plan: [ProbeWrite], mirror: ObjectMirror, isPaired: () -> Bool, linkDropped: () -> Bool
     ) async -> [ProbeWrite] {
@@ -434,10 +434,11 @@ public struct BlueZCentral: Sendable {
                 writes[index].readBack = await read(path, BlueZName.Interface.gattCharacteristic, uuid: "")
             }
             if case .exchange = writes[index].purpose {
-                var expected: [ObjectPath: Int] = [:]
+                var expected: [ObjectPath: [[UInt8]]] = [:]
                 if writes[index].outcome == .accepted {
                     for update in writes[index].expects ?? [] {
-                        expected[ObjectPath(stringLiteral: update.path), default: 0] += 1
+                        expected[ObjectPath(stringLiteral: update.path), default: []].append(
+                            Hex.bytes(update.hex) ?? [])
                     }
                 }
                 let waits = Duration.milliseconds(writes[index].waitMilliseconds ?? 0)

@@ -15,8 +15,8 @@ typealias ManagedObjects = [ObjectPath: [String: [String: DBusValue]]]
 /// State is behind a `Mutex`, not in an actor, to keep that ordering (an actor hop would lose it).
 final class ObjectMirror: Sendable {
     private struct Waiter {
-        /// Whether the wait is over, given the objects and how many notifications each listened path has.
-        let check: @Sendable (ManagedObjects, [ObjectPath: Int]) -> Bool
+        /// Whether the wait is over, given the objects and the notifications each listened path has recorded.
+        let check: @Sendable (ManagedObjects, [ObjectPath: [[UInt8]]]) -> Bool
         let expire: @Sendable () -> Void
     }
 
@@ -113,20 +113,20 @@ final class ObjectMirror: Sendable {
         }
     }
 
-    /// Waits until each path in `counts` has recorded at least that many notifications since it was listened to;
-    /// false when `timeout` passes first. Waits on the signals themselves: the timeout only bounds the wait.
-    func waitForNotifications(_ counts: [ObjectPath: Int], upTo timeout: Duration) async -> Bool {
+    /// Waits until each path in `expected` has recorded those values, in that order, among the notifications since
+    /// it was listened to (others may come between: a schedule's); false when `timeout` passes first. Waits on the
+    /// signals themselves: the timeout only bounds the wait.
+    func waitForNotifications(_ expected: [ObjectPath: [[UInt8]]], upTo timeout: Duration) async -> Bool {
         await wait(upTo: timeout) { _, heard in
-            counts.allSatisfy { path, count in heard[path, default: 0] >= count } ? true : nil
+            expected.allSatisfy { path, values in
+                var rest = (heard[path] ?? [])[...]
+                for value in values {
+                    guard let found = rest.firstIndex(of: value) else { return false }
+                    rest = rest[(found + 1)...]
+                }
+                return true
+            } ? true : nil
         } ?? false
-    }
-
-    /// Stops recording notifications for every path and returns what was recorded, by path.
-    func stopListening() -> [ObjectPath: [(at: Duration, bytes: [UInt8])]] {
-        state.withLock { state in
-            state.listening = [:]
-            return state.notifications
-        }
     }
 
     /// The first non-nil answer of `find` on the copy, now or after a later change; nil when `timeout` passes
@@ -137,9 +137,9 @@ final class ObjectMirror: Sendable {
         await wait(upTo: timeout) { objects, _ in find(objects) }
     }
 
-    /// `wait(upTo:for:)` whose `find` also sees how many notifications each listened path has recorded.
+    /// `wait(upTo:for:)` whose `find` also sees the notifications each listened path has recorded.
     private func wait<T: Sendable>(
-        upTo timeout: Duration, for find: @escaping @Sendable (ManagedObjects, [ObjectPath: Int]) -> T?
+        upTo timeout: Duration, for find: @escaping @Sendable (ManagedObjects, [ObjectPath: [[UInt8]]]) -> T?
     ) async -> T? {
         let found = Mutex<T?>(nil)
         let id = state.withLock { state in
@@ -159,7 +159,7 @@ final class ObjectMirror: Sendable {
                 },
                 expire: finish)
             let ready = state.withLock { state -> Bool in
-                if waiter.check(state.objects, state.notifications.mapValues(\.count)) { return true }
+                if waiter.check(state.objects, state.notifications.mapValues { $0.map(\.bytes) }) { return true }
                 state.waiters[id] = waiter
                 return false
             }
@@ -178,7 +178,7 @@ final class ObjectMirror: Sendable {
     private static func satisfied(_ state: inout State) -> [@Sendable () -> Void] {
         var ready: [@Sendable () -> Void] = []
         guard !state.waiters.isEmpty else { return [] }
-        let heard = state.notifications.mapValues(\.count)
+        let heard = state.notifications.mapValues { $0.map(\.bytes) }
         for (id, waiter) in state.waiters where waiter.check(state.objects, heard) {
             state.waiters[id] = nil
             ready.append(waiter.expire)

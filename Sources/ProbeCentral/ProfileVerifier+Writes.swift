@@ -39,16 +39,35 @@ extension ProfileVerifier {
             case .restores: restored(write)
             case .guarded: guarded(write)
             case .exchange(let answeredBy, let error):
-                exchanged(write, answeredBy, error.map { ATTError(rawValue: $0) }, scheduled: scheduled)
+                exchanged(
+                    write, answeredBy, error.map { ATTError(rawValue: $0) }, scheduled: scheduled,
+                    properties: characteristics[write.characteristic]?.properties ?? [])
             }
         }
+    }
+
+    /// Why a refusal cannot be checked on a characteristic with both write and write-without-response.
+    private static let acknowledgedByBlueZ =
+        "with both write and write-without-response, a peripheral on bluetoothd acknowledges a write before its "
+        + "application answers, so no refusal can reach a central (docs/bluez.md, \"Writes\")"
+
+    /// Whether `failure` is `error` as a central on bluetoothd receives it: "" when it is `error` itself, a note when
+    /// it is the code bluetoothd delivers in its place; nil when it is neither.
+    private static func refusal(_ failure: ProbeFailure, as error: ATTError) -> String? {
+        if failure.attError == error.rawValue { return "" }
+        // A device on bluetoothd can only send what its D-Bus API carries: the rest arrives as Unlikely Error.
+        let delivered = error.deliveredThroughBlueZ(on: .write)
+        guard delivered != error, failure.attError == delivered.rawValue else { return nil }
+        return ", as a peripheral on bluetoothd delivers \(error) (src/gatt-database.c dbus_error_to_att_ecode: "
+            + "docs/bluez.md)"
     }
 
     /// An exchange: the device must answer the request as the profile's case does (refused with its error, or
     /// accepted), then send exactly the values it declares, in order within each characteristic. On a
     /// characteristic a schedule also sends on, the declared values must arrive in order among the scheduled ones.
     private static func exchanged(
-        _ write: ProbeWrite, _ answeredBy: String, _ error: ATTError?, scheduled: Set<String>
+        _ write: ProbeWrite, _ answeredBy: String, _ error: ATTError?, scheduled: Set<String>,
+        properties: CharacteristicProperties
     ) -> Verification.Check {
         let request = spaced(hex: write.hex)
         let expects = write.expects ?? []
@@ -57,22 +76,27 @@ extension ProfileVerifier {
             + (expects.isEmpty ? "" : ", then " + described(expects)) + " (\(answeredBy))"
         let check = { (status: Verification.Check.Status, actual: String) in
             Verification.Check(
-                .write, write.characteristic, "answers \(write.reading ?? request)", status, expected: expectedText,
-                actual: actual)
+                .write, write.characteristic, "answers \(write.reading ?? request) (\(Self.caseName(answeredBy)))",
+                status, expected: expectedText, actual: actual)
         }
         let heard = write.heard ?? []
         let heardText = heard.isEmpty ? "nothing sent" : "sent " + described(heard)
+        // What a schedule sends meanwhile is neither declared by the case nor a defect.
+        let unscheduled = heard.filter { !scheduled.contains($0.characteristic) }
         switch write.outcome {
         case .notMade(let why)?: return check(.skip, why)
         case nil: return check(.skip, "not made")
         case .refused(let failure)?:
             let seen = "\(request) refused with \(described(failure)); \(heardText)"
-            guard let error else { return check(.fail, seen) }
-            let delivered = error.deliveredThroughBlueZ(on: .write)
-            let matches = failure.attError == error.rawValue || failure.attError == delivered.rawValue
-            return check(matches && heard.isEmpty ? .pass : .fail, seen)
+            guard let error, let note = refusal(failure, as: error), unscheduled.isEmpty else {
+                return check(.fail, seen)
+            }
+            return check(.pass, seen + note)
         case .accepted?:
             let seen = "\(request) accepted; \(heardText)"
+            if error != nil && properties.isSuperset(of: [.write, .writeWithoutResponse]) {
+                return check(.skip, seen + ": " + acknowledgedByBlueZ)
+            }
             guard error == nil else { return check(.fail, seen) }
             for characteristic in Set((expects + heard).map(\.characteristic)) {
                 let wanted = expects.filter { $0.characteristic == characteristic }.map(\.hex)
@@ -82,6 +106,11 @@ extension ProfileVerifier {
             }
             return check(.pass, seen)
         }
+    }
+
+    /// `case 3` of `case 3: op is reset`; `otherwise` and `none` as they are.
+    private static func caseName(_ answeredBy: String) -> String {
+        answeredBy.split(separator: ":", maxSplits: 1).first.map(String.init) ?? answeredBy
     }
 
     /// `cp 80 00 01, status 08 C8 00`.
@@ -129,28 +158,12 @@ extension ProfileVerifier {
         }
         switch write.outcome {
         case .refused(let failure)?:
-            let seen = described(failure)
-            if failure.attError == error.rawValue {
-                return check(.pass, "\(shown(hex: write.hex)) refused with \(seen)")
-            }
-            // A device on bluetoothd can only send what its D-Bus API carries: the rest arrives as Unlikely Error.
-            let delivered = error.deliveredThroughBlueZ(on: .write)
-            if delivered != error, failure.attError == delivered.rawValue {
-                return check(
-                    .pass,
-                    "\(shown(hex: write.hex)) refused with \(seen), as a peripheral on bluetoothd delivers \(error) "
-                        + "(src/gatt-database.c dbus_error_to_att_ecode: docs/bluez.md)")
-            }
-            return check(.fail, "\(shown(hex: write.hex)) refused with \(seen)")
+            let seen = "\(shown(hex: write.hex)) refused with \(described(failure))"
+            return refusal(failure, as: error).map { check(.pass, seen + $0) } ?? check(.fail, seen)
         case .accepted?:
             let properties = characteristics[write.characteristic]?.properties ?? []
             if properties.isSuperset(of: [.write, .writeWithoutResponse]) {
-                // docs/bluez.md, "Writes": bluetoothd acknowledges every write to such a characteristic itself.
-                return check(
-                    .skip,
-                    "\(shown(hex: write.hex)) accepted: with both write and write-without-response, a peripheral on "
-                        + "bluetoothd acknowledges a write before its application answers, so no refusal can reach "
-                        + "a central (docs/bluez.md, \"Writes\")")
+                return check(.skip, "\(shown(hex: write.hex)) accepted: " + Self.acknowledgedByBlueZ)
             }
             return check(.fail, "\(shown(hex: write.hex)) accepted")
         case .notMade(let why)?: return check(.skip, why)

@@ -199,6 +199,13 @@ public enum ProfileVerifier {
                     }
                 }
             }
+            // A protocol changes what its cases send, set or store, and a record store's characteristic carries
+            // whichever record was sent last.
+            for deviceProtocol in profile.behaviour.protocols {
+                changing.insert(deviceProtocol.characteristicID)
+                changing.formUnion(deviceProtocol.targets)
+            }
+            changing.formUnion(profile.behaviour.records.map(\.characteristicID))
             intervals = [:]
             for schedule in profile.behaviour.schedules
             where [.notify, .indicate].contains(schedule.action) && !schedule.isRecordedPace

@@ -69,7 +69,7 @@ enum WritePlan {
             for id in candidates where !ids.contains(id) { ids.append(id) }
             listened[exchange.characteristicID] = ids
         }
-        var writes = plan.exchanges.map { exchange -> ProbeWrite in
+        func exchangeWrite(_ exchange: DeclaredExchange) -> ProbeWrite {
             let id = exchange.characteristicID
             var write = ProbeWrite(
                 characteristic: id, path: seen[id]?.path ?? "",
@@ -99,6 +99,17 @@ enum WritePlan {
             }
             return write
         }
+        // Once an exchange the model accepts is not made, the device's state and the model's part: the protocol's
+        // later exchanges are not made either.
+        var parted: Set<String> = []
+        var writes = plan.exchanges.map { exchange -> ProbeWrite in
+            let write = exchangeWrite(exchange)
+            if parted.contains(exchange.characteristicID) {
+                return write.notMade("an earlier exchange on it was not made, so its state may not be the model's")
+            }
+            if case .notMade? = write.outcome, exchange.rejection == nil { parted.insert(exchange.characteristicID) }
+            return write
+        }
         for unreached in plan.unreached {
             writes.append(
                 ProbeWrite(
@@ -106,7 +117,7 @@ enum WritePlan {
                     path: seen[unreached.characteristicID]?.path ?? "",
                     purpose: .exchange(answeredBy: unreached.answeredBy, error: nil), bytes: [], withResponse: true,
                     skipped: "no run of at most \(ExchangePlan.searchDepth) requests reaches this case from the state "
-                        + "the profile starts in"))
+                        + "the exchanges before left"))
         }
         return writes
     }

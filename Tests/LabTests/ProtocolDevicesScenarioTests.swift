@@ -44,7 +44,9 @@ struct ProtocolDevicesScenarioTests {
         let planted = try checks("defect")
         let failed = planted.checks.filter { $0["status"] as? String == "fail" }
         #expect(planted.status == "1", "\(failed)")
-        #expect(failed.map { $0["check"] as? String } == ["answers request-supported-sensor-locations"], "\(failed)")
+        #expect(
+            failed.map { $0["check"] as? String } == ["answers request-supported-sensor-locations (case 5)"],
+            "\(failed)")
         #expect(
             failed.first?["expected"] as? String
                 == "accepted, then sc-control-point 10 04 01 04 05 0B 0C (case 5: op is request-supported-sensor-locations)",
