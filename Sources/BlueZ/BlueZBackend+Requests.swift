@@ -91,22 +91,24 @@ extension BlueZBackend {
         let summary = RequestSummary(
             operation: options.isPrepareAuthorize ? "prepare-authorize" : "write", id: id, device: options.device,
             offset: options.offset, value: value)
-        let reply: MethodCallReply?
+        // Each branch hands its own reply over: Swift 6.2's move-only checker asserts on a `MethodCallReply?` local
+        // converted to the optional existential (docs/packaging.md, "Two compilers").
+        func writes(_ reply: consuming (any RequestReply & ~Copyable)?) -> IncomingWrites {
+            IncomingWrites(
+                central: Central(id: options.device, attMTU: options.mtu),
+                writes: [IncomingWrites.Write(characteristicID: id, offset: options.offset, value: value)],
+                linkSecurity: linkSecurity(characteristic, .write), isAuthorizationOnly: options.isPrepareAuthorize,
+                errorDelivery: .throughBlueZ, reply: reply)
+        }
         if call.expectsReply {
-            reply = MethodCallReply(call: call, operation: .write, summary: summary, logger: logger)
+            deliver(writes(MethodCallReply(call: call, operation: .write, summary: summary, logger: logger)))
         } else {
             // Write Without Response (or a Write Request bluetoothd already acknowledged): the no-reply flag is set
             // and no answer may be sent. Consuming the call lets the DBus module count it as answered, sending nothing.
             logger.debug("\(summary) (no reply expected)")
             call.reply()
-            reply = nil
+            deliver(writes(nil))
         }
-        deliver(
-            IncomingWrites(
-                central: Central(id: options.device, attMTU: options.mtu),
-                writes: [IncomingWrites.Write(characteristicID: id, offset: options.offset, value: value)],
-                linkSecurity: linkSecurity(characteristic, .write), isAuthorizationOnly: options.isPrepareAuthorize,
-                errorDelivery: .throughBlueZ, reply: reply))
     }
 
     /// To the manager's router, on this loop thread (answered here when the handler can).

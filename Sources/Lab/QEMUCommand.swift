@@ -89,28 +89,26 @@ struct QEMUCommand {
 
     /// qemu under `timeout`, without the air.
     var machine: [String] {
+        // Appended in steps: Swift 6.2's type checker gives up on one long `+` chain of array literals
+        // (docs/packaging.md, "Two compilers").
         let seconds = max(1, configuration.timeout.components.seconds)
-        return [timeout, "--foreground", "--kill-after=10", "\(seconds)", qemu]
-            + acceleratorArguments
-            + [
-                "-m", "\(configuration.memoryMiB)",
-                "-nographic", "-nodefaults", "-no-reboot",
+        var arguments = [timeout, "--foreground", "--kill-after=10", "\(seconds)", qemu]
+        arguments += acceleratorArguments
+        arguments += ["-m", "\(configuration.memoryMiB)", "-nographic", "-nodefaults", "-no-reboot"]
+        arguments += network.isEmpty ? ["-nic", "none"] : network
+        arguments += ["-serial", "stdio", "-kernel", kernel, "-initrd", initramfs, "-append", kernelCommandLine]
+        arguments += [
+            "-fsdev", "local,id=root,path=/,readonly=on,security_model=none,multidevs=remap",
+            "-device", "virtio-9p-pci,fsdev=root,mount_tag=\(GuestInit.rootTag)",
+            "-fsdev", "local,id=work,path=\(configuration.resultsDirectory),security_model=none,multidevs=remap",
+            "-device", "virtio-9p-pci,fsdev=work,mount_tag=\(GuestInit.workTag)",
+        ]
+        if let checkout = configuration.sharedCheckout {
+            arguments += [
+                "-fsdev", "local,id=checkout,path=\(checkout),readonly=on,security_model=none,multidevs=remap",
+                "-device", "virtio-9p-pci,fsdev=checkout,mount_tag=\(GuestInit.checkoutTag)",
             ]
-            + (network.isEmpty ? ["-nic", "none"] : network)
-            + [
-                "-serial", "stdio",
-                "-kernel", kernel, "-initrd", initramfs, "-append", kernelCommandLine,
-                "-fsdev", "local,id=root,path=/,readonly=on,security_model=none,multidevs=remap",
-                "-device", "virtio-9p-pci,fsdev=root,mount_tag=\(GuestInit.rootTag)",
-                "-fsdev",
-                "local,id=work,path=\(configuration.resultsDirectory),security_model=none,multidevs=remap",
-                "-device", "virtio-9p-pci,fsdev=work,mount_tag=\(GuestInit.workTag)",
-            ]
-            + (configuration.sharedCheckout.map { checkout in
-                [
-                    "-fsdev", "local,id=checkout,path=\(checkout),readonly=on,security_model=none,multidevs=remap",
-                    "-device", "virtio-9p-pci,fsdev=checkout,mount_tag=\(GuestInit.checkoutTag)",
-                ]
-            } ?? [])
+        }
+        return arguments
     }
 }
