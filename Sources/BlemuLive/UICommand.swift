@@ -5,6 +5,7 @@ import Foundation
 import LiveView
 import Logging
 import Serving
+import Synchronization
 
 /// `blemu ui --control SOCK`: a live page of a running device, served next to it (docs/live-view.md).
 struct UICommand: AsyncParsableCommand {
@@ -76,6 +77,18 @@ struct UICommand: AsyncParsableCommand {
         let server = LiveViewServer(
             control: control, address: address, token: token, extraHosts: allowedHosts, eventLog: events,
             logger: logger)
+        // Ctrl-C, SIGTERM (`blemu run --ui` stopping its view) and a closed terminal end the view cleanly, 0. The
+        // handlers come first: a stop that follows the view's first line at once must not meet a signal's default
+        // action, which ends the process by the signal.
+        let stop = Stop()
+        let stops = [SIGINT, SIGTERM, SIGHUP].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { stop.request() }
+            source.resume()
+            return source
+        }
+        defer { for source in stops { source.cancel() } }
         // Bounded: a device that claimed its socket but is still starting holds early clients in the backlog, and
         // the view must listen (and print its URL) all the same.
         let answered = try? ControlClient(path: control).stream(
@@ -90,15 +103,7 @@ struct UICommand: AsyncParsableCommand {
                     "blemu ui: \(server.url(port: port)) (device: \(control)); Ctrl-C to stop", to: STDOUT_FILENO)
             }
         }
-        // Ctrl-C, SIGTERM (`blemu run --ui` stopping its view) and a closed terminal end the view cleanly, 0.
-        let stops = [SIGINT, SIGTERM, SIGHUP].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { serving.cancel() }
-            source.resume()
-            return source
-        }
-        defer { for source in stops { source.cancel() } }
+        stop.serve(serving)
         // Beside `blemu run --ui`: its device gone (even by SIGKILL, which leaves it no chance to stop the view), the
         // view has nothing to show and ends with it; the orphan's parent becomes another process.
         let orphaned = ProcessInfo.processInfo.environment[Handover.liveParentVariable].flatMap(pid_t.init).map {
@@ -113,6 +118,27 @@ struct UICommand: AsyncParsableCommand {
         do { try await serving.value } catch is CancellationError {} catch let error as LiveViewServer.ListenError {
             Console.error("blemu ui: \(error)")
             throw ExitCode(71)
+        }
+    }
+
+    /// A stop asked for by a signal, before or after the server's task exists: the task is cancelled either way.
+    private final class Stop: Sendable {
+        private let state = Mutex<(task: Task<Void, any Error>?, requested: Bool)>((nil, false))
+
+        /// Cancels the task, now or once it is served.
+        func request() {
+            state.withLock { state in
+                state.requested = true
+                state.task?.cancel()
+            }
+        }
+
+        /// The task a stop cancels; cancelled at once when a stop came first.
+        func serve(_ task: Task<Void, any Error>) {
+            state.withLock { state in
+                state.task = task
+                if state.requested { task.cancel() }
+            }
         }
     }
 
