@@ -118,14 +118,7 @@ final class ObjectMirror: Sendable {
     /// signals themselves: the timeout only bounds the wait.
     func waitForNotifications(_ expected: [ObjectPath: [[UInt8]]], upTo timeout: Duration) async -> Bool {
         await wait(upTo: timeout) { _, heard in
-            expected.allSatisfy { path, values in
-                var rest = (heard[path] ?? [])[...]
-                for value in values {
-                    guard let found = rest.firstIndex(of: value) else { return false }
-                    rest = rest[(found + 1)...]
-                }
-                return true
-            } ? true : nil
+            expected.allSatisfy { path, values in (heard[path] ?? []).containsInOrder(values) } ? true : nil
         } ?? false
     }
 

@@ -101,7 +101,7 @@ extension ProfileVerifier {
             for characteristic in Set((expects + heard).map(\.characteristic)) {
                 let wanted = expects.filter { $0.characteristic == characteristic }.map(\.hex)
                 let got = heard.filter { $0.characteristic == characteristic }.map(\.hex)
-                let holds = scheduled.contains(characteristic) ? isSubsequence(wanted, of: got) : wanted == got
+                let holds = scheduled.contains(characteristic) ? got.containsInOrder(wanted) : wanted == got
                 if !holds { return check(.fail, seen) }
             }
             return check(.pass, seen)
@@ -121,15 +121,6 @@ extension ProfileVerifier {
     /// A protocol's bytes as its specification writes them, `80 05 01`; `empty` for none.
     private static func spaced(hex: String) -> String {
         hex.isEmpty ? "empty" : Hex.string(Hex.bytes(hex) ?? [], separator: " ")
-    }
-
-    private static func isSubsequence(_ wanted: [String], of got: [String]) -> Bool {
-        var rest = got[...]
-        for value in wanted {
-            guard let found = rest.firstIndex(of: value) else { return false }
-            rest = rest[(found + 1)...]
-        }
-        return true
     }
 
     private static func accepts(_ write: ProbeWrite) -> Verification.Check {
