@@ -482,10 +482,7 @@ extension ProfileDecoder {
             let target = lookUpCharacteristic(at, for: "`set-field` `characteristic`")?.characteristic,
             let fieldName = string(fieldNode, for: "`set-field` `field`")
         else { return nil }
-        if target.value.isCached {
-            report(at, "characteristic `\(target.id)` has a constant (cached) value, which cannot change")
-            return nil
-        }
+        if refusesConstant(target, at: at) { return nil }
         guard let layout = target.layout else {
             report(at, "characteristic `\(target.id)` has no `fields`, so it has no field to set")
             return nil
@@ -530,10 +527,7 @@ extension ProfileDecoder {
             report(node, "characteristic `\(target.id)` cannot \(kind.rawValue) (no \(kind.rawValue) property)")
             return nil
         }
-        if target.value.isCached {
-            report(node, "characteristic `\(target.id)` has a constant (cached) value, which cannot change")
-            return nil
-        }
+        if refusesConstant(target, at: node) { return nil }
         guard let items = sequence(piecesNode, in: "a value's pieces") else { return nil }
         var pieces: [ValuePiece] = []
         var length = 0

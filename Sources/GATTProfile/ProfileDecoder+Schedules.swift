@@ -41,10 +41,7 @@ extension ProfileDecoder {
         let characteristic = target.characteristic
         var isValid = interval.map { $0 > .zero || isTransfer } ?? (map["interval"] == nil)
         if let at = map["characteristic"] {
-            if characteristic.value.isCached {
-                report(at, "characteristic `\(characteristic.id)` has a constant (cached) value, which cannot change")
-                isValid = false
-            }
+            if refusesConstant(characteristic, at: at) { isValid = false }
             if action == .transfer && start != .firstSubscription {
                 report(map["start"] ?? at, "a `transfer` starts for each subscriber: `start: first-subscription`")
                 isValid = false

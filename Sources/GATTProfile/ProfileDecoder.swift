@@ -82,6 +82,14 @@ struct ProfileDecoder {
         report(node.mark, message, hint: hint)
     }
 
+    /// Records an error at `node` when `characteristic`'s value is constant (`cached`), which no schedule or protocol
+    /// may change (docs/profile-format.md, "Values"); whether it did.
+    mutating func refusesConstant(_ characteristic: Characteristic, at node: YAMLNode) -> Bool {
+        guard characteristic.value.isCached else { return false }
+        report(node, "characteristic `\(characteristic.id)` has a constant (cached) value, which cannot change")
+        return true
+    }
+
     /// Records a warning at a mark.
     mutating func warn(_ mark: Mark, _ message: String, hint: String? = nil) {
         diagnostics.append(
