@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import Lab
@@ -9,5 +10,16 @@ import Testing
     func theLabCanBootWhenItIsAskedFor() {
         let prerequisites = LabPrerequisites.check()
         #expect(prerequisites.isComplete, "BLEMU_LAB_TESTS=1, but the lab cannot boot:\n\(prerequisites.report)")
+    }
+
+    /// A release build asked for (`BLEMU_RELEASE_DIR`) but incomplete would make every scenario fail on a missing
+    /// executable in the VM: one failure here names it instead.
+    @Test(.enabled(if: LabScenario.releaseDirectory != nil, "runs when BLEMU_RELEASE_DIR names a release build"))
+    func theReleaseBuildAskedForHasEveryProduct() {
+        let directory = LabScenario.releaseDirectory ?? ""
+        let missing = ["blemu", "blemu-cli", "blemu-live"].filter {
+            !FileManager.default.isExecutableFile(atPath: directory + "/" + $0)
+        }
+        #expect(missing.isEmpty, "BLEMU_RELEASE_DIR=\(directory) has no \(missing.joined(separator: ", "))")
     }
 }

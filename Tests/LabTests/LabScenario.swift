@@ -11,10 +11,23 @@ actor LabScenario {
     /// The shared scenario; boots on first use.
     static let shared = LabScenario(boot: bootScenario)
 
-    /// The built blemu next to the test bundle (`swift test` builds every product); visible in the VM through the
-    /// read-only root share, since .build is not under /tmp.
-    static let blemuExecutable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    /// The blemu the scenarios serve, probe and clone with: the release build in `BLEMU_RELEASE_DIR` when it names
+    /// one (CI passes scripts/package's: what users install, and under TCG about half the CPU of the debug build per
+    /// `blemu probe`, docs/architecture.md "Test levels"), else the one next to the test bundle (`swift test` builds
+    /// every product). Either is visible in the VM through the read-only root share, since .build is not under /tmp.
+    static let blemuExecutable =
+        releaseDirectory.map { $0 + "/blemu" }
+        ?? URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         .deletingLastPathComponent().appendingPathComponent("blemu").path
+
+    /// `BLEMU_RELEASE_DIR` when set: a release build of blemu, blemu-cli and blemu-live from this commit
+    /// (Benchmarks/release-blemu reads it too; LabRequestTests fails when one is missing).
+    static let releaseDirectory: String? = {
+        guard let directory = ProcessInfo.processInfo.environment["BLEMU_RELEASE_DIR"], !directory.isEmpty else {
+            return nil
+        }
+        return directory
+    }()
 
     /// Seconds `blemu probe` listens for notifications in the scenarios; short, to keep each boot well under a
     /// minute.
