@@ -625,45 +625,12 @@ extension ProfileDecoder {
 }
 
 extension ProfileDecoder {
-    /// A request's `fields`: each typed as a characteristic's field; one with a `value` is fixed, a request that holds
-    /// another value there is not this op.
+    /// A request's `fields`: each typed as a characteristic's field (`decodeFieldList`); one with a `value` is fixed,
+    /// a request that holds another value there is not this op.
     mutating func decodeRequestFields(_ node: YAMLNode) -> (ValueLayout, [String: FieldValue])? {
-        guard let items = sequence(node, in: "`fields`") else { return nil }
-        var specs: [FieldSpec] = []
-        var fixed: [String: FieldValue] = [:]
-        var isValid = true
-        for (index, item) in items.enumerated() {
-            var valueNode: YAMLNode?
-            var stripped = item
-            if case .mapping(let pairs) = item.kind {
-                valueNode = pairs.first { $0.key.scalar == "value" }?.value
-                stripped.kind = .mapping(pairs.filter { $0.key.scalar != "value" })
-            }
-            guard let (layout, _) = decodeFields(YAMLNode(kind: .sequence([stripped]), mark: item.mark)),
-                let spec = layout.fields.first
-            else {
-                isValid = false
-                continue
-            }
-            if specs.contains(where: { $0.name == spec.name }) {
-                report(item, "duplicate field `\(spec.name)`")
-                isValid = false
-                continue
-            }
-            if spec.type.byteCount == nil && index != items.count - 1 {
-                report(item, "a `\(spec.type.name)` field has no fixed length, so it must be the last field")
-                isValid = false
-            }
-            if let valueNode {
-                guard let value = fieldValue(valueNode, as: spec) else {
-                    isValid = false
-                    continue
-                }
-                fixed[spec.name] = value
-            }
-            specs.append(spec)
-        }
-        return isValid ? (ValueLayout(specs), fixed) : nil
+        guard let items = sequence(node, in: "`fields`"), let fields = decodeFieldList(items) else { return nil }
+        let fixed = fields.reduce(into: [String: FieldValue]()) { fixed, field in fixed[field.spec.name] = field.value }
+        return (ValueLayout(fields.map(\.spec)), fixed)
     }
 
     // MARK: Records

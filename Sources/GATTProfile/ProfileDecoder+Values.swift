@@ -35,9 +35,30 @@ extension ProfileDecoder {
 
     /// Decodes `fields`: the layout, and the bytes of the field values when every field has one.
     mutating func decodeFields(_ node: YAMLNode) -> (ValueLayout, [UInt8]?)? {
-        guard let items = sequence(node, in: "`fields`") else { return nil }
-        var specs: [FieldSpec] = []
-        var values: [(FieldValue, YAMLNode)?] = []
+        guard let items = sequence(node, in: "`fields`"), let fields = decodeFieldList(items) else { return nil }
+        let layout = ValueLayout(fields.map(\.spec))
+        let given = fields.compactMap(\.value)
+        if given.isEmpty { return (layout, nil) }
+        if given.count != fields.count {
+            for field in fields where field.value == nil {
+                report(node, "field `\(field.spec.name)` has no `value`; give every field a value, or none")
+            }
+            return nil
+        }
+        do {
+            return (layout, try layout.encode(given))
+        } catch {
+            report(node, error.description)
+            return nil
+        }
+    }
+
+    /// A `fields` list, field by field: each one's name, type (with a flags field's `bits`) and `value` when it has
+    /// one, checked against the fields before it (no name twice; only the last may vary in length). Every problem is
+    /// reported before the list is refused. A characteristic's value (`decodeFields`) and a protocol's request
+    /// (`decodeRequestFields`) are read by this one reader.
+    mutating func decodeFieldList(_ items: [YAMLNode]) -> [(spec: FieldSpec, value: FieldValue?)]? {
+        var decoded: [(spec: FieldSpec, value: FieldValue?)] = []
         var isValid = true
         for (index, item) in items.enumerated() {
             guard
@@ -50,7 +71,7 @@ extension ProfileDecoder {
                 isValid = false
                 continue
             }
-            if specs.contains(where: { $0.name == name }), let nameNode = map["name"] {
+            if decoded.contains(where: { $0.spec.name == name }), let nameNode = map["name"] {
                 report(nameNode, "duplicate field `\(name)`")
                 isValid = false
                 continue
@@ -59,11 +80,11 @@ extension ProfileDecoder {
             if let flags = FieldType.flagNames.first(where: { $0.name == typeName }) {
                 var bits: [FlagBit] = []
                 if let bitsNode = map["bits"] {
-                    guard let decoded = decodeBits(bitsNode, width: flags.bytes * 8) else {
+                    guard let decodedBits = decodeBits(bitsNode, width: flags.bytes * 8) else {
                         isValid = false
                         continue
                     }
-                    bits = decoded
+                    bits = decodedBits
                 }
                 type = .flags(bytes: flags.bytes, bits: bits)
             } else {
@@ -79,33 +100,12 @@ extension ProfileDecoder {
                 isValid = false
             }
             let spec = FieldSpec(name: name, type: type)
-            specs.append(spec)
-            if let valueNode = map["value"] {
-                if let value = fieldValue(valueNode, as: spec) {
-                    values.append((value, valueNode))
-                } else {
-                    isValid = false
-                }
-            } else {
-                values.append(nil)
-            }
+            let value = map["value"].flatMap { fieldValue($0, as: spec) }
+            // A value that fails is reported and refuses the list; the field still counts for the names after it.
+            if map["value"] != nil && value == nil { isValid = false }
+            decoded.append((spec, value))
         }
-        guard isValid else { return nil }
-        let layout = ValueLayout(specs)
-        let given = values.compactMap { $0 }
-        if given.isEmpty { return (layout, nil) }
-        if given.count != specs.count {
-            for (spec, value) in zip(specs, values) where value == nil {
-                report(node, "field `\(spec.name)` has no `value`; give every field a value, or none")
-            }
-            return nil
-        }
-        do {
-            return (layout, try layout.encode(given.map(\.0)))
-        } catch {
-            report(node, error.description)
-            return nil
-        }
+        return isValid ? decoded : nil
     }
 
     /// `bits: {sensor-contact-detected: 1, ...}`: names to bit positions within the field's width.
