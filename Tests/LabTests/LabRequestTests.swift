@@ -14,7 +14,10 @@ import Testing
 
     /// A release build asked for (`BLEMU_RELEASE_DIR`) but incomplete would make every scenario fail on a missing
     /// executable in the VM: one failure here names it instead.
-    @Test(.enabled(if: LabScenario.releaseDirectory != nil, "runs when BLEMU_RELEASE_DIR names a release build"))
+    @Test(
+        .enabled(
+            if: LabScenario.isRequested && LabScenario.releaseDirectory != nil,
+            "runs when the lab is asked for with BLEMU_RELEASE_DIR naming a release build"))
     func theReleaseBuildAskedForHasEveryProduct() {
         let directory = LabScenario.releaseDirectory ?? ""
         let missing = ["blemu", "blemu-cli", "blemu-live"].filter {
