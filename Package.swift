@@ -40,7 +40,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // The live view's HTTP and WebSocket server (docs/live-view.md says why this one).
         .package(url: "https://github.com/swhitty/FlyingFox", from: "0.27.1"),
-        .package(url: "https://github.com/modelcontextprotocol/swift-sdk", from: "0.12.1"),
     ],
     targets: [
         // C libraries, each behind a one-line shim and imported by exactly one Swift module.
@@ -133,13 +132,10 @@ let package = Package(
                 .embedInCode("Page/style.css"),
             ], swiftSettings: strict),
         // `blemu mcp`: the control protocol as Model Context Protocol tools, so an agent steers a running device as a
-        // test does. The only module that links the MCP SDK.
+        // test does. Speaks MCP's JSON-RPC itself, on the control protocol's JSON value (docs/mcp.md says why).
         .target(
             name: "AgentTools",
-            dependencies: [
-                "ControlProtocol", "LocalIO", .product(name: "MCP", package: "swift-sdk"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
+            dependencies: ["ControlProtocol", "LocalIO", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         // `blemu`: Serving alone. `blemu run FILE --option value...` is served here; anything else goes to blemu-cli.
         .executableTarget(name: "blemu", dependencies: ["Serving"], swiftSettings: strict),
@@ -162,7 +158,7 @@ let package = Package(
             dependencies: [
                 "ControlProtocol", "LiveView", "AgentTools", "Serving",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "MCP", package: "swift-sdk"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
 
@@ -227,7 +223,7 @@ let package = Package(
             name: "AgentToolsTests",
             dependencies: [
                 "AgentTools", "Emulation", "GATTProfile", "LocalIO", "Peripheral", "PeripheralTesting",
-                .product(name: "MCP", package: "swift-sdk"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
         .testTarget(

@@ -1,11 +1,10 @@
 import ControlProtocol
-import MCP
 
 extension AgentTool {
     /// The control socket call `arguments` ask for, checked as the input schema says (types, ranges, which
     /// arguments go together) so a mistake is named before anything is sent. Arguments pass on under the control
     /// protocol's own names, and only those given: the socket applies its own defaults, as for `blemu ctl`.
-    public func call(_ arguments: [String: Value]?) throws(ToolError) -> ToolCall {
+    public func call(_ arguments: [String: JSONValue]?) throws(ToolError) -> ToolCall {
         let given = try ToolArguments(arguments, of: self)
         var request: [String: JSONValue] = ["command": .string(command.rawValue)]
         switch self {

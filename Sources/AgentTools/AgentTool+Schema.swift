@@ -1,4 +1,4 @@
-import MCP
+import ControlProtocol
 
 extension AgentTool {
     /// One argument of a tool: its name, its JSON Schema (with its description) and whether it is required.
@@ -6,7 +6,7 @@ extension AgentTool {
         /// The argument's name, as the control protocol spells it where it passes one on.
         let name: String
         /// The JSON Schema of its value.
-        let schema: Value
+        let schema: JSONValue
         /// Whether a call must give it.
         let isRequired: Bool
     }
@@ -18,19 +18,22 @@ extension AgentTool {
     /// The most notifications one `notify` sends (the control socket's bound).
     static let largestNotifyCount = 100_000
 
-    /// The tool as `tools/list` offers it: name, description, input schema and hints.
-    public var definition: Tool {
-        Tool(name: rawValue, description: summary, inputSchema: inputSchema, annotations: annotations)
+    /// The tool as `tools/list` offers it (MCP 2025-06-18, "Tools"): name, description, input schema and hints.
+    public var definition: JSONValue {
+        [
+            "name": .string(rawValue), "description": .string(summary), "inputSchema": inputSchema,
+            "annotations": annotations,
+        ]
     }
 
     /// The JSON Schema of the tool's arguments: an object of exactly these properties.
-    public var inputSchema: Value {
-        var properties: [String: Value] = [:]
+    public var inputSchema: JSONValue {
+        var properties: [String: JSONValue] = [:]
         for parameter in parameters { properties[parameter.name] = parameter.schema }
-        var schema: [String: Value] = [
+        var schema: [String: JSONValue] = [
             "type": "object", "properties": .object(properties), "additionalProperties": false,
         ]
-        let required = parameters.filter(\.isRequired).map { Value.string($0.name) }
+        let required = parameters.filter(\.isRequired).map { JSONValue.string($0.name) }
         if !required.isEmpty { schema["required"] = .array(required) }
         return .object(schema)
     }
@@ -174,7 +177,8 @@ extension AgentTool {
                 Parameter(
                     name: "count",
                     schema: [
-                        "type": "integer", "minimum": 1, "maximum": .int(Self.largestNotifyCount), "default": 1,
+                        "type": "integer", "minimum": 1, "maximum": .integer(Int64(Self.largestNotifyCount)),
+                        "default": 1,
                         "description": "How many times to send the value, queued in order.",
                     ], isRequired: false),
                 Parameter(
@@ -269,8 +273,8 @@ extension AgentTool {
                 Parameter(
                     name: "limit",
                     schema: [
-                        "type": "integer", "minimum": 1, "maximum": .int(Self.recentEventsKept),
-                        "default": .int(Self.recentEventsKept),
+                        "type": "integer", "minimum": 1, "maximum": .integer(Int64(Self.recentEventsKept)),
+                        "default": .integer(Int64(Self.recentEventsKept)),
                         "description": "At most this many events: the latest that match.",
                     ], isRequired: false),
             ]
@@ -281,25 +285,25 @@ extension AgentTool {
                 Parameter(
                     name: "timeout_seconds",
                     schema: [
-                        "type": "number", "exclusiveMinimum": 0, "maximum": .double(Self.longestWait),
-                        "default": .double(Self.defaultWait),
+                        "type": "number", "exclusiveMinimum": 0, "maximum": .number(Self.longestWait),
+                        "default": .number(Self.defaultWait),
                         "description": "How long to wait for the event before answering an error.",
                     ], isRequired: false),
             ]
         }
     }
 
-    /// Hints for the client: which tools only read, which undo state.
-    var annotations: Tool.Annotations {
+    /// Hints for the client (MCP's tool annotations): which tools only read, which undo state.
+    var annotations: JSONValue {
         switch self {
         case .describe, .status, .get, .centrals, .counters, .pairing, .recentEvents, .waitForEvent:
-            Tool.Annotations(readOnlyHint: true, openWorldHint: false)
+            ["readOnlyHint": true, "openWorldHint": false]
         case .set, .advertising, .schedules, .state:
-            Tool.Annotations(readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false)
+            ["readOnlyHint": false, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false]
         case .notify, .fault:
-            Tool.Annotations(readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false)
+            ["readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": false]
         case .reset, .disconnect:
-            Tool.Annotations(readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false)
+            ["readOnlyHint": false, "destructiveHint": true, "idempotentHint": true, "openWorldHint": false]
         }
     }
 
@@ -316,7 +320,7 @@ extension AgentTool {
         Parameter(
             name: "type",
             schema: [
-                "type": "string", "enum": .array(EventFilter.types.map(Value.string)),
+                "type": "string", "enum": .array(EventFilter.types.map(JSONValue.string)),
                 "description": "The event's type (docs/control-and-events.md, \"The event log\").",
             ], isRequired: isRequired)
     }

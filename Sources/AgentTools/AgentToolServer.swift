@@ -1,7 +1,6 @@
 import ControlProtocol
 import LocalIO
 import Logging
-import MCP
 
 /// `blemu mcp`: a Model Context Protocol server whose tools are the control protocol's commands, so an agent steers
 /// a running `blemu run ... --control SOCK` the way a test does, with nothing but that socket (and, for the events
@@ -42,66 +41,132 @@ public struct AgentToolServer: Sendable {
         self.logger = logger
     }
 
-    /// The resources offered: the profile and the latest events.
-    public var resources: [Resource] {
+    /// The protocol versions this server speaks, newest first (MCP's "Lifecycle": a client asking for another is
+    /// answered with the newest, and decides whether to go on).
+    public static let protocolVersions = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]
+
+    /// The resources offered, as `resources/list` lists them: the profile and the latest events.
+    public var resources: [JSONValue] {
         [
-            Resource(
-                name: "profile", uri: Self.profileURI,
-                description:
+            [
+                "name": "profile", "uri": .string(Self.profileURI), "mimeType": "application/json",
+                "description":
                     "The profile served, as `describe` answers it: services, characteristics, fields, behaviour.",
-                mimeType: "application/json"),
-            Resource(
-                name: "events", uri: Self.eventsURI,
-                description: eventsFile.map { "The last \(AgentTool.recentEventsKept) lines of the event log \($0)." }
-                    ?? "The latest \(AgentTool.recentEventsKept) events the device recorded, oldest first.",
-                mimeType: "application/jsonl"),
+            ],
+            [
+                "name": "events", "uri": .string(Self.eventsURI), "mimeType": "application/jsonl",
+                "description": .string(
+                    eventsFile.map { "The last \(AgentTool.recentEventsKept) lines of the event log \($0)." }
+                        ?? "The latest \(AgentTool.recentEventsKept) events the device recorded, oldest first."),
+            ],
         ]
     }
 
-    /// Serves MCP on `transport` (standard input and output for `blemu mcp`) until the client closes it.
-    public func serve(on transport: any Transport) async throws {
-        let server = Server(
-            name: Self.name, version: version, title: "blemu", instructions: Self.instructions,
-            capabilities: .init(
-                resources: .init(subscribe: false, listChanged: false), tools: .init(listChanged: false))
-        )
-        await server.withMethodHandler(ListTools.self) { _ in
-            ListTools.Result(tools: AgentTool.allCases.map(\.definition))
+    /// Serves MCP on `input` and `output` (standard input and output for `blemu mcp`) until `input` ends. Each
+    /// request is answered by a task of its own, so a call that waits (`wait_for_event`, up to 300 s) holds up
+    /// nothing else; when `input` ends the calls still in flight go unanswered (MCP's stdio shutdown: the client
+    /// has gone), so those tasks are not awaited.
+    public func serve(input: Int32, output: Int32) async {
+        let channel = StdioChannel(input: input, output: output)
+        let calls = CallTable()
+        for await framed in channel.lines() {
+            guard case .line(let line) = framed else {
+                let reason = "a line is at most \(StdioChannel.longestLine) bytes"
+                channel.send(RPCMessage.error(.parseError(reason), for: .null))
+                continue
+            }
+            guard line.contains(where: { !$0.isWhitespace }) else { continue }
+            switch RPCMessage(line: line) {
+            case .request(let id, let method, let params):
+                calls.begin(id)
+                Task {
+                    let answer: String
+                    do throws(RPCError) {
+                        let result = try await self.answer(method, params) { token in
+                            // The one progress step of a wait: it listens now.
+                            channel.send(
+                                RPCMessage.notification(
+                                    "notifications/progress",
+                                    ["progressToken": token, "progress": 0, "message": "listening"]))
+                        }
+                        answer = RPCMessage.result(result, for: id)
+                    } catch {
+                        logger.debug("\(method): \(error.message)")
+                        answer = RPCMessage.error(error, for: id)
+                    }
+                    if calls.end(id) { channel.send(answer) }
+                }
+            case .notification("notifications/cancelled", let params):
+                if let id = params["requestId"] { calls.cancel(id) }
+            case .notification, .response:
+                // `initialized` and progress need nothing from a server that keeps no state between calls; no
+                // request of ours awaits a response.
+                break
+            case .invalid(let id, let error):
+                channel.send(RPCMessage.error(error, for: id))
+            }
         }
-        await server.withMethodHandler(CallTool.self) { parameters in
-            guard let tool = AgentTool(rawValue: parameters.name) else {
+    }
+
+    /// The result of the request `method` with `params`, or the error it is answered with; `progress` sends a
+    /// progress notification for the token given.
+    func answer(
+        _ method: String, _ params: [String: JSONValue], progress: @escaping @Sendable (JSONValue) -> Void
+    ) async throws(RPCError) -> JSONValue {
+        switch method {
+        case "initialize":
+            let asked = params["protocolVersion"]?.string ?? ""
+            let version = Self.protocolVersions.contains(asked) ? asked : Self.protocolVersions[0]
+            return [
+                "protocolVersion": .string(version),
+                "capabilities": [
+                    "tools": ["listChanged": false], "resources": ["subscribe": false, "listChanged": false],
+                ],
+                "serverInfo": ["name": .string(Self.name), "title": "blemu", "version": .string(self.version)],
+                "instructions": .string(Self.instructions),
+            ]
+        case "ping":
+            return [:]
+        case "tools/list":
+            return ["tools": .array(AgentTool.allCases.map(\.definition))]
+        case "tools/call":
+            guard let name = params["name"]?.string else { throw .invalidParams("`name` must be a tool's name") }
+            guard let tool = AgentTool(rawValue: name) else {
                 let names = AgentTool.allCases.map(\.rawValue).joined(separator: ", ")
-                throw MCPError.invalidParams("unknown tool `\(parameters.name)` (tools: \(names))")
+                throw .invalidParams("unknown tool `\(name)` (tools: \(names))")
             }
-            let token = parameters._meta?.progressToken
-            return await call(tool, parameters.arguments) {
-                // The one progress step of a wait: it listens now.
-                guard let token else { return }
-                let progress = ProgressNotification.Parameters(progressToken: token, progress: 0, message: "listening")
-                try? await server.notify(ProgressNotification.message(progress))
+            let arguments: [String: JSONValue]?
+            switch params["arguments"] {
+            case nil, .null?: arguments = nil
+            case .object(let members)?: arguments = members
+            default: throw .invalidParams("`arguments` must be an object")
             }
-        }
-        await server.withMethodHandler(ListResources.self) { _ in ListResources.Result(resources: resources) }
-        await server.withMethodHandler(ReadResource.self) { parameters in
+            // A progress token is a string or a number (MCP's "Progress"); anything else asks for none.
+            let token = params["_meta"]?["progressToken"].flatMap { $0.string != nil || $0.integer != nil ? $0 : nil }
+            return await call(tool, arguments) { if let token { progress(token) } }.json
+        case "resources/list":
+            return ["resources": .array(resources)]
+        case "resources/read":
+            guard let uri = params["uri"]?.string else { throw .invalidParams("`uri` must be a resource's URI") }
             do throws(ToolError) {
-                return ReadResource.Result(contents: [try await read(parameters.uri)])
+                return ["contents": [try await read(uri).json]]
             } catch {
                 // An unknown resource is the request's mistake; a socket or file that fails is the server's.
-                let isKnown = [Self.profileURI, Self.eventsURI].contains(parameters.uri)
-                throw isKnown ? MCPError.internalError(error.description) : MCPError.invalidParams(error.description)
+                let isKnown = [Self.profileURI, Self.eventsURI].contains(uri)
+                throw isKnown ? .internalError(error.description) : .invalidParams(error.description)
             }
+        default:
+            throw .methodNotFound(method)
         }
-        try await server.start(transport: transport)
-        await server.waitUntilCompleted()
-        await server.stop()
     }
 
     /// The result of calling `tool` with `arguments`: the socket's response (without `ok`) as JSON text and as
     /// structured content, or an error result naming the command and the reason. `listening` runs when a wait is
     /// listening.
     public func call(
-        _ tool: AgentTool, _ arguments: [String: Value]?, listening: @escaping @Sendable () async -> Void = {}
-    ) async -> CallTool.Result {
+        _ tool: AgentTool, _ arguments: [String: JSONValue]?,
+        listening: @escaping @Sendable () async -> Void = {}
+    ) async -> ToolResult {
         do throws(ToolError) {
             let answer: JSONValue
             switch try tool.call(arguments) {
@@ -117,24 +182,20 @@ public struct AgentToolServer: Sendable {
                     matching: filter, within: timeout, for: tool.rawValue, listening: listening)
             }
             logger.debug("\(tool.rawValue): ok")
-            return CallTool.Result(
-                content: [.text(text: answer.text, annotations: nil, _meta: nil)],
-                structuredContent: Optional(answer.mcpValue),
-                isError: false)
+            return ToolResult(text: answer.text, structured: answer, isError: false)
         } catch {
             logger.debug("\(error)")
-            return CallTool.Result(
-                content: [.text(text: error.description, annotations: nil, _meta: nil)], isError: true)
+            return ToolResult(text: error.description, structured: nil, isError: true)
         }
     }
 
     /// The contents of the resource at `uri`; throws `ToolError` naming the command that failed, or an unknown
     /// resource.
-    public func read(_ uri: String) async throws(ToolError) -> Resource.Content {
+    public func read(_ uri: String) async throws(ToolError) -> ResourceText {
         switch uri {
         case Self.profileURI:
             let response = try await link.send(["command": .string(ControlCommand.describe.rawValue)], for: "describe")
-            return .text((response["profile"] ?? .null).text, uri: uri, mimeType: "application/json")
+            return ResourceText(uri: uri, mimeType: "application/json", text: (response["profile"] ?? .null).text)
         case Self.eventsURI:
             let lines: [String]
             if let eventsFile {
@@ -151,7 +212,7 @@ public struct AgentToolServer: Sendable {
                 let response = try await link.send(["command": .string(ControlCommand.events.rawValue)], for: "events")
                 lines = (response["events"]?.array ?? []).map(\.text)
             }
-            return .text(lines.map { $0 + "\n" }.joined(), uri: uri, mimeType: "application/jsonl")
+            return ResourceText(uri: uri, mimeType: "application/jsonl", text: lines.map { $0 + "\n" }.joined())
         default:
             let known = [Self.profileURI, Self.eventsURI].joined(separator: ", ")
             throw ToolError("resources/read", "unknown resource `\(uri)` (resources: \(known))")

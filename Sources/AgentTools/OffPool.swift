@@ -6,7 +6,12 @@ enum OffPool {
     /// `body`'s result, computed on a new thread while the caller is suspended.
     static func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
-            Thread { continuation.resume(returning: body()) }.start()
+            start { continuation.resume(returning: body()) }
         }
+    }
+
+    /// Runs `body` on a new thread, which ends with it.
+    static func start(_ body: @escaping @Sendable () -> Void) {
+        Thread { body() }.start()
     }
 }

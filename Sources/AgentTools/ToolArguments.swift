@@ -1,5 +1,4 @@
 import ControlProtocol
-import MCP
 
 /// A tool call's arguments, read against what the tool's schema allows: a client need not check the schema, so
 /// every type, range and combination is checked here again, and an argument the tool does not know is refused
@@ -7,13 +6,13 @@ import MCP
 struct ToolArguments {
     /// The tool, named in every error.
     let tool: AgentTool
-    private let values: [String: Value]
+    private let values: [String: JSONValue]
 
     /// `arguments` of a call of `tool`; throws `ToolError` naming the first argument the tool does not take.
-    init(_ arguments: [String: Value]?, of tool: AgentTool) throws(ToolError) {
+    init(_ arguments: [String: JSONValue]?, of tool: AgentTool) throws(ToolError) {
         self.tool = tool
         // JSON null is how some clients leave an optional argument out.
-        values = (arguments ?? [:]).filter { !$0.value.isNull }
+        values = (arguments ?? [:]).filter { $0.value != .null }
         let known = Set(tool.parameters.map(\.name))
         if let unknown = values.keys.sorted().first(where: { !known.contains($0) }) {
             let takes =
@@ -35,8 +34,8 @@ struct ToolArguments {
     /// An optional string argument; given, it must not be empty.
     func string(_ name: String) throws(ToolError) -> String? {
         guard let value = values[name] else { return nil }
-        guard let string = value.stringValue else {
-            throw error("`\(name)` must be a string, not \(JSONValue(value).text)")
+        guard let string = value.string else {
+            throw error("`\(name)` must be a string, not \(value.text)")
         }
         guard !string.isEmpty else { throw error("`\(name)` must not be empty") }
         return string
@@ -56,13 +55,13 @@ struct ToolArguments {
         guard let value = values[name] else { return nil }
         let integer: Int? =
             switch value {
-            case .int(let integer): integer
-            case .double(let number): Int(exactly: number)
+            case .integer(let integer): Int(exactly: integer)
+            case .real(let number): Int(exactly: number)
             default: nil
             }
         guard let integer, range.contains(integer) else {
             throw error(
-                "`\(name)` must be a whole number from \(range.lowerBound) to \(range.upperBound), not \(JSONValue(value).text)"
+                "`\(name)` must be a whole number from \(range.lowerBound) to \(range.upperBound), not \(value.text)"
             )
         }
         return integer
@@ -73,13 +72,13 @@ struct ToolArguments {
         guard let value = values[name] else { return nil }
         let number: Double? =
             switch value {
-            case .int(let integer): Double(integer)
-            case .double(let number): number
+            case .integer(let integer): Double(integer)
+            case .real(let number): number
             default: nil
             }
         guard let number, number > 0, number <= maximum else {
             throw error(
-                "`\(name)` must be a number of seconds above 0 and at most \(Int(maximum)), not \(JSONValue(value).text)"
+                "`\(name)` must be a number of seconds above 0 and at most \(Int(maximum)), not \(value.text)"
             )
         }
         return number
@@ -88,15 +87,15 @@ struct ToolArguments {
     /// An optional object argument with at least one member, as the control protocol's JSON.
     func object(_ name: String) throws(ToolError) -> [String: JSONValue]? {
         guard let value = values[name] else { return nil }
-        guard let members = value.objectValue else {
-            throw error("`\(name)` must be an object, not \(JSONValue(value).text)")
+        guard let members = value.object else {
+            throw error("`\(name)` must be an object, not \(value.text)")
         }
         guard !members.isEmpty else { throw error("`\(name)` must name at least one field") }
-        return members.mapValues(JSONValue.init)
+        return members
     }
 
     /// The raw value of `name`, as the control protocol's JSON.
-    func json(_ name: String) -> JSONValue? { values[name].map(JSONValue.init) }
+    func json(_ name: String) -> JSONValue? { values[name] }
 
     /// An error of this tool.
     func error(_ reason: String) -> ToolError { ToolError(tool.rawValue, reason) }

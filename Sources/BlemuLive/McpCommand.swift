@@ -1,8 +1,11 @@
 import AgentTools
 import ArgumentParser
 import Logging
-import MCP
 import Serving
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `blemu mcp --control SOCK [--events FILE]`: the control socket's commands as Model Context Protocol tools, over
 /// standard input and output, for an agent driving a running emulated device.
@@ -46,7 +49,7 @@ struct McpCommand: AsyncParsableCommand {
                 Console.error("blemu mcp: serving anyway; each tool call answers that error until the socket is served")
             }
         }
-        try await server.serve(on: StdioTransport())
+        await server.serve(input: STDIN_FILENO, output: STDOUT_FILENO)
         check.cancel()
     }
 }

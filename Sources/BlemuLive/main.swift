@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// `blemu-live`: the commands that sit beside a running device and serve a client of their own, `ui` (a browser)
-/// and `mcp` (an agent). An executable of their own: their HTTP server and the MCP SDK bring FoundationNetworking
+/// and `mcp` (an agent). An executable of their own: the live view's HTTP server brings FoundationNetworking
 /// and libcurl (some thirty more shared libraries), which every other command would load at each start, and `blemu
 /// ctl` runs many times a test, in the lab under TCG too. `blemu` hands `ui` and `mcp` here; so does blemu-cli.
 struct BlemuLive: AsyncParsableCommand {

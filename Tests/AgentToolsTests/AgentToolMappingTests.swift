@@ -1,14 +1,13 @@
 import AgentTools
 import ControlProtocol
 import Emulation
-import MCP
 import Testing
 
 /// Each tool sends exactly its control command, with the arguments under the protocol's names, and a call the
 /// socket would refuse (or worse, misread) is refused before anything is sent.
 @Suite struct AgentToolMappingTests {
     /// The request `tool` sends for `arguments`; fails the test when the call is refused.
-    private func request(_ tool: AgentTool, _ arguments: [String: Value] = [:]) throws -> [String: JSONValue] {
+    private func request(_ tool: AgentTool, _ arguments: [String: JSONValue] = [:]) throws -> [String: JSONValue] {
         guard case .command(let request) = try tool.call(arguments) else {
             Issue.record("\(tool) did not map to a plain command")
             return [:]
@@ -17,7 +16,7 @@ import Testing
     }
 
     /// Why `tool` refuses `arguments`, or nil when it takes them.
-    private func refusal(_ tool: AgentTool, _ arguments: [String: Value]) -> String? {
+    private func refusal(_ tool: AgentTool, _ arguments: [String: JSONValue]) -> String? {
         do throws(ToolError) {
             _ = try tool.call(arguments)
             return nil
@@ -52,7 +51,7 @@ import Testing
         #expect(try request(.set, ["id": "x", "hex": "0E5A"]) == ["command": "set", "id": "x", "hex": "0E5A"])
         // A whole number a client sends as 3.0 is still 3 on the socket.
         #expect(
-            try request(.notify, ["id": "x", "count": .double(3), "central": "c1"])
+            try request(.notify, ["id": "x", "count": .real(3), "central": "c1"])
                 == ["command": "notify", "id": "x", "count": 3, "central": "c1"])
         #expect(try request(.notify, ["id": "x"]) == ["command": "notify", "id": "x"])
         #expect(
@@ -101,7 +100,7 @@ import Testing
     }
 
     @Test func mistakesAreNamedBeforeAnythingIsSent() {
-        let cases: [(AgentTool, [String: Value], String)] = [
+        let cases: [(AgentTool, [String: JSONValue], String)] = [
             (.get, [:], "get: `id` is required"),
             (.get, ["id": 5], "get: `id` must be a string, not 5"),
             (.get, ["id": ""], "get: `id` must not be empty"),

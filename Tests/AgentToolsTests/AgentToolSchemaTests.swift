@@ -1,14 +1,14 @@
 import AgentTools
+import ControlProtocol
 import Emulation
 import Foundation
-import MCP
 import Testing
 
 /// The input schemas the agent reads say what the tools check: the same arguments, the same required ones, the
 /// same choices; and the event types offered are the event log's.
 @Suite struct AgentToolSchemaTests {
     /// A call of each tool that it takes, with every argument it has (one of the exclusive ones for set and fault).
-    static let fullCalls: [AgentTool: [String: Value]] = [
+    static let fullCalls: [AgentTool: [String: JSONValue]] = [
         .describe: [:], .status: [:], .centrals: [:], .counters: [:], .pairing: [:], .reset: [:],
         .state: ["set": ["target-power": 200]],
         .get: ["id": "battery-level"],
@@ -32,24 +32,24 @@ import Testing
 
     @Test func everySchemaIsAClosedObjectWhosePropertiesAreDescribedAndTyped() {
         for tool in AgentTool.allCases {
-            let schema = tool.inputSchema.objectValue ?? [:]
+            let schema = tool.inputSchema.object ?? [:]
             #expect(schema["type"] == "object", "\(tool)")
             #expect(schema["additionalProperties"] == false, "\(tool)")
-            for (name, property) in schema["properties"]?.objectValue ?? [:] {
-                let property = property.objectValue ?? [:]
-                #expect(property["type"]?.stringValue != nil, "\(tool).\(name) has no type")
-                #expect((property["description"]?.stringValue ?? "").count > 10, "\(tool).\(name) is not described")
+            for (name, property) in schema["properties"]?.object ?? [:] {
+                let property = property.object ?? [:]
+                #expect(property["type"]?.string != nil, "\(tool).\(name) has no type")
+                #expect((property["description"]?.string ?? "").count > 10, "\(tool).\(name) is not described")
             }
-            #expect((tool.definition.description ?? "").count > 20, "\(tool) is not described")
-            #expect(tool.definition.name == tool.rawValue)
+            #expect((tool.definition["description"]?.string ?? "").count > 20, "\(tool) is not described")
+            #expect(tool.definition["name"]?.string == tool.rawValue)
         }
     }
 
     @Test func theSchemasArgumentsAreTheOnesTheToolsTakeAndRequire() throws {
         for tool in AgentTool.allCases {
-            let schema = tool.inputSchema.objectValue ?? [:]
-            let properties = Set((schema["properties"]?.objectValue ?? [:]).keys)
-            let required = (schema["required"]?.arrayValue ?? []).compactMap(\.stringValue)
+            let schema = tool.inputSchema.object ?? [:]
+            let properties = Set((schema["properties"]?.object ?? [:]).keys)
+            let required = (schema["required"]?.array ?? []).compactMap(\.string)
             let full = try #require(Self.fullCalls[tool], "\(tool) has no full call here")
             // The full call passes, and names only properties of the schema.
             #expect(throws: Never.self, "\(tool)") { try tool.call(full) }
@@ -78,9 +78,9 @@ import Testing
 
     @Test func everyChoiceTheSchemaOffersIsTaken() throws {
         for tool in AgentTool.allCases {
-            let properties = tool.inputSchema.objectValue?["properties"]?.objectValue ?? [:]
+            let properties = tool.inputSchema.object?["properties"]?.object ?? [:]
             for (name, property) in properties {
-                guard let choices = property.objectValue?["enum"]?.arrayValue else { continue }
+                guard let choices = property.object?["enum"]?.array else { continue }
                 for choice in choices {
                     var call = Self.fullCalls[tool] ?? [:]
                     call[name] = choice

@@ -3,7 +3,6 @@ import ControlProtocol
 import Emulation
 import Foundation
 import LocalIO
-import MCP
 import Testing
 
 #if canImport(Glibc)
@@ -18,7 +17,7 @@ struct AgentToolServerTests {
         let device = try await ControlledDevice.start()
         let got = await device.call(.get, ["id": "battery-level"])
         #expect(got.isError == false && got["hex"] == "57", "\(got.text)")
-        #expect(got["fields"]?.objectValue?["percent"] == 87, "\(got.text)")
+        #expect(got["fields"]?.object?["percent"] == 87, "\(got.text)")
         #expect(got["ok"] == nil, "`ok` is the result's isError, not its content: \(got.text)")
         // The text is the same answer as JSON, for clients that read only text.
         #expect(try JSONValue(parsing: got.text)["hex"] == "57")
@@ -42,13 +41,13 @@ struct AgentToolServerTests {
     @Test func describeAndTheProfileResourceAreTheProfileServed() async throws {
         let device = try await ControlledDevice.start()
         let described = await device.call(.describe)
-        let profile = try #require(described["profile"]?.objectValue, "\(described.text)")
+        let profile = try #require(described["profile"]?.object, "\(described.text)")
         #expect(profile["name"] == "Polar H10 A1B2")
-        #expect((profile["behaviour"]?.arrayValue ?? []).count >= 2, "the behaviour in words: \(described.text)")
+        #expect((profile["behaviour"]?.array ?? []).count >= 2, "the behaviour in words: \(described.text)")
 
         let resource = try await device.tools.read(AgentToolServer.profileURI)
         #expect(resource.mimeType == "application/json")
-        #expect(try JSONValue(parsing: resource.text ?? "")["name"] == "Polar H10 A1B2")
+        #expect(try JSONValue(parsing: resource.text)["name"] == "Polar H10 A1B2")
         await #expect(throws: ToolError.self) { try await device.tools.read("blemu://nothing") }
         await device.stop()
     }
@@ -61,11 +60,11 @@ struct AgentToolServerTests {
         _ = await device.call(.notify, ["id": "battery-level", "count": 2])
         let recent = await device.call(
             .recentEvents, ["type": "notification", "characteristic": "battery-level", "limit": 2])
-        let values = (recent["events"]?.arrayValue ?? []).map { $0.objectValue?["value"] }
+        let values = (recent["events"]?.array ?? []).map { $0.object?["value"] }
         #expect(values == ["21", "21"], "\(recent.text)")
         // A set notifies as any change does (to nobody here): five in all.
         let all = await device.call(.recentEvents, ["type": "notification"])
-        let allValues = (all["events"]?.arrayValue ?? []).map { $0.objectValue?["value"] }
+        let allValues = (all["events"]?.array ?? []).map { $0.object?["value"] }
         #expect(allValues == ["20", "20", "21", "21", "21"], "\(all.text)")
         let none = await device.call(.recentEvents, ["type": "pairing"])
         #expect(none.isError == false && none["events"] == [], "\(none.text)")
@@ -113,7 +112,8 @@ struct AgentToolServerTests {
     @Test func aMissingSocketIsAnErrorResultOfEveryTool() async throws {
         let path = try temporaryDirectory() + "/absent.sock"
         let tools = AgentToolServer(control: path, version: "test", logger: ControlledDevice.logger)
-        for (tool, arguments) in [(AgentTool.counters, [:]), (.waitForEvent, ["type": "reset"] as [String: Value])] {
+        for (tool, arguments) in [(AgentTool.counters, [:]), (.waitForEvent, ["type": "reset"] as [String: JSONValue])]
+        {
             let result = await tools.call(tool, arguments)
             #expect(result.isError == true)
             #expect(
@@ -164,8 +164,8 @@ struct AgentToolServerTests {
         let live = try await ControlledDevice.start()
         _ = await live.call(.reset)
         let fromSocket = try await live.tools.read(AgentToolServer.eventsURI)
-        let last = try JSONValue(parsing: String((fromSocket.text ?? "").split(separator: "\n").last ?? ""))
-        #expect(last["type"] == "reset", "\(fromSocket.text ?? "")")
+        let last = try JSONValue(parsing: String((fromSocket.text).split(separator: "\n").last ?? ""))
+        #expect(last["type"] == "reset", "\(fromSocket.text)")
         await live.stop()
     }
 }

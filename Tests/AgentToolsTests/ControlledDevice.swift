@@ -1,9 +1,9 @@
 import AgentTools
+import ControlProtocol
 import Emulation
 import Foundation
 import GATTProfile
 import Logging
-import MCP
 import Peripheral
 import PeripheralTesting
 
@@ -47,7 +47,7 @@ struct ControlledDevice {
     }
 
     /// Calls `tool` as a client would.
-    func call(_ tool: AgentTool, _ arguments: [String: MCP.Value] = [:]) async -> CallTool.Result {
+    func call(_ tool: AgentTool, _ arguments: [String: JSONValue] = [:]) async -> ToolResult {
         await tools.call(tool, arguments)
     }
 }
@@ -63,15 +63,4 @@ func temporaryDirectory() throws -> String {
     let path = "/tmp/blemu-mcp-\(UUID().uuidString.prefix(8))"
     try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     return path
-}
-
-extension CallTool.Result {
-    /// The first text content.
-    var text: String {
-        for case .text(let text, _, _) in content { return text }
-        return ""
-    }
-
-    /// The structured content's member `key`.
-    subscript(key: String) -> MCP.Value? { structuredContent?.objectValue?[key] }
 }

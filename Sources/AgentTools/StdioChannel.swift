@@ -1,0 +1,58 @@
+import ControlProtocol
+import LocalIO
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// MCP's stdio transport (MCP 2025-06-18, "Transports"): messages are lines of JSON on the server's standard input,
+/// answers lines on its standard output, nothing else on either.
+final class StdioChannel: Sendable {
+    /// The longest line read: a tool call's arguments are small, and a line without an end must not grow forever.
+    static let longestLine = 4 << 20
+
+    private let input: Int32
+    private let output: Int32
+    /// Held while a line is written, so two answers written at once never interleave.
+    private let writing = Mutex(())
+
+    /// A channel reading `input` and writing `output` (standard input and output for `blemu mcp`).
+    init(input: Int32, output: Int32) {
+        self.input = input
+        self.output = output
+    }
+
+    /// The lines of `input` until it ends or fails, read on a thread of their own (a blocking read must not hold a
+    /// thread of the cooperative pool). Unbounded: its one reader only starts a task for each line.
+    func lines() -> AsyncStream<LineFramer.Line> {
+        let input = input
+        return AsyncStream { continuation in
+            OffPool.start {
+                var framer = LineFramer(maximumLength: Self.longestLine)
+                var buffer = [UInt8](repeating: 0, count: 64 << 10)
+                while true {
+                    let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
+                    if count < 0 && errno == EINTR { continue }
+                    guard count > 0 else { break }
+                    for line in framer.append(buffer[..<count]) { continuation.yield(line) }
+                }
+                continuation.finish()
+            }
+        }
+    }
+
+    /// Writes `line` and its newline; false when the client no longer reads (EPIPE: SIGPIPE is ignored by
+    /// blemu-live's main), whose answers are then dropped while its requests are still read.
+    @discardableResult
+    func send(_ line: String) -> Bool {
+        writing.withLock { _ in
+            do throws(LocalFile.WriteError) {
+                try LocalFile.writeAll(Array((line + "\n").utf8), to: output)
+                return true
+            } catch {
+                return false
+            }
+        }
+    }
+}
