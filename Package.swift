@@ -46,6 +46,8 @@ let package = Package(
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
         .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
 
+        // The one way to wait for a condition: a change signal, a deadline on an injected clock.
+        .target(name: "Waiting", swiftSettings: strict),
         // Plain Bluetooth values: UUIDs, services, characteristics, descriptors, ATT errors, advertisement data.
         .target(name: "GATTModel", swiftSettings: strict),
         // Whole-file reads and whole-buffer writes with POSIX calls, so nothing on the serving path links Foundation.
@@ -62,7 +64,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "Peripheral",
-            dependencies: ["GATTModel", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["GATTModel", "Waiting", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         // What both sides of bluetoothd's API export to it: the pairing agent, and the check that only bluetoothd
         // calls them.
@@ -95,7 +97,7 @@ let package = Package(
         .target(
             name: "ProbeCentral",
             dependencies: [
-                "BlueZAgent", "DBus", "GATTModel", "GATTProfile", "BlueZModel",
+                "BlueZAgent", "DBus", "GATTModel", "GATTProfile", "BlueZModel", "Waiting",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
@@ -107,7 +109,9 @@ let package = Package(
         // docs/architecture.md runs on it). Depends on no test framework.
         .target(
             name: "BlueZTesting",
-            dependencies: ["DBus", "GATTModel", "BlueZModel", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "DBus", "GATTModel", "BlueZModel", "Waiting", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict),
         // `blemu run`'s work: its options as arguments, the device served until a stop signal, and the hand-over
         // between the two executables. Links neither ArgumentParser nor Foundation, so the process that serves stays
@@ -173,6 +177,7 @@ let package = Package(
 
         .testTarget(name: "GATTModelTests", dependencies: ["GATTModel"], swiftSettings: strict),
         .testTarget(name: "LocalIOTests", dependencies: ["LocalIO"], swiftSettings: strict),
+        .testTarget(name: "WaitingTests", dependencies: ["Waiting", "PeripheralTesting"], swiftSettings: strict),
         .testTarget(name: "ControlProtocolTests", dependencies: ["ControlProtocol"], swiftSettings: strict),
         // Reads Sources/ and docs/architecture.md only: the drawing is the import graph.
         .testTarget(name: "ArchitectureTests", swiftSettings: strict),

@@ -10,6 +10,7 @@ import Foundation
 import GATTModel
 import Logging
 import Synchronization
+import Waiting
 
 /// A fake bluetoothd: plays org.bluez on a bus (a `PrivateBus`, usually) with one adapter (`/org/bluez/hci0`), its
 /// agent, GATT and advertising managers, and simulated centrals (`connect(address:)`, then `read`, `write`,
@@ -68,9 +69,8 @@ public actor FakeBluetoothd {
     var notifySocketsHeld = false
     /// Whether a link going down says why first, as 5.83 and later do (`saysWhyLinksGoDown()`).
     var sendsDisconnectReasons = false
-    /// Tests waiting in `until(within:_:)`, woken by the changes above (FakeBluetoothd+Waiting.swift).
-    var waiters: [Int: Waiter] = [:]
-    var nextWaiter = 0
+    /// Rung at each change of the fake's state, for `until(within:_:)`.
+    let changes = ChangeSignal()
 
     // Counters, kept across restarts.
     /// Successful RegisterApplication calls.

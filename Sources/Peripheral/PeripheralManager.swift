@@ -1,5 +1,6 @@
 import GATTModel
 import Logging
+import Waiting
 
 /// A Bluetooth LE peripheral: Core Bluetooth's `CBPeripheralManager`, over any `PeripheralBackend`.
 ///
@@ -62,9 +63,8 @@ public actor PeripheralManager {
     /// Requests received and how each was answered: `requests == answered` once all are answered.
     public nonisolated var requestCounts: RequestCounts { ledger.snapshot }
     /// True as soon as the request counts satisfy `condition` (checked now, then at each request and answer); false
-    /// if they did not within `limit`, or when the caller is cancelled. For tests: wait for "every request answered"
-    /// instead of polling. `condition` runs while the counts are locked: judge the counts it is given, never
-    /// `requestCounts`.
+    /// if they did not within `limit`, or when the caller is cancelled. Waits for "every request answered" instead of
+    /// polling, in tests and at shutdown.
     public nonisolated func requestCounts(
         within limit: Duration, satisfying condition: @escaping @Sendable (RequestCounts) -> Bool
     ) async -> Bool {
@@ -77,32 +77,7 @@ public actor PeripheralManager {
     public func notificationCounts(
         within limit: Duration, satisfying condition: @escaping @Sendable (NotificationCounts) -> Bool
     ) async -> Bool {
-        if condition(notificationCounts) { return true }
-        lastCountWaiter += 1
-        let id = lastCountWaiter
-        return await withTaskGroup(of: Void.self) { group in
-            // Ends the wait at its limit, or at once when the caller is cancelled (the sleep throws).
-            group.addTask {
-                try? await Task.sleep(for: limit)
-                await self.endCountWait(id, met: false)
-            }
-            let met = await withCheckedContinuation { continuation in
-                countWaiters[id] = CountWaiter(condition: condition, continuation: continuation)
-            }
-            group.cancelAll()
-            return met
-        }
-    }
-
-    private func endCountWait(_ id: Int, met: Bool) {
-        countWaiters.removeValue(forKey: id)?.continuation.resume(returning: met)
-    }
-
-    /// Wakes the waiters whose condition the counts now satisfy.
-    private func checkCountWaiters() {
-        guard !countWaiters.isEmpty else { return }
-        let counts = notificationCounts
-        for (id, waiter) in countWaiters where waiter.condition(counts) { endCountWait(id, met: true) }
+        await countChanges.until(within: limit) { condition(notificationCounts) }
     }
 
     private let backend: any PeripheralBackend
@@ -117,15 +92,8 @@ public actor PeripheralManager {
     private var centrals: [String: Central] = [:]
     /// Subscribers by characteristic id, then central id.
     private var subscriptions: [String: [String: (central: Central, kind: UpdateKind)]] = [:]
-    /// Tasks waiting in `notificationCounts(within:satisfying:)`, by a number of their own.
-    private var countWaiters: [Int: CountWaiter] = [:]
-    private var lastCountWaiter = 0
-
-    /// A condition on the notification counts and the task that waits for it.
-    private struct CountWaiter {
-        let condition: @Sendable (NotificationCounts) -> Bool
-        let continuation: CheckedContinuation<Bool, Never>
-    }
+    /// Rung each time the notification queue moves, for `notificationCounts(within:satisfying:)`.
+    private let countChanges = ChangeSignal()
     private var stateWaiters: [CheckedContinuation<PeripheralManagerState, Never>] = []
 
     /// A manager that starts consuming the backend's events at once and hands requests to `handler`; it lives until
@@ -278,13 +246,13 @@ public actor PeripheralManager {
             // not yet turned into an AcquireNotify (docs/bluez.md, Notifications). Counted, never "sent".
             updatesAccepted += 1
             updatesWithoutSubscribers += 1
-            checkCountWaiters()
+            countChanges.changed()
             return true
         }
         switch queue.enqueue(value, characteristicID: characteristic.id, to: targets) {
         case .full(let full):
             logger.debug("updateValue for \(characteristic.id): queue full for \(full.map(\.id))")
-            checkCountWaiters()
+            countChanges.changed()
             return false
         case .enqueued(let truncated):
             updatesAccepted += 1
@@ -385,7 +353,7 @@ public actor PeripheralManager {
     // MARK: Performing the queue's actions
 
     private func drain() {
-        defer { checkCountWaiters() }
+        defer { countChanges.changed() }
         while let action = queue.nextAction() {
             switch action {
             case .send(let central, let update):

@@ -1,4 +1,5 @@
 import Synchronization
+import Waiting
 
 /// How many requests arrived and how each was answered: `requests == answered` when nothing is outstanding.
 public struct RequestCounts: Hashable, Sendable {
@@ -29,29 +30,19 @@ public struct RequestCounts: Hashable, Sendable {
 }
 
 /// The counters, shared by every request's responder; a `Mutex` so that answers from any task count exactly. Tasks
-/// may wait for a condition on them (`wait(within:until:)`): each change checks the waiting conditions, and costs
-/// nothing more when no one waits.
+/// may wait for a condition on them (`wait(within:until:)`, through `ChangeSignal`): each change rings the signal,
+/// which costs two atomic operations when no one waits.
 package final class RequestLedger: Sendable {
-    private struct State {
-        var counts = RequestCounts()
-        var waiters: [Int: Waiter] = [:]
-        var lastWaiter = 0
-    }
-
     /// What a waiter waits for.
     package typealias Condition = @Sendable (RequestCounts) -> Bool
 
-    private struct Waiter {
-        let condition: Condition
-        let continuation: CheckedContinuation<Bool, Never>
-    }
-
-    private let state = Mutex(State())
+    private let counts = Mutex(RequestCounts())
+    private let changes = ChangeSignal()
 
     package init() {}
 
     /// A snapshot.
-    package var snapshot: RequestCounts { state.withLock { $0.counts } }
+    package var snapshot: RequestCounts { counts.withLock { $0 } }
 
     package func recordRequest() { change { $0.requests += 1 } }
 
@@ -70,52 +61,14 @@ package final class RequestLedger: Sendable {
     package func recordRefusedLate() { change { $0.refusedLate += 1 } }
 
     /// True as soon as `condition` holds for the counts (checked now, then at each change); false after `limit` or
-    /// when the caller is cancelled. `condition` runs under the ledger's lock: it must not read the ledger again.
+    /// when the caller is cancelled.
     package func wait(within limit: Duration, until condition: @escaping Condition) async -> Bool {
-        let id = state.withLock { state in
-            state.lastWaiter += 1
-            return state.lastWaiter
-        }
-        return await withTaskGroup(of: Bool.self) { group in
-            group.addTask { await self.waitUntilCancelled(id, condition) }
-            group.addTask {
-                try? await Task.sleep(for: limit)
-                return false
-            }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
-        }
+        await changes.until(within: limit) { condition(snapshot) }
     }
 
-    /// True when `condition` holds, false once the task is cancelled (the wait's limit passed).
-    private func waitUntilCancelled(_ id: Int, _ condition: @escaping Condition) async -> Bool {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                // Under the lock the cancellation handler takes too: cancelled before this point means no waiter is
-                // left behind for a handler that already ran.
-                let now = state.withLock { state -> Bool? in
-                    if condition(state.counts) { return true }
-                    if Task.isCancelled { return false }
-                    state.waiters[id] = Waiter(condition: condition, continuation: continuation)
-                    return nil
-                }
-                if let now { continuation.resume(returning: now) }
-            }
-        } onCancel: {
-            state.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume(returning: false)
-        }
-    }
-
-    /// Applies `update`, then wakes the waiters whose condition now holds (outside the lock).
+    /// Applies `update`, then wakes the waiters to look again.
     private func change(_ update: (inout RequestCounts) -> Void) {
-        let satisfied = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
-            update(&state.counts)
-            guard !state.waiters.isEmpty else { return [] }
-            let ready = state.waiters.filter { $0.value.condition(state.counts) }
-            for id in ready.keys { state.waiters[id] = nil }
-            return ready.values.map(\.continuation)
-        }
-        for continuation in satisfied { continuation.resume(returning: true) }
+        counts.withLock { update(&$0) }
+        changes.changed()
     }
 }

@@ -2,6 +2,7 @@ import BlueZModel
 import DBus
 import Foundation
 import Synchronization
+import Waiting
 
 /// bluetoothd's objects as its ObjectManager describes them: path, then interface, then property.
 typealias ManagedObjects = [ObjectPath: [String: [String: DBusValue]]]
@@ -14,52 +15,43 @@ typealias ManagedObjects = [ObjectPath: [String: [String: DBusValue]]]
 /// `Value` change a read causes can never be mistaken for a notification that arrives after `StartNotify`.
 /// State is behind a `Mutex`, not in an actor, to keep that ordering (an actor hop would lose it).
 final class ObjectMirror: Sendable {
-    private struct Waiter {
-        /// Whether the wait is over, given the objects and the notifications each listened path has recorded.
-        let check: @Sendable (ManagedObjects, [ObjectPath: [[UInt8]]]) -> Bool
-        let expire: @Sendable () -> Void
-    }
-
     private struct State {
         var objects: ManagedObjects = [:]
         var listening: [ObjectPath: ContinuousClock.Instant] = [:]
         var notifications: [ObjectPath: [(at: Duration, bytes: [UInt8])]] = [:]
         /// Devices whose `Connected` turned false since the mirror was made: a link that dropped.
         var disconnected: Set<ObjectPath> = []
-        var waiters: [Int: Waiter] = [:]
-        var nextWaiter = 0
     }
 
     private let state = Mutex(State())
+    /// Rung after each change of the copy, for `wait(upTo:for:)`.
+    private let changes = ChangeSignal()
 
     /// Replaces the copy with a GetManagedObjects snapshot and wakes the waiters it satisfies.
     func load(_ objects: ManagedObjects) {
-        let ready = state.withLock { state in
-            state.objects = objects
-            return Self.satisfied(&state)
-        }
-        ready.forEach { $0() }
+        state.withLock { $0.objects = objects }
+        changes.changed()
     }
 
     /// Applies one signal from bluetoothd (InterfacesAdded/Removed, PropertiesChanged); others are ignored.
     func apply(_ signal: Signal) {
-        let ready = state.withLock { state -> [@Sendable () -> Void] in
+        let applied = state.withLock { state -> Bool in
             switch (signal.interface, signal.member) {
             case (BlueZName.FreeDesktop.objectManager, BlueZName.FreeDesktop.interfacesAdded):
                 guard signal.arguments.count == 2, let path = try? signal.arguments[0].asObjectPath(),
                     let interfaces = try? Self.interfaces(signal.arguments[1])
-                else { return [] }
+                else { return false }
                 state.objects[path, default: [:]].merge(interfaces) { _, new in new }
             case (BlueZName.FreeDesktop.objectManager, BlueZName.FreeDesktop.interfacesRemoved):
                 guard signal.arguments.count == 2, let path = try? signal.arguments[0].asObjectPath(),
                     let names = try? signal.arguments[1].asStrings()
-                else { return [] }
+                else { return false }
                 for name in names { state.objects[path]?[name] = nil }
                 if state.objects[path]?.isEmpty == true { state.objects[path] = nil }
             case (BlueZName.FreeDesktop.properties, BlueZName.FreeDesktop.propertiesChanged):
                 guard signal.arguments.count >= 2, let interface = try? signal.arguments[0].asString(),
                     let changed = try? signal.arguments[1].asVardict()
-                else { return [] }
+                else { return false }
                 state.objects[signal.path, default: [:]][interface, default: [:]].merge(changed) { _, new in new }
                 if interface == BlueZName.Interface.device,
                     (try? changed[BlueZName.Property.connected]?.asBool()) == false
@@ -76,11 +68,11 @@ final class ObjectMirror: Sendable {
                     state.notifications[signal.path, default: []].append((since.duration(to: .now), bytes))
                 }
             default:
-                return []
+                return false
             }
-            return Self.satisfied(&state)
+            return true
         }
-        ready.forEach { $0() }
+        if applied { changes.changed() }
     }
 
     /// A snapshot of the copy.
@@ -134,49 +126,9 @@ final class ObjectMirror: Sendable {
     private func wait<T: Sendable>(
         upTo timeout: Duration, for find: @escaping @Sendable (ManagedObjects, [ObjectPath: [[UInt8]]]) -> T?
     ) async -> T? {
-        let found = Mutex<T?>(nil)
-        let id = state.withLock { state in
-            state.nextWaiter += 1
-            return state.nextWaiter
+        await changes.first(within: timeout) {
+            state.withLock { state in find(state.objects, state.notifications.mapValues { $0.map(\.bytes) }) }
         }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let resumed = Atomic<Bool>(false)
-            let finish: @Sendable () -> Void = {
-                if !resumed.exchange(true, ordering: .acquiringAndReleasing) { continuation.resume() }
-            }
-            let waiter = Waiter(
-                check: { objects, heard in
-                    guard let value = find(objects, heard) else { return false }
-                    found.withLock { $0 = value }
-                    return true
-                },
-                expire: finish)
-            let ready = state.withLock { state -> Bool in
-                if waiter.check(state.objects, state.notifications.mapValues { $0.map(\.bytes) }) { return true }
-                state.waiters[id] = waiter
-                return false
-            }
-            if ready { return finish() }
-            Task {
-                try? await Task.sleep(for: timeout)
-                let expired = state.withLock { $0.waiters.removeValue(forKey: id) }
-                expired?.expire()
-            }
-        }
-        return found.withLock { $0 }
-    }
-
-    /// Removes and returns the wake-ups of every waiter the current copy satisfies (called under the lock; the
-    /// caller runs them after unlocking).
-    private static func satisfied(_ state: inout State) -> [@Sendable () -> Void] {
-        var ready: [@Sendable () -> Void] = []
-        guard !state.waiters.isEmpty else { return [] }
-        let heard = state.notifications.mapValues { $0.map(\.bytes) }
-        for (id, waiter) in state.waiters where waiter.check(state.objects, heard) {
-            state.waiters[id] = nil
-            ready.append(waiter.expire)
-        }
-        return ready
     }
 
     /// Parses GetManagedObjects' `a{oa{sa{sv}}}`; throws `MarshalError` on another shape.

@@ -17,10 +17,7 @@ struct RunningDevice {
         // Requests a delay fault holds are answered now, while the application is still registered: left held,
         // bluetoothd would answer them itself after its timeout and `requests == answered` would not hold.
         emulator.releaseHeldRequests()
-        let answeredBy = ContinuousClock.now + .seconds(2)
-        while manager.requestCounts.requests != manager.requestCounts.answered, ContinuousClock.now < answeredBy {
-            try? await Task.sleep(for: .milliseconds(5))
-        }
+        _ = await manager.requestCounts(within: .seconds(2)) { $0.requests == $0.answered }
         await emulator.stop()
         await backend.shutdown()
         eventLog?.close()
