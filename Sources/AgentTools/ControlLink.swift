@@ -1,5 +1,4 @@
 import ControlProtocol
-import Dispatch
 
 /// The control socket as the tools use it: every call on a thread of its own (`OffPool`), every wait bounded by a
 /// deadline, so no thread outlives the call that started it by more than its timeout.
@@ -44,7 +43,12 @@ struct ControlLink: Sendable {
     ) async throws(ToolError) -> JSONValue {
         let (client, deadline) = (client, ContinuousClock.now + timeout)
         let request = ToolCall.waitForEvent(filter, timeout: timeout).request
-        let outcome = await OffPool.run { () -> Result<Watch, ControlClient.Unreachable> in
+        // The reading thread says once when the stream is open; `listening` runs here, in the caller's task, while
+        // the thread reads on: the socket queues every event from the open on, so what `listening` starts cannot
+        // beat the stream.
+        let (opened, open) = AsyncStream<Void>.makeStream()
+        async let watched = OffPool.run { () -> Result<Watch, ControlClient.Unreachable> in
+            defer { open.finish() }
             var watch = Watch.waiting
             return Result { () throws(ControlClient.Unreachable) in
                 let end = try client.stream(request, until: deadline) { line in
@@ -58,19 +62,18 @@ struct ControlLink: Sendable {
                         return false
                     }
                     watch = .listening
-                    // Held until the client has been told, so what it starts then cannot beat the stream.
-                    let told = DispatchSemaphore(value: 0)
-                    Task {
-                        await listening()
-                        told.signal()
-                    }
-                    _ = told.wait(timeout: .now() + .seconds(5))
+                    open.yield()
                     return true
                 }
                 if end == .closed, case .listening = watch { watch = .ended }
                 return watch
             }
         }
+        for await _ in opened {
+            await listening()
+            break
+        }
+        let outcome = await watched
         switch outcome {
         case .failure(let unreachable): throw unreachableError(unreachable, for: tool)
         case .success(.found(let event)): return event
