@@ -380,12 +380,15 @@ public struct RootCanalAir: Sendable {
 }
 
 /// `H4Relay` on a thread of its own, and what the waiting thread reads of it.
-private final class RelayThread: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: (H4Relay.Outcome, [String])?
+private final class RelayThread: Sendable {
+    /// How the relay ended, and its report: a line per controller.
+    private let job: ThreadJob<(outcome: H4Relay.Outcome, report: [String])>
     private let stopWriter: Int32
 
-    private init(stopWriter: Int32) { self.stopWriter = stopWriter }
+    private init(job: ThreadJob<(outcome: H4Relay.Outcome, report: [String])>, stopWriter: Int32) {
+        self.job = job
+        self.stopWriter = stopWriter
+    }
 
     /// Starts a relay over `controllers` (each RootCanal connection with the port its qemu serial device connects
     /// to) on a new thread.
@@ -395,25 +398,23 @@ private final class RelayThread: @unchecked Sendable {
             throw RootCanalAir.Failure(reason: "pipe: \(String(cString: strerror(errno)))")
         }
         for fd in stop { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        let thread = RelayThread(stopWriter: stop[1])
         let relay = H4Relay(
             controllers: controllers.map(\.controller), listeners: controllers.map(\.listener), stop: stop[0])
-        Thread {
+        let job = ThreadJob(name: "H4 relay") {
             var relay = relay
             let outcome = relay.run()
-            thread.lock.withLock { thread.stored = (outcome, relay.report) }
-        }.start()
-        return thread
+            return (outcome: outcome, report: relay.report)
+        }
+        return RelayThread(job: job, stopWriter: stop[1])
     }
 
     /// How the relay ended; nil while it runs.
-    var result: H4Relay.Outcome? { lock.withLock { stored?.0 } }
+    var result: H4Relay.Outcome? { job.result?.outcome }
 
     /// Stops the relay (when it still runs) and returns its report: a line per controller.
     func stop() -> [String] {
         _ = write(stopWriter, "x", 1)
-        while result == nil { Thread.sleep(forTimeInterval: 0.01) }
-        return lock.withLock { stored?.1 ?? [] }
+        return job.wait()?.report ?? []
     }
 }
 

@@ -8,17 +8,14 @@ import Foundation
 /// ends with how many lines were left out.
 ///
 /// RootCanal writes into a pipe; one thread copies what it keeps to the file until the pipe closes.
-final class RootCanalLog: @unchecked Sendable {
+final class RootCanalLog: Sendable {
     /// The part of a line that marks it as one to leave out.
     static let leftOut = Array("packet not addressed to me".utf8)
 
     /// The pipe's end for RootCanal's standard output and error; `closeWriteEnd` closes this process's copy.
     let writeEnd: Int32
-    private let readEnd: Int32
-    private let file: Int32
-    private let finished = NSCondition()
-    private var isFinished = false
-    private var omitted = 0
+    /// The thread copying the pipe to the file, until RootCanal's exit closes the pipe.
+    private let copying: ThreadJob<Void>
 
     /// A log into a new file at `path`; throws the reason when the pipe or the file cannot be made.
     init(path: String) throws(RootCanalAir.Failure) {
@@ -35,35 +32,24 @@ final class RootCanalLog: @unchecked Sendable {
         // Only RootCanal's copy of the write end may stay open once it runs (dup2 onto its stdout clears the flag
         // there), so the read end ends with its exit; the VMs started later must not inherit either end.
         for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        readEnd = fds[0]
         writeEnd = fds[1]
-        self.file = file
-        Thread { [self] in
-            copy()
-            finished.withLock {
-                isFinished = true
-                finished.broadcast()
-            }
-        }.start()
+        let readEnd = fds[0]
+        copying = ThreadJob(name: "RootCanal log") { Self.copy(from: readEnd, to: file) }
     }
 
     /// Closes this process's copy of the write end: call once RootCanal has its own (or will never start).
     func closeWriteEnd() { close(writeEnd) }
 
     /// Waits up to `timeout` for RootCanal's last line (its exit closes the pipe) and closes the file.
-    func finish(timeout: Duration = .seconds(2)) {
-        let deadline = Date().addingTimeInterval(Double(timeout.components.seconds))
-        finished.withLock {
-            while !isFinished { if !finished.wait(until: deadline) { break } }
-        }
-    }
+    func finish(timeout: Duration = .seconds(2)) { copying.wait(within: timeout) }
 
     /// Whether `line` (without its newline) is kept.
     static func keeps(_ line: ArraySlice<UInt8>) -> Bool { line.firstRange(of: leftOut) == nil }
 
-    private func copy() {
+    private static func copy(from readEnd: Int32, to file: Int32) {
         var buffer = [UInt8](repeating: 0, count: 65536)
         var pending: [UInt8] = []
+        var omitted = 0
         while true {
             let count = read(readEnd, &buffer, buffer.count)
             if count < 0 && errno == EINTR { continue }
@@ -77,21 +63,21 @@ final class RootCanalLog: @unchecked Sendable {
                 lineStart = newline + 1
             }
             pending.removeSubrange(..<lineStart)
-            write(kept)
+            write(kept, to: file)
         }
-        if !pending.isEmpty && Self.keeps(pending[...]) { write(pending + [10]) }
+        if !pending.isEmpty && Self.keeps(pending[...]) { write(pending + [10], to: file) }
         if omitted > 0 {
             let note =
                 "blemu: left out \(omitted) lines \"... packet not addressed to me\""
                 + " (docs/lab.md, \"RootCanal's air\")\n"
-            write(Array(note.utf8))
+            write(Array(note.utf8), to: file)
         }
         close(readEnd)
         close(file)
     }
 
     /// Writes all of `bytes`; a full disk loses the log's rest, never RootCanal's progress (the pipe keeps draining).
-    private func write(_ bytes: [UInt8]) {
+    private static func write(_ bytes: [UInt8], to file: Int32) {
         var offset = 0
         while offset < bytes.count {
             let written = bytes[offset...].withUnsafeBytes { Glibc.write(file, $0.baseAddress, $0.count) }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Joins stream connections across a boundary a socket cannot cross by itself: each connection that comes in at an
 /// entrance is paired with one its `dial` opens, and bytes are copied both ways until either end closes. One thread
@@ -7,7 +8,7 @@ import Foundation
 /// Airs on several machines meet through two of these (docs/lab.md, "Airs on several machines"): in the air's
 /// network namespace, between a path in the results directory and RootCanal's LE link port, and in `LabMachine`, on
 /// the host's network, between the other air's TCP port and that path.
-final class SocketSplice: @unchecked Sendable {
+final class SocketSplice: Sendable {
     /// Where connections come in, and how each finds its other end.
     struct Entrance: Sendable {
         /// Where an entrance's connections come from.
@@ -31,8 +32,8 @@ final class SocketSplice: @unchecked Sendable {
     private let entrances: [Entrance]
     private let log: @Sendable (String) -> Void
     private let stopPipe: [Int32]
-    private let finished = NSCondition()
-    private var isFinished = false
+    /// The loop's thread, once `start` ran it. Set once, by `start`.
+    private let loop = Mutex<ThreadJob<Void>?>(nil)
 
     /// A splice over `entrances`, reporting each connection's life to `log`; `start` runs it.
     init(entrances: [Entrance], log: @escaping @Sendable (String) -> Void) throws(TCPEndpoint.Failure) {
@@ -48,19 +49,13 @@ final class SocketSplice: @unchecked Sendable {
 
     /// Runs the loop on a thread of its own until `stop`.
     func start() {
-        Thread { [self] in
-            run()
-            finished.withLock {
-                isFinished = true
-                finished.broadcast()
-            }
-        }.start()
+        loop.withLock { $0 = ThreadJob(name: "socket splice") { [self] in run() } }
     }
 
     /// Ends the loop, closing every connection and listener, and waits for it.
     func stop() {
         _ = write(stopPipe[1], "x", 1)
-        finished.withLock { while !isFinished { finished.wait() } }
+        loop.withLock { $0 }?.wait()
         stopPipe.forEach { close($0) }
     }
 
