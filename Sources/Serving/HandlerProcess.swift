@@ -1,3 +1,4 @@
+import Dispatch
 import Emulation
 import Synchronization
 
@@ -16,12 +17,15 @@ final class HandlerProcess: Sendable {
     private struct State {
         var pid: pid_t = 0
         var isStopping = false
-        var isDone = false
     }
 
     private let command: String
     private let control: String
     private let state = Mutex(State())
+    /// Signalled by `stop`, and again by each wait that sees it: wakes the supervisor from a pause between restarts.
+    private let stopRequested = DispatchSemaphore(value: 0)
+    /// Signalled when the supervisor has reaped its last child and returned: what `stop` waits for.
+    private let supervisorDone = DispatchSemaphore(value: 0)
 
     private init(command: String, control: String) {
         self.command = command
@@ -92,17 +96,22 @@ final class HandlerProcess: Sendable {
             }
             if stoppedMeanwhile { kill(-restarted, SIGTERM) }
         }
-        state.withLock { $0.isDone = true }
+        supervisorDone.signal()
     }
 
-    /// Sleeps `pause` in short steps; false when `stop` came meanwhile.
+    /// Waits `pause`; false when `stop` came first (at once, not at the pause's end).
     private func sleep(_ pause: Duration) -> Bool {
-        let end = ContinuousClock.now + pause
-        while ContinuousClock.now < end {
-            if state.withLock({ $0.isStopping }) { return false }
-            usleep(20_000)
+        guard stopRequested.wait(timeout: Self.deadline(after: pause)) == .timedOut else {
+            stopRequested.signal()
+            return false
         }
         return !state.withLock { $0.isStopping }
+    }
+
+    /// The moment `duration` from now, on Dispatch's clock.
+    private static func deadline(after duration: Duration) -> DispatchTime {
+        let (seconds, attoseconds) = duration.components
+        return .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
     }
 
     /// How the child ended, in words. The shell in between reports a command killed by signal N as status 128 + N
@@ -114,21 +123,21 @@ final class HandlerProcess: Sendable {
         return code > 128 ? "exited with status \(code) (killed by signal \(code - 128))" : "exited with status \(code)"
     }
 
-    /// Stops the command (SIGTERM to its process group) and waits for it, at most two seconds before SIGKILL. The
-    /// child's pid is read again at every step: the supervisor may have started a new one meanwhile.
+    /// Stops the command (SIGTERM to its process group) and waits for the supervisor to reap it, at most two
+    /// seconds before SIGKILL. Once `isStopping` is set the supervisor starts nothing more: a child it spawned
+    /// meanwhile it signals itself, and a pause ends at once.
     func stop() {
-        state.withLock { $0.isStopping = true }
-        var signalled: pid_t = 0
-        for step in 0... {
-            let (pid, isDone) = state.withLock { ($0.pid, $0.isDone) }
-            if isDone { return }
-            if pid > 0 && step >= 100 {
-                kill(-pid, SIGKILL)
-            } else if pid > 0 && pid != signalled {
-                kill(-pid, SIGTERM)
-                signalled = pid
-            }
-            usleep(20_000)
+        let pid = state.withLock { state in
+            state.isStopping = true
+            return state.pid
         }
+        stopRequested.signal()
+        // `pid` is 0 or a child not yet reaped (the supervisor clears it under the lock before reaping), so its
+        // group cannot have been reused.
+        if pid > 0 { kill(-pid, SIGTERM) }
+        guard supervisorDone.wait(timeout: Self.deadline(after: .seconds(2))) == .timedOut else { return }
+        let stubborn = state.withLock { $0.pid }
+        if stubborn > 0 { kill(-stubborn, SIGKILL) }
+        supervisorDone.wait()
     }
 }
