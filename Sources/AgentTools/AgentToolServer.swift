@@ -83,7 +83,9 @@ public struct AgentToolServer: Sendable {
                     let answer: String
                     do throws(RPCError) {
                         let result = try await self.answer(method, params) { token in
-                            // The one progress step of a wait: it listens now.
+                            // The one progress step of a wait: it listens now (not for a call cancelled meanwhile,
+                            // whose token is no longer the client's: MCP's "Progress").
+                            guard calls.isWanted(id) else { return }
                             channel.send(
                                 RPCMessage.notification(
                                     "notifications/progress",
@@ -98,7 +100,7 @@ public struct AgentToolServer: Sendable {
                 }
             case .notification("notifications/cancelled", let params):
                 if let id = params["requestId"] { calls.cancel(id) }
-            case .notification, .response:
+            case .notification, .ignored:
                 // `initialized` and progress need nothing from a server that keeps no state between calls; no
                 // request of ours awaits a response.
                 break

@@ -12,6 +12,9 @@ final class CallTable: Sendable {
     /// Marks request `id` cancelled, if it is still in flight (a late cancellation concerns nothing).
     func cancel(_ id: JSONValue) { calls.withLock { if $0[id] != nil { $0[id] = true } } }
 
+    /// Whether request `id` is in flight and not cancelled: what it sends meanwhile (progress) is still wanted.
+    func isWanted(_ id: JSONValue) -> Bool { calls.withLock { $0[id] == false } }
+
     /// Ends request `id`; true when its answer is to be sent (it was not cancelled).
     func end(_ id: JSONValue) -> Bool { calls.withLock { $0.removeValue(forKey: id) } == false }
 }

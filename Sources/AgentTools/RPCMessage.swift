@@ -7,8 +7,9 @@ enum RPCMessage: Equatable, Sendable {
     case request(id: JSONValue, method: String, params: [String: JSONValue])
     /// A call that wants no answer.
     case notification(method: String, params: [String: JSONValue])
-    /// An answer to a request of the server's; this server sends none, so it is dropped.
-    case response
+    /// An answer to a request of the server's (this server sends none), or a notification too malformed to act on:
+    /// dropped, since neither is answered (JSON-RPC 2.0 section 4.1).
+    case ignored
     /// Not a message: answered with this error, under `id` when the line had a usable one (else `null`).
     case invalid(id: JSONValue, RPCError)
 
@@ -38,7 +39,7 @@ enum RPCMessage: Equatable, Sendable {
         guard let method = object["method"] else {
             self =
                 object["result"] != nil || object["error"] != nil
-                ? .response
+                ? .ignored
                 : .invalid(
                     id: id ?? .null, .invalidRequest("a message has a `method`, a `result` or an `error`"))
             return
@@ -52,7 +53,9 @@ enum RPCMessage: Equatable, Sendable {
         case nil, .null?: params = [:]
         case .object(let members)?: params = members
         default:
-            self = .invalid(id: id ?? .null, .invalidParams("`params` must be an object"))
+            self =
+                object["id"] == nil
+                ? .ignored : .invalid(id: id ?? .null, .invalidParams("`params` must be an object"))
             return
         }
         if object["id"] == nil {

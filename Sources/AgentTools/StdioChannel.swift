@@ -34,6 +34,13 @@ final class StdioChannel: Sendable {
                 while true {
                     let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
                     if count < 0 && errno == EINTR { continue }
+                    if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                        // A non-blocking standard input (its open file shared with a parent that set O_NONBLOCK):
+                        // wait until it has something, rather than take "nothing yet" for its end.
+                        var ready = pollfd(fd: input, events: Int16(POLLIN), revents: 0)
+                        _ = poll(&ready, 1, -1)
+                        continue
+                    }
                     guard count > 0 else { break }
                     for line in framer.append(buffer[..<count]) { continuation.yield(line) }
                 }

@@ -76,8 +76,10 @@ struct RPCTests {
         let session = Session(Self.server())
         session.send(#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
         session.send(#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}}"#)
+        // Malformed, but a notification still: never answered (JSON-RPC 2.0 section 4.1).
+        session.send(#"{"jsonrpc":"2.0","method":"notifications/progress","params":[1]}"#)
         session.send(#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#)
-        // The first line out is the ping's: neither notification was answered.
+        // The first line out is the ping's: no notification was answered.
         #expect(try await session.next() == ["jsonrpc": "2.0", "id": "p", "result": [:]])
         session.send(#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#)
         let tools = try #require(try await session.next())
