@@ -24,7 +24,8 @@ final class HandlerProcess: Sendable {
     private let state = Mutex(State())
     /// Signalled by `stop`, and again by each wait that sees it: wakes the supervisor from a pause between restarts.
     private let stopRequested = DispatchSemaphore(value: 0)
-    /// Signalled when the supervisor has reaped its last child and returned: what `stop` waits for.
+    /// Signalled when the supervisor has reaped its last child and returned, and again by each wait that sees it (a
+    /// second `stop` returns at once): what `stop` waits for.
     private let supervisorDone = DispatchSemaphore(value: 0)
 
     private init(command: String, control: String) {
@@ -127,17 +128,19 @@ final class HandlerProcess: Sendable {
     /// seconds before SIGKILL. Once `isStopping` is set the supervisor starts nothing more: a child it spawned
     /// meanwhile it signals itself, and a pause ends at once.
     func stop() {
-        let pid = state.withLock { state in
+        // Signalled under the lock: the supervisor clears `pid` under it before reaping, so a group signalled here
+        // is a child's not yet reaped, never a number the system may have given to another process.
+        state.withLock { state in
             state.isStopping = true
-            return state.pid
+            if state.pid > 0 { kill(-state.pid, SIGTERM) }
         }
         stopRequested.signal()
-        // `pid` is 0 or a child not yet reaped (the supervisor clears it under the lock before reaping), so its
-        // group cannot have been reused.
-        if pid > 0 { kill(-pid, SIGTERM) }
-        guard supervisorDone.wait(timeout: Self.deadline(after: .seconds(2))) == .timedOut else { return }
-        let stubborn = state.withLock { $0.pid }
-        if stubborn > 0 { kill(-stubborn, SIGKILL) }
-        supervisorDone.wait()
+        if supervisorDone.wait(timeout: Self.deadline(after: .seconds(2))) == .timedOut {
+            state.withLock { state in
+                if state.pid > 0 { kill(-state.pid, SIGKILL) }
+            }
+            supervisorDone.wait()
+        }
+        supervisorDone.signal()
     }
 }
