@@ -1,13 +1,15 @@
 import Synchronization
 
-/// The one way blemu waits for a condition: the owner of some state calls `changed()` after each change, and a task
+/// The one way a task waits for a condition on some state: the owner calls `changed()` after each change, and a task
 /// waits in `first(within:clock:isolation:_:)` until its condition holds, checked now and again after each change,
 /// or until its deadline on an injected clock passes. No polling: a deadline only bounds the wait, so a failing test
 /// ends.
 ///
 /// The condition is an `async` closure, so it may read an actor's state (the fake bluetoothd, the manager) as well
 /// as a lock's. A change that comes while a condition is being checked is not lost: each wait remembers which
-/// change it last looked after (an event count), and sleeps only when none came since.
+/// change it last looked after (an event count), and sleeps only when none came since. The condition is asked after
+/// a change, not during it: a state that holds only between two quick changes may be missed, so wait for states
+/// that settle or counts that grow. (Plain threads wait on a semaphore instead: Lab's `ThreadJob`.)
 public final class ChangeSignal: Sendable {
     private struct Sleeper {
         /// Resumed with true at a change, false when the wait gives up (its deadline, or its task cancelled).

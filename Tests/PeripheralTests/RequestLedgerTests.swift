@@ -19,8 +19,8 @@ import Testing
             asked.add()
             return counts.outstanding == 0 && counts.requests == 1
         }
-        // The first ask and the registration happen under one hold of the ledger's lock, so once the condition was
-        // asked, the answer below finds the waiter registered and must wake it (a wait that timed out gives false).
+        // Once the condition was asked, the answer below must wake the wait, whether it is asleep by then or not yet
+        // (the wait remembers which change it checked after), and a wait that timed out gives false.
         while asked.value == 0 { await Task.yield() }
         ledger.recordAnswer(by: .handler, isError: false, hasReply: true)
         #expect(await answered)
