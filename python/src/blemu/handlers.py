@@ -116,6 +116,8 @@ class Handler:
         self.function = function
         self.requests = 0
         self.failures: List[BaseException] = []
+        self._timeout = timeout
+        self._stopping = False
         ids = list(claim.get("ids", []))
         self._connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._connection.settimeout(timeout)
@@ -140,6 +142,8 @@ class Handler:
                 line = json.loads(raw)
                 if "request" not in line:
                     continue  # blemu telling why an answer was refused: the request already had its one answer
+                if self._stopping:
+                    continue  # blemu answers it with the fallback once it sees the connection end
                 request = Request.parse(line)
                 self.requests += 1
                 if not self._answer(request):
@@ -178,12 +182,22 @@ class Handler:
         return True
 
     def stop(self) -> None:
-        """Closes the connection: requests from now on get the profile's own answers (or the fallback)."""
+        """Closes the connection: requests from now on get the profile's own answers (or the fallback). Returns once
+        blemu has let go of the claim, so a handler attached next for the same characteristic is accepted."""
+        self._stopping = True
         try:
-            self._connection.shutdown(socket.SHUT_RDWR)
+            # Only this side's end: blemu reads it, releases the claim, then closes its own side, which is what
+            # ends the reading thread (within the timeout; then this side's end too).
+            self._connection.shutdown(socket.SHUT_WR)
         except OSError:
             pass
-        self._thread.join()
+        self._thread.join(self._timeout)
+        if self._thread.is_alive():
+            try:
+                self._connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self._thread.join()
         self._connection.close()
 
     def wait(self) -> None:
