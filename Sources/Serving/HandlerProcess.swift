@@ -102,17 +102,11 @@ final class HandlerProcess: Sendable {
 
     /// Waits `pause`; false when `stop` came first (at once, not at the pause's end).
     private func sleep(_ pause: Duration) -> Bool {
-        guard stopRequested.wait(timeout: Self.deadline(after: pause)) == .timedOut else {
+        guard stopRequested.wait(timeout: .after(pause)) == .timedOut else {
             stopRequested.signal()
             return false
         }
         return !state.withLock { $0.isStopping }
-    }
-
-    /// The moment `duration` from now, on Dispatch's clock.
-    private static func deadline(after duration: Duration) -> DispatchTime {
-        let (seconds, attoseconds) = duration.components
-        return .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
     }
 
     /// How the child ended, in words. The shell in between reports a command killed by signal N as status 128 + N
@@ -135,7 +129,7 @@ final class HandlerProcess: Sendable {
             if state.pid > 0 { kill(-state.pid, SIGTERM) }
         }
         stopRequested.signal()
-        if supervisorDone.wait(timeout: Self.deadline(after: .seconds(2))) == .timedOut {
+        if supervisorDone.wait(timeout: .after(.seconds(2))) == .timedOut {
             state.withLock { state in
                 if state.pid > 0 { kill(-state.pid, SIGKILL) }
             }

@@ -1,3 +1,6 @@
+import Dispatch
+import Emulation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -34,14 +37,26 @@ struct LiveViewProcess {
 
     /// Stops the view (SIGTERM: it closes its pages and exits) and waits for it, at most two seconds before SIGKILL.
     func stop() {
+        let pid = pid
         kill(pid, SIGTERM)
-        var status: Int32 = 0
-        for _ in 0..<200 {
-            let reaped = waitpid(pid, &status, WNOHANG)
-            if reaped == pid || (reaped < 0 && errno != EINTR) { return }
-            usleep(10_000)
+        // A thread of its own waits for the view's exit without reaping it, so the wait here is an event with a
+        // deadline, not a poll, and the SIGKILL after it can only reach the view: unreaped, its pid stays its own.
+        let exited = DispatchSemaphore(value: 0)
+        do {
+            try DetachedThread.start {
+                var info = siginfo_t()
+                while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR {}
+                exited.signal()
+            }
+            if exited.wait(timeout: .after(.seconds(2))) == .timedOut {
+                kill(pid, SIGKILL)
+                exited.wait()
+            }
+        } catch {
+            // No thread to spare (the process's limit): the view loses its two seconds, not its reaping.
+            kill(pid, SIGKILL)
         }
-        kill(pid, SIGKILL)
-        _ = waitpid(pid, &status, 0)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
     }
 }
