@@ -147,6 +147,8 @@ class Handler:
                 request = Request.parse(line)
                 self.requests += 1
                 if not self._answer(request):
+                    if self._stopping:
+                        continue  # `stop()` closed this side first: read on to blemu's end, after the claim's release
                     return
         except (OSError, ValueError):
             return
