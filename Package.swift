@@ -50,7 +50,8 @@ let package = Package(
         .target(name: "Waiting", swiftSettings: strict),
         // Plain Bluetooth values: UUIDs, services, characteristics, descriptors, ATT errors, advertisement data.
         .target(name: "GATTModel", swiftSettings: strict),
-        // Whole-file reads and whole-buffer writes with POSIX calls, so nothing on the serving path links Foundation.
+        // Files, children and threads with POSIX calls, so nothing on the serving path links Foundation and nothing
+        // else links swift-corelibs-foundation's ICU data.
         .target(name: "LocalIO", swiftSettings: strict),
         // What bluetoothd is, as blemu knows it: its names (one table for both sides of its API), flag strings,
         // which ATT errors it carries, and the advertisement it puts on air.
@@ -97,7 +98,7 @@ let package = Package(
         .target(
             name: "ProbeCentral",
             dependencies: [
-                "BlueZAgent", "DBus", "GATTModel", "GATTProfile", "BlueZModel", "Waiting",
+                "BlueZAgent", "DBus", "GATTModel", "GATTProfile", "BlueZModel", "LocalIO", "Waiting",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
@@ -143,7 +144,7 @@ let package = Package(
             swiftSettings: strict),
         // `blemu`: Serving alone. `blemu run FILE --option value...` is served here; anything else goes to blemu-cli.
         .executableTarget(name: "blemu", dependencies: ["Serving"], swiftSettings: strict),
-        // `blemu-cli`: every command (ArgumentParser, Foundation, the lab), installed beside blemu or in
+        // `blemu-cli`: every command (ArgumentParser, FoundationEssentials, the lab), installed beside blemu or in
         // ../libexec/blemu; its `run` checks the options and hands them back to blemu.
         .executableTarget(
             name: "BlemuCLI",

@@ -1,7 +1,7 @@
 import ArgumentParser
 import BlueZ
 import DBus
-import Foundation
+import FoundationEssentials
 import GATTModel
 import GATTProfile
 import Logging

@@ -1,8 +1,14 @@
 import ArgumentParser
 import ControlProtocol
 import Emulation
-import Foundation
+import FoundationEssentials
 import Serving
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// `blemu ctl PATH COMMAND...`: talks to a running emulator's control socket.
 struct CtlCommand: ParsableCommand {
@@ -95,9 +101,9 @@ struct CtlCommand: ParsableCommand {
     private func bridge(_ request: [String: JSONValue]) throws {
         var isOK: Bool?
         do {
-            _ = try ControlClient(path: socket).bridge(request, input: FileHandle.standardInput.fileDescriptor) {
+            _ = try ControlClient(path: socket).bridge(request, input: STDIN_FILENO) {
                 line in
-                FileHandle.standardOutput.write(Data((line + "\n").utf8))
+                Console.line(line, to: STDOUT_FILENO)
                 if isOK == nil { isOK = ControlClient.isOK(line) }
             }
         } catch {
@@ -115,7 +121,7 @@ struct CtlCommand: ParsableCommand {
         do {
             try ControlClient(path: socket).stream(request) { line in
                 // Unbuffered, so a pipe sees each line when it happens.
-                FileHandle.standardOutput.write(Data((line + "\n").utf8))
+                Console.line(line, to: STDOUT_FILENO)
                 if isOK == nil { isOK = ControlClient.isOK(line) }
                 return isOK == true
             }

@@ -61,7 +61,8 @@ struct DoctorCommand: AsyncParsableCommand {
     static func text(_ findings: [HostFinding], verdict: HostFinding.Status) -> String {
         var lines: [String] = []
         for finding in findings {
-            let status = finding.status.rawValue.padding(toLength: 5, withPad: " ", startingAt: 0)
+            let name = finding.status.rawValue
+            let status = name + String(repeating: " ", count: max(0, 5 - name.count))
             lines.append("\(status) \(finding.id): \(finding.detail)")
             if let fix = finding.fix { lines.append("      fix: \(fix)") }
         }

@@ -1,10 +1,16 @@
 import BlueZ
 import BlueZModel
 import DBus
-import Foundation
+import FoundationEssentials
 import GATTModel
 import Logging
 import Peripheral
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// `blemu doctor`'s checks of the host in front of it: the bus, bluetoothd, the adapter, advertising, the bus
 /// policy, main.conf, known bad kernel/BlueZ pairs, and a trial registration. Each check is a `HostFinding` with a
@@ -219,7 +225,7 @@ struct HostDoctor {
         for entry in ((try? files.contentsOfDirectory(atPath: rfkill)) ?? []).sorted() {
             func read(_ name: String) -> String {
                 ((try? String(contentsOfFile: "\(rfkill)/\(entry)/\(name)", encoding: .utf8)) ?? "")
-                    .trimmingCharacters(in: .whitespacesAndNewlines)
+                    .trimmingWhitespace()
             }
             guard read("name") == adapter else { continue }
             if read("hard") == "1" {
@@ -303,7 +309,7 @@ struct HostDoctor {
                 guard body.contains("allow send_destination=\"org.bluez\"") else { continue }
                 let head = body.prefix { $0 != ">" }
                 if head.contains("context=\"default\"") { everyone = true }
-                if let range = head.range(of: "group=\"") {
+                if let range = head.firstRange(of: "group=\"") {
                     let name = head[range.upperBound...].prefix { $0 != "\"" }
                     if !groups.contains(String(name)) { groups.append(String(name)) }
                 }

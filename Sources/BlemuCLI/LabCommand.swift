@@ -1,9 +1,16 @@
 import ArgumentParser
-import Foundation
+import Dispatch
+import FoundationEssentials
 import Lab
 import LocalIO
 import Logging
 import Serving
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// `blemu lab`: run a command next to real bluetoothd and virtual controllers in a VM (see docs/lab.md).
 struct LabCommand: AsyncParsableCommand {
@@ -169,8 +176,7 @@ extension LabCommand {
                 // Out of the user's repository: the per-user cache, keeping the newest few runs.
                 let cache = LabConfiguration.defaultCacheDirectory()
                 do { resultsDirectory = try LabConfiguration.makeFreshResultsDirectory(under: cache) } catch {
-                    FileHandle.standardError.write(
-                        Data("lab: cannot create a results directory in \(cache): \(error)\n".utf8))
+                    Console.write("lab: cannot create a results directory in \(cache): \(error)\n")
                     throw ExitCode.cannotCreate
                 }
                 LabConfiguration.pruneResults(under: cache, keep: Self.keptResults)
@@ -195,8 +201,7 @@ extension LabCommand {
                 let view = LabLiveView(host: host, port: address.port, token: RandomToken.make())
                 configuration.liveView = view
                 for index in peripherals.indices {
-                    FileHandle.standardError.write(
-                        Data("lab: live view of hci\(index) once it serves: \(view.url(peripheral: index))\n".utf8))
+                    Console.write("lab: live view of hci\(index) once it serves: \(view.url(peripheral: index))\n")
                 }
             }
             if let peripheralSystem {
@@ -212,17 +217,17 @@ extension LabCommand {
                 let run = try await Self.stoppingOnInterrupt { try await machine.run(command) }
                 // One line a CI log shows at the end; summary.json holds the same, for machines.
                 let line = run.summary?.line ?? "exit \(run.exitCode)"
-                FileHandle.standardError.write(Data("lab: \(line)\nlab: results in \(run.resultsDirectory)\n".utf8))
+                Console.write("lab: \(line)\nlab: results in \(run.resultsDirectory)\n")
                 throw ExitCode(run.exitCode)
             } catch let error as LabError {
-                FileHandle.standardError.write(Data((error.description + "\n").utf8))
+                Console.write(error.description + "\n")
                 switch error {
                 case .invalidConfiguration: throw ExitCode(64)
                 case .timedOut: throw ExitCode(124)
                 default: throw ExitCode(69)
                 }
             } catch is CancellationError {
-                FileHandle.standardError.write(Data("lab: interrupted; the VM was stopped\n".utf8))
+                Console.write("lab: interrupted; the VM was stopped\n")
                 throw ExitCode(130)
             }
         }
@@ -233,16 +238,15 @@ extension LabCommand {
             system: String?, kernel: String?, bluez: String?
         ) throws -> (BlueZInstall, LabKernel) {
             func fail(_ message: String) -> ExitCode {
-                FileHandle.standardError.write(Data("lab: \(message)\n".utf8))
+                Console.write("lab: \(message)\n")
                 return ExitCode(69)
             }
             var named: LabSystem.Name?
             if let system {
                 guard let name = LabSystem.names.first(where: { $0.name == system }) else {
-                    FileHandle.standardError.write(
-                        Data(
-                            ("lab: --system \(system): not a named system ("
-                                + LabSystem.names.map(\.name).joined(separator: ", ") + ")\n").utf8))
+                    Console.write(
+                        "lab: --system \(system): not a named system ("
+                            + LabSystem.names.map(\.name).joined(separator: ", ") + ")\n")
                     throw ExitCode(64)
                 }
                 named = name
@@ -278,7 +282,7 @@ extension LabCommand {
         }
 
         /// Runs `body` in a task that SIGINT and SIGTERM cancel. Without this a Ctrl-C would end blemu but not
-        /// qemu: Foundation starts children in their own process group, out of the terminal's reach.
+        /// qemu: the lab starts children in their own process group (`ProcessSpawn`), out of the terminal's reach.
         static func stoppingOnInterrupt<T: Sendable>(
             _ body: @escaping @Sendable () async throws -> T
         ) async throws -> T {
@@ -327,13 +331,12 @@ extension LabCommand {
                 data = try Data(contentsOf: URL(fileURLWithPath: plan))
                 decoded = try JSONDecoder().decode(RootCanalAir.Plan.self, from: data)
             } catch {
-                FileHandle.standardError.write(Data("lab air: cannot read the plan \(plan): \(error)\n".utf8))
+                Console.write("lab air: cannot read the plan \(plan): \(error)\n")
                 throw ExitCode(66)
             }
             guard !decoded.machines.isEmpty, decoded.machines.allSatisfy({ !$0.command.isEmpty && $0.controllers > 0 })
             else {
-                FileHandle.standardError.write(
-                    Data("lab air: the plan \(plan) has no VM, or one without a command\n".utf8))
+                Console.write("lab air: the plan \(plan) has no VM, or one without a command\n")
                 throw ExitCode(65)
             }
             throw ExitCode(RootCanalAir(rootcanal: rootcanal, plan: decoded).run())
@@ -360,21 +363,21 @@ extension LabCommand {
             for text in joins {
                 guard let join = ControlBridge.Join(text) else {
                     let message = "lab bridge: --join \(text): expected unix:PATH or tcp:HOST:PORT on each side of =\n"
-                    FileHandle.standardError.write(Data(message.utf8))
+                    Console.write(message)
                     throw ExitCode(64)
                 }
                 parsed.append(join)
             }
             guard !parsed.isEmpty else {
-                FileHandle.standardError.write(Data("lab bridge: nothing to join: give --join LISTEN=DIAL\n".utf8))
+                Console.write("lab bridge: nothing to join: give --join LISTEN=DIAL\n")
                 throw ExitCode(64)
             }
             do {
                 try ControlBridge.serve(parsed) { line in
-                    FileHandle.standardError.write(Data("lab bridge: \(line)\n".utf8))
+                    Console.write("lab bridge: \(line)\n")
                 }
             } catch {
-                FileHandle.standardError.write(Data("lab bridge: \(error.description)\n".utf8))
+                Console.write("lab bridge: \(error.description)\n")
                 throw ExitCode(71)
             }
         }

@@ -1,6 +1,6 @@
 import ArgumentParser
 import BlueZModel
-import Foundation
+import FoundationEssentials
 import GATTModel
 import GATTProfile
 import Serving

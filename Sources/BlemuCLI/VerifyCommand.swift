@@ -1,6 +1,6 @@
 import ArgumentParser
 import Emulation
-import Foundation
+import FoundationEssentials
 import GATTModel
 import GATTProfile
 import ProbeCentral

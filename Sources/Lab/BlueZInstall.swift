@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import LocalIO
 
 /// One BlueZ the lab can boot: bluetoothd and the tools that must match it (btvirt, btmon, and the bluetoothctl
 /// and gatttool a central may run), from one build. btmgmt is always the system's: mgmt is the kernel's protocol,
@@ -21,7 +22,7 @@ public struct BlueZInstall: Sendable, Equatable, CustomStringConvertible {
 
     /// Whether this is `version` or later, compared numerically ("5.9" < "5.66" < "5.82").
     public func isAtLeast(_ version: String) -> Bool {
-        self.version.compare(version, options: .numeric) != .orderedAscending
+        !NumericOrder.ascending(self.version, version)
     }
 
     /// "BlueZ 5.82 (/root/.cache/blemu/bluez/5.82/bin)" or "BlueZ 5.66 (system)".
@@ -85,7 +86,7 @@ public struct BlueZInstall: Sendable, Equatable, CustomStringConvertible {
         let files = FileManager.default
         let builds = cacheRoots.flatMap { root in
             ((try? files.contentsOfDirectory(atPath: root)) ?? [])
-                .sorted { $0.compare($1, options: .numeric) == .orderedDescending }
+                .sorted { NumericOrder.ascending($1, $0) }
                 .map { "\(root)/\($0)/bin" }
         }
         return ([bluez?.toolDirectory].compactMap { $0 } + builds).first { bin in
@@ -110,7 +111,7 @@ public struct BlueZInstall: Sendable, Equatable, CustomStringConvertible {
     }
 
     private static func appliedRadioPatches(of radio: String) -> [String] {
-        let file = (radio as NSString).deletingLastPathComponent + "/../" + radioPatchesFile
+        let file = LocalFile.split(radio).directory + "/../" + radioPatchesFile
         return ((try? String(contentsOfFile: file, encoding: .utf8)) ?? "").split(whereSeparator: \.isNewline)
             .map(String.init)
     }
@@ -145,20 +146,11 @@ public struct BlueZInstall: Sendable, Equatable, CustomStringConvertible {
 
     /// The first line `bluetoothd --version` prints ("5.82"), or nil when it cannot be run.
     static func version(of bluetoothd: String) -> String? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: bluetoothd)
-        process.arguments = ["--version"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return nil }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard process.terminationStatus == 0, let first = text.split(separator: "\n").first, !first.isEmpty else {
+        guard let (status, output) = try? SpawnedProcess.run([bluetoothd, "--version"]), status == 0 else {
             return nil
         }
+        let text = String(decoding: output, as: UTF8.self).trimmingWhitespace()
+        guard let first = text.split(separator: "\n").first, !first.isEmpty else { return nil }
         return String(first)
     }
 }

@@ -1,4 +1,10 @@
-import Foundation
+import FoundationEssentials
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// How the command's VM reaches the control sockets of a fleet's other VMs (docs/lab.md, "A fleet"). A Unix socket
 /// does not cross a VM's edge, so each VM of a fleet gets qemu's user-mode network (slirp: the guest is 10.0.2.15,
@@ -136,7 +142,7 @@ public enum ControlBridge {
             throw error
         }
         let splice = try SocketSplice(entrances: entrances, log: log)
-        splice.start()
+        try splice.start()
         return splice
     }
 }

@@ -127,7 +127,7 @@ struct GuestStack {
     static func mainConf(for radio: LabConfiguration.Radio, dualMode: Bool = false) -> String {
         guard radio == .rootcanal else { return mainConf }
         let general = dualMode ? "" : "ControllerMode = le\n"
-        return mainConf.replacingOccurrences(of: "DeviceID = false\n", with: "DeviceID = false\n" + general)
+        return mainConf.replacing("DeviceID = false\n", with: "DeviceID = false\n" + general)
             + """
 
             [LE]
@@ -167,7 +167,7 @@ struct GuestStack {
 
     /// `text` quoted for sh: inside single quotes nothing is special except the quote itself.
     static func shellQuote(_ text: String) -> String {
-        "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+        "'" + text.replacing("'", with: "'\\''") + "'"
     }
 
     /// Shows a working directory under /tmp (which the VM's own tmpfs hides) read-only at its path. When the

@@ -1,4 +1,10 @@
-import Foundation
+import FoundationEssentials
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Carries each guest serial port's controller to its own connection on RootCanal's HCI port and back: bytes from
 /// the guest as they come, RootCanal's packets whole and through `ControllerStream`.

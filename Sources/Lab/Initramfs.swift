@@ -1,4 +1,10 @@
-import Foundation
+import FoundationEssentials
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The VM's initramfs: static busybox, the virtio and 9p modules, and `GuestInit`'s script as /init.
 ///

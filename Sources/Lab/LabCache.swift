@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Where the lab finds its BlueZ builds (`bluez/`) and kernels (`kernel/`), each entry stamped `.complete` when
 /// whole: the per-user cache the lab's scripts fill (`scripts/build-bluez`, `scripts/fetch-kernel`), then the
@@ -32,9 +32,7 @@ enum LabCache {
         for value in entries.compactMap(make) where !found.contains(where: { key($0) == key(value) }) {
             found.append(value)
         }
-        let rest = found.dropFirst(first.count).sorted {
-            key($0).compare(key($1), options: .numeric) == .orderedAscending
-        }
+        let rest = found.dropFirst(first.count).sorted { NumericOrder.ascending(key($0), key($1)) }
         return first + rest
     }
 
@@ -42,6 +40,6 @@ enum LabCache {
     static func finishedEntries(in directory: String) -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
             .filter { FileManager.default.fileExists(atPath: "\(directory)/\($0)/.complete") }
-            .sorted { $0.compare($1, options: .numeric) == .orderedAscending }
+            .sorted(by: NumericOrder.ascending)
     }
 }

@@ -1,4 +1,11 @@
-import Foundation
+import FoundationEssentials
+import LocalIO
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// What one lab run boots: controllers, peripheral profiles, where results go, how long it may take.
 ///
@@ -111,11 +118,15 @@ public struct LabConfiguration: Sendable, Equatable {
     public static func defaultResultsDirectory(
         under base: String = FileManager.default.currentDirectoryPath, now: Date = Date()
     ) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyyMMdd'T'HHmmss.SSS'Z'"
-        return base + "/lab-results/" + formatter.string(from: now)
+        let since1970 = now.timeIntervalSince1970
+        var seconds = time_t(since1970.rounded(.down))
+        var utc = tm()
+        gmtime_r(&seconds, &utc)
+        let milliseconds = Int32((since1970 - since1970.rounded(.down)) * 1000)
+        let stamp = String(
+            cFormat: "%04d%02d%02dT%02d%02d%02d.%03dZ", utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday, utc.tm_hour,
+            utc.tm_min, utc.tm_sec, milliseconds)
+        return base + "/lab-results/" + stamp
     }
 
     /// Creates and returns a results directory of its own under `<base>/lab-results`: the timestamped name, or
@@ -132,7 +143,7 @@ public struct LabConfiguration: Sendable, Equatable {
             if mkdir(candidate, 0o755) == 0 { return candidate }
             guard errno == EEXIST else { break }
         }
-        throw CocoaError(.fileWriteFileExists, userInfo: [NSFilePathErrorKey: name])
+        throw LabError.io("cannot make a results directory \(name): \(String(cString: strerror(errno)))")
     }
 
     /// Removes all but the newest `keep` timestamped results directories under `<base>/lab-results` (names as
@@ -209,8 +220,8 @@ public struct LabConfiguration: Sendable, Equatable {
     }
 
     /// What a path may hold to travel as a qemu option value (commas split it) and a kernel command line word.
-    static let wordCharacters = CharacterSet(
-        charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+@")
+    static let wordCharacters = Set(
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+@".unicodeScalars)
 
     /// The first reason this configuration cannot boot, or nil when it can.
     public func validationProblem() -> String? {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// One kernel the lab VM can boot: its image and the modules of the same release.
 ///
@@ -49,7 +49,7 @@ public struct LabKernel: Sendable, Equatable, CustomStringConvertible {
         let release = ((try? files.contentsOfDirectory(atPath: root + "/boot")) ?? [])
             .filter { $0.hasPrefix("vmlinuz-") }.map { String($0.dropFirst("vmlinuz-".count)) }
             .filter { files.fileExists(atPath: root + "/lib/modules/\($0)/kernel") }
-            .max { $0.compare($1, options: .numeric) == .orderedAscending }
+            .max(by: NumericOrder.ascending)
         return release.map {
             LabKernel(
                 release: $0, image: root + "/boot/vmlinuz-\($0)", modules: root + "/lib/modules/\($0)",

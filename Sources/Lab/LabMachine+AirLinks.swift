@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension LabMachine {
     /// The path in the results directory where the air takes links (`RootCanalAir.Plan.Links.socket`).
@@ -44,8 +44,12 @@ extension LabMachine {
                     patience: configuration.timeout))
         }
         let splice: SocketSplice
-        do { splice = try SocketSplice(entrances: entrances, log: log) } catch { throw LabError.io(error.description) }
-        splice.start()
+        do {
+            splice = try SocketSplice(entrances: entrances, log: log)
+            try splice.start()
+        } catch {
+            throw LabError.io(error.description)
+        }
         return splice
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension LabMachine {
     /// The initramfs for `kernel` from the cache, built when missing.

@@ -1,7 +1,8 @@
 // What the host and the VM exchange through the results directory (the 9p share): the guest's progress, exit
 // code, BlueZ version, controllers and logs read back, and the profiles and blemu binary copied where the guest
 // sees them.
-import Foundation
+import FoundationEssentials
+import LocalIO
 import Logging
 
 extension LabMachine {
@@ -25,20 +26,19 @@ extension LabMachine {
     func readExitCode() -> Int32? {
         let path = configuration.resultsDirectory + "/" + GuestStack.File.exitCode
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
-        return Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        return Int32(text.trimmingWhitespace())
     }
 
     /// The version recorded before the boot; empty when the file is gone.
     func readBlueZVersion() -> String {
         let path = configuration.resultsDirectory + "/" + GuestStack.File.bluezVersion
-        return ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").trimmingCharacters(
-            in: .whitespacesAndNewlines)
+        return ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").trimmingWhitespace()
     }
 
     /// The kernel release the VM wrote; nil when it did not get that far.
     func readKernelRelease() -> String? {
         let path = configuration.resultsDirectory + "/" + GuestStack.File.kernelRelease
-        return (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+        return (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingWhitespace()
     }
 
     /// The controllers and addresses the VM wrote (`hci0 00:AA:01:00:00:00` lines).
@@ -121,8 +121,8 @@ extension LabMachine {
             guest != blemu
         else { return }
         let files = FileManager.default
-        let directory = (blemu as NSString).deletingLastPathComponent
-        let guestDirectory = (guest as NSString).deletingLastPathComponent
+        let directory = LocalFile.split(blemu).directory
+        let guestDirectory = LocalFile.split(guest).directory
         do {
             try files.createDirectory(atPath: guestDirectory, withIntermediateDirectories: true)
             try? files.removeItem(atPath: guest)

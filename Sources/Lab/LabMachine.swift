@@ -1,5 +1,12 @@
-import Foundation
+import FoundationEssentials
+import LocalIO
 import Logging
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The lab: boots a qemu VM with the host's root shared read-only, real bluetoothd and btvirt's virtual
 /// controllers, runs one command in it and returns its exit code (docs/lab.md).
@@ -268,7 +275,7 @@ public struct LabMachine: Sendable {
         let lastStep = steps.last?.name ?? "boot"
         // The air failing (RootCanal gone) ends the VM from outside: whatever the guest made of it comes second.
         if let failure = try? String(contentsOfFile: results + "/" + RootCanalAir.failureFile, encoding: .utf8) {
-            let reason = failure.trimmingCharacters(in: .whitespacesAndNewlines)
+            let reason = failure.trimmingWhitespace()
             return .failure(.stepFailed(step: "radio", reason: reason, logTail: logTail(for: "radio")))
         }
         if let exitCode = readExitCode() {
@@ -289,7 +296,7 @@ public struct LabMachine: Sendable {
         if let failure = try? String(contentsOfFile: results + "/" + GuestStack.File.failure, encoding: .utf8) {
             let lines = failure.split(separator: "\n", maxSplits: 1).map(String.init)
             let step = lines.first ?? lastStep
-            let reason = lines.count > 1 ? lines[1].trimmingCharacters(in: .whitespacesAndNewlines) : "unknown"
+            let reason = lines.count > 1 ? lines[1].trimmingWhitespace() : "unknown"
             return .failure(.stepFailed(step: step, reason: reason, logTail: logTail(for: step)))
         }
         // timeout(1) exits 124 after TERM; it dies of its own KILL when qemu outlives TERM by --kill-after.
@@ -315,20 +322,17 @@ public struct LabMachine: Sendable {
             try? files.removeItem(atPath: results + "/" + stale)
         }
         let consolePath = results + "/" + Self.consoleFile
-        guard files.createFile(atPath: consolePath, contents: nil),
-            let console = FileHandle(forWritingAtPath: consolePath)
-        else { throw LabError.io("cannot create \(consolePath)") }
-        defer { try? console.close() }
+        let console = open(consolePath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard console >= 0 else { throw LabError.io("cannot create \(consolePath)") }
+        defer { close(console) }
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: arguments[0])
-        process.arguments = Array(arguments.dropFirst())
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = console
-        process.standardError = console
         let clock = ContinuousClock()
         let start = clock.now
-        do { try process.runWithSignalsUnblocked() } catch {
+        let process: SpawnedProcess
+        do {
+            process = try SpawnedProcess.start(
+                arguments, standardOutput: .descriptor(console), standardError: .descriptor(console))
+        } catch {
             throw LabError.io("cannot start \(arguments[0]): \(error)")
         }
 
@@ -349,13 +353,19 @@ public struct LabMachine: Sendable {
                     Task.isCancelled
                         ? "cancelled: killing the VM"
                         : stalled ? "no step yet: killing the VM" : "hard limit passed: killing the VM")
-                process.terminate()
-                // Up to 5 s of grace. A detached sleep: this task may be cancelled, and its own sleeps would
-                // then return at once.
-                for _ in 0..<50 where process.isRunning {
-                    await Task.detached { try? await Task.sleep(for: .milliseconds(100)) }.value
+                // Up to 5 s of grace, on a thread of its own: the wait blocks, and no thread of the cooperative pool
+                // may.
+                await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                    do {
+                        try DetachedThread.start {
+                            process.stop(grace: .seconds(5))
+                            done.resume()
+                        }
+                    } catch {
+                        process.signal(SIGKILL)
+                        done.resume()
+                    }
                 }
-                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
                 break
             }
             try? await Task.sleep(for: .milliseconds(100))
@@ -367,17 +377,18 @@ public struct LabMachine: Sendable {
                 )
             }
         }
-        process.waitUntilExit()
+        // qemu has exited (or was killed above): the wait only reaps it.
+        let status = process.wait()
         forwardOutput()
         let total = clock.now - start
         steps += newSteps(after: &seenBytes, elapsed: total)
-        return (process.terminationStatus, steps, total)
+        return (status, steps, total)
     }
 
     /// "12.3 s".
     static func seconds(_ duration: Duration) -> String {
         let value = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-        return String(format: "%.1f s", value)
+        return String(cFormat: "%.1f s", value)
     }
 }
 
@@ -390,7 +401,7 @@ private struct Transcript {
     init(path: String, logger: Logger) throws {
         self.path = path
         self.logger = logger
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = LocalFile.split(path).directory
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             try Data().write(to: URL(fileURLWithPath: path))
@@ -403,9 +414,6 @@ private struct Transcript {
     /// a failed append is only lost, not fatal.
     func log(_ message: String, toLogger: Bool = true) {
         if toLogger { logger.info("\(message)") }
-        guard let handle = FileHandle(forWritingAtPath: path) else { return }
-        defer { try? handle.close() }
-        _ = try? handle.seekToEnd()
-        try? handle.write(contentsOf: Data("\(Date()) \(message)\n".utf8))
+        try? LocalFile.append(Array("\(Date()) \(message)\n".utf8), toPath: path, creating: false)
     }
 }

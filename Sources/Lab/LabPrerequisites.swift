@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import LocalIO
 
 /// What this machine has of the lab's rig (docs/lab.md): qemu, a kernel with its modules, static busybox, BlueZ.
 ///
@@ -152,19 +153,18 @@ public struct LabPrerequisites: Sendable {
 
     /// True when the ELF file at `path` has no program interpreter (PT_INTERP), so it runs without a libc on disk.
     static func isStaticELF(_ path: String) -> Bool {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
-        defer { try? handle.close() }
-        guard let header = try? handle.read(upToCount: 64), header.count == 64,
+        guard let header = try? LocalFile.bytes(atPath: path, from: 0, upTo: 64).bytes, header.count == 64,
             header.starts(with: [0x7F, 0x45, 0x4C, 0x46]), header[4] == 2  // 64-bit ELF
         else { return false }
-        func integer(_ data: Data, _ offset: Int, _ size: Int) -> Int {
-            (0..<size).reduce(0) { $0 | Int(data[data.startIndex + offset + $1]) << (8 * $1) }  // little endian
+        func integer(_ data: [UInt8], _ offset: Int, _ size: Int) -> Int {
+            (0..<size).reduce(0) { $0 | Int(data[offset + $1]) << (8 * $1) }  // little endian
         }
         let tableOffset = integer(header, 0x20, 8)
         let entrySize = integer(header, 0x36, 2)
         let count = integer(header, 0x38, 2)
-        guard entrySize >= 4, count < 256, (try? handle.seek(toOffset: UInt64(tableOffset))) != nil,
-            let table = try? handle.read(upToCount: entrySize * count), table.count == entrySize * count
+        guard entrySize >= 4, count < 256,
+            let table = try? LocalFile.bytes(atPath: path, from: tableOffset, upTo: entrySize * count).bytes,
+            table.count == entrySize * count
         else { return false }
         let interpreter = 3  // PT_INTERP
         return !(0..<count).contains { integer(table, $0 * entrySize, 4) == interpreter }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import LocalIO
 
 /// What a CI system reads after a lab run: `summary.json` in the results directory, and one line for people.
 ///
@@ -68,7 +69,7 @@ public struct LabSummary: Codable, Sendable, Equatable {
             let counters = Self.counters(in: run.file(directory + "counters-\(name).json"))
             let memory =
                 (try? String(contentsOfFile: run.file(directory + GuestStack.File.peakMemory(name)), encoding: .utf8))
-                .flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+                .flatMap { Int($0.trimmingWhitespace()) }
             let requests = counters["requests"]
             let answered = counters["answered"]
             return Peripheral(
@@ -109,10 +110,20 @@ public struct LabSummary: Codable, Sendable, Equatable {
     /// The integer counters of a `ctl counters` response file; empty when missing or not that shape.
     static func counters(in path: String) -> [String: Int] {
         guard let data = FileManager.default.contents(atPath: path),
-            let response = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-            let counters = response["counters"] as? [String: Any]
+            let response = try? JSONDecoder().decode(CountersResponse.self, from: data)
         else { return [:] }
-        return counters.compactMapValues { ($0 as? NSNumber)?.intValue }
+        return response.counters.compactMapValues(\.value)
+    }
+
+    /// A `ctl counters` response as far as the summary reads it: the counters, each an integer or not counted.
+    private struct CountersResponse: Decodable {
+        let counters: [String: Counter]
+
+        /// One counter's value, nil when it is not an integer.
+        struct Counter: Decodable {
+            let value: Int?
+            init(from decoder: any Decoder) throws { value = try? decoder.singleValueContainer().decode(Int.self) }
+        }
     }
 
     private static func seconds(_ duration: Duration) -> Double {
@@ -120,6 +131,6 @@ public struct LabSummary: Codable, Sendable, Equatable {
     }
 
     private static func format(_ seconds: Double?) -> String {
-        seconds.map { String(format: "%.1f s", $0) } ?? "?"
+        seconds.map { String(cFormat: "%.1f s", $0) } ?? "?"
     }
 }

@@ -1,5 +1,11 @@
-import Foundation
+import FoundationEssentials
 import LocalIO
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The few TCP calls the radio's relay makes, all on 127.0.0.1 inside the lab's network namespace.
 enum LoopbackTCP {

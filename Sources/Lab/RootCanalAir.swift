@@ -1,4 +1,12 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import LocalIO
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The lab's shared air on RootCanal, run by `blemu lab air` inside a network namespace of its own (`unshare -n`)
 /// with the VM: RootCanal, one connection to its HCI port per controller, `H4Relay` between those and the VM's
@@ -84,26 +92,28 @@ public struct RootCanalAir: Sendable {
     /// when one killed it), or 70 when the air could not be brought up (with `failureFile` saying why).
     public func run() -> Int32 {
         let log = RadioLog(path: resultsDirectory + "/" + Self.relayLogFile)
-        let rootcanal = Process()
+        var rootcanal: SpawnedProcess?
         var output: RootCanalLog?
         defer {
-            Self.stop(rootcanal)
+            // RootCanal keeps nothing worth a clean exit: a second's grace, then KILL.
+            rootcanal?.stop(grace: .seconds(1))
             output?.finish()
         }
         do throws(Failure) {
             do { try LoopbackTCP.bringUpLoopback() } catch { throw Failure(reason: error.description) }
             let rootCanalLog = try RootCanalLog(path: resultsDirectory + "/" + Self.logFile)
             output = rootCanalLog
-            try start(rootcanal, output: rootCanalLog, log: log)
-            let controllers = try connectControllers(rootcanal: rootcanal, log: log)
+            let started = try startRootCanal(output: rootCanalLog, log: log)
+            rootcanal = started
+            let controllers = try connectControllers(rootcanal: started, log: log)
             let splice = try plan.links.map { links throws(Failure) in try open(links, controllers.count, log: log) }
             let relay = try RelayThread.start(controllers: controllers)
-            let status = try serve(relay: relay, rootcanal: rootcanal, log: log)
+            let status = try serve(relay: relay, rootcanal: started, log: log)
             for line in relay.stop() { log.write(line) }
             splice?.stop()
             // What the air cost, for the fleet benchmark: RootCanal's peak resident set (VmHWM, proc(5)).
             if let status = try? String(
-                contentsOfFile: "/proc/\(rootcanal.processIdentifier)/status", encoding: .utf8),
+                contentsOfFile: "/proc/\(started.pid)/status", encoding: .utf8),
                 let peak = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
             {
                 log.write("RootCanal " + peak.replacing(/\s+/, with: " "))
@@ -123,7 +133,7 @@ public struct RootCanalAir: Sendable {
     }
 
     /// Starts RootCanal with its ports, its output into `output` (`logFile`).
-    private func start(_ process: Process, output: RootCanalLog, log: RadioLog) throws(Failure) {
+    private func startRootCanal(output: RootCanalLog, log: RadioLog) throws(Failure) -> SpawnedProcess {
         defer { output.closeWriteEnd() }
         // Under setpriv --pdeathsig: RootCanal never exits by itself, and an air killed outright (the lab's hard
         // limit, SIGKILL) would leave it running in the namespace. The signal follows the thread that started it,
@@ -139,24 +149,24 @@ public struct RootCanalAir: Sendable {
         }
         let setpriv = "/usr/bin/setpriv"
         let guarded = FileManager.default.isExecutableFile(atPath: setpriv)
-        process.executableURL = URL(fileURLWithPath: guarded ? setpriv : arguments[0])
-        process.arguments = guarded ? ["--pdeathsig", "KILL", "--"] + arguments : Array(arguments.dropFirst())
-        let pipe = FileHandle(fileDescriptor: output.writeEnd, closeOnDealloc: false)
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = pipe
-        process.standardError = pipe
-        do { try process.runWithSignalsUnblocked() } catch {
+        let process: SpawnedProcess
+        do {
+            process = try SpawnedProcess.start(
+                guarded ? [setpriv, "--pdeathsig", "KILL", "--"] + arguments : arguments,
+                standardOutput: .descriptor(output.writeEnd), standardError: .descriptor(output.writeEnd))
+        } catch {
             throw Failure(reason: "cannot start \(rootcanal): \(error)")
         }
         log.write(
-            "RootCanal \(rootcanal) started, pid \(process.processIdentifier)"
+            "RootCanal \(rootcanal) started, pid \(process.pid)"
                 + (plan.glibcRuntime.map { ", through the glibc in \($0)" } ?? ""))
+        return process
     }
 
     /// One connection to RootCanal's HCI port per controller of the plan, and a port for qemu to connect each to
     /// (`relayPort + i`).
     private func connectControllers(
-        rootcanal: Process, log: RadioLog
+        rootcanal: SpawnedProcess, log: RadioLog
     ) throws(Failure) -> [(controller: Int32, listener: Int32)] {
         // One at a time, each seen to answer HCI Reset before the next: RootCanal's listen backlog is 1, and the
         // order of connection is the order of addresses.
@@ -166,9 +176,8 @@ public struct RootCanalAir: Sendable {
             let start = clock.now
             var socket: Int32?
             while socket == nil {
-                guard rootcanal.isRunning else {
-                    throw Failure(
-                        reason: "RootCanal exited with status \(rootcanal.terminationStatus) (see \(Self.logFile))")
+                if let status = rootcanal.status {
+                    throw Failure(reason: "RootCanal exited with status \(status) (see \(Self.logFile))")
                 }
                 socket = try? LoopbackTCP.connect(port: Self.hciPort)
                 if socket == nil {
@@ -176,7 +185,7 @@ public struct RootCanalAir: Sendable {
                         throw Failure(
                             reason: "RootCanal's HCI port \(Self.hciPort) refused controller \(index) for 10 s")
                     }
-                    Thread.sleep(forTimeInterval: 0.05)
+                    usleep(50_000)
                 }
             }
             guard let controller = socket, Self.reset(controller) else {
@@ -223,7 +232,7 @@ public struct RootCanalAir: Sendable {
                         },
                         patience: .seconds(10))
                 ], log: { log.write($0) })
-            splice.start()
+            try splice.start()
             return splice
         } catch {
             throw Failure(reason: "linking airs: \(error.description)")
@@ -233,7 +242,7 @@ public struct RootCanalAir: Sendable {
     /// Controller `index`'s address on an air whose links gave it `airByte`.
     static func address(of index: Int, airByte: UInt8) -> String {
         [0xDA, 0x4C, 0x10, Int(airByte), index >> 8 & 0xFF, index & 0xFF]
-            .map { String(format: "%02X", $0) }.joined(separator: ":")
+            .map { String(cFormat: "%02X", $0) }.joined(separator: ":")
     }
 
     /// The device numbers of the controllers (hci_device) in RootCanal's `list` answer, in its order: the order they
@@ -250,25 +259,21 @@ public struct RootCanalAir: Sendable {
 
     /// Runs every VM of the plan until the command's has ended and the others have powered off (or were stopped);
     /// RootCanal or the relay failing meanwhile stops them all and is recorded. Returns the command VM's status.
-    private func serve(relay: RelayThread, rootcanal: Process, log: RadioLog) throws(Failure) -> Int32 {
-        var machines: [Process] = []
+    private func serve(relay: RelayThread, rootcanal: SpawnedProcess, log: RadioLog) throws(Failure) -> Int32 {
+        var started: [SpawnedProcess] = []
         for machine in plan.machines {
-            let vm = Process()
-            vm.executableURL = URL(fileURLWithPath: machine.command[0])
-            vm.arguments = Array(machine.command.dropFirst())
-            do { try vm.runWithSignalsUnblocked() } catch {
-                machines.forEach { kill($0.processIdentifier, SIGTERM) }
+            do { started.append(try SpawnedProcess.start(machine.command)) } catch {
+                started.forEach { $0.signal(SIGTERM) }
                 throw Failure(reason: "cannot start \(machine.command[0]): \(error)")
             }
-            machines.append(vm)
         }
-        let pids = machines.map(\.processIdentifier)
+        let machines = started
         // A TERM or INT for the lab (LabMachine stopping the run, a Ctrl-C) goes on to every VM; the air ends with
         // them.
         let signals = [SIGTERM, SIGINT].map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { for pid in pids { kill(pid, SIGTERM) } }
+            source.setEventHandler { for vm in machines { vm.signal(SIGTERM) } }
             source.resume()
             return source
         }
@@ -280,19 +285,18 @@ public struct RootCanalAir: Sendable {
             noteExits(of: machines, into: &exited, log: log)
             if !failed {
                 var failure: String?
-                if !rootcanal.isRunning {
-                    failure =
-                        "RootCanal exited with status \(rootcanal.terminationStatus) while the VM ran (see \(Self.logFile))"
+                if let status = rootcanal.status {
+                    failure = "RootCanal exited with status \(status) while the VM ran (see \(Self.logFile))"
                 } else if let result = relay.result, result != .stopped {
                     failure = Self.describe(result)
                 }
                 if let failure {
                     failed = true
                     record(failure, log: log)
-                    for pid in pids { kill(pid, SIGTERM) }
+                    for vm in machines { vm.signal(SIGTERM) }
                 }
             }
-            Thread.sleep(forTimeInterval: 0.1)
+            usleep(100_000)
         }
         // The run is over: each fleet VM leaves its counters and powers off, or is stopped.
         for machine in plan.machines.dropFirst() {
@@ -302,43 +306,28 @@ public struct RootCanalAir: Sendable {
         let deadline = ContinuousClock.now + Self.fleetGrace
         while machines.contains(where: \.isRunning) && ContinuousClock.now < deadline {
             noteExits(of: machines, into: &exited, log: log)
-            Thread.sleep(forTimeInterval: 0.1)
+            usleep(100_000)
         }
         for vm in machines where vm.isRunning {
             log.write("a VM did not power off within \(Self.fleetGrace) of the run's end: stopping it")
-            kill(vm.processIdentifier, SIGTERM)
+            vm.signal(SIGTERM)
         }
-        machines.forEach { $0.waitUntilExit() }
+        machines.forEach { $0.wait() }
         noteExits(of: machines, into: &exited, log: log)
-        return Self.status(of: command)
+        return command.wait()
     }
 
     /// Records each VM that has exited since the last call: `GuestStack.File.machineExit` in its results directory
     /// (the central's VM stops waiting for a fleet VM that exited) and a line in the log.
-    private func noteExits(of machines: [Process], into exited: inout Set<Int>, log: RadioLog) {
-        for (index, vm) in machines.enumerated() where !vm.isRunning && !exited.contains(index) {
+    private func noteExits(of machines: [SpawnedProcess], into exited: inout Set<Int>, log: RadioLog) {
+        for (index, vm) in machines.enumerated() where !exited.contains(index) {
+            guard let status = vm.status else { continue }
             exited.insert(index)
-            let status = Self.status(of: vm)
             let directory = plan.machines[index].resultsDirectory
             try? "\(status)\n".write(
                 toFile: directory + "/" + GuestStack.File.machineExit, atomically: true, encoding: .utf8)
             log.write("vm\(index) exited with status \(status)")
         }
-    }
-
-    /// A process's exit status as a shell gives it: 128 + the signal when one killed it.
-    static func status(of process: Process) -> Int32 {
-        process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
-    }
-
-    /// Ends RootCanal: it keeps nothing worth a clean exit, so a KILL follows a second's grace (started with
-    /// SIGTERM blocked, before `runWithSignalsUnblocked`, it ran on for minutes).
-    static func stop(_ process: Process) {
-        guard process.isRunning else { return }
-        process.terminate()
-        for _ in 0..<10 where process.isRunning { Thread.sleep(forTimeInterval: 0.1) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
     }
 
     /// Sends HCI Reset and waits up to 5 s for its Command Complete: the controller is RootCanal's and live.
@@ -400,10 +389,16 @@ private final class RelayThread: Sendable {
         for fd in stop { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         let relay = H4Relay(
             controllers: controllers.map(\.controller), listeners: controllers.map(\.listener), stop: stop[0])
-        let job = ThreadJob(name: "H4 relay") {
-            var relay = relay
-            let outcome = relay.run()
-            return (outcome: outcome, report: relay.report)
+        let job: ThreadJob<(outcome: H4Relay.Outcome, report: [String])>
+        do {
+            job = try ThreadJob {
+                var relay = relay
+                let outcome = relay.run()
+                return (outcome: outcome, report: relay.report)
+            }
+        } catch {
+            stop.forEach { close($0) }
+            throw RootCanalAir.Failure(reason: "the H4 relay's \(error)")
         }
         return RelayThread(job: job, stopWriter: stop[1])
     }
@@ -423,14 +418,6 @@ private struct RadioLog: Sendable {
     let path: String
 
     func write(_ line: String) {
-        let stamp = ISO8601DateFormatter().string(from: Date())
-        let text = "\(stamp) \(line)\n"
-        if let handle = FileHandle(forWritingAtPath: path) {
-            handle.seekToEndOfFile()
-            handle.write(Data(text.utf8))
-            try? handle.close()
-        } else {
-            try? text.write(toFile: path, atomically: false, encoding: .utf8)
-        }
+        try? LocalFile.append(Array("\(Date().formatted(.iso8601)) \(line)\n".utf8), toPath: path)
     }
 }

@@ -1,4 +1,10 @@
-import Foundation
+import FoundationEssentials
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Where the lab finds RootCanal: PyPI's `rootcanal` package, with its Linux binary, in the lab's venv
 /// (`scripts/setup --lab` installs it there), and the glibc it needs where the host's is older.

@@ -1,4 +1,10 @@
-import Foundation
+import FoundationEssentials
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// RootCanal's output on its way to the results directory, without the line every controller logs for each packet
 /// it hears addressed to another ("Dropping ... packet not addressed to me", a debug line in
@@ -34,7 +40,13 @@ final class RootCanalLog: Sendable {
         for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         writeEnd = fds[1]
         let readEnd = fds[0]
-        copying = ThreadJob(name: "RootCanal log") { Self.copy(from: readEnd, to: file) }
+        do {
+            copying = try ThreadJob { Self.copy(from: readEnd, to: file) }
+        } catch {
+            fds.forEach { close($0) }
+            close(file)
+            throw RootCanalAir.Failure(reason: "RootCanal's log: \(error)")
+        }
     }
 
     /// Closes this process's copy of the write end: call once RootCanal has its own (or will never start).

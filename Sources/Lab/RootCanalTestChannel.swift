@@ -1,4 +1,10 @@
-import Foundation
+import FoundationEssentials
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// RootCanal's test channel (its port 6401): commands that shape the air, such as a controller's address or a link
 /// to another air (model/setup/test_command_handler.cc).

@@ -1,5 +1,11 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Joins stream connections across a boundary a socket cannot cross by itself: each connection that comes in at an
 /// entrance is paired with one its `dial` opens, and bytes are copied both ways until either end closes. One thread
@@ -47,9 +53,14 @@ final class SocketSplice: Sendable {
         stopPipe = fds
     }
 
-    /// Runs the loop on a thread of its own until `stop`.
-    func start() {
-        loop.withLock { $0 = ThreadJob(name: "socket splice") { [self] in run() } }
+    /// Runs the loop on a thread of its own until `stop`; throws when no thread can be started.
+    func start() throws(TCPEndpoint.Failure) {
+        do {
+            let job = try ThreadJob { [self] in run() }
+            loop.withLock { $0 = job }
+        } catch {
+            throw TCPEndpoint.Failure(description: "the splice's \(error)")
+        }
     }
 
     /// Ends the loop, closing every connection and listener, and waits for it.

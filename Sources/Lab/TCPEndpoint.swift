@@ -1,4 +1,10 @@
-import Foundation
+import FoundationEssentials
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A `HOST:PORT` on the host's network (`[v6]:PORT` for an IPv6 literal): where an air listens for other airs, or
 /// the air it links to (docs/lab.md, "Airs on several machines").

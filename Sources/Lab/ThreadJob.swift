@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import LocalIO
 import Synchronization
 
 /// Work on a thread of its own that other threads wait for: how the lab's long-running loops (RootCanal's log, the
@@ -11,15 +11,13 @@ final class ThreadJob<Outcome: Sendable>: Sendable {
     /// Signalled when the body returns; each wait that sees it signals it again, so every later wait sees it too.
     private let done = DispatchSemaphore(value: 0)
 
-    /// Starts `body` on a new thread named `name`.
-    init(name: String, _ body: @escaping @Sendable () -> Outcome) {
-        let thread = Thread { [self] in
+    /// Starts `body` on a new thread; throws when the process may start no more threads.
+    init(_ body: @escaping @Sendable () -> Outcome) throws(DetachedThread.StartError) {
+        try DetachedThread.start { [self] in
             let result = body()
             outcome.withLock { $0 = result }
             done.signal()
         }
-        thread.name = name
-        thread.start()
     }
 
     /// The body's result; nil while it runs.
@@ -29,14 +27,7 @@ final class ThreadJob<Outcome: Sendable>: Sendable {
     /// when the limit passed first).
     @discardableResult
     func wait(within limit: Duration? = nil) -> Outcome? {
-        let timeout: DispatchTime
-        if let limit {
-            let nanoseconds = limit.components.seconds * 1_000_000_000 + limit.components.attoseconds / 1_000_000_000
-            timeout = .now() + .nanoseconds(Int(nanoseconds))
-        } else {
-            timeout = .distantFuture
-        }
-        guard done.wait(timeout: timeout) == .success else { return nil }
+        guard done.wait(timeout: limit.map(DispatchTime.after) ?? .distantFuture) == .success else { return nil }
         done.signal()
         return result
     }

@@ -1,5 +1,11 @@
-import Foundation
+import FoundationEssentials
 import LocalIO
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Stream sockets on a path: how the air, inside its network namespace, and `LabMachine`, outside it, reach each
 /// other. A path belongs to the filesystem, not to a network namespace, so both sides see the same socket.

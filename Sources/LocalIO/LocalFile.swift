@@ -66,3 +66,41 @@ public enum LocalFile {
         ReadError(description: "\(path): \(String(cString: strerror(errno)))")
     }
 }
+
+extension LocalFile {
+    /// Appends all of `bytes` to the file at `path`, created (mode 0644) when missing and `creating`. O_APPEND puts
+    /// each write at the end as the file is then, so lines from several writers never overwrite one another.
+    public static func append(_ bytes: [UInt8], toPath path: String, creating: Bool = true) throws(WriteError) {
+        let fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | (creating ? O_CREAT : 0), 0o644)
+        guard fd >= 0 else { throw WriteError(description: "\(path): \(String(cString: strerror(errno)))") }
+        defer { _ = close(fd) }
+        try writeAll(bytes, to: fd)
+    }
+
+    /// Up to `limit` bytes of the file from `offset`, and the file's size then: a follower's next chunk of a file
+    /// another process appends to, or a header. Fewer bytes at the end of the file; none from beyond it, nor from a
+    /// negative offset.
+    public static func bytes(
+        atPath path: String, from offset: Int, upTo limit: Int
+    ) throws(ReadError) -> (bytes: [UInt8], fileSize: Int) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw failure(path) }
+        defer { _ = close(fd) }
+        var information = stat()
+        guard fstat(fd, &information) == 0 else { throw failure(path) }
+        let size = Int(information.st_size)
+        let wanted = offset < 0 || offset > size ? 0 : min(limit, size - offset)
+        var bytes = [UInt8](repeating: 0, count: wanted)
+        var done = 0
+        while done < wanted {
+            let count = bytes[done...].withUnsafeMutableBytes {
+                pread(fd, $0.baseAddress, $0.count, off_t(offset + done))
+            }
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else { throw failure(path) }
+            if count == 0 { break }
+            done += count
+        }
+        return (Array(bytes.prefix(done)), size)
+    }
+}

@@ -22,7 +22,7 @@ enum ATTErrorCode {
         case BlueZName.Error.notAuthorized: return 0x08
         case BlueZName.Error.notSupported: return 0x06
         case BlueZName.Error.failed:
-            guard let range = message.range(of: "ATT error: 0x") else { return nil }
+            guard let range = message.firstRange(of: "ATT error: 0x") else { return nil }
             return UInt8(message[range.upperBound...].prefix(2), radix: 16)
         default:
             return nil

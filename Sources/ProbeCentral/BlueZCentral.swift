@@ -1,7 +1,7 @@
 import BlueZAgent
 import BlueZModel
 import DBus
-import Foundation
+import FoundationEssentials
 import GATTModel
 import Logging
 

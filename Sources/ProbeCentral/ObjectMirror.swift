@@ -1,6 +1,6 @@
 import BlueZModel
 import DBus
-import Foundation
+import FoundationEssentials
 import Synchronization
 import Waiting
 

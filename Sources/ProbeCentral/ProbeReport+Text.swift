@@ -1,5 +1,6 @@
-import Foundation
+import FoundationEssentials
 import GATTModel
+import LocalIO
 
 extension ProbeReport {
     /// The report as a person reads it: the device, then the GATT tree with flags, values and notifications.
@@ -25,7 +26,7 @@ extension ProbeReport {
                         "    \(characteristic.notifications.count) notification(s) in "
                             + "\(Self.number(listenSeconds)) s")
                     for value in characteristic.notifications {
-                        let at = value.at.map { "+" + String(format: "%.2f", $0) + " s " } ?? ""
+                        let at = value.at.map { "+" + String(cFormat: "%.2f", $0) + " s " } ?? ""
                         lines.append("      \(at)" + Self.describe(value))
                     }
                 }
@@ -71,5 +72,5 @@ extension ProbeReport {
         return "\(failure.name): \(failure.message)\(att)"
     }
 
-    static func number(_ value: Double) -> String { String(format: "%.1f", value) }
+    static func number(_ value: Double) -> String { String(cFormat: "%.1f", value) }
 }

@@ -1,6 +1,7 @@
 import BlueZModel
-import Foundation
+import FoundationEssentials
 import GATTModel
+import LocalIO
 
 // `blemu clone`: what a central saw of a device, written as a profile that validates and runs. The
 // probe's report is the only input, so the clone holds what a central can learn: the advertisement as scanned, the
@@ -177,10 +178,10 @@ extension ProfileClone {
             let file = "\(recordingStem).\(id).csv"
             recordings[file] =
                 "time,value\n"
-                + values.map { "\(String(format: "%.3f", $0.at ?? 0)),\($0.hex)" }.joined(separator: "\n")
+                + values.map { "\(String(cFormat: "%.3f", $0.at ?? 0)),\($0.hex)" }.joined(separator: "\n")
                 + "\n"
             let action = properties.contains("notify") ? "notify" : "indicate"
-            let span = String(format: "%.1f", (values.last?.at ?? 0) - (values.first?.at ?? 0))
+            let span = String(cFormat: "%.1f", (values.last?.at ?? 0) - (values.first?.at ?? 0))
             schedules += [
                 "    # recorded: \(values.count) values in \(span) s; sent at the times they arrived, counted from "
                     + "the first subscription, then again",

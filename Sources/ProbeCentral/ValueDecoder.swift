@@ -1,5 +1,6 @@
-import Foundation
+import FoundationEssentials
 import GATTModel
+import LocalIO
 
 /// Decodes the SIG characteristic formats a phone's Bluetooth app would show, by UUID; everything else that is
 /// printable UTF-8 is shown as text. The report always carries the hex as well, so a wrong guess loses nothing.
@@ -31,7 +32,8 @@ public enum ValueDecoder {
         // A trailing NUL is common padding in string characteristics.
         let trimmed = bytes.last == 0 ? Array(bytes.dropLast()) : bytes
         guard !trimmed.isEmpty, let string = String(validating: trimmed, as: UTF8.self),
-            string.unicodeScalars.allSatisfy({ !CharacterSet.controlCharacters.contains($0) })
+            // No control or format character (Unicode's Cc and Cf, what Foundation's controlCharacters held).
+            string.unicodeScalars.allSatisfy({ ![.control, .format].contains($0.properties.generalCategory) })
         else { return nil }
         return "\"\(string)\""
     }
@@ -54,7 +56,7 @@ public enum ValueDecoder {
         }
         if flags & 0x10 != 0 {
             var intervals: [String] = []
-            while let rr = reader.u16() { intervals.append(String(format: "%.3f", Double(rr) / 1024)) }
+            while let rr = reader.u16() { intervals.append(String(cFormat: "%.3f", Double(rr) / 1024)) }
             parts.append("RR \(intervals.joined(separator: " ")) s")
         }
         return parts.joined(separator: ", ")
@@ -72,7 +74,7 @@ public enum ValueDecoder {
             guard let year = reader.u16(), let month = reader.u8(), let day = reader.u8(), let hour = reader.u8(),
                 let minute = reader.u8(), let second = reader.u8()
             else { return nil }
-            parts.append(String(format: "at %04d-%02d-%02d %02d:%02d:%02d", year, month, day, hour, minute, second))
+            parts.append(String(cFormat: "at %04d-%02d-%02d %02d:%02d:%02d", year, month, day, hour, minute, second))
         }
         if flags & 0x04 != 0, let type = reader.u8() {
             parts.append("type \(temperatureTypes[Int(type)] ?? "\(type)")")
@@ -101,11 +103,11 @@ public enum ValueDecoder {
         var parts: [String] = []
         if flags & 0x01 != 0 {
             guard let revolutions = reader.u32(), let time = reader.u16() else { return nil }
-            parts.append("wheel \(revolutions) rev at \(String(format: "%.3f", Double(time) / 1024)) s")
+            parts.append("wheel \(revolutions) rev at \(String(cFormat: "%.3f", Double(time) / 1024)) s")
         }
         if flags & 0x02 != 0 {
             guard let revolutions = reader.u16(), let time = reader.u16() else { return nil }
-            parts.append("crank \(revolutions) rev at \(String(format: "%.3f", Double(time) / 1024)) s")
+            parts.append("crank \(revolutions) rev at \(String(cFormat: "%.3f", Double(time) / 1024)) s")
         }
         return parts.isEmpty ? "no data" : parts.joined(separator: ", ")
     }
@@ -115,14 +117,14 @@ public enum ValueDecoder {
         var reader = ByteReader(bytes)
         guard bytes.count == 2, let raw = reader.u16() else { return nil }
         if raw == 0x8000 { return "unknown" }
-        return String(format: "%.2f °C", Double(Int16(bitPattern: raw)) / 100)
+        return String(cFormat: "%.2f °C", Double(Int16(bitPattern: raw)) / 100)
     }
 
     /// A number without a trailing ".0" noise: 36.6, 37, nan.
     static func number(_ value: Double) -> String {
         if value.isNaN { return "NaN" }
         if value.isInfinite { return value > 0 ? "+INF" : "-INF" }
-        let text = String(format: "%.6g", value)
+        let text = String(cFormat: "%.6g", value)
         return text
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension Verification {
     /// The verification as a test run reads: one line per check, what was expected and seen under each failure

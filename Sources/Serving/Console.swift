@@ -13,7 +13,10 @@ public enum Console {
     public static func error(_ text: String) { line(text, to: STDERR_FILENO) }
 
     /// Writes `text` and a newline to `descriptor`; a failed write is ignored.
-    public static func line(_ text: String, to descriptor: Int32) {
-        try? LocalFile.writeAll(Array((text + "\n").utf8), to: descriptor)
+    public static func line(_ text: String, to descriptor: Int32) { write(text + "\n", to: descriptor) }
+
+    /// Writes `text` as it is to `descriptor` (stderr when not given); a failed write is ignored.
+    public static func write(_ text: String, to descriptor: Int32 = STDERR_FILENO) {
+        try? LocalFile.writeAll(Array(text.utf8), to: descriptor)
     }
 }

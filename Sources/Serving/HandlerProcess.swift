@@ -1,5 +1,5 @@
 import Dispatch
-import Emulation
+import LocalIO
 import Synchronization
 
 #if canImport(Glibc)
@@ -51,8 +51,8 @@ final class HandlerProcess: Sendable {
 
     private func spawn() -> pid_t? {
         // Its stdout joins stderr: blemu's own stdout carries what scripts read (the event log with `--events -`).
-        switch ChildSpawn.start(
-            ["/bin/sh", "-c", command], environment: ["BLEMU_CONTROL": control], stdoutToStderr: true)
+        switch ProcessSpawn.start(
+            ["/bin/sh", "-c", command], environment: ["BLEMU_CONTROL": control], standardOutput: .standardError)
         {
         case .success(let pid): return pid
         case .failure(let error):

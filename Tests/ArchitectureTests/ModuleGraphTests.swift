@@ -37,6 +37,18 @@ import Testing
         #expect(reached.isDisjoint(with: heavy), "blemu reaches \(reached.intersection(heavy).sorted())")
     }
 
+    /// blemu-cli uses FoundationEssentials alone: any symbol of swift-corelibs-foundation's `Foundation` links its ICU
+    /// data into the binary (44 MB of its 65: docs/install.md, "Size"), whatever the file imports says.
+    @Test func theCommandLineBinaryReachesNoCoreLibsFoundation() throws {
+        let (_, imported) = try graphs()
+        let heavy: Set<String> = [
+            "Foundation", "FoundationNetworking", "FoundationInternationalization", "FlyingFox", "FlyingSocks",
+        ]
+        let reached = imported.closure(of: "BlemuCLI")
+        #expect(reached.contains("Lab"), "the graph was read: BlemuCLI imports Lab")
+        #expect(reached.isDisjoint(with: heavy), "BlemuCLI reaches \(reached.intersection(heavy).sorted())")
+    }
+
     /// The reader itself: a file's head ends at its first declaration, so a script in a string literal is no import.
     @Test func onlyTheHeadOfAFileImports() {
         let text = """

@@ -59,7 +59,7 @@ struct AirLinkTests {
                     name: "in", source: .listener(try UnixSocket.listen(entrance)),
                     dial: { () throws(TCPEndpoint.Failure) in try UnixSocket.connect(far) }, patience: .seconds(10))
             ], log: { lines.append($0) })
-        splice.start()
+        try splice.start()
         // The near end connects and writes before the far end exists: the splice keeps trying, the bytes wait.
         let near = try UnixSocket.connect(entrance)
         defer { close(near) }
@@ -94,7 +94,7 @@ struct AirLinkTests {
                     dial: { () throws(TCPEndpoint.Failure) in try UnixSocket.connect(directory + "/b") },
                     patience: .milliseconds(600))
             ], log: { lines.append($0) })
-        splice.start()
+        try splice.start()
         let deadline = ContinuousClock.now + .seconds(5)
         while lines.all.isEmpty && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.05) }
         splice.stop()

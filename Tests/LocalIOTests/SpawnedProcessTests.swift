@@ -1,0 +1,87 @@
+import Foundation
+import LocalIO
+import Testing
+
+/// `SpawnedProcess` and `ProcessSpawn`: the one way blemu starts a child, as a shell would, and the one way it waits
+/// for one. Real children (/bin/sh), real signals.
+@Suite struct SpawnedProcessTests {
+    @Test func aChildsOutputAndExitStatusComeBackAndItsEnvironmentHasTheAdditions() throws {
+        let (status, output) = try SpawnedProcess.run(
+            ["/bin/sh", "-c", "printf '%s' \"$BLEMU_TEST\"; exit 3"], environment: ["BLEMU_TEST": "added"])
+        #expect(status == 3)
+        #expect(String(decoding: output, as: UTF8.self) == "added")
+    }
+
+    @Test func stdinIsEmptyAndStdoutCanJoinStderrWhereverItGoes() throws {
+        let path = NSTemporaryDirectory() + "blemu-spawn-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let file = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        defer { close(file) }
+        // stdin is /dev/null, so `cat` ends at once; stdout follows stderr into the file.
+        let child = try SpawnedProcess.start(
+            ["/bin/sh", "-c", "cat; echo out; echo err >&2"], standardOutput: .standardError,
+            standardError: .descriptor(file))
+        #expect(child.wait() == 0)
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "out\nerr\n")
+        let (_, discarded) = try SpawnedProcess.run(["/bin/sh", "-c", "echo out; echo err >&2"])
+        #expect(String(decoding: discarded, as: UTF8.self) == "out\n")
+    }
+
+    @Test func aChildKilledByASignalReportsItAsAShellDoes() throws {
+        let (status, _) = try SpawnedProcess.run(["/bin/sh", "-c", "kill -TERM $$"])
+        #expect(status == 128 + SIGTERM)
+    }
+
+    @Test func aMissingProgramIsTheSystemsReasonNotACrash() {
+        #expect(throws: ProcessSpawn.SpawnError.self) { try SpawnedProcess.run(["/nonexistent/blemu-test"]) }
+    }
+
+    @Test func signalsStartUnblockedAtTheirDefaultsAndTheChildLeadsItsOwnGroup() throws {
+        // This thread blocks SIGTERM for the test (a mask is per thread, so no other test sees it); a child must not
+        // inherit that, as children of libdispatch's workers would.
+        var blocked = sigset_t()
+        var saved = sigset_t()
+        sigemptyset(&blocked)
+        sigaddset(&blocked, SIGTERM)
+        pthread_sigmask(SIG_BLOCK, &blocked, &saved)
+        defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
+        let (_, output) = try SpawnedProcess.run(
+            ["/bin/sh", "-c", "grep -E '^(SigBlk|SigIgn):' /proc/self/status; ps -o pgid= -p $$; echo $$"])
+        let lines = String(decoding: output, as: UTF8.self).split(separator: "\n").map { $0.trimmingWhitespace() }
+        let mask = { (name: String) in
+            lines.first { $0.hasPrefix(name + ":") }.flatMap {
+                UInt64($0.dropFirst(name.count + 1).trimmingWhitespace(), radix: 16)
+            }
+        }
+        let term = UInt64(1) << (UInt64(SIGTERM) - 1)
+        #expect(mask("SigBlk") == 0, "\(lines)")
+        #expect(mask("SigIgn").map { $0 & term == 0 } == true, "\(lines)")
+        #expect(lines.count == 4 && lines[2] == lines[3], "the child's group is its own pid: \(lines)")
+    }
+
+    @Test func noDescriptorOfTheParentsReachesTheChild() throws {
+        let fd = open("/dev/null", O_RDONLY)  // not close-on-exec
+        defer { close(fd) }
+        let (_, output) = try SpawnedProcess.run(["/bin/sh", "-c", "ls /proc/self/fd"])
+        let open = String(decoding: output, as: UTF8.self).split(separator: "\n").compactMap { Int32($0) }
+        #expect(!open.contains(fd), "\(open)")
+    }
+
+    @Test func aWaitWithinALimitReturnsNilWhileTheChildRunsAndStopEndsIt() throws {
+        // The child ignores SIGTERM itself, so only the SIGKILL after the grace ends it.
+        let child = try SpawnedProcess.start(["/bin/sh", "-c", "trap '' TERM; while :; do sleep 1; done"])
+        #expect(child.isRunning)
+        #expect(child.wait(within: .milliseconds(50)) == nil)
+        #expect(child.stop(grace: .milliseconds(100)) == 128 + SIGKILL)
+        #expect(!child.isRunning)
+        #expect(child.status == 128 + SIGKILL)
+        // Reaped: a signal now cannot reach a process that reused the pid.
+        child.signal(SIGKILL)
+        #expect(child.wait() == 128 + SIGKILL)
+    }
+
+    @Test func aChildThatEndsOnTermIsStoppedWithoutTheKill() throws {
+        let child = try SpawnedProcess.start(["/bin/sleep", "60"])
+        #expect(child.stop(grace: .seconds(30)) == 128 + SIGTERM)
+    }
+}
