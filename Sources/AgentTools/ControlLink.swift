@@ -1,4 +1,5 @@
 import ControlProtocol
+import LocalIO
 
 /// The control socket as the tools use it: every call on a thread of its own (`OffPool`), every wait bounded by a
 /// deadline, so no thread outlives the call that started it by more than its timeout.

@@ -28,7 +28,7 @@ final class StdioChannel: Sendable {
     func lines() -> AsyncStream<LineFramer.Line> {
         let input = input
         return AsyncStream { continuation in
-            OffPool.start {
+            let reading: @Sendable () -> Void = {
                 var framer = LineFramer(maximumLength: Self.longestLine)
                 var buffer = [UInt8](repeating: 0, count: 64 << 10)
                 while true {
@@ -46,16 +46,19 @@ final class StdioChannel: Sendable {
                 }
                 continuation.finish()
             }
+            // No thread to read on (the process's limit): no line will come, so the lines end now.
+            do { try DetachedThread.start(reading) } catch { continuation.finish() }
         }
     }
 
-    /// Writes `line` and its newline; false when the client no longer reads (EPIPE: SIGPIPE is ignored by
-    /// blemu-live's main), whose answers are then dropped while its requests are still read.
+    /// Writes `line` and its newline, waiting while a non-blocking standard output is full (the client reads slower
+    /// than the answers come); false when the client no longer reads (EPIPE: SIGPIPE is ignored by blemu-live's
+    /// main), whose answers are then dropped while its requests are still read.
     @discardableResult
     func send(_ line: String) -> Bool {
         writing.withLock { _ in
             do throws(LocalFile.WriteError) {
-                try LocalFile.writeAll(Array((line + "\n").utf8), to: output)
+                try LocalFile.writeAll(Array((line + "\n").utf8), to: output, waitingWhenFull: true)
                 return true
             } catch {
                 return false

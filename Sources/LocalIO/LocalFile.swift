@@ -47,11 +47,21 @@ public enum LocalFile {
 
     /// Writes all of `bytes` to `descriptor`, again after EINTR and after a short write. Throws at the first write
     /// that fails (EPIPE when the reader went away: SIGPIPE must be ignored for that to come back) or writes nothing.
-    public static func writeAll(_ bytes: [UInt8], to descriptor: Int32) throws(WriteError) {
+    /// A descriptor someone made non-blocking answers EAGAIN when its reader is behind: with `waitingWhenFull` the
+    /// write waits until it takes more (a protocol's answer must not be lost), else it fails (a device's log line
+    /// must not stall the device).
+    public static func writeAll(
+        _ bytes: [UInt8], to descriptor: Int32, waitingWhenFull: Bool = false
+    ) throws(WriteError) {
         var written = 0
         while written < bytes.count {
             let result = bytes[written...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
             if result < 0 && errno == EINTR { continue }
+            if result < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && waitingWhenFull {
+                var ready = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+                _ = poll(&ready, 1, -1)
+                continue
+            }
             guard result > 0 else {
                 throw WriteError(description: result < 0 ? String(cString: strerror(errno)) : "nothing written")
             }
