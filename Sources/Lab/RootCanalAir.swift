@@ -107,8 +107,10 @@ public struct RootCanalAir: Sendable {
             rootcanal = started
             let controllers = try connectControllers(rootcanal: started, log: log)
             let splice = try plan.links.map { links throws(Failure) in try open(links, controllers.count, log: log) }
-            let relay = try RelayThread.start(controllers: controllers)
-            let status = try serve(relay: relay, rootcanal: started, log: log)
+            // Rung by each event the air waits for: RootCanal's exit, a VM's, the relay's end.
+            let wake = DispatchSemaphore(value: 0)
+            let relay = try RelayThread.start(controllers: controllers) { wake.signal() }
+            let status = try serve(relay: relay, rootcanal: started, wake: wake, log: log)
             for line in relay.stop() { log.write(line) }
             splice?.stop()
             // What the air cost, for the fleet benchmark: RootCanal's peak resident set (VmHWM, proc(5)).
@@ -259,7 +261,11 @@ public struct RootCanalAir: Sendable {
 
     /// Runs every VM of the plan until the command's has ended and the others have powered off (or were stopped);
     /// RootCanal or the relay failing meanwhile stops them all and is recorded. Returns the command VM's status.
-    private func serve(relay: RelayThread, rootcanal: SpawnedProcess, log: RadioLog) throws(Failure) -> Int32 {
+    /// `wake` is signalled by the relay's end; this rings it for each exit too, and checks again after each ring, so
+    /// it waits on events, never on a timer (a change between a check and the wait leaves its signal counted).
+    private func serve(
+        relay: RelayThread, rootcanal: SpawnedProcess, wake: DispatchSemaphore, log: RadioLog
+    ) throws(Failure) -> Int32 {
         var started: [SpawnedProcess] = []
         for machine in plan.machines {
             do { started.append(try SpawnedProcess.start(machine.command)) } catch {
@@ -268,6 +274,12 @@ public struct RootCanalAir: Sendable {
             }
         }
         let machines = started
+        do {
+            for process in machines + [rootcanal] { try process.onExit { wake.signal() } }
+        } catch {
+            machines.forEach { $0.signal(SIGTERM) }
+            throw Failure(reason: "cannot watch the VMs: \(error)")
+        }
         // A TERM or INT for the lab (LabMachine stopping the run, a Ctrl-C) goes on to every VM; the air ends with
         // them.
         let signals = [SIGTERM, SIGINT].map { number in
@@ -296,7 +308,7 @@ public struct RootCanalAir: Sendable {
                     for vm in machines { vm.signal(SIGTERM) }
                 }
             }
-            usleep(100_000)
+            wake.wait()
         }
         // The run is over: each fleet VM leaves its counters and powers off, or is stopped.
         for machine in plan.machines.dropFirst() {
@@ -306,7 +318,7 @@ public struct RootCanalAir: Sendable {
         let deadline = ContinuousClock.now + Self.fleetGrace
         while machines.contains(where: \.isRunning) && ContinuousClock.now < deadline {
             noteExits(of: machines, into: &exited, log: log)
-            usleep(100_000)
+            _ = wake.wait(timeout: .after(deadline - ContinuousClock.now))
         }
         for vm in machines where vm.isRunning {
             log.write("a VM did not power off within \(Self.fleetGrace) of the run's end: stopping it")
@@ -380,8 +392,10 @@ private final class RelayThread: Sendable {
     }
 
     /// Starts a relay over `controllers` (each RootCanal connection with the port its qemu serial device connects
-    /// to) on a new thread.
-    static func start(controllers: [(controller: Int32, listener: Int32)]) throws(RootCanalAir.Failure) -> RelayThread {
+    /// to) on a new thread, which calls `onEnd` when the relay has ended.
+    static func start(
+        controllers: [(controller: Int32, listener: Int32)], onEnd: @escaping @Sendable () -> Void
+    ) throws(RootCanalAir.Failure) -> RelayThread {
         var stop: [Int32] = [-1, -1]
         guard pipe(&stop) == 0 else {
             throw RootCanalAir.Failure(reason: "pipe: \(String(cString: strerror(errno)))")
@@ -395,6 +409,8 @@ private final class RelayThread: Sendable {
                 var relay = relay
                 let outcome = relay.run()
                 return (outcome: outcome, report: relay.report)
+            } then: {
+                onEnd()
             }
         } catch {
             stop.forEach { close($0) }

@@ -11,12 +11,16 @@ final class ThreadJob<Outcome: Sendable>: Sendable {
     /// Signalled when the body returns; each wait that sees it signals it again, so every later wait sees it too.
     private let done = DispatchSemaphore(value: 0)
 
-    /// Starts `body` on a new thread; throws when the process may start no more threads.
-    init(_ body: @escaping @Sendable () -> Outcome) throws(DetachedThread.StartError) {
+    /// Starts `body` on a new thread, and `then` on it once its result is kept (a watcher's event); throws when the
+    /// process may start no more threads.
+    init(
+        _ body: @escaping @Sendable () -> Outcome, then: @escaping @Sendable () -> Void = {}
+    ) throws(DetachedThread.StartError) {
         try DetachedThread.start { [self] in
             let result = body()
             outcome.withLock { $0 = result }
             done.signal()
+            then()
         }
     }
 

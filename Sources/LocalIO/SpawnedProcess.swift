@@ -90,18 +90,23 @@ public final class SpawnedProcess: Sendable {
     public func wait(within limit: Duration) -> Int32? {
         if let status = reapIfExited() { return status }
         let exited = DispatchSemaphore(value: 0)
-        do {
-            try DetachedThread.start { [pid] in
-                var info = siginfo_t()
-                while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR {}
-                exited.signal()
-            }
-        } catch {
+        do { try onExit { exited.signal() } } catch {
             // No thread to spare (the process's limit): the child loses its time, not its reaping.
             return reapIfExited()
         }
         guard exited.wait(timeout: .after(limit)) == .success else { return nil }
         return reapIfExited()
+    }
+
+    /// Calls `body` on a thread of its own once the child has exited (at once when it has), without reaping it: an
+    /// event for a thread that watches several children and more, where a poll of `isRunning` would be its only
+    /// other way. Throws when the process may start no more threads.
+    package func onExit(_ body: @escaping @Sendable () -> Void) throws(DetachedThread.StartError) {
+        try DetachedThread.start { [pid] in
+            var info = siginfo_t()
+            while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR {}
+            body()
+        }
     }
 
     /// SIGTERM, then up to `grace` for the child to exit, then SIGKILL; returns once it is reaped, with its status.
