@@ -38,8 +38,6 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        // The live view's HTTP and WebSocket server (docs/live-view.md says why this one).
-        .package(url: "https://github.com/swhitty/FlyingFox", from: "0.27.1"),
     ],
     targets: [
         // C libraries, each behind a one-line shim and imported by exactly one Swift module.
@@ -129,8 +127,7 @@ let package = Package(
         .target(
             name: "LiveView",
             dependencies: [
-                "ControlProtocol", "LocalIO", .product(name: "FlyingFox", package: "FlyingFox"),
-                .product(name: "Logging", package: "swift-log"),
+                "ControlProtocol", "LocalIO", .product(name: "Logging", package: "swift-log"),
             ],
             resources: [
                 .embedInCode("Page/index.html"), .embedInCode("Page/app.js"), .embedInCode("Page/plot.js"),
@@ -156,8 +153,8 @@ let package = Package(
             ],
             swiftSettings: strict),
 
-        // `blemu-live`: `ui` and `mcp`, whose servers bring FoundationNetworking and libcurl; blemu and blemu-cli hand
-        // those two commands to it, so no other command loads them.
+        // `blemu-live`: `ui` and `mcp`, the servers that sit beside a running device; blemu and blemu-cli hand those two
+        // commands to it.
         .executableTarget(
             name: "BlemuLive",
             dependencies: [
@@ -223,7 +220,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LiveViewTests",
-            dependencies: ["LiveView", "LocalIO", .product(name: "FlyingFox", package: "FlyingFox")],
+            dependencies: ["LiveView", "LocalIO"],
             swiftSettings: strict),
         .testTarget(
             name: "AgentToolsTests",

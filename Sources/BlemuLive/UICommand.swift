@@ -1,11 +1,16 @@
 import ArgumentParser
 import ControlProtocol
 import Dispatch
-import Foundation
 import LiveView
 import Logging
 import Serving
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// `blemu ui --control SOCK`: a live page of a running device, served next to it (docs/live-view.md).
 struct UICommand: AsyncParsableCommand {
@@ -106,7 +111,7 @@ struct UICommand: AsyncParsableCommand {
         stop.serve(serving)
         // Beside `blemu run --ui`: its device gone (even by SIGKILL, which leaves it no chance to stop the view), the
         // view has nothing to show and ends with it; the orphan's parent becomes another process.
-        let orphaned = ProcessInfo.processInfo.environment[Handover.liveParentVariable].flatMap(pid_t.init).map {
+        let orphaned = getenv(Handover.liveParentVariable).flatMap({ pid_t(String(cString: $0)) }).map {
             parent in
             let timer = DispatchSource.makeTimerSource(queue: .global())
             timer.schedule(deadline: .now(), repeating: .milliseconds(500))
@@ -142,9 +147,9 @@ struct UICommand: AsyncParsableCommand {
         }
     }
 
-    /// Raises the soft limit on open descriptors to the hard one: every page holds a connection (FlyingFox closes
-    /// none that idles), and the default soft limit of 1024 is soon reached by many tabs or an idle-connection
-    /// flood, which would end the accept loop.
+    /// Raises the soft limit on open descriptors to the hard one: every page holds a connection (a silent one for
+    /// up to 30 s before its request, an open page for as long as it stays), and the default soft limit of 1024 is
+    /// soon reached by many tabs or an idle-connection flood, which would end the accept loop.
     private static func raiseDescriptorLimit() {
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }

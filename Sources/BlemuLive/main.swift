@@ -6,9 +6,7 @@ import Glibc
 #endif
 
 /// `blemu-live`: the commands that sit beside a running device and serve a client of their own, `ui` (a browser)
-/// and `mcp` (an agent). An executable of their own: the live view's HTTP server brings FoundationNetworking
-/// and libcurl (some thirty more shared libraries), which every other command would load at each start, and `blemu
-/// ctl` runs many times a test, in the lab under TCG too. `blemu` hands `ui` and `mcp` here; so does blemu-cli.
+/// and `mcp` (an agent). `blemu` hands `ui` and `mcp` here; so does blemu-cli.
 struct BlemuLive: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "blemu", abstract: "Watch and steer a running device: a live web view, and MCP tools for agents.",

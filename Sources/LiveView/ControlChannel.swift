@@ -1,22 +1,21 @@
 import ControlProtocol
-import FlyingSocks
-import Foundation
+import LocalIO
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// The control protocol's JSON (FlyingFox has a type of the same name).
+/// The control protocol's JSON.
 typealias JSONValue = ControlProtocol.JSONValue
 
 /// One connection to a device's control socket (docs/control-and-events.md): request lines out, one response line
-/// back for each, in order. Async on FlyingSocks' pool, so waiting on the device holds no thread; the server keeps
-/// such a connection open between requests (a silent one is closed after 300 s, which polling never reaches).
+/// back for each, in order. Each blocking call (connect, read) runs on a thread of its own (`OffPool`), so waiting on
+/// the device holds no thread of the cooperative pool; the server keeps such a connection open between requests (a
+/// silent one is closed after 300 s, which polling never reaches).
 ///
-/// A read waiting on the pool is never cancelled: FlyingSocks 0.27 keeps a cancelled read's descriptor in its poll
-/// set, and the next socket given the same number then never hears of its data (seen: a view's second page got no
-/// events). A timeout or a stop shuts the socket down instead (`interrupt`), which ends the read as the device
-/// closing would, and the socket is closed once nothing waits on it.
+/// A read is never abandoned: a timeout or a stop shuts the socket down instead (`interrupt`), which ends the read as
+/// the device closing would, and the socket is closed once nothing waits on it (a descriptor closed under a read
+/// could be another connection's by the time the read returns).
 actor ControlChannel {
     /// Why the device did not answer.
     struct Failure: Error, Sendable, CustomStringConvertible {
@@ -24,9 +23,13 @@ actor ControlChannel {
         var description: String
     }
 
+    /// How long a connect may wait for the device to accept: one claiming its socket but not serving yet holds it
+    /// in the backlog (unix(7): a stream connect waits up to the send timeout).
+    static let connectLimit = 5
+
     /// The socket's path.
     let path: String
-    private var socket: AsyncSocket?
+    private var socket: Int32?
     private var pending: [UInt8] = []
     /// Why the connection was shut down while in use: a read that ends then fails with this reason.
     private var interruption: String?
@@ -52,16 +55,19 @@ actor ControlChannel {
             timer.cancel()
             answered = number
         }
-        do {
+        do throws(Failure) {
             let socket = try await connected()
-            try await socket.write(Data((JSONValue.object(request).text + "\n").utf8))
+            // A request line is small, and the device reads each as it comes: the send timeout bounds it anyway.
+            guard SocketCalls.sendAll(socket, Array((JSONValue.object(request).text + "\n").utf8)) else {
+                throw systemFailure()
+            }
             let line = try await nextLine()
             guard let response = (try? JSONValue(parsing: line))?.object else {
                 throw Failure(description: "\(path): an answer that is not a JSON object")
             }
             return response
         } catch {
-            let failure = failure(error)
+            let failure = interruption.map { Failure(description: "\(path): \($0)") } ?? error
             close()
             throw failure
         }
@@ -75,10 +81,10 @@ actor ControlChannel {
             close()
             throw Failure(description: "\(path): \(first["error"]?.string ?? "refused")")
         }
-        do {
+        do throws(Failure) {
             while true { await line(try await nextLine()) }
         } catch {
-            let failure = failure(error)
+            let failure = interruption.map { Failure(description: "\(path): \($0)") } ?? error
             close()
             throw failure
         }
@@ -88,7 +94,7 @@ actor ControlChannel {
     /// holds until `close`: a channel interrupted before it connected, or between two reads, reads nothing more.
     func interrupt(_ reason: String) {
         interruption = reason
-        if let socket { _ = Glibc.shutdown(socket.socket.file.rawValue, Int32(SHUT_RDWR)) }
+        if let socket { _ = shutdown(socket, Int32(SHUT_RDWR)) }
     }
 
     /// `interrupt`, unless request number `request` has had its answer.
@@ -99,32 +105,47 @@ actor ControlChannel {
     /// Closes the connection; the next request opens a new one. Call only when no read waits on it (`interrupt`
     /// ends one).
     func close() {
-        try? socket?.close()
+        if let socket { SocketCalls.close(socket) }
         socket = nil
         pending = []
         interruption = nil
     }
 
-    private func failure(_ error: any Error) -> Failure {
-        if let interruption { return Failure(description: "\(path): \(interruption)") }
-        if let failure = error as? Failure { return failure }
-        // The system's words ("No such file or directory", "Connection refused"), not the error's Swift spelling.
-        if case SocketError.failed(_, _, let message) = error { return Failure(description: "\(path): \(message)") }
-        return Failure(description: "\(path): \(error)")
+    /// `path: ` and the system's words for errno ("No such file or directory", "Connection refused").
+    private nonisolated func systemFailure() -> Failure {
+        Failure(description: "\(path): \(String(cString: strerror(errno)))")
     }
 
-    private func connected() async throws -> AsyncSocket {
+    private func connected() async throws(Failure) -> Int32 {
         if let interruption { throw Failure(description: "\(path): \(interruption)") }
         if let socket { return socket }
-        let socket = try await AsyncSocket.connected(to: sockaddr_un.unix(path: path), timeout: 5)
+        let path = path
+        let outcome = await OffPool.run { () -> Result<Int32, Failure> in
+            guard let address = SocketCalls.unixAddress(path) else {
+                return .failure(Failure(description: "\(path): not a socket path"))
+            }
+            let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            guard fd >= 0 else { return .failure(Failure(description: "\(path): \(String(cString: strerror(errno)))")) }
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            var limit = timeval(tv_sec: Self.connectLimit, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+            guard SocketCalls.connect(fd, to: address) else {
+                let reason =
+                    errno == EAGAIN ? "not accepting within \(Self.connectLimit) s" : String(cString: strerror(errno))
+                SocketCalls.close(fd)
+                return .failure(Failure(description: "\(path): \(reason)"))
+            }
+            return .success(fd)
+        }
+        let socket = try outcome.get()
         self.socket = socket
         // Interrupted while connecting: the read to come must end too.
-        if interruption != nil { _ = Glibc.shutdown(socket.socket.file.rawValue, Int32(SHUT_RDWR)) }
+        if interruption != nil { _ = shutdown(socket, Int32(SHUT_RDWR)) }
         return socket
     }
 
     /// The next line the device sent, without its newline.
-    private func nextLine() async throws -> String {
+    private func nextLine() async throws(Failure) -> String {
         while true {
             if let interruption { throw Failure(description: "\(path): \(interruption)") }
             if let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
@@ -133,9 +154,20 @@ actor ControlChannel {
                 return line
             }
             guard let socket else { throw Failure(description: "\(path): not connected") }
-            let bytes = try await socket.read(atMost: 65_536)
-            guard !bytes.isEmpty else { throw Failure(description: "\(path): closed") }
-            pending += bytes
+            let read = await OffPool.run { () -> (bytes: [UInt8], error: Int32) in
+                var buffer = [UInt8](repeating: 0, count: 65_536)
+                while true {
+                    let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+                    if count < 0 && errno == EINTR { continue }
+                    return count < 0 ? ([], errno) : (Array(buffer[..<count]), 0)
+                }
+            }
+            if let interruption { throw Failure(description: "\(path): \(interruption)") }
+            guard read.error == 0 else {
+                throw Failure(description: "\(path): \(String(cString: strerror(read.error)))")
+            }
+            guard !read.bytes.isEmpty else { throw Failure(description: "\(path): closed") }
+            pending += read.bytes
         }
     }
 }

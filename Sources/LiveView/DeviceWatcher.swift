@@ -1,5 +1,4 @@
 import ControlProtocol
-import FlyingFox
 import Logging
 
 /// What every open page sees of one device: the watcher asks the control socket for the whole state once (a page
@@ -68,8 +67,9 @@ actor DeviceWatcher {
         pages.removeValue(forKey: id)?.close()
     }
 
-    /// The page `id` sent a command while `PageSocket.waitingCommands` others waited: it is answered at once.
-    func refuseBusy(_ text: String, to id: Int) {
+    /// The answer to a page's command `text` sent while `PageSocket.waitingCommands` others waited: it is answered
+    /// at once, by the page's own reader.
+    static func busyAnswer(to text: String) -> String {
         var answer: [String: JSONValue] = [
             "type": .string("answer"), "response": Self.refusal("too many commands waiting"),
         ]
@@ -77,7 +77,7 @@ actor DeviceWatcher {
             answer["seq"] = message["seq"]
             answer["request"] = message["request"]
         }
-        send(JSONValue.object(answer).text, to: id)
+        return JSONValue.object(answer).text
     }
 
     /// A page's message: a `command` is sent to the device as the control protocol's own request, on a connection

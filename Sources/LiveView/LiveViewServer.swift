@@ -1,18 +1,21 @@
-import FlyingFox
-import FlyingSocks
-import Foundation
+import ControlProtocol
+import Dispatch
 import LocalIO
 import Logging
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// `blemu ui`'s server: the page, and a WebSocket per page that follows one device through its control socket
 /// (docs/live-view.md). It needs nothing but the socket, so it runs beside any `blemu run`, in the lab or not.
 ///
-/// Built on FlyingFox: HTTP/1.1 and WebSocket on plain POSIX sockets and Swift concurrency, a few thousand lines
-/// with no dependency of its own. Hummingbird and SwiftNIO would serve as well, but a page on loopback needs none of
-/// their event loops, and their first build costs CI minutes the lab's VMs already take.
+/// HTTP/1.1 and WebSocket on POSIX sockets, a thread per connection (`ViewConnection`): a page on loopback needs GET
+/// for four files and one WebSocket, which is a few hundred lines here, where a server library (FlyingFox, then)
+/// brought swift-corelibs-foundation's ICU data and libcurl into the binary (docs/install.md, "Size").
 public struct LiveViewServer: Sendable {
-    /// Why the view could not start listening.
+    /// Why the view could not start listening, or stopped.
     public struct ListenError: Error, Sendable, CustomStringConvertible {
         /// The address and the system's reason.
         public var description: String
@@ -49,95 +52,59 @@ public struct LiveViewServer: Sendable {
     }
 
     /// Listens, calls `listening` with the port taken, and serves until the task is cancelled. Throws `ListenError`
-    /// when the address cannot be bound, or connections can no longer be accepted there.
+    /// when the address cannot be bound, or connections can no longer be accepted there (out of descriptors).
     public func run(listening: @escaping @Sendable (UInt16) -> Void) async throws {
-        let socketAddress: any SocketAddress
-        do { socketAddress = try address.socketAddress() } catch {
+        let listener: ViewListener
+        do { listener = try ViewListener(address) } catch {
             throw ListenError(description: "cannot listen on \(address): \(error)")
         }
-        let port = ListeningPort()
-        let server = HTTPServer(
-            config: HTTPServer.Configuration(address: socketAddress, timeout: 30, logger: .disabled),
-            handler: ViewHandler(access: access, port: port, watcher: watcher))
-        let address = address
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                do { try await server.run() } catch {
-                    guard !Task.isCancelled else { return }
-                    if port.value == nil {
-                        throw ListenError(description: "cannot listen on \(address): \(Self.reason(error))")
-                    }
-                    // FlyingFox ends the server on any accept error (out of descriptors: many idle connections).
-                    throw ListenError(
-                        description: "stopped accepting connections on \(address): \(Self.reason(error))")
-                }
+        listening(listener.port)
+        let handler = ViewHandler(access: access, port: listener.port, watcher: watcher)
+        let failure = await withTaskCancellationHandler {
+            await withCheckedContinuation { (ended: CheckedContinuation<String?, Never>) in
+                listener.accept(
+                    serving: { connection in ViewConnection.serve(connection, handler: handler) },
+                    ended: { ended.resume(returning: $0) })
             }
-            group.addTask {
-                try await server.waitUntilListening(timeout: 30)
-                let taken = await server.listeningAddress.flatMap(Self.port) ?? address.port
-                port.value = taken
-                listening(taken)
-            }
-            // The first error ends the group and cancels the rest: a port already taken must not wait out the
-            // listening timeout.
-            while try await group.next() != nil {}
+        } onCancel: {
+            listener.stop()
         }
-    }
-
-    /// The system's words for a socket error ("Address already in use"), else the error as Swift prints it.
-    private static func reason(_ error: any Error) -> String {
-        if case SocketError.failed(_, _, let message) = error { return message }
-        return "\(error)"
-    }
-
-    private static func port(of address: Socket.Address) -> UInt16? {
-        switch address {
-        case .ip4(_, let port), .ip6(_, let port): port
-        default: nil
+        if let failure {
+            throw ListenError(description: "stopped accepting connections on \(address): \(failure)")
         }
     }
 }
 
 /// Every request: refused unless `ViewAccess` lets it through, then the page's files or the WebSocket.
-struct ViewHandler: HTTPHandler {
+struct ViewHandler: Sendable {
     let access: ViewAccess
-    let port: ListeningPort
+    /// The port listened on: the Host a browser sends carries it, so the access checks need it.
+    let port: UInt16
     let watcher: DeviceWatcher
 
-    func handleRequest(_ request: HTTPRequest) async throws -> HTTPResponse {
-        if let refusal = access.refusal(for: request, port: port.value ?? 0) {
-            return HTTPResponse(
-                statusCode: .forbidden, headers: [.contentType: "text/plain; charset=utf-8"],
-                body: Data((refusal.rawValue + "\n").utf8))
-        }
-        guard request.method == .GET else {
-            return HTTPResponse(statusCode: .methodNotAllowed, headers: HTTPHeaders([HTTPHeader("Allow"): "GET"]))
-        }
-        if request.path == "/ws" {
-            return try await WebSocketHTTPHandler(handler: PageSocket(watcher: watcher)).handleRequest(request)
-        }
-        guard let file = PageFiles.file(at: request.path) else { return HTTPResponse(statusCode: .notFound) }
-        var headers: [HTTPHeader: String] = [
-            .contentType: file.contentType, .cacheControl: "no-store",
-            HTTPHeader("X-Content-Type-Options"): "nosniff",
-            // Only the view's own scripts and styles, no framing by another page (clickjacking its controls).
-            HTTPHeader("Content-Security-Policy"):
-                "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
-            HTTPHeader("Referrer-Policy"): "no-referrer",
-        ]
-        if let cookie = access.cookie(for: request, port: port.value ?? 0) { headers[.setCookie] = cookie }
-        return HTTPResponse(statusCode: .ok, headers: HTTPHeaders(headers), body: Data(file.body))
+    /// What a request gets.
+    enum Reply {
+        /// This response, then the connection closes.
+        case response(HTTPResponse)
+        /// The WebSocket handshake, then the page's socket.
+        case webSocket
     }
-}
 
-/// The port the view listens on, known once it listens (port 0 asks the system for one): the Host a browser sends
-/// carries it, so the access checks need it.
-final class ListeningPort: Sendable {
-    private let port = Mutex<UInt16?>(nil)
-
-    /// The port; nil until listening.
-    var value: UInt16? {
-        get { port.withLock { $0 } }
-        set { port.withLock { $0 = newValue } }
+    /// The reply to `request`.
+    func reply(to request: HTTPRequestHead) -> Reply {
+        if let refusal = access.refusal(for: request, port: port) { return .response(.text(403, refusal.rawValue)) }
+        guard request.method == "GET" else {
+            return .response(HTTPResponse(status: 405, fields: [("Allow", "GET")]))
+        }
+        if request.path == "/ws" { return .webSocket }
+        guard let file = PageFiles.file(at: request.path) else { return .response(HTTPResponse(status: 404)) }
+        var fields = [
+            ("Content-Type", file.contentType), ("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff"),
+            // Only the view's own scripts and styles, no framing by another page (clickjacking its controls).
+            ("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'"),
+            ("Referrer-Policy", "no-referrer"),
+        ]
+        if let cookie = access.cookie(for: request, port: port) { fields.append(("Set-Cookie", cookie)) }
+        return .response(HTTPResponse(status: 200, fields: fields, body: file.body))
     }
 }

@@ -1,68 +1,103 @@
-import FlyingFox
-import Foundation
+import ControlProtocol
+import Dispatch
+import LocalIO
+import Synchronization
 
-/// One page's WebSocket, frame by frame: what the watcher sends goes to the page through a bounded `PageOutbox`, and
-/// what the page sends (commands) goes to the watcher, one at a time. When the page goes away the watcher forgets it
-/// at once, and the commands it left waiting are not sent.
-///
-/// Frames rather than FlyingFox's messages (`MessageFrameWSHandler`): that handler copies outgoing messages into a
-/// stream of its own with no bound as fast as they come, so a page that stops reading (a frozen tab, a half-open
-/// connection) would hold the view's memory for as long as the device keeps talking. Here the connection's writer
-/// pulls each frame from the page's own bounded stream as it writes (FlyingFox `HTTPConnection.switchToWebSocket`).
-struct PageSocket: WSHandler {
-    /// The device's watcher, shared by every page.
-    let watcher: DeviceWatcher
+#if canImport(Glibc)
+import Glibc
+#endif
 
+/// One page's WebSocket, once upgraded: what the watcher sends goes to the page through a bounded `PageOutbox`,
+/// written by a thread of its own, and what the page sends (commands) goes to the watcher, one at a time, read by
+/// the connection's thread. When the page goes away the watcher forgets it at once, and the commands it left waiting
+/// are not sent. A page that stops reading (a frozen tab, a half-open connection) costs its outbox's bound, never
+/// more: it is closed when it falls that far behind, or when a write has waited `writeLimit`.
+enum PageSocket {
     /// The longest message a page may send: its commands are a few hundred bytes.
     static let longestMessage = 64 * 1024
     /// Commands a page may have waiting behind the one being answered; past that it is told to wait.
     static let waitingCommands = 32
+    /// How long one write to a page may wait for it to read.
+    static let writeLimit: Int = 30
 
-    func makeFrames(for client: AsyncThrowingStream<WSFrame, any Error>) async throws -> AsyncStream<WSFrame> {
-        let (frames, continuation) = AsyncStream.makeStream(
-            of: WSFrame.self, bufferingPolicy: .bufferingOldest(DeviceWatcher.pageBacklog))
-        let outbox = PageOutbox(continuation: continuation)
-        let id = await watcher.attach(outbox)
-        let watcher = watcher
-        Task {
-            let (commands, queue) = AsyncStream.makeStream(
-                of: String.self, bufferingPolicy: .bufferingOldest(Self.waitingCommands))
-            let answering = Task {
-                for await command in commands {
-                    if Task.isCancelled { break }
-                    await watcher.received(command, from: id)
+    /// Serves the page on `connection` until either side ends it; the caller closes the descriptor after.
+    static func serve(_ connection: Int32, watcher: DeviceWatcher, pending: [UInt8]) {
+        // A page may be silent for hours: no read timeout. A write waits at most `writeLimit` seconds.
+        var none = timeval(tv_sec: 0, tv_usec: 0)
+        setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &none, socklen_t(MemoryLayout<timeval>.size))
+        var limit = timeval(tv_sec: writeLimit, tv_usec: 0)
+        setsockopt(connection, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        let outbox = PageOutbox(capacity: DeviceWatcher.pageBacklog)
+        let written = DispatchSemaphore(value: 0)
+        do {
+            try DetachedThread.start {
+                while let frame = outbox.next() {
+                    guard SocketCalls.sendAll(connection, frame.bytes) else { break }
                 }
+                // Frames sent from now on are gone; the read below ends too.
+                outbox.close()
+                _ = shutdown(connection, Int32(SHUT_RDWR))
+                written.signal()
             }
-            var reader = PageMessageReader(longest: Self.longestMessage)
-            do {
-                reading: for try await frame in client {
-                    switch reader.take(frame) {
-                    case .none: continue
-                    case .message(let text):
-                        if case .dropped = queue.yield(text) { await watcher.refuseBusy(text, to: id) }
-                    case .reply(let frame): outbox.send(frame)
-                    case .close(let frame):
-                        outbox.send(frame)
-                        outbox.close()
-                        break reading
-                    }
-                }
-            } catch {
-                // A frame that does not decode: the connection ends as if the page had gone.
-            }
-            queue.finish()
-            answering.cancel()
-            await watcher.detach(id)
+        } catch {
+            return
         }
-        return frames
+        let attached = Task { await watcher.attach(outbox) }
+        let (commands, queue) = AsyncStream.makeStream(
+            of: String.self, bufferingPolicy: .bufferingOldest(waitingCommands))
+        let answering = Task {
+            let id = await attached.value
+            for await command in commands {
+                if Task.isCancelled { break }
+                await watcher.received(command, from: id)
+            }
+        }
+        read(connection, pending: pending, outbox: outbox, queue: queue)
+        queue.finish()
+        answering.cancel()
+        Task { await watcher.detach(await attached.value) }
+        outbox.close()
+        written.wait()
+    }
+
+    /// Reads the page's frames until it closes, breaks the protocol, or its connection ends.
+    private static func read(
+        _ connection: Int32, pending: [UInt8], outbox: PageOutbox, queue: AsyncStream<String>.Continuation
+    ) {
+        var frames = WebSocketFrameReader(longest: longestMessage)
+        var messages = PageMessageReader(longest: longestMessage)
+        frames.append(pending)
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        while true {
+            let next: WebSocketFrame?
+            do { next = try frames.next() } catch {
+                outbox.send(.close(code: error.code))
+                return
+            }
+            guard let frame = next else {
+                let count = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { return }
+                frames.append(buffer[..<count])
+                continue
+            }
+            switch messages.take(frame) {
+            case .none: continue
+            case .message(let text):
+                if case .dropped = queue.yield(text) { outbox.send(DeviceWatcher.busyAnswer(to: text)) }
+            case .reply(let frame): outbox.send(frame)
+            case .close(let frame):
+                outbox.send(frame)
+                return
+            }
+        }
     }
 }
 
-/// The frames going to one page, at most `DeviceWatcher.pageBacklog` ahead of what its connection has written: a
-/// page that falls further behind is closed rather than buffered for, and its script reconnects to a fresh snapshot.
-struct PageOutbox: Sendable {
-    let continuation: AsyncStream<WSFrame>.Continuation
-
+/// The frames going to one page, at most `capacity` ahead of what its connection has written: a page that falls
+/// further behind is closed rather than buffered for, and its script reconnects to a fresh snapshot. Filled by the
+/// watcher and the page's reader, emptied by the page's writer thread, which waits on it.
+final class PageOutbox: Sendable {
     /// What became of a frame.
     enum Delivery: Equatable {
         /// Queued for the page.
@@ -73,29 +108,73 @@ struct PageOutbox: Sendable {
         case gone
     }
 
+    private struct State {
+        var frames: [WebSocketFrame] = []
+        var first = 0
+        var closed = false
+    }
+
+    /// The most frames queued at once.
+    let capacity: Int
+    private let state = Mutex(State())
+    /// Signalled once per frame queued and once at the close: the writer's one way to wait.
+    private let available = DispatchSemaphore(value: 0)
+
+    /// An empty outbox holding at most `capacity` frames.
+    init(capacity: Int) { self.capacity = capacity }
+
     /// Queues `text` as one text frame.
     @discardableResult
-    func send(_ text: String) -> Delivery {
-        send(WSFrame(fin: true, opcode: .text, mask: nil, payload: Data(text.utf8)))
-    }
+    func send(_ text: String) -> Delivery { send(.text(text)) }
 
     /// Queues `frame`; a page too far behind is closed.
     @discardableResult
-    func send(_ frame: WSFrame) -> Delivery {
-        switch continuation.yield(frame) {
-        case .enqueued: return .queued
-        case .terminated: return .gone
-        case .dropped:
-            continuation.finish()
-            return .behind
-        @unknown default:
-            continuation.finish()
-            return .gone
+    func send(_ frame: WebSocketFrame) -> Delivery {
+        let delivery = state.withLock { state -> Delivery in
+            if state.closed { return .gone }
+            if state.frames.count - state.first >= capacity {
+                state.closed = true
+                return .behind
+            }
+            state.frames.append(frame)
+            return .queued
         }
+        if delivery != .gone { available.signal() }
+        return delivery
     }
 
     /// Ends the page's frames: its connection closes once the frames already queued are written.
-    func close() { continuation.finish() }
+    func close() {
+        let closing = state.withLock { state in
+            defer { state.closed = true }
+            return !state.closed
+        }
+        if closing { available.signal() }
+    }
+
+    /// The next frame to write, waiting for one; nil once the outbox is closed and empty (and at every call after).
+    func next() -> WebSocketFrame? {
+        while true {
+            available.wait()
+            let frame = state.withLock { state -> WebSocketFrame?? in
+                if state.first < state.frames.count {
+                    let frame = state.frames[state.first]
+                    state.first += 1
+                    // Compact now and then, so the array does not keep every frame ever sent.
+                    if state.first >= 1024 && state.first * 2 >= state.frames.count {
+                        state.frames.removeFirst(state.first)
+                        state.first = 0
+                    }
+                    return .some(frame)
+                }
+                return state.closed ? .some(nil) : nil
+            }
+            guard let frame else { continue }
+            // The close's signal stays for the next call, which must see the end too.
+            if frame == nil { available.signal() }
+            return frame
+        }
+    }
 }
 
 /// Reads a page's frames into whole text messages, and answers the control frames (RFC 6455 section 5.5).
@@ -107,28 +186,29 @@ struct PageMessageReader {
         /// A whole text message.
         case message(String)
         /// A frame to send back (a ping's pong).
-        case reply(WSFrame)
+        case reply(WebSocketFrame)
         /// The closing frame to send back, after which the connection ends.
-        case close(WSFrame)
+        case close(WebSocketFrame)
     }
 
     private let longest: Int
-    private var fragments: Data?
+    private var fragments: [UInt8]?
 
     /// A reader that refuses messages longer than `longest` bytes.
     init(longest: Int) { self.longest = longest }
 
     /// What `frame` makes, given the fragments before it.
-    mutating func take(_ frame: WSFrame) -> Outcome {
+    mutating func take(_ frame: WebSocketFrame) -> Outcome {
         switch frame.opcode {
         case .text, .continuation:
             if frame.opcode == .text ? fragments != nil : fragments == nil {
-                return .close(.close(code: .protocolError))  // a new message inside one, or a stray continuation
+                // A new message inside one, or a stray continuation.
+                return .close(.close(code: WebSocketFrame.CloseCode.protocolError))
             }
-            let message = (fragments ?? Data()) + frame.payload
+            let message = (fragments ?? []) + frame.payload
             guard message.count <= longest else {
                 fragments = nil
-                return .close(.close(code: WSCloseCode(1009, reason: "Message Too Big")))
+                return .close(.close(code: WebSocketFrame.CloseCode.messageTooBig, reason: "Message Too Big"))
             }
             guard frame.fin else {
                 fragments = message
@@ -137,15 +217,15 @@ struct PageMessageReader {
             fragments = nil
             return .message(String(decoding: message, as: UTF8.self))
         case .ping:
-            return .reply(WSFrame(fin: true, opcode: .pong, mask: nil, payload: frame.payload))
+            return .reply(WebSocketFrame(fin: true, opcode: .pong, payload: frame.payload))
         case .pong:
             return .none
         case .close:
             // Echo the status code, as RFC 6455 section 5.5.1 asks.
-            return .close(WSFrame(fin: true, opcode: .close, mask: nil, payload: frame.payload.prefix(2)))
-        default:
+            return .close(WebSocketFrame(fin: true, opcode: .close, payload: Array(frame.payload.prefix(2))))
+        case .binary:
             // Binary frames: the page sends none.
-            return .close(.close(code: .unsupportedData))
+            return .close(.close(code: WebSocketFrame.CloseCode.unsupportedData))
         }
     }
 }

@@ -1,5 +1,4 @@
-import FlyingFox
-import Foundation
+import LocalIO
 
 /// Who may use the view. A page elsewhere must not steer the device through the user's browser: a request whose
 /// Host is not the view's own is refused (DNS rebinding: a name the attacker controls, pointed at 127.0.0.1), and so
@@ -31,16 +30,16 @@ struct ViewAccess: Sendable {
     }
 
     /// Nil when the request, to a view listening on `port`, may go on, else why not.
-    func refusal(for request: HTTPRequest, port: UInt16) -> Refusal? {
-        guard let host = request.headers[.host]?.lowercased() else { return .origin }
+    func refusal(for request: HTTPRequestHead, port: UInt16) -> Refusal? {
+        guard let host = request.field("host")?.lowercased() else { return .origin }
         if !names.isEmpty && !extraHosts.contains(host) && !names.map({ "\($0):\(port)" }).contains(host) {
             return .origin
         }
-        if let origin = request.headers[HTTPHeader("Origin")]?.lowercased(), origin != "http://\(host)" {
+        if let origin = request.field("origin")?.lowercased(), origin != "http://\(host)" {
             return .origin
         }
         guard let token else { return nil }
-        let offered = request.query.first { $0.name == "token" }?.value ?? cookie(in: request, port: port)
+        let offered = request.queryValue("token") ?? cookie(in: request, port: port)
         return offered.map { Self.same($0, token) } == true ? nil : .token
     }
 
@@ -48,7 +47,7 @@ struct ViewAccess: Sendable {
     static func cookieName(port: UInt16) -> String { "blemu-ui-\(port)" }
 
     /// The Set-Cookie value for a request to a view on `port` that brought a valid `?token=`, else nil.
-    func cookie(for request: HTTPRequest, port: UInt16) -> String? {
+    func cookie(for request: HTTPRequestHead, port: UInt16) -> String? {
         guard let token, request.query.contains(where: { $0.name == "token" && Self.same($0.value, token) }) else {
             return nil
         }
@@ -56,11 +55,11 @@ struct ViewAccess: Sendable {
     }
 
     /// The token's cookie among the request's, if any.
-    private func cookie(in request: HTTPRequest, port: UInt16) -> String? {
-        for header in request.headers.values(for: .cookie) {
+    private func cookie(in request: HTTPRequestHead, port: UInt16) -> String? {
+        for header in request.fields("cookie") {
             for pair in header.split(separator: ";") {
                 let parts = pair.split(separator: "=", maxSplits: 1)
-                if parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces) == Self.cookieName(port: port) {
+                if parts.count == 2, parts[0].trimmingWhitespace() == Self.cookieName(port: port) {
                     return String(parts[1])
                 }
             }

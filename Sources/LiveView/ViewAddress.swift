@@ -1,9 +1,3 @@
-import FlyingSocks
-
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Where `blemu ui` listens: `HOST:PORT`, `[IPV6]:PORT`, or a port alone (loopback). Port 0 takes a free port.
 public struct ViewAddress: Hashable, Sendable, CustomStringConvertible {
     /// Why an address was refused, for a usage error.
@@ -60,15 +54,11 @@ public struct ViewAddress: Hashable, Sendable, CustomStringConvertible {
     /// The same host with another port: the one the system chose for port 0.
     func with(port: UInt16) -> ViewAddress { ViewAddress(host: host, port: port) }
 
-    /// The socket address to bind; throws when the host is not numeric.
-    func socketAddress() throws -> any SocketAddress {
-        isIPv6 ? try sockaddr_in6.inet6(ip6: host, port: port) : try sockaddr_in.inet(ip4: host, port: port)
-    }
-
     private var isIPv4: Bool {
         let parts = host.split(separator: ".", omittingEmptySubsequences: false)
         return parts.count == 4 && parts.allSatisfy { UInt8($0) != nil }
     }
 
-    private var isIPv6: Bool { host.contains(":") && host.allSatisfy { $0.isHexDigit || $0 == ":" || $0 == "." } }
+    /// Whether the host is an IPv6 address.
+    var isIPv6: Bool { host.contains(":") && host.allSatisfy { $0.isHexDigit || $0 == ":" || $0 == "." } }
 }

@@ -30,23 +30,23 @@ import Testing
         let (_, imported) = try graphs()
         let heavy: Set<String> = [
             "Foundation", "FoundationEssentials", "FoundationNetworking", "FoundationInternationalization",
-            "ArgumentParser", "FlyingFox", "FlyingSocks", "MCP",
+            "ArgumentParser",
         ]
         let reached = imported.closure(of: "blemu")
         #expect(reached.contains("Serving"), "the graph was read: blemu imports Serving")
         #expect(reached.isDisjoint(with: heavy), "blemu reaches \(reached.intersection(heavy).sorted())")
     }
 
-    /// blemu-cli uses FoundationEssentials alone: any symbol of swift-corelibs-foundation's `Foundation` links its ICU
-    /// data into the binary (44 MB of its 65: docs/install.md, "Size"), whatever the file imports says.
-    @Test func theCommandLineBinaryReachesNoCoreLibsFoundation() throws {
+    /// blemu-cli and blemu-live use FoundationEssentials at most: any symbol of swift-corelibs-foundation's
+    /// `Foundation` links its ICU data into the binary (44 MB of blemu-cli's 65: docs/install.md, "Size"), and
+    /// FoundationNetworking libcurl, whatever the file imports says.
+    @Test(arguments: [("BlemuCLI", "Lab"), ("BlemuLive", "LiveView")])
+    func theOtherBinariesReachNoCoreLibsFoundation(binary: String, reads: String) throws {
         let (_, imported) = try graphs()
-        let heavy: Set<String> = [
-            "Foundation", "FoundationNetworking", "FoundationInternationalization", "FlyingFox", "FlyingSocks",
-        ]
-        let reached = imported.closure(of: "BlemuCLI")
-        #expect(reached.contains("Lab"), "the graph was read: BlemuCLI imports Lab")
-        #expect(reached.isDisjoint(with: heavy), "BlemuCLI reaches \(reached.intersection(heavy).sorted())")
+        let heavy: Set<String> = ["Foundation", "FoundationNetworking", "FoundationInternationalization"]
+        let reached = imported.closure(of: binary)
+        #expect(reached.contains(reads), "the graph was read: \(binary) imports \(reads)")
+        #expect(reached.isDisjoint(with: heavy), "\(binary) reaches \(reached.intersection(heavy).sorted())")
     }
 
     /// The reader itself: a file's head ends at its first declaration, so a script in a string literal is no import.

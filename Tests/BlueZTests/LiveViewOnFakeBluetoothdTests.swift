@@ -326,7 +326,7 @@ struct LiveViewOnFakeBluetoothdTests: BlemuRunRig {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    /// Out of descriptors (every idle connection holds one, and FlyingFox ends its server on the accept that
+    /// Out of descriptors (every idle connection holds one, and the view ends its server on the accept that
     /// fails): the view says so in one line and exits 71, not ArgumentParser's bare 1.
     @Test func connectionsPastTheDescriptorLimitEndTheViewWithItsListeningCode() async throws {
         let directory = "/tmp/blemu-ui-\(UUID().uuidString.prefix(8))"

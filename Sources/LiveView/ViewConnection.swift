@@ -1,0 +1,60 @@
+import LocalIO
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One connection to the view, on its own thread: a request head read within `headLimit`, then its file, its
+/// refusal, or its WebSocket (`PageSocket`), and the connection closed.
+enum ViewConnection {
+    /// How long a client may take to send its request's head: a connection that sends nothing is closed then,
+    /// and its descriptor and thread are free again.
+    static let headLimit: Int = 30
+
+    /// Serves `connection` and closes it.
+    static func serve(_ connection: Int32, handler: ViewHandler) {
+        defer { close(connection) }
+        var limit = timeval(tv_sec: headLimit, tv_usec: 0)
+        setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(connection, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        guard let (bytes, end) = readHead(connection) else { return }
+        guard let request = HTTPRequestHead(parsing: bytes[..<end]) else {
+            _ = SocketCalls.sendAll(connection, HTTPResponse.text(400, "blemu ui: not an HTTP/1.1 request").bytes)
+            return
+        }
+        switch handler.reply(to: request) {
+        case .response(let response):
+            _ = SocketCalls.sendAll(connection, response.bytes)
+        case .webSocket:
+            let (response, upgraded) = WebSocketHandshake.response(to: request)
+            guard upgraded else {
+                _ = SocketCalls.sendAll(connection, response.bytes)
+                return
+            }
+            guard SocketCalls.sendAll(connection, WebSocketHandshake.bytes(of: response)) else { return }
+            // What the page sent after its head (a first frame, already) belongs to the WebSocket.
+            PageSocket.serve(connection, watcher: handler.watcher, pending: Array(bytes[(end + 4)...]))
+        }
+    }
+
+    /// The bytes read up to and past the head's end, and where the empty line that ends it starts; nil when the
+    /// client closed, timed out, or sent a head longer than `HTTPRequestHead.longest` (which is then told 431).
+    private static func readHead(_ connection: Int32) -> (bytes: [UInt8], end: Int)? {
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let terminator = Array("\r\n\r\n".utf8)
+        while true {
+            if let range = bytes.firstRange(of: terminator) { return (bytes, range.lowerBound) }
+            guard bytes.count <= HTTPRequestHead.longest else {
+                let refusal = HTTPResponse.text(
+                    431, "blemu ui: request head longer than \(HTTPRequestHead.longest) bytes")
+                _ = SocketCalls.sendAll(connection, refusal.bytes)
+                return nil
+            }
+            let count = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return nil }
+            bytes += buffer[..<count]
+        }
+    }
+}
