@@ -20,7 +20,6 @@ let package = Package(
         // What people type: serves `blemu run` itself, hands every other command to blemu-cli.
         .executable(name: "blemu", targets: ["blemu"]),
         .executable(name: "blemu-cli", targets: ["BlemuCLI"]),
-        .executable(name: "blemu-live", targets: ["BlemuLive"]),
         .library(name: "GATTModel", targets: ["GATTModel"]),
         .library(name: "BlueZModel", targets: ["BlueZModel"]),
         .library(name: "GATTProfile", targets: ["GATTProfile"]),
@@ -147,18 +146,7 @@ let package = Package(
             name: "BlemuCLI",
             dependencies: [
                 "GATTModel", "BlueZModel", "GATTProfile", "Emulation", "Peripheral", "BlueZ", "DBus", "Lab",
-                "LocalIO", "ProbeCentral", "Serving", "ControlProtocol",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: strict),
-
-        // `blemu-live`: `ui` and `mcp`, the servers that sit beside a running device; blemu and blemu-cli hand those two
-        // commands to it.
-        .executableTarget(
-            name: "BlemuLive",
-            dependencies: [
-                "ControlProtocol", "LiveView", "AgentTools", "Serving",
+                "LocalIO", "ProbeCentral", "Serving", "ControlProtocol", "LiveView", "AgentTools",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -52,7 +52,7 @@ final class StdioChannel: Sendable {
     }
 
     /// Writes `line` and its newline, waiting while a non-blocking standard output is full (the client reads slower
-    /// than the answers come); false when the client no longer reads (EPIPE: SIGPIPE is ignored by blemu-live's
+    /// than the answers come); false when the client no longer reads (EPIPE: SIGPIPE is ignored by `blemu mcp`'s
     /// main), whose answers are then dropped while its requests are still read.
     @discardableResult
     func send(_ line: String) -> Bool {

@@ -15,9 +15,8 @@ struct Blemu: AsyncParsableCommand {
         version: BuildRevision.versionLine(version),
         subcommands: [
             ValidateCommand.self, ShowCommand.self, AdvCommand.self, RunCommand.self, LabCommand.self,
-            ProbeCommand.self, CloneCommand.self, VerifyCommand.self, CtlCommand.self, LiveCommands.UI.self,
-            LiveCommands.MCP.self,
-            DoctorCommand.self,
+            ProbeCommand.self, CloneCommand.self, VerifyCommand.self, CtlCommand.self, UICommand.self,
+            McpCommand.self, DoctorCommand.self,
         ])
 
     /// The one-line usage error for `word` as the first argument when it is neither an option nor one of blemu's

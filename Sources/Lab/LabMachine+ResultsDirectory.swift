@@ -114,8 +114,7 @@ extension LabMachine {
     }
 
     /// Copies the blemu binary into `<results>/bin` when the VM cannot see it where it is (a checkout under /tmp),
-    /// with the `blemu-cli` beside it that blemu hands every command but `run` to, and with `--ui` the `blemu-live`
-    /// that serves the views.
+    /// with the `blemu-cli` beside it that blemu hands every command but `run` to (`--ui`'s views included).
     func copyBlemuWhereTheGuestSeesIt(_ configuration: LabConfiguration) throws {
         guard let blemu = configuration.blemuExecutable, let guest = configuration.guestBlemuExecutable,
             guest != blemu
@@ -127,8 +126,7 @@ extension LabMachine {
             try files.createDirectory(atPath: guestDirectory, withIntermediateDirectories: true)
             try? files.removeItem(atPath: guest)
             try files.copyItem(atPath: blemu, toPath: guest)
-            for name in ["blemu-cli"] + (configuration.liveView == nil ? [] : ["blemu-live"])
-            where files.isExecutableFile(atPath: directory + "/" + name) {
+            for name in ["blemu-cli"] where files.isExecutableFile(atPath: directory + "/" + name) {
                 try? files.removeItem(atPath: guestDirectory + "/" + name)
                 try files.copyItem(atPath: directory + "/" + name, toPath: guestDirectory + "/" + name)
             }

@@ -21,11 +21,6 @@ public enum Handover {
     public static let serving = (name: "blemu", packaged: "../../bin/blemu")
     /// The executable with every command, and where the package installs it relative to blemu's directory.
     public static let commands = (name: "blemu-cli", packaged: "../libexec/blemu/blemu-cli")
-    /// The executable of `ui` and `mcp`, beside blemu-cli, and where the package installs it relative to blemu's
-    /// directory.
-    public static let live = (name: "blemu-live", packaged: "../libexec/blemu/blemu-live")
-    /// The commands blemu-live serves: `blemu` hands them to it directly.
-    public static let liveCommands: Set<String> = ["ui", "mcp"]
     /// The variable that tells a view started by `blemu run --ui` the pid of that process: the view ends once it is
     /// gone, however it ended.
     public static let liveParentVariable = "BLEMU_UI_PARENT"

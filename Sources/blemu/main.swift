@@ -35,12 +35,6 @@ if arguments.first == "run" {
         }
     }
 }
-// `ui` and `mcp` go to blemu-live, which links their servers (blemu-cli would load them at every start).
-if let first = arguments.first, Handover.liveCommands.contains(first), let live = Handover.locate(Handover.live) {
-    let reason = Handover.exec(live, arguments)
-    Console.error("blemu: cannot run \(live): \(reason)")
-    exit(ExitStatus.software.code)
-}
 guard let commands = Handover.locate(Handover.commands) else {
     Console.error("blemu: blemu-cli is not installed beside blemu (nor in ../libexec/blemu); reinstall blemu")
     exit(ExitStatus.software.code)

@@ -10,7 +10,7 @@ import Testing
 /// browser and an attacker's page would; then a real headless Chromium drives the page.
 @Suite(
     .enabled(if: PrivateBus.isAvailable, "needs dbus-daemon"),
-    .enabled(if: FileManager.default.isExecutableFile(atPath: ChildProcess.blemu + "-live"), "needs blemu-live"),
+    .enabled(if: FileManager.default.isExecutableFile(atPath: ChildProcess.blemu + "-cli"), "needs blemu-cli"),
     .serialized, .timeLimit(.minutes(3)))
 struct LiveViewOnFakeBluetoothdTests: BlemuRunRig {
     /// `blemu ui` on a free loopback port (or `listen`) for `control`, awaited until it prints its URL; run under

@@ -20,7 +20,7 @@ actor LabScenario {
         ?? URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         .deletingLastPathComponent().appendingPathComponent("blemu").path
 
-    /// `BLEMU_RELEASE_DIR` when set: a release build of blemu, blemu-cli and blemu-live from this commit
+    /// `BLEMU_RELEASE_DIR` when set: a release build of blemu and blemu-cli from this commit
     /// (Benchmarks/release-blemu reads it too; LabRequestTests fails when one is missing).
     static let releaseDirectory: String? = {
         guard let directory = ProcessInfo.processInfo.environment["BLEMU_RELEASE_DIR"], !directory.isEmpty else {

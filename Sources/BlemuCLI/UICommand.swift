@@ -64,6 +64,9 @@ struct UICommand: AsyncParsableCommand {
     var allowedHosts: [String] = []
 
     func run() async throws {
+        // A reader that goes away (`blemu ui | head -1`) makes a write fail with EPIPE, which costs that line; by
+        // default the signal would end the view.
+        signal(SIGPIPE, SIG_IGN)
         let address: ViewAddress
         do { address = try ViewAddress(parsing: listen) } catch {
             Console.error("blemu ui: --listen \(error)")

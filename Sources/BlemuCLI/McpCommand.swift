@@ -38,6 +38,9 @@ struct McpCommand: AsyncParsableCommand {
     var events: String?
 
     func run() async throws {
+        // A client that closed its end makes a write fail with EPIPE, which the channel handles; by default the
+        // signal would kill the process first, mid-answer.
+        signal(SIGPIPE, SIG_IGN)
         // Standard output carries the protocol alone: everything for a person goes to stderr.
         let logger = Logger(label: "blemu.mcp", factory: { StreamLogHandler.standardError(label: $0) })
         let server = AgentToolServer(
