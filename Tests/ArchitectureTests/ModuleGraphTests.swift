@@ -38,7 +38,7 @@ import Testing
     }
 
     /// blemu-cli uses FoundationEssentials at most: any symbol of swift-corelibs-foundation's `Foundation` links its
-    /// ICU data into the binary (44 MB of its 65: docs/install.md, "Size"), and FoundationNetworking libcurl,
+    /// ICU data into the binary (about 44 MB: docs/install.md, "Size"), and FoundationNetworking libcurl,
     /// whatever the file imports says.
     @Test func theCommandLineBinaryReachesNoCoreLibsFoundation() throws {
         let (_, imported) = try graphs()
