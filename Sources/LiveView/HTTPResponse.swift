@@ -40,6 +40,7 @@ struct HTTPResponse: Sendable {
         case 404: "Not Found"
         case 405: "Method Not Allowed"
         case 408: "Request Timeout"
+        case 426: "Upgrade Required"
         case 431: "Request Header Fields Too Large"
         default: "Status"
         }

@@ -71,7 +71,7 @@ enum PageSocket {
         while true {
             let next: WebSocketFrame?
             do { next = try frames.next() } catch {
-                outbox.send(.close(code: error.code))
+                outbox.send(.close(code: error.code), last: true)
                 return
             }
             guard let frame = next else {
@@ -87,7 +87,7 @@ enum PageSocket {
                 if case .dropped = queue.yield(text) { outbox.send(DeviceWatcher.busyAnswer(to: text)) }
             case .reply(let frame): outbox.send(frame)
             case .close(let frame):
-                outbox.send(frame)
+                outbox.send(frame, last: true)
                 return
             }
         }
@@ -127,9 +127,10 @@ final class PageOutbox: Sendable {
     @discardableResult
     func send(_ text: String) -> Delivery { send(.text(text)) }
 
-    /// Queues `frame`; a page too far behind is closed.
+    /// Queues `frame`; a page too far behind is closed. With `last` (a Close frame), the outbox closes behind it in
+    /// the same step, so nothing the watcher sends can follow it (RFC 6455 section 5.5.1).
     @discardableResult
-    func send(_ frame: WebSocketFrame) -> Delivery {
+    func send(_ frame: WebSocketFrame, last: Bool = false) -> Delivery {
         let delivery = state.withLock { state -> Delivery in
             if state.closed { return .gone }
             if state.frames.count - state.first >= capacity {
@@ -137,9 +138,12 @@ final class PageOutbox: Sendable {
                 return .behind
             }
             state.frames.append(frame)
+            state.closed = last
             return .queued
         }
         if delivery != .gone { available.signal() }
+        // The close that `last` made is a signal of its own, as `close()` gives: the writer sees the end after the frame.
+        if delivery == .queued && last { available.signal() }
         return delivery
     }
 
@@ -215,13 +219,23 @@ struct PageMessageReader {
                 return .none
             }
             fragments = nil
-            return .message(String(decoding: message, as: UTF8.self))
+            // A text message must be UTF-8 (section 8.1); a page that sends otherwise is closed with 1007.
+            guard let text = String(validating: message, as: UTF8.self) else {
+                return .close(.close(code: WebSocketFrame.CloseCode.invalidData))
+            }
+            return .message(text)
         case .ping:
             return .reply(WebSocketFrame(fin: true, opcode: .pong, payload: frame.payload))
         case .pong:
             return .none
         case .close:
-            // Echo the status code, as RFC 6455 section 5.5.1 asks.
+            // Echo the status code, as RFC 6455 section 5.5.1 asks: none when none came, 1002 for one a peer may not
+            // send (section 7.4: under 1000, 1004 to 1006, 1015, 1016 to 2999) or a one-byte body.
+            guard !frame.payload.isEmpty else { return .close(WebSocketFrame(fin: true, opcode: .close, payload: [])) }
+            let code = frame.payload.count >= 2 ? UInt16(frame.payload[0]) << 8 | UInt16(frame.payload[1]) : 0
+            guard (1000...1003).contains(code) || (1007...1014).contains(code) || (3000...4999).contains(code) else {
+                return .close(.close(code: WebSocketFrame.CloseCode.protocolError))
+            }
             return .close(WebSocketFrame(fin: true, opcode: .close, payload: Array(frame.payload.prefix(2))))
         case .binary:
             // Binary frames: the page sends none.

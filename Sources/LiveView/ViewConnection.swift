@@ -7,15 +7,14 @@ import Glibc
 /// One connection to the view, on its own thread: a request head read within `headLimit`, then its file, its
 /// refusal, or its WebSocket (`PageSocket`), and the connection closed.
 enum ViewConnection {
-    /// How long a client may take to send its request's head: a connection that sends nothing is closed then,
-    /// and its descriptor and thread are free again.
-    static let headLimit: Int = 30
+    /// How long a client may take to send its whole request head, however it trickles it: it is told 408 then, and
+    /// the connection's descriptor and thread are free again.
+    static let headLimit: Duration = .seconds(30)
 
     /// Serves `connection` and closes it.
     static func serve(_ connection: Int32, handler: ViewHandler) {
         defer { close(connection) }
-        var limit = timeval(tv_sec: headLimit, tv_usec: 0)
-        setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        var limit = timeval(tv_sec: Int(headLimit.components.seconds), tv_usec: 0)
         setsockopt(connection, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         guard let (bytes, end) = readHead(connection) else { return }
         guard let request = HTTPRequestHead(parsing: bytes[..<end]) else {
@@ -38,11 +37,13 @@ enum ViewConnection {
     }
 
     /// The bytes read up to and past the head's end, and where the empty line that ends it starts; nil when the
-    /// client closed, timed out, or sent a head longer than `HTTPRequestHead.longest` (which is then told 431).
+    /// client closed, took longer than `headLimit` (told 408), or sent a head longer than `HTTPRequestHead.longest`
+    /// (told 431).
     private static func readHead(_ connection: Int32) -> (bytes: [UInt8], end: Int)? {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         let terminator = Array("\r\n\r\n".utf8)
+        let deadline = ContinuousClock.now + headLimit
         while true {
             if let range = bytes.firstRange(of: terminator) { return (bytes, range.lowerBound) }
             guard bytes.count <= HTTPRequestHead.longest else {
@@ -51,8 +52,24 @@ enum ViewConnection {
                 _ = SocketCalls.sendAll(connection, refusal.bytes)
                 return nil
             }
-            let count = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
-            if count < 0 && errno == EINTR { continue }
+            // Each read waits only for what is left of the whole head's time (a receive timeout is per call).
+            let left = deadline - ContinuousClock.now
+            var wait = timeval(
+                tv_sec: Int(left.components.seconds), tv_usec: Int(left.components.attoseconds / 1_000_000_000_000))
+            let count: Int
+            if left > .milliseconds(1) {
+                setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+                count = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
+                if count < 0 && errno == EINTR { continue }
+            } else {
+                count = -1
+                errno = EAGAIN
+            }
+            if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                _ = SocketCalls.sendAll(
+                    connection, HTTPResponse.text(408, "blemu ui: no whole request within 30 s").bytes)
+                return nil
+            }
             guard count > 0 else { return nil }
             bytes += buffer[..<count]
         }

@@ -16,8 +16,9 @@ final class ViewListener: Sendable {
     /// The port listened on: the one asked for, or the one the system chose for port 0.
     let port: UInt16
     private let fd: Int32
-    /// Set by `stop`: an accept that fails from then on is the stop, not a failure.
-    private let stopping = Atomic<Bool>(false)
+    /// `stopping`, set by `stop`: an accept that fails from then on is the stop, not a failure. `closed`, set when
+    /// the loop closes the descriptor: `stop` shuts it down only while it is open, so never a number reused since.
+    private let state = Mutex((stopping: false, closed: false))
 
     /// Binds and listens on `address`; throws the system's reason.
     init(_ address: ViewAddress) throws(Failure) {
@@ -72,21 +73,34 @@ final class ViewListener: Sendable {
 
     /// Ends the accept loop: its blocked accept returns.
     func stop() {
-        stopping.store(true, ordering: .sequentiallyConsistent)
-        _ = shutdown(fd, Int32(SHUT_RDWR))
+        state.withLock { state in
+            state.stopping = true
+            if !state.closed { _ = shutdown(fd, Int32(SHUT_RDWR)) }
+        }
     }
 
+    /// Errors accept(2) says to retry on Linux: a connection that failed before it was taken, not the listener.
+    private static let passing: Set<Int32> = [
+        EINTR, ECONNABORTED, EPROTO, ENOPROTOOPT, EHOSTDOWN, ENONET, EHOSTUNREACH, EOPNOTSUPP, ENETDOWN, ENETUNREACH,
+    ]
+
     private func loop(_ serving: @escaping @Sendable (Int32) -> Void) -> String? {
-        defer { close(fd) }
+        defer {
+            state.withLock { state in
+                state.closed = true
+                close(fd)
+            }
+        }
         while true {
             let connection = Glibc.accept(fd, nil, nil)
-            if stopping.load(ordering: .sequentiallyConsistent) {
+            let failure = errno
+            if state.withLock({ $0.stopping }) {
                 if connection >= 0 { close(connection) }
                 return nil
             }
             guard connection >= 0 else {
-                if errno == EINTR || errno == ECONNABORTED { continue }
-                return String(cString: strerror(errno))
+                if Self.passing.contains(failure) { continue }
+                return String(cString: strerror(failure))
             }
             // Close-on-exec as the listener (accept4 is not in Glibc's Swift overlay).
             _ = fcntl(connection, F_SETFD, FD_CLOEXEC)

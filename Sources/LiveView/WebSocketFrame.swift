@@ -37,6 +37,8 @@ struct WebSocketFrame: Sendable, Equatable {
         static let protocolError: UInt16 = 1002
         /// 1003: a kind of data the view does not take (binary).
         static let unsupportedData: UInt16 = 1003
+        /// 1007: a text message that is not UTF-8.
+        static let invalidData: UInt16 = 1007
         /// 1009: a message longer than the view reads.
         static let messageTooBig: UInt16 = 1009
     }

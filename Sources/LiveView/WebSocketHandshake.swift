@@ -4,14 +4,18 @@ enum WebSocketHandshake {
     /// The GUID a server appends to the client's key (section 1.3).
     static let guid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
-    /// The 101 for `request`, or the 400 that refuses it when it is not a version 13 upgrade with a key (section
-    /// 4.2.1: the server then answers with an HTTP error and no WebSocket).
+    /// The 101 for `request`; else the 426 naming version 13 for an upgrade of another version (section 4.4), or the
+    /// 400 for a request that is no upgrade or has no key (section 4.2.1: an HTTP error and no WebSocket).
     static func response(to request: HTTPRequestHead) -> (response: HTTPResponse, upgraded: Bool) {
         guard request.field("upgrade", contains: "websocket"), request.field("connection", contains: "upgrade"),
-            request.field("sec-websocket-version") == "13", let key = request.field("sec-websocket-key"),
-            !key.isEmpty
+            let key = request.field("sec-websocket-key"), !key.isEmpty
         else {
-            return (.text(400, "blemu ui: not a WebSocket upgrade (RFC 6455, version 13)"), false)
+            return (.text(400, "blemu ui: not a WebSocket upgrade (RFC 6455)"), false)
+        }
+        guard request.field("sec-websocket-version") == "13" else {
+            var refusal = HTTPResponse.text(426, "blemu ui: WebSocket version 13 only")
+            refusal.fields.append(("Sec-WebSocket-Version", "13"))
+            return (refusal, false)
         }
         let accept = base64(SHA1.digest(Array((key + guid).utf8)))
         let fields = [("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Accept", accept)]

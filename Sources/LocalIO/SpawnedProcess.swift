@@ -77,7 +77,7 @@ public final class SpawnedProcess: Sendable {
         return reapIfExited() ?? 127
     }
 
-    /// Sends `number` to the child, unless it has been reaped.
+    /// Sends `number` to the child alone (not its process group), unless it has been reaped.
     public func signal(_ number: Int32) {
         reaped.withLock { status in
             if status == nil { _ = kill(pid, number) }

@@ -39,6 +39,33 @@ import Testing
         #expect(await writer.value == ["one", "two"])
     }
 
+    @Test func nothingFollowsTheCloseFrame() {
+        let outbox = PageOutbox(capacity: 4)
+        #expect(outbox.send(.close(code: 1000), last: true) == .queued)
+        #expect(outbox.send("a late event") == .gone, "RFC 6455 section 5.5.1: no data after a Close")
+        #expect(outbox.next()?.opcode == .close)
+        #expect(outbox.next() == nil)
+    }
+
+    @Test func aMessageThatIsNotUTF8ClosesWith1007() {
+        var reader = PageMessageReader(longest: 64)
+        #expect(
+            reader.take(WebSocketFrame(fin: true, opcode: .text, payload: [0x7B, 0xC3, 0x28]))
+                == .close(.close(code: 1007)))
+    }
+
+    @Test func aCloseIsAnsweredWithItsCodeOnlyWhenAPeerMaySendIt() {
+        var reader = PageMessageReader(longest: 64)
+        func answer(_ payload: [UInt8]) -> PageMessageReader.Outcome {
+            reader.take(WebSocketFrame(fin: true, opcode: .close, payload: payload))
+        }
+        #expect(answer([]) == .close(WebSocketFrame(fin: true, opcode: .close, payload: [])))
+        #expect(answer([0x0F, 0xA0]) == .close(WebSocketFrame(fin: true, opcode: .close, payload: [0x0F, 0xA0])))
+        for invalid: [UInt8] in [[0x03], [0x03, 0xED], [0x03, 0xEE], [0x03, 0xF7], [0x00, 0x10]] {
+            #expect(answer(invalid) == .close(.close(code: 1002)), "\(invalid)")
+        }
+    }
+
     @Test func fragmentsMakeOneMessageAndAPingIsAnsweredWithItsPayload() {
         var reader = PageMessageReader(longest: 64)
         #expect(reader.take(text("{\"type\":", fin: false)) == .none)

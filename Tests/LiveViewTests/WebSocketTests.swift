@@ -30,6 +30,15 @@ import Testing
         #expect(response.fields.first { $0.name == "Sec-WebSocket-Accept" }?.value == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")
         let plain = try #require(HTTPRequestHead(parsing: Array("GET /ws HTTP/1.1\r\nHost: x".utf8)))
         #expect(WebSocketHandshake.response(to: plain).response.status == 400)
+        // Another version: 426 with the one the view speaks (section 4.4).
+        let old = try #require(
+            HTTPRequestHead(
+                parsing: Array(
+                    ("GET /ws HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                        + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 8").utf8)))
+        let refusal = WebSocketHandshake.response(to: old)
+        #expect(!refusal.upgraded && refusal.response.status == 426)
+        #expect(refusal.response.fields.contains { $0.name == "Sec-WebSocket-Version" && $0.value == "13" })
     }
 
     @Test func shaOneAndBase64MatchTheirStandardsVectors() {
