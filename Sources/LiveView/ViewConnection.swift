@@ -44,6 +44,10 @@ enum ViewConnection {
         var buffer = [UInt8](repeating: 0, count: 4096)
         let terminator = Array("\r\n\r\n".utf8)
         let deadline = ContinuousClock.now + headLimit
+        func timedOut() -> (bytes: [UInt8], end: Int)? {
+            _ = SocketCalls.sendAll(connection, HTTPResponse.text(408, "blemu ui: no whole request within 30 s").bytes)
+            return nil
+        }
         while true {
             if let range = bytes.firstRange(of: terminator) { return (bytes, range.lowerBound) }
             guard bytes.count <= HTTPRequestHead.longest else {
@@ -54,22 +58,13 @@ enum ViewConnection {
             }
             // Each read waits only for what is left of the whole head's time (a receive timeout is per call).
             let left = deadline - ContinuousClock.now
+            guard left > .milliseconds(1) else { return timedOut() }
             var wait = timeval(
                 tv_sec: Int(left.components.seconds), tv_usec: Int(left.components.attoseconds / 1_000_000_000_000))
-            let count: Int
-            if left > .milliseconds(1) {
-                setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
-                count = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
-                if count < 0 && errno == EINTR { continue }
-            } else {
-                count = -1
-                errno = EAGAIN
-            }
-            if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
-                _ = SocketCalls.sendAll(
-                    connection, HTTPResponse.text(408, "blemu ui: no whole request within 30 s").bytes)
-                return nil
-            }
+            setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+            let count = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
+            if count < 0 && errno == EINTR { continue }
+            if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return timedOut() }
             guard count > 0 else { return nil }
             bytes += buffer[..<count]
         }
