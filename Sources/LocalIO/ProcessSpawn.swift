@@ -62,7 +62,12 @@ public enum ProcessSpawn {
         posix_spawnattr_setpgroup(&attributes, 0)
         posix_spawnattr_setflags(
             &attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
-        markCloseOnExec()
+        // After the redirections above, so a `.descriptor` source above stderr is duplicated before it closes.
+        if let closeFrom = closeFromAction {
+            _ = closeFrom(&actions, 3)
+        } else {
+            markCloseOnExec()
+        }
         var pointers = arguments.map { strdup($0) } + [nil]
         defer { for pointer in pointers { free(pointer) } }
         var environment: [UnsafeMutablePointer<CChar>?] = additions.map { strdup("\($0.key)=\($0.value)") }
@@ -80,11 +85,24 @@ public enum ProcessSpawn {
         return .success(pid)
     }
 
-    /// Marks every descriptor above stderr close-on-exec, so a child holds nothing of the parent's (a device's D-Bus
-    /// connection, the sockets bluetoothd passed it, its control socket's): the fake-bluetoothd test found twelve
-    /// sockets shared. posix_spawn's `addclosefrom_np` would say it in the child, but Glibc's Swift overlay does not
-    /// have it; the flag is harmless to a parent that starts children only through here (a `dup2` action clears it
-    /// on the descriptor it makes).
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), looked up at run time because Glibc's
+    /// Swift overlay does not declare it: the child closes every descriptor from 3 up, so it holds nothing of the
+    /// parent's (a device's D-Bus connection, the sockets bluetoothd passed it, its control socket's; the
+    /// fake-bluetoothd test found twelve sockets shared), including one another thread opened an instant before the
+    /// spawn, which no marking in the parent can reach. Nil where the C library has no such action.
+    private static let closeFromAction:
+        (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+            // RTLD_DEFAULT is the null handle in glibc's <dlfcn.h>.
+            guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np")
+            else { return nil }
+            return unsafeBitCast(
+                symbol,
+                to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+        }()
+
+    /// Where the C library has no close-from action: marks every descriptor above stderr close-on-exec, which a
+    /// descriptor opened by another thread after the marking escapes; the flag is harmless to a parent that starts
+    /// children only through here (a `dup2` action clears it on the descriptor it makes).
     private static func markCloseOnExec() {
         guard let directory = opendir("/proc/self/fd") else { return }
         defer { closedir(directory) }
