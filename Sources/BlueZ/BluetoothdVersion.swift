@@ -9,8 +9,8 @@ import Logging
 /// can read, else the program its command line names), else of Debian's
 /// `/usr/libexec/bluetooth/bluetoothd` (or `/usr/sbin/bluetoothd`, where other distributions put it).
 ///
-/// The program runs through `posix_spawn` rather than Foundation's `Process`, which needs a run loop wake-up socket
-/// pair and, where it cannot make one (it could not in the lab's guest), waits forever.
+/// The program runs through `SpawnedProcess` (posix_spawn) rather than Foundation's `Process`, which needs a run loop
+/// wake-up socket pair and, where it cannot make one (it could not in the lab's guest), waits forever.
 public enum BluetoothdVersion {
     /// "5.82"; nil when neither executable runs or prints a version.
     public static func of(bus: BusAddress) async -> String? {
@@ -43,42 +43,11 @@ public enum BluetoothdVersion {
         return resolved.split(separator: "/").last == "bluetoothd"
     }
 
-    /// The first line `PATH --version` prints on stdout, when it exits 0; nil otherwise.
+    /// The first line `PATH --version` prints on stdout, when it exits 0; nil otherwise. A version is one short
+    /// line: at most 4 KiB is read, whatever the program writes.
     static func firstLine(of path: String) -> String? {
-        var pipe: [Int32] = [0, 0]
-        guard Glibc.pipe(&pipe) == 0 else { return nil }
-        // Close-on-exec, so no other program started meanwhile inherits the pipe; dup2 clears it on the child's stdout.
-        for end in pipe { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, pipe[1], 1)
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        var pid: pid_t = 0
-        let arguments: [UnsafeMutablePointer<CChar>?] = [strdup(path), strdup("--version"), nil]
-        defer { arguments.forEach { free($0) } }
-        let spawned = posix_spawn(&pid, path, &actions, nil, arguments, environ)
-        close(pipe[1])
-        defer { close(pipe[0]) }
-        guard spawned == 0 else { return nil }
-        var output: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 256)
-        // A version is one short line: stop reading at 4 KiB whatever the program writes.
-        while output.count < 4096 {
-            let count = read(pipe[0], &buffer, buffer.count)
-            if count > 0 {
-                output += buffer[0..<count]
-            } else if count < 0 && errno == EINTR {
-                continue
-            } else {
-                break
-            }
-        }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        // WIFEXITED && WEXITSTATUS == 0, spelled out: the macros do not import.
-        guard status & 0x7F == 0, (status >> 8) & 0xFF == 0 else { return nil }
+        guard let (status, output) = try? SpawnedProcess.run([path, "--version"], readingAtMost: 4096), status == 0
+        else { return nil }
         let line = String(decoding: output, as: UTF8.self).split(separator: "\n").first.map(String.init)
         return line?.isEmpty == false ? line : nil
     }

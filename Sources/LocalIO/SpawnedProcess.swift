@@ -28,11 +28,13 @@ public final class SpawnedProcess: Sendable {
         return SpawnedProcess(pid: try result.get())
     }
 
-    /// Runs `arguments` to its end and returns its status (as a shell gives it) and all it wrote to stdout; its
-    /// stderr goes where `standardError` says. The output is read before the wait: a child that fills the pipe would
-    /// otherwise never exit.
+    /// Runs `arguments` to its end and returns its status (as a shell gives it) and what it wrote to stdout, at most
+    /// `limit` bytes; its stderr goes where `standardError` says. The output is read before the wait: a child that
+    /// fills the pipe would otherwise never exit; past the limit the pipe is closed, so such a child gets EPIPE (or
+    /// SIGPIPE) instead of waiting for a reader.
     public static func run(
-        _ arguments: [String], environment: [String: String] = [:], standardError: ProcessSpawn.Output = .discarded
+        _ arguments: [String], environment: [String: String] = [:], standardError: ProcessSpawn.Output = .discarded,
+        readingAtMost limit: Int = .max
     ) throws(ProcessSpawn.SpawnError) -> (status: Int32, output: [UInt8]) {
         var ends: [Int32] = [-1, -1]
         // pipe2 is not in Glibc's Swift overlay; a spawn between the two calls marks the ends close-on-exec itself.
@@ -49,15 +51,16 @@ public final class SpawnedProcess: Sendable {
             throw error
         }
         _ = close(ends[1])
-        defer { _ = close(ends[0]) }
         var output: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(ends[0], $0.baseAddress, $0.count) }
+        while output.count < limit {
+            let wanted = min(chunk.count, limit - output.count)
+            let count = chunk.withUnsafeMutableBytes { read(ends[0], $0.baseAddress, wanted) }
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else { break }
             output += chunk[..<count]
         }
+        _ = close(ends[0])
         return (child.wait(), output)
     }
 

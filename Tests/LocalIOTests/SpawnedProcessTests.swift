@@ -32,6 +32,14 @@ import Testing
         #expect(status == 128 + SIGTERM)
     }
 
+    @Test func aChildThatWritesPastTheLimitIsCutOffNotWaitedForForever() throws {
+        // `yes` writes until its stdout closes: the read stops at the limit, the pipe closes, SIGPIPE ends it.
+        let (status, output) = try SpawnedProcess.run(["/usr/bin/yes"], readingAtMost: 4096)
+        #expect(output.count == 4096)
+        #expect(Array(output.prefix(4)) == Array("y\ny\n".utf8))
+        #expect(status == 128 + SIGPIPE)
+    }
+
     @Test func aMissingProgramIsTheSystemsReasonNotACrash() {
         #expect(throws: ProcessSpawn.SpawnError.self) { try SpawnedProcess.run(["/nonexistent/blemu-test"]) }
     }
