@@ -177,10 +177,7 @@ public final class ControlServer: Sendable {
                 break
             }
             // A silent client is closed after `idleTimeout`: read() then fails with EAGAIN.
-            var timeout = timeval(
-                tv_sec: Int(idleTimeout.components.seconds),
-                tv_usec: Int(idleTimeout.components.attoseconds / 1_000_000_000_000))
-            setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            SocketCalls.setTimeout(.receive, of: connection, to: idleTimeout)
             do { try DetachedThread.start { [self] in serve(connection) } } catch {
                 // At the thread limit: said, like a full server, and the device keeps running.
                 _ = reply(#"{"error":"\#(error)","ok":false}"# + "\n", to: connection)

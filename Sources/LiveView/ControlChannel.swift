@@ -127,8 +127,7 @@ actor ControlChannel {
             let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
             guard fd >= 0 else { return .failure(Failure(description: "\(path): \(String(cString: strerror(errno)))")) }
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            var limit = timeval(tv_sec: Self.connectLimit, tv_usec: 0)
-            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+            SocketCalls.setTimeout(.send, of: fd, to: .seconds(Self.connectLimit))
             guard SocketCalls.connect(fd, to: address) else {
                 let reason =
                     errno == EAGAIN ? "not accepting within \(Self.connectLimit) s" : String(cString: strerror(errno))

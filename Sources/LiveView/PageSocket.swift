@@ -23,10 +23,8 @@ enum PageSocket {
     /// Serves the page on `connection` until either side ends it; the caller closes the descriptor after.
     static func serve(_ connection: Int32, watcher: DeviceWatcher, pending: [UInt8]) {
         // A page may be silent for hours: no read timeout. A write waits at most `writeLimit` seconds.
-        var none = timeval(tv_sec: 0, tv_usec: 0)
-        setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &none, socklen_t(MemoryLayout<timeval>.size))
-        var limit = timeval(tv_sec: writeLimit, tv_usec: 0)
-        setsockopt(connection, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        SocketCalls.setTimeout(.receive, of: connection, to: .zero)
+        SocketCalls.setTimeout(.send, of: connection, to: .seconds(writeLimit))
         let outbox = PageOutbox(capacity: DeviceWatcher.pageBacklog)
         let written = DispatchSemaphore(value: 0)
         do {

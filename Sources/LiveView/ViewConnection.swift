@@ -14,8 +14,7 @@ enum ViewConnection {
     /// Serves `connection` and closes it.
     static func serve(_ connection: Int32, handler: ViewHandler) {
         defer { close(connection) }
-        var limit = timeval(tv_sec: Int(headLimit.components.seconds), tv_usec: 0)
-        setsockopt(connection, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        SocketCalls.setTimeout(.send, of: connection, to: headLimit)
         guard let (bytes, end) = readHead(connection) else { return }
         guard let request = HTTPRequestHead(parsing: bytes[..<end]) else {
             _ = SocketCalls.sendAll(connection, HTTPResponse.text(400, "blemu ui: not an HTTP/1.1 request").bytes)
@@ -59,9 +58,7 @@ enum ViewConnection {
             // Each read waits only for what is left of the whole head's time (a receive timeout is per call).
             let left = deadline - ContinuousClock.now
             guard left > .milliseconds(1) else { return timedOut() }
-            var wait = timeval(
-                tv_sec: Int(left.components.seconds), tv_usec: Int(left.components.attoseconds / 1_000_000_000_000))
-            setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+            SocketCalls.setTimeout(.receive, of: connection, to: left)
             let count = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
             if count < 0 && errno == EINTR { continue }
             if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return timedOut() }

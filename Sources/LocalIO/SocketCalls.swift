@@ -25,6 +25,22 @@ public enum SocketCalls {
         return address
     }
 
+    /// One of a socket's two timeouts (socket(7), SO_RCVTIMEO and SO_SNDTIMEO).
+    public enum Timeout: Sendable {
+        /// How long a receive blocks before it fails with EAGAIN.
+        case receive
+        /// How long a send (or a connect, for a Unix socket) blocks before it fails with EAGAIN.
+        case send
+    }
+
+    /// Sets `fd`'s `which` timeout to `duration`, to the microsecond; `.zero` blocks without limit (socket(7)).
+    public static func setTimeout(_ which: Timeout, of fd: Int32, to duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        var value = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
+        let option = which == .receive ? SO_RCVTIMEO : SO_SNDTIMEO
+        _ = setsockopt(fd, SOL_SOCKET, option, &value, socklen_t(MemoryLayout<timeval>.size))
+    }
+
     /// Binds `fd` to `address`; false with errno set when it fails.
     public static func bind<Address>(_ fd: Int32, to address: Address) -> Bool {
         passing(address) { systemBind(fd, $0, $1) }
