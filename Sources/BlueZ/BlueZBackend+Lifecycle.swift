@@ -116,43 +116,25 @@ extension BlueZBackend {
             case .forgetLinks(let reason, let bluetoothdChanged):
                 forgetSubscriptions(reason: reason, bluetoothdChanged: bluetoothdChanged)
                 forgetDevices()
-            case .registerAgain, .refreshAdvertisement:
-                // They await bluetoothd, and this may be the loop thread that brings its replies.
-                lifecycleActions.yield(action)
+            case .registerAgain(let reason):
+                // Both await bluetoothd, and this may be the loop thread that brings its replies: queued.
+                jobs.yield(RegistrationJob.Queued(job: .registerAgain(reason: reason)))
+            case .refreshAdvertisement:
+                jobs.yield(RegistrationJob.Queued(job: .refreshAdvertisement))
             }
         }
-    }
-
-    /// Starts the one task that performs the lifecycle's awaiting actions in order; it ends when `shutdown()`
-    /// finishes the stream, and holds the backend only while it performs one.
-    func startLifecycleWorker(_ actions: AsyncStream<BlueZLifecycle.Action>) {
-        let worker = Task { [weak self] in
-            for await action in actions {
-                guard let self else { return }
-                switch action {
-                case .registerAgain(let reason): await registerAgain(reason: reason)
-                case .refreshAdvertisement: await registerAdvertisementAfterPowerOn()
-                case .report, .forgetLinks: break
-                }
-            }
-        }
-        self.worker = worker
     }
 
     /// Unregisters and registers the advertisement, so that bluetoothd adds it to the controller again.
-    private func registerAdvertisementAfterPowerOn() async {
-        await serially { () async in
-            guard !lifecycle.isShutDown, advertisement != nil, owner.current != nil else {
-                return
-            }
-            await withdrawAdvertisement()
-            do {
-                try await registerAdvertisement()
-                logger.info("advertisement registered again after power on (bluetoothd does not restore it)")
-            } catch {
-                logger.error("advertisement not registered again after power on: \(error)")
-                continuation.yield(.advertisingStopped(reason: "not registered again after power on: \(error)"))
-            }
+    func registerAdvertisementAfterPowerOn() async {
+        guard !lifecycle.isShutDown, advertisement != nil, owner.current != nil else { return }
+        await withdrawAdvertisement()
+        do {
+            try await registerAdvertisement()
+            logger.info("advertisement registered again after power on (bluetoothd does not restore it)")
+        } catch {
+            logger.error("advertisement not registered again after power on: \(error)")
+            continuation.yield(.advertisingStopped(reason: "not registered again after power on: \(error)"))
         }
     }
 
@@ -199,28 +181,26 @@ extension BlueZBackend {
     /// adapter's state. Idempotent: a restart announces itself twice (the name's new owner, then InterfacesAdded for
     /// the adapter), and the second pass finds nothing missing.
     func registerAgain(reason: String) async {
-        await serially { () async in
-            guard !lifecycle.isShutDown else { return }
-            let missing = lifecycle.missing
-            if missing.isEmpty { logger.debug("nothing to register again (\(reason))") }
-            for registration in missing {
-                switch registration {
-                case .agent:
-                    await registerAgentAndAlias()
-                case .application:
-                    do { try await registerApplication() } catch {
-                        logger.error("application not registered again: \(error)")
-                    }
-                case .advertisement:
-                    do { try await registerAdvertisement() } catch {
-                        logger.error("advertisement not registered again: \(error)")
-                    }
+        guard !lifecycle.isShutDown else { return }
+        let missing = lifecycle.missing
+        if missing.isEmpty { logger.debug("nothing to register again (\(reason))") }
+        for registration in missing {
+            switch registration {
+            case .agent:
+                await registerAgentAndAlias()
+            case .application:
+                do { try await registerApplication() } catch {
+                    logger.error("application not registered again: \(error)")
+                }
+            case .advertisement:
+                do { try await registerAdvertisement() } catch {
+                    logger.error("advertisement not registered again: \(error)")
                 }
             }
-            if !missing.isEmpty {
-                logger.info("registered \(missing.map { "\($0)" }.joined(separator: ", ")) again (\(reason))")
-            }
-            continuation.yield(.stateChanged(lifecycle.reportedState))
         }
+        if !missing.isEmpty {
+            logger.info("registered \(missing.map { "\($0)" }.joined(separator: ", ")) again (\(reason))")
+        }
+        continuation.yield(.stateChanged(lifecycle.reportedState))
     }
 }

@@ -52,13 +52,8 @@ public actor BlueZBackend: PeripheralBackend {
     var subscriptions: [SignalSubscription] = []
     /// Follows bluetoothd's name (`startWatchingOwner`); cancelled at shutdown.
     var watcher: Task<Void, Never>?
-    /// Carries out the lifecycle's actions that must await bluetoothd (`startLifecycleWorker`); awaited at
-    /// shutdown.
+    /// Performs the registration jobs one at a time, in order (`startWorker`); awaited at shutdown.
     var worker: Task<Void, Never>?
-    /// Registrations run one at a time, in arrival order, across their awaits (`serially`): the actor alone would
-    /// interleave them at each await.
-    var isRegistering = false
-    var registrationWaiters: [CheckedContinuation<Void, Never>] = []
 
     /// Everything bluetoothd reports, in order; finishes on `shutdown()`.
     @_spi(Backend) public nonisolated let events: AsyncStream<BackendEvent>
@@ -71,9 +66,9 @@ public actor BlueZBackend: PeripheralBackend {
     nonisolated let logger: Logger
     nonisolated let owner: OwnerCheck
     nonisolated let continuation: AsyncStream<BackendEvent>.Continuation
-    /// The lifecycle's actions that await bluetoothd, in the order the machine returned them: one task, the
-    /// worker, performs them, so none outlives the backend's shutdown.
-    nonisolated let lifecycleActions: AsyncStream<BlueZLifecycle.Action>.Continuation
+    /// The registration jobs, the user's and the lifecycle's, in the order they were asked for: one task, the
+    /// worker, performs them, so none overlaps another and none outlives the backend's shutdown.
+    nonisolated let jobs: AsyncStream<RegistrationJob.Queued>.Continuation
     /// The manager's router once it attached (`attach(_:)`): every read and write goes to it.
     nonisolated let router: RouterAttachment
     /// Where `send(_:to:)` writes each subscription's updates: a copy of `notify`, `notifySockets` and the
@@ -116,8 +111,8 @@ public actor BlueZBackend: PeripheralBackend {
         self.owner = OwnerCheck(owner: bluetoothd, logger: logger)
         self.router = RouterAttachment(logger: logger)
         (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
-        let (actions, lifecycleActions) = AsyncStream<BlueZLifecycle.Action>.makeStream()
-        self.lifecycleActions = lifecycleActions
+        let (queue, jobs) = AsyncStream<RegistrationJob.Queued>.makeStream()
+        self.jobs = jobs
 
         guard let powered = await adapterPowered() else {
             connection.close()
@@ -137,7 +132,7 @@ public actor BlueZBackend: PeripheralBackend {
             connection.close()
             throw .export("\(error)")
         }
-        startLifecycleWorker(actions)
+        startWorker(queue)
         await watchAdapter()
         await watchDevices()
         await registerAgentAndAlias()
@@ -157,46 +152,26 @@ public actor BlueZBackend: PeripheralBackend {
 
     /// Exports the tree with `service` added and registers the application again; throws `BlueZError`.
     @_spi(Backend) public func publish(_ service: Service) async throws {
-        try await serially { () async throws(BlueZError) in
-            try await applyTree(services + [service])
-        }
+        try await perform(.publish(service)).get()
     }
 
     /// Exports the tree without `service` and registers what remains; throws `BlueZError`.
     @_spi(Backend) public func unpublish(_ service: Service) async throws {
-        try await serially { () async throws(BlueZError) in
-            try await applyTree(services.filter { $0.id != service.id })
-        }
+        try await perform(.unpublish(id: service.id)).get()
     }
 
     /// Plans the advertisement, exports it and registers it; throws `.invalidAdvertisement` when it cannot be laid
     /// out, `.extendedAdvertisingUnavailable` when it is extended and this bluetoothd or controller cannot send it,
     /// `.rejected` when bluetoothd refuses (e.g. no free instance).
     @_spi(Backend) public func startAdvertising(_ advertisement: Advertisement) async throws {
-        var plan: AdvertisingPlan
+        let plan: AdvertisingPlan
         do { plan = try AdvertisingPlanner.plan(advertisement) } catch { throw BlueZError.invalidAdvertisement(error) }
-        try await serially { () async throws(BlueZError) in
-            await withdrawAdvertisement()
-            if plan.mode == .extended { plan = try await planExtended(advertisement) }
-            self.advertisement = plan.registration
-            handle(.want(.advertisement))
-            do throws(BlueZError) {
-                try await registerAdvertisement()
-            } catch .rejected(let operation, let error) where plan.mode == .extended {
-                self.advertisement = nil
-                handle(.unwant(.advertisement))
-                throw Self.extendedRefusal(plan, operation: operation, error)
-            }
-        }
+        try await perform(.startAdvertising(plan, advertisement)).get()
     }
 
-    /// Unregisters and withdraws the advertisement; does nothing when none is registered.
+    /// Unregisters and withdraws the advertisement; does nothing when none is registered, or after shutdown.
     @_spi(Backend) public func stopAdvertising() async throws {
-        await serially { () async in
-            await withdrawAdvertisement()
-            advertisement = nil
-            handle(.unwant(.advertisement))
-        }
+        _ = await perform(.stopAdvertising)
     }
 
     /// Writes one datagram to the characteristic's notify socket, or emits `PropertiesChanged(Value)`; `.failed`
@@ -224,58 +199,99 @@ public actor BlueZBackend: PeripheralBackend {
     /// Unregisters the advertisement, the application and the agent, restores the alias, finishes `events` and
     /// closes the connection. Failures are logged (bluetoothd may be gone already); safe to call twice.
     public func shutdown() async {
-        await serially { () async in
-            guard !lifecycle.isShutDown else { return }
-            // From here the machine ignores bluetoothd: a restart meanwhile registers nothing again, and the actions
-            // still queued for the worker find nothing to do.
-            for registration in lifecycle.shutDown() { await unregister(registration) }
-            lifecycleActions.finish()
-            connection.unexport(paths.advertisement)
-            if let previousAlias { await setAlias(previousAlias) }
-            _ = notify.removeAll()
-            let sockets = Array(notifySockets.values) + Array(writeStreams.values)
-            notifySockets.removeAll()
-            writeStreams.removeAll()
-            publishRoutes()
-            for socket in sockets { socket.close() }
-            for subscription in subscriptions { subscription.cancel() }
-            subscriptions.removeAll()
-            watcher?.cancel()
-            watcher = nil
-            logger.info("unregistered from bluetoothd")
-            continuation.finish()
-            connection.close()
-        }
-        // Outside the gate, which the worker's actions take: they end at once, seeing the shutdown.
+        // A second call finds the queue finished and returns at once; both wait for the worker's last job.
+        _ = await perform(.shutDown)
         await worker?.value
     }
 
     // MARK: One registration at a time
 
-    /// Runs `body` when every earlier body has finished, on this actor.
-    func serially<T>(_ body: () async throws(BlueZError) -> T) async throws(BlueZError) -> T {
-        await enterRegistration()
-        defer { leaveRegistration() }
-        return try await body()
-    }
-
-    /// Runs a body that cannot fail when every earlier body has finished, on this actor.
-    func serially<T>(_ body: () async -> T) async -> T {
-        await enterRegistration()
-        defer { leaveRegistration() }
-        return await body()
-    }
-
-    private func enterRegistration() async {
-        guard isRegistering else {
-            isRegistering = true
-            return
+    /// Queues `job` for the worker and waits until it has been performed; `.shutDown` when the backend ended before
+    /// it could be queued. Never called by a job itself: the worker would wait on its own queue.
+    func perform(_ job: RegistrationJob) async -> Result<Void, BlueZError> {
+        await withCheckedContinuation { reply in
+            if case .terminated = jobs.yield(RegistrationJob.Queued(job: job, reply: reply)) {
+                reply.resume(returning: .failure(.shutDown))
+            }
         }
-        await withCheckedContinuation { registrationWaiters.append($0) }
     }
 
-    private func leaveRegistration() {
-        if registrationWaiters.isEmpty { isRegistering = false } else { registrationWaiters.removeFirst().resume() }
+    /// Starts the one task that performs the queued jobs in order; it ends once `shutdown` finished the queue and
+    /// the jobs already in it have been answered, and holds the backend only while it performs one.
+    func startWorker(_ queue: AsyncStream<RegistrationJob.Queued>) {
+        worker = Task { [weak self] in
+            for await queued in queue {
+                guard let self else {
+                    queued.reply?.resume(returning: .failure(.shutDown))
+                    continue
+                }
+                let outcome = await self.run(queued.job)
+                queued.reply?.resume(returning: outcome)
+            }
+        }
+    }
+
+    /// Performs one job; the worker calls it, and only the worker.
+    private func run(_ job: RegistrationJob) async -> Result<Void, BlueZError> {
+        do throws(BlueZError) {
+            switch job {
+            case .publish(let service): try await applyTree(services + [service])
+            case .unpublish(let id): try await applyTree(services.filter { $0.id != id })
+            case .startAdvertising(let plan, let advertisement): try await advertise(plan, advertisement)
+            case .stopAdvertising:
+                await withdrawAdvertisement()
+                self.advertisement = nil
+                handle(.unwant(.advertisement))
+            case .registerAgain(let reason): await registerAgain(reason: reason)
+            case .refreshAdvertisement: await registerAdvertisementAfterPowerOn()
+            case .shutDown: await endRegistrations()
+            }
+            return .success(())
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// Withdraws the advertisement and registers `plan`'s, first planned again for the adapter when extended.
+    private func advertise(_ plan: AdvertisingPlan, _ advertisement: Advertisement) async throws(BlueZError) {
+        guard !lifecycle.isShutDown else { throw .shutDown }
+        await withdrawAdvertisement()
+        var plan = plan
+        if plan.mode == .extended { plan = try await planExtended(advertisement) }
+        self.advertisement = plan.registration
+        handle(.want(.advertisement))
+        do throws(BlueZError) {
+            try await registerAdvertisement()
+        } catch .rejected(let operation, let error) where plan.mode == .extended {
+            self.advertisement = nil
+            handle(.unwant(.advertisement))
+            throw Self.extendedRefusal(plan, operation: operation, error)
+        }
+    }
+
+    /// The shutdown job: unregisters in reverse order, closes every socket, finishes `events` and the queue (the
+    /// jobs still in it are performed and find the backend shut down), and closes the connection.
+    private func endRegistrations() async {
+        guard !lifecycle.isShutDown else { return }
+        // From here the machine ignores bluetoothd: a restart meanwhile registers nothing again, and the jobs still
+        // queued find nothing to do.
+        for registration in lifecycle.shutDown() { await unregister(registration) }
+        jobs.finish()
+        connection.unexport(paths.advertisement)
+        if let previousAlias { await setAlias(previousAlias) }
+        _ = notify.removeAll()
+        let sockets = Array(notifySockets.values) + Array(writeStreams.values)
+        notifySockets.removeAll()
+        writeStreams.removeAll()
+        publishRoutes()
+        for socket in sockets { socket.close() }
+        for subscription in subscriptions { subscription.cancel() }
+        subscriptions.removeAll()
+        watcher?.cancel()
+        watcher = nil
+        logger.info("unregistered from bluetoothd")
+        continuation.finish()
+        connection.close()
     }
 }
 

@@ -5,7 +5,7 @@ import Logging
 import Peripheral
 import Testing
 
-@testable import BlueZ
+@_spi(Backend) @testable import BlueZ
 
 // The peripheral's life around bluetoothd 5.66 on the fake: power cycles, and a restart of blemu itself.
 @Suite(.enabled(if: PrivateBus.isAvailable, "needs dbus-daemon"), .serialized, .timeLimit(.minutes(1)))
@@ -63,6 +63,43 @@ struct BlueZBackendLifecycleTests {
         var notifications = central.notifications.makeAsyncIterator()
         #expect(await notifications.next()?.value == [0x06, 80])
         await backend.shutdown()
+        await rig.stop()
+    }
+
+    /// Each registration change awaits bluetoothd several times; asked for at once they must still reach it one at
+    /// a time, or the second `RegisterApplication` meets the first's path and bluetoothd answers AlreadyExists.
+    @Test func changesAskedForAtOnceReachBluetoothdOneAtATimeAndNoneOutlivesShutdown() async throws {
+        let rig = try await BackendRig(HeartRate.service)
+        let extras = (1...3).map { n in
+            Service(
+                id: "extra\(n)", uuid: BluetoothUUID(UInt16(0x1810 + n)),
+                characteristics: [
+                    Characteristic(id: "value\(n)", uuid: BluetoothUUID(UInt16(0x2A50 + n)), properties: [.read])
+                ])
+        }
+        async let first: Void = rig.backend.publish(extras[0])
+        async let second: Void = rig.backend.publish(extras[1])
+        async let advertising: Void = rig.backend.startAdvertising(Self.advertisement)
+        async let third: Void = rig.backend.publish(extras[2])
+        _ = try await (first, second, advertising, third)
+        #expect(await rig.fake.registrationCount == 4)
+        #expect(await rig.fake.registeredApplications.map(\.services.count) == [4])
+        #expect(await rig.fake.advertisementsOnAir == 1)
+
+        // A change asked for beside the shutdown is either performed before it or refused as shut down; none waits
+        // forever, and none reaches bluetoothd after the unregistering.
+        async let stopped: Void = rig.backend.shutdown()
+        async let late: Result<Void, any Error> = {
+            do { try await rig.backend.unpublish(extras[0]) } catch { return .failure(error) }
+            return .success(())
+        }()
+        await stopped
+        switch await late {
+        case .success: #expect(await rig.fake.registrationCount == 5)
+        case .failure(let error): #expect((error as? BlueZError).map { "\($0)" } == "\(BlueZError.shutDown)")
+        }
+        #expect(await rig.fake.registeredApplications.isEmpty)
+        await #expect(throws: BlueZError.self) { try await rig.backend.publish(extras[0]) }
         await rig.stop()
     }
 }
