@@ -69,13 +69,12 @@ extension BlueZBackend {
         deviceConnection(signal.path, isConnected: isConnected)
     }
 
-    /// `Device1.Disconnected(reason, message)` (5.83+): kept for the `Connected` false that follows it
-    /// (src/device.c `device_disconnected` sends the signal, then the property).
+    /// `Device1.Disconnected(reason, message)` (5.83+), for the `Connected` false that follows it.
     private func disconnectSignal(_ signal: Signal) {
         guard let sender = signal.sender, sender == owner.current, isDevice(signal.path), signal.arguments.count >= 2,
             case .string(let name) = signal.arguments[0], case .string(let message) = signal.arguments[1]
         else { return }
-        disconnectReasons[signal.path] = DisconnectReason(name: name, message: message)
+        devices.willDisconnect(signal.path, because: DisconnectReason(name: name, message: message))
     }
 
     /// An object from InterfacesAdded or GetManagedObjects (`interfaces`: `a{sa{sv}}`): a connected device of
@@ -91,26 +90,15 @@ extension BlueZBackend {
         deviceConnection(path, isConnected: false)
     }
 
-    /// Forgets the connected devices without reporting them: the manager ends every central itself when the
-    /// adapter goes away or bluetoothd leaves.
-    func forgetDevices() {
-        connectedDevices.removeAll()
-    }
-
-    /// Reports a change once: a device already known connected does not connect again. A disconnect takes the
-    /// reason `Device1.Disconnected` left for it; a reason is never kept past the change it explains.
+    /// Reports a device's change of `Connected`, once (`DeviceTable`).
     private func deviceConnection(_ path: ObjectPath, isConnected: Bool) {
-        let reason = disconnectReasons.removeValue(forKey: path)
-        let changed = isConnected ? connectedDevices.insert(path).inserted : connectedDevices.remove(path) != nil
-        guard changed else { return }
-        let central = Central(id: path.rawValue)
-        if isConnected {
-            logger.info("central \(path) connected")
-            continuation.yield(.connected(central))
-        } else {
+        guard let event = devices.connection(path, isConnected: isConnected) else { return }
+        if case .disconnected(_, let reason) = event {
             logger.info("central \(path) disconnected\(reason.map { ": \($0)" } ?? "")")
-            continuation.yield(.disconnected(central, reason: reason))
+        } else {
+            logger.info("central \(path) connected")
         }
+        continuation.yield(event)
     }
 
     /// Whether `path` is a device of this adapter: `/org/bluez/hci0/dev_...`, one level below it.

@@ -115,7 +115,7 @@ extension BlueZBackend {
                 continuation.yield(.stateChanged(state))
             case .forgetLinks(let reason, let bluetoothdChanged):
                 forgetSubscriptions(reason: reason, bluetoothdChanged: bluetoothdChanged)
-                forgetDevices()
+                devices.forgetConnections()
             case .registerAgain(let reason):
                 // Both await bluetoothd, and this may be the loop thread that brings its replies: queued.
                 jobs.yield(RegistrationJob.Queued(job: .registerAgain(reason: reason)))

@@ -41,14 +41,10 @@ public actor BlueZBackend: PeripheralBackend {
     var nextNotifyToken = 0
     /// AcquireWrite sockets by characteristic id.
     var writeStreams: [String: AcquiredSocket] = [:]
-    /// The adapter's devices whose `Connected` is true, each reported once as a central.
-    var connectedDevices: Set<ObjectPath> = []
-    /// Why a device's link went down, from `Device1.Disconnected` (5.83+), until its `Connected` turns false.
-    var disconnectReasons: [ObjectPath: DisconnectReason] = [:]
+    /// The adapter's devices: connected, about to disconnect, named by requests.
+    var devices = DeviceTable()
     var descriptorValues: [ObjectPath: [UInt8]] = [:]
     var previousAlias: String?
-    /// Device paths bluetoothd named in requests and subscriptions (the `device` option): the centrals we know.
-    var knownDevices: Set<String> = []
     var subscriptions: [SignalSubscription] = []
     /// Follows bluetoothd's name (`startWatchingOwner`); cancelled at shutdown.
     var watcher: Task<Void, Never>?
