@@ -31,7 +31,7 @@ extension BlueZBackend {
         exported = objects.map(\.path)
         self.services = services
         characteristicPaths = Self.characteristicPaths(of: services, paths: paths)
-        descriptorValues = [:]
+        descriptors.reset()
         publishRoutes()
         handle(services.isEmpty ? .unwant(.application) : .want(.application))
         try await registerApplication()

@@ -271,24 +271,20 @@ extension BlueZBackend {
 
     // MARK: Descriptors
 
-    /// Descriptors are served from the model's value (and what centrals wrote since registration): the manager's
-    /// request model covers characteristics only.
+    /// Descriptors are answered here (`DescriptorValues`): the manager's request model covers characteristics only.
     private nonisolated func readDescriptor(_ call: consuming MethodCall, _ path: ObjectPath, _ descriptor: Descriptor)
     {
         guard let call = owner.admit(call) else { return }
         let options = RequestOptions(call.arguments.first)
         remember(options)
-        let value = onLoop { $0.descriptorValues[path] } ?? descriptor.value
         let summary = "read descriptor \(path) by \(options.device) offset \(options.offset)"
-        guard descriptor.permissions.allowsRead else {
-            return answer(call, summary, BlueZErrorReply(for: .readNotPermitted, operation: .read))
+        switch onLoop({ $0.descriptors.read(descriptor, at: path, offset: options.offset) }) {
+        case .success(let bytes):
+            logger.debug("\(summary) -> \(bytes.count) bytes \(Self.hex(bytes))")
+            call.reply([.bytes(bytes)])
+        case .failure(let error):
+            answer(call, summary, BlueZErrorReply(for: error, operation: .read))
         }
-        guard options.offset <= value.count else {
-            return answer(call, summary, BlueZErrorReply(for: .invalidOffset, operation: .read))
-        }
-        let bytes = Array(value[options.offset...])
-        logger.debug("\(summary) -> \(bytes.count) bytes \(Self.hex(bytes))")
-        call.reply([.bytes(bytes)])
     }
 
     private nonisolated func writeDescriptor(_ call: consuming MethodCall, _ path: ObjectPath, _ descriptor: Descriptor)
@@ -298,19 +294,9 @@ extension BlueZBackend {
         let options = RequestOptions(call.arguments.dropFirst().first)
         remember(options)
         let summary = "write descriptor \(path) by \(options.device) offset \(options.offset) \(Self.hex(value))"
-        guard descriptor.permissions.allowsWrite else {
-            return answer(call, summary, BlueZErrorReply(for: .writeNotPermitted, operation: .write))
-        }
-        let error: ATTError? = onLoop { backend in
-            var current = backend.descriptorValues[path] ?? descriptor.value
-            guard options.offset <= current.count else { return .invalidOffset }
-            guard options.offset + value.count <= Characteristic.maximumValueLength else {
-                return .invalidAttributeValueLength
-            }
-            if options.isPrepareAuthorize { return nil }
-            current.replaceSubrange(options.offset..<min(current.count, options.offset + value.count), with: value)
-            backend.descriptorValues[path] = current
-            return nil
+        let error = onLoop {
+            $0.descriptors.write(
+                value, to: descriptor, at: path, offset: options.offset, authorizingOnly: options.isPrepareAuthorize)
         }
         if let error { return answer(call, summary, BlueZErrorReply(for: error, operation: .write)) }
         logger.debug("\(summary) -> ok")

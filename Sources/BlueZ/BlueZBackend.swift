@@ -43,7 +43,8 @@ public actor BlueZBackend: PeripheralBackend {
     var writeStreams: [String: AcquiredSocket] = [:]
     /// The adapter's devices: connected, about to disconnect, named by requests.
     var devices = DeviceTable()
-    var descriptorValues: [ObjectPath: [UInt8]] = [:]
+    /// The descriptors' values, with what centrals wrote.
+    var descriptors = DescriptorValues()
     var previousAlias: String?
     var subscriptions: [SignalSubscription] = []
     /// Follows bluetoothd's name (`startWatchingOwner`); cancelled at shutdown.
