@@ -66,7 +66,7 @@ extension BlueZBackend {
 
     /// Emits `PropertiesChanged` for `WriteAcquired`; failures are logged.
     private func writeAcquiredChanged(_ id: String) {
-        guard let path = characteristicPath(id) else { return }
+        guard let path = tree.characteristicPath(id) else { return }
         let isAcquired = writeStreams[id] != nil
         do {
             try connection.emitPropertiesChanged(

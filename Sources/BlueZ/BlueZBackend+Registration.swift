@@ -14,23 +14,19 @@ extension BlueZBackend {
         guard !lifecycle.isShutDown else { throw .shutDown }
         if lifecycle.isRegistered(.application) { await unregister(.application) }
         forgetSubscriptions(reason: "the application is registered again")
-        for path in exported { connection.unexport(path) }
+        for path in tree.exported { connection.unexport(path) }
         let objects = GATTApplication.objects(
             for: services, paths: paths, options: options, handlers: handlers())
         do {
             for object in objects { try connection.export(object.path, object.interfaces) }
         } catch {
             for object in objects { connection.unexport(object.path) }
-            exported = []
-            self.services = []
-            characteristicPaths = [:]
+            tree = PublishedTree()
             publishRoutes()
             handle(.unwant(.application))
             throw .export("\(error)")
         }
-        exported = objects.map(\.path)
-        self.services = services
-        characteristicPaths = Self.characteristicPaths(of: services, paths: paths)
+        tree = PublishedTree(services, exported: objects.map(\.path), paths: paths)
         descriptors.reset()
         publishRoutes()
         handle(services.isEmpty ? .unwant(.application) : .want(.application))
@@ -39,7 +35,7 @@ extension BlueZBackend {
 
     /// `GattManager1.RegisterApplication(root, {})`: bluetoothd calls GetManagedObjects back before answering.
     func registerApplication() async throws(BlueZError) {
-        guard !services.isEmpty, owner.current != nil else { return }
+        guard !tree.services.isEmpty, owner.current != nil else { return }
         let generation = lifecycle.generation
         let root = paths.root
         _ = try await callBlueZ(
@@ -179,19 +175,5 @@ extension BlueZBackend {
         do { _ = try await callBlueZ(path, interface, member, arguments, operation: member) } catch {
             logger.debug("\(error)")
         }
-    }
-
-    /// The path a published characteristic is exported at.
-    func characteristicPath(_ id: String) -> ObjectPath? { characteristicPaths[id] }
-
-    /// The published characteristics' paths, by id.
-    static func characteristicPaths(of services: [Service], paths: ObjectPaths) -> [String: ObjectPath] {
-        var result: [String: ObjectPath] = [:]
-        for (s, service) in services.enumerated() {
-            for (c, characteristic) in service.characteristics.enumerated() {
-                result[characteristic.id] = paths.characteristic(c, service: s)
-            }
-        }
-        return result
     }
 }

@@ -242,13 +242,13 @@ extension BlueZBackend {
 
     /// Replaces the snapshot `send(_:to:)` routes by with the loop's state now.
     func publishRoutes() {
-        let snapshot = NotifyRoutes(table: notify, sockets: notifySockets, characteristicPaths: characteristicPaths)
+        let snapshot = NotifyRoutes(table: notify, sockets: notifySockets, tree: tree)
         routes.withLock { $0 = snapshot }
     }
 
     /// Emits `PropertiesChanged` for `Notifying` (and `NotifyAcquired` where exported); failures are logged.
     private func notifyingChanged(_ id: String) {
-        guard let path = characteristicPath(id) else { return }
+        guard let path = tree.characteristicPath(id) else { return }
         var changed: [String: DBusValue] = [BlueZName.Property.notifying: .boolean(notify.isNotifying(id))]
         if options.useAcquireNotify { changed[BlueZName.Property.notifyAcquired] = .boolean(notify.isAcquired(id)) }
         do {

@@ -28,10 +28,8 @@ public actor BlueZBackend: PeripheralBackend {
     /// How many times the adapter's power or presence has been heard of from a signal, so an answer to a question
     /// asked before the latest signal is known to be older than what the machine already has.
     var adapterSignals = 0
-    var services: [Service] = []
-    /// Where each published characteristic is exported, by id: set with `services`.
-    var characteristicPaths: [String: ObjectPath] = [:]
-    var exported: [ObjectPath] = []
+    /// The GATT application as exported.
+    var tree = PublishedTree()
     var advertisement: AdvertisementRegistration?
     /// Who each subscribed characteristic's updates reach.
     var notify = NotifyTable()
@@ -232,8 +230,8 @@ public actor BlueZBackend: PeripheralBackend {
     private func run(_ job: RegistrationJob) async -> Result<Void, BlueZError> {
         do throws(BlueZError) {
             switch job {
-            case .publish(let service): try await applyTree(services + [service])
-            case .unpublish(let id): try await applyTree(services.filter { $0.id != id })
+            case .publish(let service): try await applyTree(tree.services + [service])
+            case .unpublish(let id): try await applyTree(tree.services.filter { $0.id != id })
             case .startAdvertising(let plan, let advertisement): try await advertise(plan, advertisement)
             case .stopAdvertising:
                 await withdrawAdvertisement()

@@ -2,7 +2,7 @@ import DBus
 @_spi(Backend) import Peripheral
 
 /// Where each subscription's updates leave, as `BlueZBackend.send(_:to:)` needs it on the manager's thread: a copy
-/// of the loop's `NotifyTable`, its sockets and the characteristics' paths, replaced whole after every change
+/// of the loop's `NotifyTable`, its sockets and the published tree (the characteristics' paths), replaced whole after every change
 /// (copy-on-write makes the copy cheap), so the sender never sees a table half changed.
 struct NotifyRoutes: Sendable {
     /// Where one update goes.
@@ -17,7 +17,7 @@ struct NotifyRoutes: Sendable {
 
     var table = NotifyTable()
     var sockets: [Int: AcquiredSocket] = [:]
-    var characteristicPaths: [String: ObjectPath] = [:]
+    var tree = PublishedTree()
 
     /// Where `central`'s update of characteristic `id` goes.
     func route(_ id: String, to central: Central) -> Route {
@@ -28,7 +28,7 @@ struct NotifyRoutes: Sendable {
             guard let socket = sockets[token] else { return .none("the notify socket of \(id) is closed") }
             return .socket(socket)
         case .properties:
-            guard let path = characteristicPaths[id] else { return .none("\(id) is not published") }
+            guard let path = tree.characteristicPath(id) else { return .none("\(id) is not published") }
             return .properties(path)
         }
     }
