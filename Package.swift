@@ -90,6 +90,9 @@ let package = Package(
         .target(
             name: "Lab",
             dependencies: ["LocalIO", .product(name: "Logging", package: "swift-log")],
+            // The guest's shell functions, a file of their own for the shell linter, compiled in as bytes
+            // (`PackageResources`): no bundle to find at run time, and no Foundation to find it with.
+            resources: [.embedInCode("guest-functions.sh")],
             swiftSettings: strict),
         // The central side of bluetoothd's client API, for `blemu probe`: it knows nothing of the peripheral side.
         .target(

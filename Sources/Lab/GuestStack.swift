@@ -1,15 +1,16 @@
 /// The second stage inside the VM (/bin/sh as PID 1 on the host's root): brings up the BlueZ stack step by step,
 /// starts the peripherals, runs the command, writes its exit code to the work share and powers off.
 ///
-/// Every wait is a bounded poll. A step that fails or times out writes `lab-failure` (the step's name, then the
-/// reason) to the work share and powers off; `LabMachine` turns that into `LabError.stepFailed` with the log tails.
-/// Progress goes to `steps` (one `<uptime> <step>` line each), which the host follows live.
+/// Two files in the work share: `functions`, the same for every run (guest-functions.sh, a shell file of its own
+/// that CI's shell linter checks), and `script`, this run's: its settings, then the steps that differ by run (the
+/// peripherals, the command, a fleet's parts) around the functions' `bring_up_stack`. Every wait is a bounded poll.
+/// A step that fails or times out writes `lab-failure` (the step's name, then the reason) to the work share and
+/// powers off; `LabMachine` turns that into `LabError.stepFailed` with the log tails. Progress goes to `steps` (one
+/// `<uptime> <step>` line each), which the host follows live.
 struct GuestStack {
-    /// `process_alive PID`: true while PID runs. `kill -0` is not enough: a child that exited stays a zombie of
-    /// PID 1 (this script) until reaped, and `kill -0` succeeds on zombies, so a dead peripheral would be waited
-    /// for until the step timeout. The state letter in /proc/PID/stat is `Z` for a zombie.
-    static let processAliveFunction =
-        #"process_alive() { [ -r "/proc/$1/stat" ] && [ "$(sed 's/.*) //' "/proc/$1/stat" | cut -c1)" != Z ]; }"#
+    /// The stack's shell functions (Sources/Lab/guest-functions.sh, embedded in the binary at build time): written
+    /// beside `script`, which sources it.
+    static let functions = String(decoding: PackageResources.guest_functions_sh, as: UTF8.self)
 
     /// The run's configuration (controllers, profiles, paths, step timeout).
     var configuration: LabConfiguration
@@ -89,6 +90,8 @@ struct GuestStack {
         /// The central's VM's list of fleet VMs that never served, one line each with the reason.
         static let fleetFailures = "fleet-failures"
         static let script = "guest-stack.sh"
+        /// `GuestStack.functions`, which `script` sources.
+        static let functions = "guest-functions.sh"
         static func peripheral(_ controller: String) -> String { "blemu-\(controller).log" }
         /// The peak resident set, in KiB, of the peripheral on `controller`, read as the run ends.
         static func peakMemory(_ controller: String) -> String { "peak-rss-\(controller)" }
@@ -134,34 +137,6 @@ struct GuestStack {
             MinAdvertisementInterval = 0x00a0
             MaxAdvertisementInterval = 0x00a0
 
-            """
-    }
-
-    /// The shell functions that bring the radio up (`bring_up_radio`) on RootCanal's air: its controllers are the
-    /// VM's PCI serial ports (ttyS4 and up, in the order qemu got them: `QEMUCommand.serialControllers`), each
-    /// attached with btattach, one at a time, each listed by mgmt before the next so that hciN is port N.
-    var rootCanalRadio: String {
-        let count = configuration.controllers
-        return """
-            bt_class=/sys/class/bluetooth
-            # The PCI serial ports in order, read once: one `ls` rather than a readlink per port (32 of them), which
-            # under TCG cost 5 s a controller.
-            pci_ttys() { ls -l /sys/class/tty/ | sed -n 's|.* \\(ttyS[0-9]*\\) -> .*/pci.*|\\1|p' | sort -V; }
-            # Bounded: 5.82's btmgmt never returns from non-interactive mode (docs/bluez.md), though it prints first.
-            controllers_listed() { timeout --foreground 5 btmgmt info 2>/dev/null | grep -q "^Index list with $1 item"; }
-            bring_up_radio() {
-                : >"$W/\(File.btattach)"
-                modprobe hci_uart || die "modprobe hci_uart failed"
-                ttys=$(pci_ttys)
-                for i in $(seq 0 \(count - 1)); do
-                    tty=$(echo "$ttys" | sed -n "$((i + 1))p")
-                    [ -n "$tty" ] || die "no serial port for controller $i: the kernel registered too few"
-                    echo "hci$i: /dev/$tty" >>"$W/\(File.btattach)"
-                    btattach -B "/dev/$tty" -P h4 >>"$W/\(File.btattach)" 2>&1 &
-                    wait_for "hci$i on /dev/$tty (see \(File.btattach), radio.log)" test -e "$bt_class/hci$i"
-                    wait_for "mgmt to list $((i + 1)) controllers" controllers_listed $((i + 1))
-                done
-            }
             """
     }
 
@@ -249,55 +224,6 @@ struct GuestStack {
             }.joined(separator: "\n")
     }
 
-    /// The shell functions that bring the radio up (`bring_up_radio`) with btvirt in the VM.
-    var btvirtRadio: String {
-        let count = configuration.controllers
-        // -L: LE-only controllers (docs/bluez.md, Pairing: BR/EDR paging during pairing crashes the kernel).
-        let radioArguments = configuration.isDualMode ? "-l\(count)" : "-L -l\(count)"
-        return """
-            # The radio: btvirt's controllers, ready once mgmt lists them all. btvirt reads no controller until it
-            # has created all of them, and on cold caches that took longer than the 2 s the kernel waits for the
-            # first one's HCI Reset (docs/ci.md, "5. In CI"). The kernel then leaves that controller out of mgmt's
-            # index list for good (net/bluetooth/mgmt.c read_index_list skips HCI_SETUP), and bluetoothd never hears
-            # of it: the radio is started again, once.
-            bt_class=/sys/class/bluetooth
-            start_radio() {
-                \(Self.shellQuote(radio)) \(radioArguments) >>"$W/\(File.btvirt)" 2>&1 &
-                radio_pid=$!
-            }
-            all_controllers_present() {
-                for i in $(seq 0 \(count - 1)); do [ -e "$bt_class/hci$i" ] || return 1; done
-            }
-            no_controllers() { ! ls "$bt_class" | grep -q hci; }
-            # Bounded: 5.82's btmgmt never returns from non-interactive mode (docs/bluez.md), though it prints first.
-            # Its standard input stays the console's: at end of input (</dev/null) it quits before the answer comes.
-            all_controllers_ready() {
-                timeout --foreground 5 btmgmt info 2>/dev/null | grep -q "^Index list with \(count) item"
-            }
-            setup_failure_lines() { dmesg 2>/dev/null | grep 'Bluetooth: hci[0-9]*: Opcode 0x[0-9a-f]* failed'; }
-            setup_failures() { setup_failure_lines | grep -c .; }
-            radio_settled() { all_controllers_ready || [ "$(setup_failures)" -gt "$failures_before" ]; }
-            bring_up_radio() {
-                : >"$W/\(File.btvirt)"
-                failures_before=$(setup_failures)
-                start_radio
-                wait_for "\(count) controllers in $bt_class" all_controllers_present
-                wait_for "mgmt to list \(count) controllers" radio_settled
-                if ! all_controllers_ready && ! { sleep 2; all_controllers_ready; }; then
-                    # Once: a radio that fails twice is a problem to report, not to hide.
-                    step radio-again
-                    echo "blemu-lab: a controller's set-up failed ($(setup_failure_lines | tail -1 \\
-                        | sed 's/^[[][^]]*] //')); starting the radio again"
-                    kill -9 "$radio_pid"
-                    wait_for "the failed controllers to go" no_controllers
-                    start_radio
-                    wait_for "\(count) controllers in $bt_class" all_controllers_present
-                fi
-                wait_for "mgmt to list \(count) controllers" all_controllers_ready
-            }
-            """
-    }
-
     /// The command's part of the script: its environment, a wait for the fleet's VMs when there are any, the
     /// command, its writes and the peripherals' counters.
     private func commandSection(peripherals: [String], central: String) -> String {
@@ -310,9 +236,11 @@ struct GuestStack {
             \(configuration.guestBlemuExecutable.map { "export BLEMU_LAB_BLEMU=" + Self.shellQuote($0) } ?? "")
             export BLEMU_LAB_RESULTS="$W"
             export BLEMU_LAB_PERIPHERAL=\(peripherals.joined(separator: ","))
-            export BLEMU_LAB_PERIPHERAL_ADDRESS="$(addresses \(peripherals.joined(separator: " ")))"
+            BLEMU_LAB_PERIPHERAL_ADDRESS="$(addresses \(peripherals.joined(separator: " ")))"
+            export BLEMU_LAB_PERIPHERAL_ADDRESS
             export BLEMU_LAB_CENTRAL=\(central)
-            export BLEMU_LAB_CENTRAL_ADDRESS="$(addresses \(central))"
+            BLEMU_LAB_CENTRAL_ADDRESS="$(addresses \(central))"
+            export BLEMU_LAB_CENTRAL_ADDRESS
             \(profileCopies.isEmpty ? "" : """
             export BLEMU_LAB_CONTROL=\(Self.controlSocket(peripherals[0])) BLEMU_LAB_CONTROLS=\(controls)
             export BLEMU_LAB_EVENTS="$W/\(File.events(peripherals[0]))" BLEMU_LAB_EVENT_LOGS="\(events)"
@@ -321,7 +249,7 @@ struct GuestStack {
             \(writableWorkingDirectory)
             step command
             (
-                cd \(Self.shellQuote(configuration.workingDirectory)) 2>/dev/null || cd "$W"
+                cd \(Self.shellQuote(configuration.workingDirectory)) 2>/dev/null || cd "$W" || exit 1
                 exec \(commandLine)
             ) </dev/null >"$W/\(File.command)" 2>&1
             rc=$?
@@ -387,7 +315,7 @@ struct GuestStack {
                     sleep 0.2
                 done
             done
-            fleet_names= fleet_addresses= fleet_events= fleet_controls= joins=
+            fleet_names='' fleet_addresses='' fleet_events='' fleet_controls='' joins=''
             for entry in \(places); do
                 vm=${entry%:*} first=${entry##*:}
                 [ -e "$vm/\(File.serving)" ] || continue
@@ -447,149 +375,32 @@ struct GuestStack {
             path.insert(String(blemu.prefix(upTo: blemu.lastIndex(of: "/") ?? blemu.endIndex)), at: 0)
         }
         if let tools = bluez.toolDirectory { path.insert(tools, at: 0) }
+        // The radio: RootCanal's controllers are serial ports (guest-functions.sh, `bring_up_rootcanal`); btvirt is a
+        // program, -L making LE-only controllers (docs/bluez.md, Pairing: BR/EDR paging during pairing crashes the
+        // kernel).
+        let radioSettings =
+            configuration.radio == .rootcanal
+            ? "RADIO_KIND=rootcanal"
+            : "RADIO_KIND=btvirt RADIO=\(Self.shellQuote(radio)) "
+                + "RADIO_ARGUMENTS='\(configuration.isDualMode ? "-l\(count)" : "-L -l\(count)")'"
         return """
             #!/bin/sh
-            # blemu lab, stage 2 (PID 1 on the host's root). Generated by the Lab module (GuestStack.swift).
+            # blemu lab, stage 2 (PID 1 on the host's root). Generated by the Lab module (GuestStack.swift); the
+            # functions it calls are in \(File.functions).
             W=\(work)
+            STEP_SECONDS=\(stepSeconds) CONTROLLERS=\(count)
+            \(radioSettings)
+            BLUETOOTHD=\(Self.shellQuote(bluez.bluetoothd))
+            BUSYBOX=\(Self.shellQuote(busybox))
             export PATH=\(Self.shellQuote(path.joined(separator: ":")))
             export HOME=/tmp TMPDIR=/tmp LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1
             # bleak's default adapter is the central's controller (BleakDefaultAdapter.swift).
             export PYTHONPATH="$W/\(BleakDefaultAdapter.directory)${PYTHONPATH:+:$PYTHONPATH}"
-            STEP=start
-            peripheral_pids=
             echo blemu-lab > /proc/sys/kernel/hostname
-
-            step() {
-                STEP=$1
-                echo "$(cut -d' ' -f1 /proc/uptime) $1" >> "$W/\(File.steps)"
-                echo "blemu-lab: step $1 at $(cut -d' ' -f1 /proc/uptime)s"
-            }
-            power_off() {
-                # Peripherals first, so they unregister their advertisements; then the daemons; btmon last so it
-                # records the rest. Each wait is bounded: a stuck process must not keep the VM up.
-                for p in $peripheral_pids; do kill -TERM "$p" 2>/dev/null; done
-                for i in $(seq 30); do
-                    alive=
-                    for p in $peripheral_pids; do kill -0 "$p" 2>/dev/null && alive=1; done
-                    [ -z "$alive" ] && break
-                    sleep 0.1
-                done
-                # After a failed step bluetoothd is left as it was, so its log ends where the step hung.
-                [ "$1" != failed ] && [ -n "$bluetoothd_pid" ] && kill -TERM "$bluetoothd_pid" 2>/dev/null && sleep 0.2
-                # Both btmons (one may have crashed): the capture's last records are flushed on SIGINT.
-                kill -INT $btmon_pid $btsnoop_pid 2>/dev/null; sleep 0.3
-                # A process that crashed left its core in /run/blemu-cores: name each, and let gdb (when the host
-                # has it) say where bluetoothd died, since its log just stops.
-                for core in /run/blemu-cores/core.*; do
-                    [ -e "$core" ] || continue
-                    echo "${core##*/}" >> "$W/\(File.cores)"
-                    case "${core##*/}" in
-                        core.bluetoothd.*)
-                            command -v gdb >/dev/null && timeout 60 gdb -batch -ex "thread apply all bt" \\
-                                \(Self.shellQuote(bluez.bluetoothd)) "$core" >> "$W/\(File.bluetoothdBacktrace)" 2>&1 ;;
-                    esac
-                done
-                sync
-                \(Self.shellQuote(busybox)) poweroff -f
-                sleep 10
-            }
-            die() {
-                echo "blemu-lab: step $STEP failed: $*"
-                printf '%s\\n%s\\n' "$STEP" "$*" > "$W/\(File.failure)"
-                power_off failed
-            }
-            # wait_for DESCRIPTION COMMAND [ARGS]: polls every 0.1 s, gives up after the step timeout. The clock is the
-            # VM's uptime, not a count of polls: under TCG one poll (a dbus-send) can take half a second, and a count
-            # of 0.1 s sleeps once stretched 60 s into the VM's whole 300. The kernel's last Bluetooth failure, if
-            # any (a controller whose HCI Reset timed out never reaches bluetoothd), goes into the message.
-            uptime_seconds() { cut -d. -f1 /proc/uptime; }
-            wait_for() {
-                what=$1; shift
-                deadline=$(( $(uptime_seconds) + \(stepSeconds) ))
-                until "$@" >/dev/null 2>&1; do
-                    if [ "$(uptime_seconds)" -ge "$deadline" ]; then
-                        kernel=$(dmesg 2>/dev/null | grep 'Bluetooth: .*failed' | tail -1 | sed 's/^[[][^]]*] //')
-                        die "gave up after \(stepSeconds) s waiting for $what${kernel:+ (kernel: $kernel)}"
-                    fi
-                    sleep 0.1
-                done
-            }
-            network_interface() { ls /sys/class/net | grep -v '^lo$' | head -1 | grep .; }
-            bring_up_network() { # ADDRESS: qemu's user-mode network on the VM's one NIC (ControlBridge.swift)
-                modprobe virtio_net || die "modprobe virtio_net failed"
-                wait_for "a network interface" network_interface
-                nic=$(network_interface)
-                { ip link set lo up && ip addr add "$1/24" dev "$nic" && ip link set "$nic" up; } \\
-                    || die "cannot bring up $nic with $1"
-            }
-            \(configuration.radio == .rootcanal ? rootCanalRadio : btvirtRadio)
-            bluez_get() { # OBJECT INTERFACE PROPERTY
-                dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$1" \\
-                    org.freedesktop.DBus.Properties.Get "string:org.bluez.$2" "string:$3"
-            }
-            all_adapters_on_bus() {
-                # NameHasOwner first: a call to org.bluez before bluetoothd owns it asks dbus-daemon to activate it.
-                dbus-send --system --print-reply --dest=org.freedesktop.DBus / org.freedesktop.DBus.NameHasOwner \\
-                    string:org.bluez | grep -q 'boolean true' || return 1
-                out=$(dbus-send --system --print-reply --dest=org.bluez / \\
-                    org.freedesktop.DBus.ObjectManager.GetManagedObjects) || return 1
-                for i in $(seq 0 \(count - 1)); do
-                    echo "$out" | grep -q "object path \\"/org/bluez/hci$i\\"" || return 1
-                done
-            }
-            powered() { bluez_get "$1" Adapter1 Powered | grep -q 'boolean true'; }
-            address_of() { bluez_get "$1" Adapter1 Address | sed -n 's/.*string "\\(.*\\)".*/\\1/p'; }
-            \(Self.processAliveFunction)
-            advertising_alive() { # CONTROLLER PID: fails fast when the peripheral died
-                process_alive "$2" || die "blemu run on $1 exited before advertising (see \(File.peripheral("$1")))"
-                bluez_get "$1" LEAdvertisingManager1 ActiveInstances | grep -q 'byte [1-9]'
-            }
+            . "$W/\(File.functions)"
 
             \(checkoutMount)
-            step kernel-modules
-            uname -r >"$W/\(File.kernelRelease)"
-            # Cores stay in the VM's memory, named by program and pid, for power_off to read.
-            mkdir -p /run/blemu-cores
-            echo "/run/blemu-cores/core.%e.%p" > /proc/sys/kernel/core_pattern
-            ulimit -c unlimited
-            mkdir -p /dev/pts /dev/shm
-            mount -t devpts devpts /dev/pts
-            mount -t tmpfs tmpfs /dev/shm
-            modprobe hci_vhci || die "modprobe hci_vhci failed"
-            wait_for "/dev/vhci" test -e /dev/vhci
-
-            step btmon
-            # The binary capture is the whole trace; the text one is for reading, and 5.66's decoder can crash on
-            # some traffic, ending it early.
-            btmon -w "$W/\(File.btsnoop)" >/dev/null 2>&1 &
-            btsnoop_pid=$!
-            stdbuf -oL btmon -t >"$W/\(File.btmon)" 2>&1 &
-            btmon_pid=$!
-
-            step dbus
-            mkdir -p /run/dbus
-            dbus-daemon --system --nofork --nopidfile --nosyslog >"$W/\(File.dbus)" 2>&1 &
-            wait_for "the system bus socket /run/dbus/system_bus_socket" test -S /run/dbus/system_bus_socket
-
-            step controllers
-            bring_up_radio
-
-            step bluetoothd
-            \(Self.shellQuote(bluez.bluetoothd)) -n -d -P battery -f "$W/\(File.mainConf)" >"$W/\(File.bluetoothd)" 2>&1 &
-            bluetoothd_pid=$!
-            wait_for "org.bluez on the system bus with \(count) adapters" all_adapters_on_bus
-
-            step power
-            for i in $(seq 0 \(count - 1)); do
-                # bluetoothd powers adapters itself (AutoEnable); ask only when it has not yet.
-                powered "hci$i" || timeout --foreground 10 btmgmt -i "hci$i" power on >/dev/null 2>&1
-                wait_for "hci$i powered" powered "hci$i"
-            done
-            : > "$W/\(File.controllers)"
-            for i in $(seq 0 \(count - 1)); do
-                echo "hci$i $(address_of "hci$i")" >> "$W/\(File.controllers)"
-            done
-            addresses() { for c in "$@"; do sed -n "s/^$c //p" "$W/\(File.controllers)"; done | paste -sd, -; }
+            bring_up_stack
 
             mkdir -p /run/blemu
             \(startPeripherals)

@@ -42,6 +42,7 @@ extension LabMachine {
             profileCopies: try copyProfiles(copies, for: machine))
         stack.role = .peripherals
         let script = directory + "/" + GuestStack.File.script
+        try write(GuestStack.functions, to: directory + "/" + GuestStack.File.functions)
         try write(stack.script, to: script)
         return (machine, kernel, try cachedInitramfs(kernel: kernel, busybox: busybox), script)
     }

@@ -122,6 +122,7 @@ public struct LabMachine: Sendable {
         try write(
             BleakDefaultAdapter.source,
             to: results + "/" + BleakDefaultAdapter.directory + "/" + BleakDefaultAdapter.file)
+        try write(GuestStack.functions, to: results + "/" + GuestStack.File.functions)
         try write(stack.script, to: script)
 
         let initramfs = try cachedInitramfs(kernel: kernel, busybox: busybox)

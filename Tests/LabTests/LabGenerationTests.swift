@@ -88,9 +88,12 @@ struct LabGenerationTests {
             ))
         #expect(script.contains("export BLEMU_LAB_EVENTS=\"$W/events-hci0.jsonl\""))
         #expect(script.contains("export BLEMU_LAB_BLUEZ_VERSION='5.66'\n"))
-        #expect(script.contains("'/usr/libexec/bluetooth/bluetoothd' -n -d -P battery -f \"$W/main.conf\""))
+        #expect(script.contains("BLUETOOTHD='/usr/libexec/bluetooth/bluetoothd'\n"))
+        #expect(GuestStack.functions.contains("\"$BLUETOOTHD\" -n -d -P battery -f \"$W/main.conf\""))
         #expect(script.contains("export PATH='/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'\n"))
-        #expect(script.contains("btmon -w \"$W/btmon.snoop\""))
+        #expect(script.contains(". \"$W/guest-functions.sh\"\n\n"))
+        #expect(script.contains("\nbring_up_stack\n"))
+        #expect(GuestStack.functions.contains("btmon -w \"$W/btmon.snoop\""))
         #expect(GuestStack.mainConf.contains("[GATT]\nChannels = 1\n"))
         #expect(
             GuestStack.mainConf.contains("[General]\n# No Device Information")
@@ -128,16 +131,16 @@ struct LabGenerationTests {
 
     @Test func controllersAreLEOnlyUnlessDualModeIsAskedFor() {
         let leOnly = guestScript(configuration, Self.system)
-        #expect(leOnly.contains("'/cache/bluez/5.82/bin/btvirt' -L -l3 "))
+        #expect(leOnly.contains("RADIO_KIND=btvirt RADIO='/cache/bluez/5.82/bin/btvirt' RADIO_ARGUMENTS='-L -l3'\n"))
         var dual = configuration
         dual.isDualMode = true
         let dualStack = guestScript(dual, Self.system)
-        #expect(dualStack.contains("'/cache/bluez/5.82/bin/btvirt' -l3 "))
+        #expect(dualStack.contains("RADIO_KIND=btvirt RADIO='/cache/bluez/5.82/bin/btvirt' RADIO_ARGUMENTS='-l3'\n"))
     }
 
     @Test func aBuiltBlueZStartsItsOwnBluetoothdAndPutsItsToolsFirstOnPath() {
         let stack = guestScript(configuration, Self.built)
-        #expect(stack.contains("'/cache/bluez/5.82/bin/bluetoothd' -n -d -P battery"))
+        #expect(stack.contains("BLUETOOTHD='/cache/bluez/5.82/bin/bluetoothd'\n"))
         #expect(stack.contains("export PATH='/cache/bluez/5.82/bin:/usr/local/sbin:"))
         #expect(stack.contains("export BLEMU_LAB_BLUEZ_VERSION='5.82'\n"))
     }
@@ -245,7 +248,7 @@ struct LabGenerationTests {
     }
 
     /// The guest's wait gives up after the step timeout by the clock, whatever one poll costs: the functions are
-    /// taken from the generated script and run with a condition that never holds and a poll that takes 0.3 s.
+    /// taken from guest-functions.sh with the generated script's settings and run with a condition that never holds and a poll that takes 0.3 s.
     @Test func aGuestWaitGivesUpAfterTheStepTimeoutHoweverSlowEachPollIs() throws {
         var quick = configuration
         quick.stepTimeout = .seconds(1)
@@ -311,7 +314,7 @@ struct LabGenerationTests {
             timeout() { shift 2; "$@"; }
             btmgmt() { [ -f "$W/mgmt" ] && echo "Index list with $(cat "$W/mgmt") items"; }
             dmesg() { cat "$W/dmesg" 2>/dev/null; }
-            bring_up_radio
+            bring_up_btvirt
             echo "up"
             kill -9 "$radio_pid"
             """)
@@ -334,11 +337,16 @@ struct LabGenerationTests {
         }
     }
 
-    /// The guest script's shell functions from `wait_for` through the radio's, to run on the host with stand-ins.
+    /// The guest's shell functions from `wait_for` through the radio's, after the settings `script` gives them (the
+    /// step timeout, the controllers, the radio), to run on the host with stand-ins.
     private static func waitAndRadioFunctions(of script: String) throws -> String {
-        let start = try #require(script.range(of: "uptime_seconds() {"))
-        let end = try #require(script.range(of: "bluez_get() {", range: start.upperBound..<script.endIndex))
-        return String(script[start.lowerBound..<end.lowerBound])
+        let settings = script.split(separator: "\n").filter {
+            $0.hasPrefix("STEP_SECONDS=") || $0.hasPrefix("RADIO_KIND=")
+        }
+        let functions = GuestStack.functions
+        let start = try #require(functions.range(of: "uptime_seconds() {"))
+        let end = try #require(functions.range(of: "bluez_get() {", range: start.upperBound..<functions.endIndex))
+        return settings.joined(separator: "\n") + "\n" + functions[start.lowerBound..<end.lowerBound]
     }
 
     /// Runs `text` with /bin/sh: its exit status and standard output.
@@ -462,7 +470,7 @@ struct LabGenerationTests {
     @Test func aChildThatExitedCountsAsDeadEvenBeforeItIsReaped() throws {
         // The parent shell never waits for `true`, so it stays a zombie while the check runs.
         let script =
-            GuestStack.processAliveFunction + """
+            GuestStack.functions + """
 
                 true & child=$!
                 sleep 0.3

@@ -123,9 +123,10 @@ struct RootCanalRelayTests {
             bluez: BlueZInstall(version: "5.66", bluetoothd: "/usr/libexec/bluetooth/bluetoothd", toolDirectory: nil),
             radio: "/usr/bin/btvirt", busybox: "/bin/busybox", profileCopies: [])
         let script = stack.script
-        #expect(script.contains("modprobe hci_uart"))
-        #expect(script.contains(#"btattach -B "/dev/$tty" -P h4"#))
-        #expect(script.contains("controllers_listed $((i + 1))"))
+        #expect(script.contains("RADIO_KIND=rootcanal\n"))
+        #expect(GuestStack.functions.contains("modprobe hci_uart"))
+        #expect(GuestStack.functions.contains(#"btattach -B "/dev/$tty" -P h4"#))
+        #expect(GuestStack.functions.contains("controllers_listed $((i + 1))"))
         #expect(!script.contains("/usr/bin/btvirt"))
         #expect(GuestStack.mainConf(for: .rootcanal).contains("MinAdvertisementInterval = 0x00a0"))
         #expect(GuestStack.mainConf(for: .rootcanal).contains("DeviceID = false\nControllerMode = le\n"))
