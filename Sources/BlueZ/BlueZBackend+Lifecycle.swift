@@ -125,7 +125,8 @@ extension BlueZBackend {
         }
     }
 
-    /// Unregisters and registers the advertisement, so that bluetoothd adds it to the controller again.
+    /// Unregisters and registers the advertisement, so that bluetoothd adds it to the controller again; the worker's
+    /// (`RegistrationJob.refreshAdvertisement`).
     func registerAdvertisementAfterPowerOn() async {
         guard !lifecycle.isShutDown, advertisement != nil, owner.current != nil else { return }
         await withdrawAdvertisement()
@@ -179,7 +180,7 @@ extension BlueZBackend {
 
     /// Registers what the lifecycle says is missing (agent and alias, application, advertisement), then reports the
     /// adapter's state. Idempotent: a restart announces itself twice (the name's new owner, then InterfacesAdded for
-    /// the adapter), and the second pass finds nothing missing.
+    /// the adapter), and the second pass finds nothing missing. The worker's (`RegistrationJob.registerAgain`).
     func registerAgain(reason: String) async {
         guard !lifecycle.isShutDown else { return }
         let missing = lifecycle.missing

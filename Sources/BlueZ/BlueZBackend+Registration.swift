@@ -9,7 +9,7 @@ import Logging
 // each made and withdrawn here; `BlueZLifecycle` says when.
 extension BlueZBackend {
     /// Replaces the exported tree with `services` and registers it (unregistering the old one first): bluetoothd
-    /// cannot extend a registered application (docs/bluez.md, "Registration").
+    /// cannot extend a registered application (docs/bluez.md, "Registration"). The worker's (`RegistrationJob`).
     func applyTree(_ services: [Service]) async throws(BlueZError) {
         guard !lifecycle.isShutDown else { throw .shutDown }
         if lifecycle.isRegistered(.application) { await unregister(.application) }

@@ -147,26 +147,26 @@ public actor BlueZBackend: PeripheralBackend {
 
     /// Exports the tree with `service` added and registers the application again; throws `BlueZError`.
     @_spi(Backend) public func publish(_ service: Service) async throws {
-        try await perform(.publish(service)).get()
+        try await enqueue(.publish(service)).get()
     }
 
     /// Exports the tree without `service` and registers what remains; throws `BlueZError`.
     @_spi(Backend) public func unpublish(_ service: Service) async throws {
-        try await perform(.unpublish(id: service.id)).get()
+        try await enqueue(.unpublish(id: service.id)).get()
     }
 
     /// Plans the advertisement, exports it and registers it; throws `.invalidAdvertisement` when it cannot be laid
     /// out, `.extendedAdvertisingUnavailable` when it is extended and this bluetoothd or controller cannot send it,
-    /// `.rejected` when bluetoothd refuses (e.g. no free instance).
+    /// `.rejected` when bluetoothd refuses (e.g. no free instance), `.shutDown` after `shutdown()`.
     @_spi(Backend) public func startAdvertising(_ advertisement: Advertisement) async throws {
         let plan: AdvertisingPlan
         do { plan = try AdvertisingPlanner.plan(advertisement) } catch { throw BlueZError.invalidAdvertisement(error) }
-        try await perform(.startAdvertising(plan, advertisement)).get()
+        try await enqueue(.startAdvertising(plan, advertisement)).get()
     }
 
     /// Unregisters and withdraws the advertisement; does nothing when none is registered, or after shutdown.
     @_spi(Backend) public func stopAdvertising() async throws {
-        _ = await perform(.stopAdvertising)
+        _ = await enqueue(.stopAdvertising)
     }
 
     /// Writes one datagram to the characteristic's notify socket, or emits `PropertiesChanged(Value)`; `.failed`
@@ -195,7 +195,7 @@ public actor BlueZBackend: PeripheralBackend {
     /// closes the connection. Failures are logged (bluetoothd may be gone already); safe to call twice.
     public func shutdown() async {
         // A second call finds the queue finished and returns at once; both wait for the worker's last job.
-        _ = await perform(.shutDown)
+        _ = await enqueue(.shutDown)
         await worker?.value
     }
 
@@ -203,7 +203,7 @@ public actor BlueZBackend: PeripheralBackend {
 
     /// Queues `job` for the worker and waits until it has been performed; `.shutDown` when the backend ended before
     /// it could be queued. Never called by a job itself: the worker would wait on its own queue.
-    func perform(_ job: RegistrationJob) async -> Result<Void, BlueZError> {
+    func enqueue(_ job: RegistrationJob) async -> Result<Void, BlueZError> {
         await withCheckedContinuation { reply in
             if case .terminated = jobs.yield(RegistrationJob.Queued(job: job, reply: reply)) {
                 reply.resume(returning: .failure(.shutDown))

@@ -2,8 +2,8 @@ import DBus
 @_spi(Backend) import Peripheral
 
 /// Where each subscription's updates leave, as `BlueZBackend.send(_:to:)` needs it on the manager's thread: a copy
-/// of the loop's `NotifyTable`, its sockets and the published tree (the characteristics' paths), replaced whole after every change
-/// (copy-on-write makes the copy cheap), so the sender never sees a table half changed.
+/// of the loop's `NotifyTable`, its sockets and the published tree (the characteristics' paths), replaced whole
+/// after every change (copy-on-write makes the copy cheap), so the sender never sees a table half changed.
 struct NotifyRoutes: Sendable {
     /// Where one update goes.
     enum Route {

@@ -5,7 +5,8 @@ import GATTModel
 /// started or stopped, shutdown) and the lifecycle machine's (`BlueZLifecycle.Action`: register what is missing,
 /// refresh the advertisement). Each awaits bluetoothd several times, and two of them interleaved at those awaits
 /// would unregister what the other just registered, so they are queued and one task, the backend's worker,
-/// performs them one at a time in the order they were asked for (`BlueZBackend.perform(_:)`).
+/// performs them one at a time in the order they were asked for (`BlueZBackend.enqueue(_:)`). What a job calls
+/// (`applyTree`, `registerAgain`, `registerAdvertisementAfterPowerOn`, ...) is for the worker alone.
 enum RegistrationJob: Sendable {
     /// Export the tree with this service added and register the application again.
     case publish(Service)

@@ -96,7 +96,9 @@ struct BlueZBackendLifecycleTests {
         await stopped
         switch await late {
         case .success: #expect(await rig.fake.registrationCount == 5)
-        case .failure(let error): #expect((error as? BlueZError).map { "\($0)" } == "\(BlueZError.shutDown)")
+        case .failure(let error):
+            #expect((error as? BlueZError).map { "\($0)" } == "\(BlueZError.shutDown)")
+            #expect(await rig.fake.registrationCount == 4)
         }
         #expect(await rig.fake.registeredApplications.isEmpty)
         await #expect(throws: BlueZError.self) { try await rig.backend.publish(extras[0]) }
