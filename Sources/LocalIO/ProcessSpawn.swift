@@ -62,12 +62,9 @@ public enum ProcessSpawn {
         posix_spawnattr_setpgroup(&attributes, 0)
         posix_spawnattr_setflags(
             &attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
-        // After the redirections above, so a `.descriptor` source above stderr is duplicated before it closes.
-        if let closeFrom = closeFromAction {
-            _ = closeFrom(&actions, 3)
-        } else {
-            markCloseOnExec()
-        }
+        // After the redirections above, so a `.descriptor` source above stderr is duplicated before it closes; the
+        // marking where the action is missing or cannot be added.
+        if closeFromAction.map({ $0(&actions, 3) }) != 0 { markCloseOnExec() }
         var pointers = arguments.map { strdup($0) } + [nil]
         defer { for pointer in pointers { free(pointer) } }
         var environment: [UnsafeMutablePointer<CChar>?] = additions.map { strdup("\($0.key)=\($0.value)") }

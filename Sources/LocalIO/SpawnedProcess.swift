@@ -37,7 +37,8 @@ public final class SpawnedProcess: Sendable {
         readingAtMost limit: Int = .max
     ) throws(ProcessSpawn.SpawnError) -> (status: Int32, output: [UInt8]) {
         var ends: [Int32] = [-1, -1]
-        // pipe2 is not in Glibc's Swift overlay; a spawn between the two calls marks the ends close-on-exec itself.
+        // pipe2 is not in Glibc's Swift overlay; a child spawned between the two calls closes the ends itself
+        // (ProcessSpawn's close-from action).
         guard pipe(&ends) == 0 else { throw ProcessSpawn.SpawnError(description: String(cString: strerror(errno))) }
         for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         let child: SpawnedProcess
