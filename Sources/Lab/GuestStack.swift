@@ -397,6 +397,11 @@ struct GuestStack {
             # bleak's default adapter is the central's controller (BleakDefaultAdapter.swift).
             export PYTHONPATH="$W/\(BleakDefaultAdapter.directory)${PYTHONPATH:+:$PYTHONPATH}"
             echo blemu-lab > /proc/sys/kernel/hostname
+            # A `.` that fails ends a non-interactive dash, and this is PID 1: say why and power off instead.
+            if [ ! -r "$W/\(File.functions)" ]; then
+                printf 'start\\n%s\\n' "$W/\(File.functions) is missing" > "$W/\(File.failure)"
+                "$BUSYBOX" poweroff -f
+            fi
             . "$W/\(File.functions)"
 
             \(checkoutMount)

@@ -50,7 +50,7 @@ step read-1
 central central-1.txt read
 
 step restart-bluetoothd
-# bluetoothd as the lab stack started it (GuestStack.swift): the same command line, read from /proc.
+# bluetoothd as the lab stack started it (Sources/Lab/guest-functions.sh): the same command line, read from /proc.
 bluetoothd_pid=$(dbus-send --system --print-reply --dest=org.freedesktop.DBus / \
     org.freedesktop.DBus.GetConnectionUnixProcessID string:org.bluez | sed -n 's/.*uint32 //p')
 [ -n "$bluetoothd_pid" ] || fail "no pid for org.bluez"
