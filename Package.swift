@@ -111,7 +111,8 @@ let package = Package(
         .target(
             name: "BlueZTesting",
             dependencies: [
-                "DBus", "GATTModel", "BlueZModel", "Waiting", .product(name: "Logging", package: "swift-log"),
+                "DBus", "GATTModel", "BlueZModel", "Waiting", "LocalIO",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
         // `blemu run`'s work: its options as arguments, the device served until a stop signal, and the hand-over

@@ -2,13 +2,16 @@
 // two helpers that await a stream's elements within a time limit, so a missing one fails a test instead of hanging it.
 import DBus
 import Foundation
+import LocalIO
 import Logging
 import Synchronization
 
 /// A `dbus-daemon` of our own in a temporary directory, isolated from the system and session buses: the bus a test
 /// runs a `FakeBluetoothd` and the app under test on (one per test); killed by `stop()` (or deinit). Spawned with
-/// posix_spawn, not Foundation's Process, whose waitUntilExit can hang when called from Swift concurrency's threads
-/// on Linux.
+/// `ProcessSpawn`, not Foundation's Process, whose waitUntilExit can hang when called from Swift concurrency's
+/// threads on Linux: signals at their defaults and unblocked (the test's threads block them, and a child inherits
+/// that), and none of the test process's descriptors, which would hold another test's pipe open for as long as the
+/// daemon lives (a test reading its child's output to the end then waited for ever).
 public final class PrivateBus: Sendable {
     /// Where Debian installs the daemon (package `dbus`).
     public static let daemonPath = "/usr/bin/dbus-daemon"
@@ -17,7 +20,8 @@ public final class PrivateBus: Sendable {
 
     /// The bus address, `unix:path=...`, for `BusConnection(.address(...))`.
     public let address: String
-    private let pid: pid_t
+    /// The daemon's process id.
+    public let pid: pid_t
     private let directory: String
     private let isStopped = Mutex(false)
 
@@ -44,32 +48,17 @@ public final class PrivateBus: Sendable {
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
         var ends: [Int32] = [-1, -1]
         guard pipe(&ends) == 0 else { throw DBusError(name: "test.NoPipe", message: "pipe failed") }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        posix_spawn_file_actions_adddup2(&actions, ends[1], 1)
-        posix_spawn_file_actions_addclose(&actions, ends[0])
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        let arguments = [Self.daemonPath, "--config-file=\(configPath)", "--nofork", "--print-address=1"]
-        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        // Threads of the test process block signals (libdispatch does), and a spawned child inherits that mask:
-        // without resetting it, the daemon would ignore SIGTERM and stop() would wait forever.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        var noSignals = sigset_t()
-        sigemptyset(&noSignals)
-        var allSignals = sigset_t()
-        sigfillset(&allSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        posix_spawnattr_setsigdefault(&attributes, &allSignals)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        defer { posix_spawnattr_destroy(&attributes) }
-        var child: pid_t = 0
-        let status = posix_spawn(&child, Self.daemonPath, &actions, &attributes, &argv, environ)
-        for pointer in argv { free(pointer) }
-        posix_spawn_file_actions_destroy(&actions)
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        let spawned = ProcessSpawn.start(
+            [Self.daemonPath, "--config-file=\(configPath)", "--nofork", "--print-address=1"],
+            standardOutput: .descriptor(ends[1]), standardError: .discarded)
         close(ends[1])
         defer { close(ends[0]) }
-        guard status == 0 else { throw DBusError(name: "test.NoDaemon", message: "posix_spawn failed: \(status)") }
+        let child: pid_t
+        switch spawned {
+        case .success(let spawnedPid): child = spawnedPid
+        case .failure(let error): throw DBusError(name: "test.NoDaemon", message: "cannot start dbus-daemon: \(error)")
+        }
         pid = child
         // The daemon prints its address once it listens: waiting for that line is waiting for readiness.
         var bytes: [UInt8] = []

@@ -1,8 +1,10 @@
 import Foundation
+import LocalIO
 
-/// A process of our own (the built `blemu`), its output in files. Spawned with posix_spawn and reaped by waitpid
-/// on a thread of its own: Foundation's Process can hang waiting from Swift concurrency's threads on Linux, and a
-/// blocking wait on the cooperative pool (two threads here) would starve the tests.
+/// A process of our own (the built `blemu`), its output in files. Spawned with `ProcessSpawn` (signals at their
+/// defaults and unblocked, none of the test process's descriptors) and reaped by waitpid on a thread of its own:
+/// Foundation's Process can hang waiting from Swift concurrency's threads on Linux, and a blocking wait on the
+/// cooperative pool (two threads here) would starve the tests.
 final class ChildProcess: Sendable {
     /// The process id.
     let pid: pid_t
@@ -22,30 +24,16 @@ final class ChildProcess: Sendable {
     init(_ executable: String, _ arguments: [String], outputIn directory: String) throws {
         stdoutPath = directory + "/stdout.txt"
         stderrPath = directory + "/stderr.txt"
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, stdoutPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        // The test process's threads block signals, and a child inherits the mask: without a reset, SIGTERM
-        // would never reach it.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var noSignals = sigset_t()
-        sigemptyset(&noSignals)
-        var allSignals = sigset_t()
-        sigfillset(&allSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        posix_spawnattr_setsigdefault(&attributes, &allSignals)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var child: pid_t = 0
-        let status = posix_spawn(&child, executable, &actions, &attributes, argv, environ)
-        guard status == 0 else { throw POSIXError(POSIXErrorCode(rawValue: status) ?? .EIO) }
-        pid = child
+        let output = open(stdoutPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        let errors = open(stderrPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        defer {
+            close(output)
+            close(errors)
+        }
+        guard output >= 0, errors >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        pid = try ProcessSpawn.start(
+            [executable] + arguments, standardOutput: .descriptor(output), standardError: .descriptor(errors)
+        ).get()
     }
 
     /// What it printed on stdout so far.
