@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # The lab scenarios' shared guest helpers, sourced by each scenario's script inside the VM. A script sets R to the
 # results directory before sourcing this, and SCENARIO to its name for `fail`.
 

@@ -10,6 +10,7 @@ R="$BLEMU_LAB_RESULTS"
 B=$1
 F=$2
 SCENARIO=ATT
+# shellcheck source=guest-lib.sh
 . "$F/guest-lib.sh"
 C="$BLEMU_LAB_CENTRAL"
 A="$BLEMU_LAB_PERIPHERAL_ADDRESS"
@@ -119,8 +120,10 @@ gt write-prepared-limited --char-write-req -a "$(H limited)" -n "$(printf '%02x'
 gt read-limited --char-read -a "$(H limited)"
 # 5.66's check_length counts the Prepare Write header (4 bytes) as value: 508 bytes are accepted, but 512 are
 # refused at the part for offset 504 (12 + 504 > 512), and gatttool sends no Execute Write.
+# shellcheck disable=SC2046 # printf gets one argument per byte
 gt write-prepared-508 --char-write-req -a "$(H long)" -n "$(printf '%02x' $(seq 0 507 | awk '{print $1 % 256}'))"
 gt read-after-508 --char-read -a "$(H long)"
+# shellcheck disable=SC2046 # printf gets one argument per byte
 gt write-prepared-512 --char-write-req -a "$(H long)" -n "$(printf '%02x' $(seq 0 511 | awk '{print (255 - $1 % 256)}'))"
 gt read-after-512 --char-read -a "$(H long)"
 # Reliable writes of two handles: one good, one whose second part is too long, one where a handle lacks the
@@ -182,5 +185,5 @@ ls -R /var/lib/bluetooth > "$R/bonds.txt" 2>&1
 
 step stop
 stop_blemu "$R/blemu-run-rc"
-step done
+step 'done'
 echo "ATT scenario done"

@@ -27,6 +27,7 @@ FIRMWARE_PROFILE=$6
 shift 6
 F=$(dirname "$0")
 SCENARIO=clone
+# shellcheck source=guest-lib.sh
 . "$F/guest-lib.sh"
 C="$BLEMU_LAB_CENTRAL"
 ADDR="$BLEMU_LAB_PERIPHERAL_ADDRESS"
@@ -142,5 +143,5 @@ step drop
     echo $? > "$R/drop.clone-rc"
     stop "$R/drop.run-rc"
 )
-step done
+step 'done'
 echo "clone scenario done"

@@ -7,6 +7,7 @@ R="$BLEMU_LAB_RESULTS"
 B=$1
 F=$2
 SCENARIO=doctor
+# shellcheck source=guest-lib.sh
 . "$F/guest-lib.sh"
 A=hci0
 
@@ -75,10 +76,11 @@ dbus-send --system --print-reply --dest=org.freedesktop.DBus / org.freedesktop.D
 
 step bluetoothd-stopped
 # Last: the stack's power-off copes with a bluetoothd that is already gone.
+# shellcheck disable=SC2046 # one argument per pid
 kill -TERM $(pidof bluetoothd)
 gone() { ! dbus-send --system --print-reply --dest=org.freedesktop.DBus / org.freedesktop.DBus.GetNameOwner \
     string:org.bluez >/dev/null 2>&1; }
 within 10 "org.bluez to leave the bus" gone
 doctor bluetoothd-stopped "$A"
-step done
+step 'done'
 echo "doctor scenario done"

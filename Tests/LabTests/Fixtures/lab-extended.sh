@@ -10,6 +10,7 @@ R="$BLEMU_LAB_RESULTS"
 B=$1
 F=$2
 SCENARIO=extended
+# shellcheck source=guest-lib.sh
 . "$F/guest-lib.sh"
 C="$BLEMU_LAB_CENTRAL"
 blemu_pid=
@@ -23,7 +24,7 @@ within 30 "blemu run to advertise or exit" settled
 if exited "$blemu_pid"; then
     wait "$blemu_pid"
     echo $? > "$R/blemu-run-rc"
-    step done
+    step 'done'
     exit 0
 fi
 
@@ -34,5 +35,5 @@ timeout 6 btmgmt -i "$C" find -l > "$R/find.txt" 2>&1
 
 step stop
 stop_blemu "$R/blemu-run-rc"
-step done
+step 'done'
 echo "extended scenario done"

@@ -9,6 +9,7 @@
 R="$BLEMU_LAB_RESULTS"
 here=$(dirname "$0")
 SCENARIO=lifecycle
+# shellcheck source=guest-lib.sh
 . "$here/guest-lib.sh"
 B=$1 PROFILE=$2 RESTORE_ID=$3
 LOG="$R/blemu-run.log"
@@ -60,6 +61,7 @@ kill -TERM "$bluetoothd_pid"
 within 10 "bluetoothd to exit" exited "$bluetoothd_pid"
 within 10 "org.bluez to leave the bus" bluez_gone
 within 10 "blemu to notice bluetoothd left" logged 'left the bus'
+# shellcheck disable=SC2091 # the recorded command line is what runs
 $(cat "$R/bluetoothd-cmdline.txt") >"$R/bluetoothd-restarted.log" 2>&1 &
 within 20 "org.bluez back on the bus" bluez_owned
 within 20 "hci0 powered by the new bluetoothd" powered hci0
@@ -132,5 +134,5 @@ within 10 "the holding central to finish" exited "$hold_pid"
 
 step stop
 stop_blemu "$R/blemu-run-rc"
-step done
+step 'done'
 echo "lifecycle scenario done"

@@ -9,6 +9,7 @@
 R="$BLEMU_LAB_RESULTS"
 here=$(dirname "$0")
 SCENARIO=pairing
+# shellcheck source=guest-lib.sh
 . "$here/guest-lib.sh"
 B=$1 SECURE=$2 PASSKEY=$3 WRONG=$4 DISPLAY=$5
 # The control socket lives on the VM's tmpfs: the results share is 9p.

@@ -7,11 +7,12 @@
 # started and ends with 1 in `<story>.rc`. Progress goes to `scenario-steps` (`<uptime> <story>`).
 R="$BLEMU_LAB_RESULTS"
 here=$(dirname "$0")
+# shellcheck source=guest-lib.sh
 . "$here/guest-lib.sh"
 # The parameters ProfilesScenario.swift computes (the values its tests assert on), as shell assignments.
+# shellcheck source=/dev/null # written per run by ProfilesScenario.swift
 . "$1"
 ADDR="$BLEMU_LAB_PERIPHERAL_ADDRESS"
-DEV="dev_$(echo "$ADDR" | tr : _)"
 BYSTANDER="$(sed -n 's/^hci3 //p' "$R/controllers")"
 # Control sockets, captures and event logs live on the VM's tmpfs: the results share is 9p (slow, and a
 # socket's inode there is not the one connect() finds).
@@ -176,5 +177,5 @@ transfer() {
     cp /run/transfer-events.jsonl "$R/transfer-events.jsonl"
 }
 story transfer transfer
-step done
+step 'done'
 echo "profiles scenario done"

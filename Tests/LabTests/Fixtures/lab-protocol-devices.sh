@@ -12,6 +12,7 @@
 # once every one has run, whatever they said (the tests read the files).
 R="$BLEMU_LAB_RESULTS"
 SCENARIO=protocol-devices
+# shellcheck source=guest-lib.sh
 . "$(dirname "$0")/guest-lib.sh"
 PYTHON=$1
 BLEMU=$2

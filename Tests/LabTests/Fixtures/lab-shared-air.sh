@@ -9,6 +9,7 @@
 # Usage: lab-shared-air.sh BLEMU THERMOSTAT_PROFILE PYTHON GATEWAY
 R=$BLEMU_LAB_RESULTS
 SCENARIO=shared-air
+# shellcheck source=guest-lib.sh
 . "$(dirname "$0")/guest-lib.sh"
 blemu=$1 thermostat=$2 python=$3 gateway=$4
 env | grep '^BLEMU_LAB_' | sort > "$R/environment"
@@ -26,4 +27,4 @@ echo $? > "$R/control.rc"
 step gateway
 "$python" "$gateway" 2 > "$R/gateway.out" 2>&1
 echo $? > "$R/gateway.rc"
-step done
+step 'done'

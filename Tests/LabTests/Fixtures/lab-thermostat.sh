@@ -9,6 +9,7 @@
 R="$BLEMU_LAB_RESULTS"
 here=$(dirname "$0")
 SCENARIO=thermostat
+# shellcheck source=guest-lib.sh
 . "$here/guest-lib.sh"
 B=$1 PROFILE=$2 RESTORE_ID=$3 LISTEN=$4 WRITTEN=$5
 shift 5
@@ -76,5 +77,5 @@ step read
 
 step stop
 stop_blemu "$R/blemu-run-2-rc"
-step done
+step 'done'
 echo "thermostat scenario done"
