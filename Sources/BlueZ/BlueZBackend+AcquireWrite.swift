@@ -40,7 +40,7 @@ extension BlueZBackend {
                         linkSecurity: security, errorDelivery: .throughBlueZ, reply: nil))
             },
             onClosed: { [weak self] in self?.onLoop { $0.writeStreamClosed(id) } })
-        onLoop { $0.writeStreams.updateValue(socket, forKey: id) }?.close()
+        onLoop { $0.sockets.setWrite(socket, for: id) }?.close()
         call.reply([.unixFD(UnixFD(pair.remote)), .uint16(UInt16(clamping: options.mtu))])
         _ = Glibc.close(pair.remote)
         logger.info("\(id): AcquireWrite by \(options.device), MTU \(options.mtu); writes now stream through a socket")
@@ -50,16 +50,14 @@ extension BlueZBackend {
     /// Closes every write stream (re-registration, power-off, bluetoothd gone, shutdown): bluetoothd acquires
     /// again on the next write.
     func closeWriteStreams(reason: String) {
-        let streams = writeStreams.sorted { $0.key < $1.key }
-        writeStreams.removeAll()
-        for (id, socket) in streams {
+        for (id, socket) in sockets.removeWrites() {
             socket.close()
             logger.info("\(id): write stream closed (\(reason))")
         }
     }
 
     private func writeStreamClosed(_ id: String) {
-        guard writeStreams.removeValue(forKey: id) != nil else { return }
+        guard sockets.removeWrite(id) != nil else { return }
         logger.info("\(id): bluetoothd closed the write stream")
         writeAcquiredChanged(id)
     }
@@ -67,7 +65,7 @@ extension BlueZBackend {
     /// Emits `PropertiesChanged` for `WriteAcquired`; failures are logged.
     private func writeAcquiredChanged(_ id: String) {
         guard let path = tree.characteristicPath(id) else { return }
-        let isAcquired = writeStreams[id] != nil
+        let isAcquired = sockets.isWriteAcquired(id)
         do {
             try connection.emitPropertiesChanged(
                 path: path, interface: BlueZName.Interface.gattCharacteristic,

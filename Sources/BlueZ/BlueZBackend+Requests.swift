@@ -53,7 +53,7 @@ extension BlueZBackend {
             acquireWrite: { [weak self] call, characteristic in self?.acquireWrite(call, characteristic) },
             isNotifying: { [weak self] id in self?.onLoop { $0.notify.isNotifying(id) } ?? false },
             isNotifyAcquired: { [weak self] id in self?.onLoop { $0.notify.isAcquired(id) } ?? false },
-            isWriteAcquired: { [weak self] id in self?.onLoop { $0.writeStreams[id] != nil } ?? false },
+            isWriteAcquired: { [weak self] id in self?.onLoop { $0.sockets.isWriteAcquired(id) } ?? false },
             readDescriptor: { [weak self] call, path, descriptor in self?.readDescriptor(call, path, descriptor) },
             writeDescriptor: { [weak self] call, path, descriptor in self?.writeDescriptor(call, path, descriptor) })
     }
@@ -174,17 +174,17 @@ extension BlueZBackend {
         // The socket's events arrive on the loop thread; its central is looked up when something happens on it: a
         // `*` socket becomes its device's once bluetoothd shows it acquires per device (`NotifyTable`).
         let (effects, isPerDevice) = onLoop { backend in
-            let token = backend.nextNotifyToken
-            backend.nextNotifyToken += 1
-            backend.notifySockets[token] = AcquiredSocket.forNotifications(
-                fd: pair.local, on: connection,
-                onWritable: { [weak backend] in
-                    backend?.onLoop { $0.notifySocketEvent(token) { .writable($0) } }
-                },
-                onConfirm: { [weak backend] in
-                    backend?.onLoop { $0.notifySocketEvent(token) { .confirmed($0) } }
-                },
-                onClosed: { [weak backend] in backend?.onLoop { $0.notifySocketClosed(token, id) } })
+            let token = backend.sockets.addNotify { token in
+                AcquiredSocket.forNotifications(
+                    fd: pair.local, on: connection,
+                    onWritable: { [weak backend] in
+                        backend?.onLoop { $0.notifySocketEvent(token) { .writable($0) } }
+                    },
+                    onConfirm: { [weak backend] in
+                        backend?.onLoop { $0.notifySocketEvent(token) { .confirmed($0) } }
+                    },
+                    onClosed: { [weak backend] in backend?.onLoop { $0.notifySocketClosed(token, id) } })
+            }
             let effects = backend.notify.acquired(
                 id, device: options.device, mtu: options.mtu, kind: kind, token: token)
             return (effects, backend.notify.socketsArePerDevice)
@@ -220,7 +220,7 @@ extension BlueZBackend {
     func perform(_ effects: [NotifyTable.Effect], changing id: String?) {
         var closing: [AcquiredSocket] = []
         for case .close(let token) in effects {
-            if let socket = notifySockets.removeValue(forKey: token) { closing.append(socket) }
+            if let socket = sockets.removeNotify(token) { closing.append(socket) }
         }
         publishRoutes()
         var changed: [String] = id.map { [$0] } ?? []
@@ -242,7 +242,7 @@ extension BlueZBackend {
 
     /// Replaces the snapshot `send(_:to:)` routes by with the loop's state now.
     func publishRoutes() {
-        let snapshot = NotifyRoutes(table: notify, sockets: notifySockets, tree: tree)
+        let snapshot = NotifyRoutes(table: notify, sockets: sockets.notify, tree: tree)
         routes.withLock { $0 = snapshot }
     }
 

@@ -33,12 +33,8 @@ public actor BlueZBackend: PeripheralBackend {
     var advertisement: AdvertisementRegistration?
     /// Who each subscribed characteristic's updates reach.
     var notify = NotifyTable()
-    /// Our ends of the `AcquireNotify` sockets, by the token `notify` knows them by.
-    var notifySockets: [Int: AcquiredSocket] = [:]
-    /// The next socket's token.
-    var nextNotifyToken = 0
-    /// AcquireWrite sockets by characteristic id.
-    var writeStreams: [String: AcquiredSocket] = [:]
+    /// Our ends of the `AcquireNotify` sockets (by the token `notify` knows them by) and the `AcquireWrite` ones.
+    var sockets = AcquiredSockets()
     /// The adapter's devices: connected, about to disconnect, named by requests.
     var devices = DeviceTable()
     /// The descriptors' values, with what centrals wrote.
@@ -66,7 +62,7 @@ public actor BlueZBackend: PeripheralBackend {
     nonisolated let jobs: AsyncStream<RegistrationJob.Queued>.Continuation
     /// The manager's router once it attached (`attach(_:)`): every read and write goes to it.
     nonisolated let router: RouterAttachment
-    /// Where `send(_:to:)` writes each subscription's updates: a copy of `notify`, `notifySockets` and the
+    /// Where `send(_:to:)` writes each subscription's updates: a copy of `notify`, the notify sockets and the
     /// characteristics' paths, published by the loop after each change (`publishRoutes`).
     nonisolated let routes = Mutex(NotifyRoutes())
 
@@ -275,11 +271,9 @@ public actor BlueZBackend: PeripheralBackend {
         connection.unexport(paths.advertisement)
         if let previousAlias { await setAlias(previousAlias) }
         _ = notify.removeAll()
-        let sockets = Array(notifySockets.values) + Array(writeStreams.values)
-        notifySockets.removeAll()
-        writeStreams.removeAll()
+        let closing = sockets.removeAll()
         publishRoutes()
-        for socket in sockets { socket.close() }
+        for socket in closing { socket.close() }
         for subscription in subscriptions { subscription.cancel() }
         subscriptions.removeAll()
         watcher?.cancel()
