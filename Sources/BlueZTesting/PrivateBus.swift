@@ -9,9 +9,10 @@ import Synchronization
 /// A `dbus-daemon` of our own in a temporary directory, isolated from the system and session buses: the bus a test
 /// runs a `FakeBluetoothd` and the app under test on (one per test); killed by `stop()` (or deinit). Spawned with
 /// `ProcessSpawn`, not Foundation's Process, whose waitUntilExit can hang when called from Swift concurrency's
-/// threads on Linux: signals at their defaults and unblocked (the test's threads block them, and a child inherits
-/// that), and none of the test process's descriptors, which would hold another test's pipe open for as long as the
-/// daemon lives (a test reading its child's output to the end then waited for ever).
+/// threads on Linux: the stop signals at their defaults and none blocked (the test's threads block them, and a child
+/// inherits that), none of the test process's descriptors, which would hold another test's pipe open for as long as
+/// the daemon lives (a test reading its child's output to the end then waited for ever), and in the test run's
+/// process group, so that a Ctrl-C of the run ends the daemons with it.
 public final class PrivateBus: Sendable {
     /// Where Debian installs the daemon (package `dbus`).
     public static let daemonPath = "/usr/bin/dbus-daemon"
@@ -51,7 +52,7 @@ public final class PrivateBus: Sendable {
         for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         let spawned = ProcessSpawn.start(
             [Self.daemonPath, "--config-file=\(configPath)", "--nofork", "--print-address=1"],
-            standardOutput: .descriptor(ends[1]), standardError: .discarded)
+            standardOutput: .descriptor(ends[1]), standardError: .discarded, ownGroup: false)
         close(ends[1])
         defer { close(ends[0]) }
         let child: pid_t

@@ -31,10 +31,12 @@ public enum ProcessSpawn {
     }
 
     /// Starts `arguments` (the executable's path first) with stdin from /dev/null, `environment` replacing or adding
-    /// those variables, stdout and stderr as given. Returns the process id, for the caller to reap.
+    /// those variables, stdout and stderr as given, in a process group of its own unless `ownGroup` is false (a
+    /// helper that should end with its parent's group, as a test's daemons do when the run is interrupted). Returns
+    /// the process id, for the caller to reap.
     public static func start(
         _ arguments: [String], environment additions: [String: String] = [:], standardOutput: Output = .inherited,
-        standardError: Output = .inherited
+        standardError: Output = .inherited, ownGroup: Bool = true
     ) -> Result<pid_t, SpawnError> {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -61,7 +63,8 @@ public enum ProcessSpawn {
         posix_spawnattr_setsigmask(&attributes, &none)
         posix_spawnattr_setpgroup(&attributes, 0)
         posix_spawnattr_setflags(
-            &attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
+            &attributes,
+            Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | (ownGroup ? POSIX_SPAWN_SETPGROUP : 0)))
         // After the redirections above, so a `.descriptor` source above stderr is duplicated before it closes; the
         // marking where the action is missing or cannot be added.
         if closeFromAction.map({ $0(&actions, 3) }) != 0 { markCloseOnExec() }

@@ -1,8 +1,9 @@
 import Foundation
 import LocalIO
 
-/// A process of our own (the built `blemu`), its output in files. Spawned with `ProcessSpawn` (signals at their
-/// defaults and unblocked, none of the test process's descriptors) and reaped by waitpid on a thread of its own:
+/// A process of our own (the built `blemu`), its output in files. Spawned with `ProcessSpawn` (the stop signals at
+/// their defaults and none blocked, none of the test process's descriptors, in the run's process group so that a
+/// Ctrl-C of the run ends it too) and reaped by waitpid on a thread of its own:
 /// Foundation's Process can hang waiting from Swift concurrency's threads on Linux, and a blocking wait on the
 /// cooperative pool (two threads here) would starve the tests.
 final class ChildProcess: Sendable {
@@ -32,7 +33,8 @@ final class ChildProcess: Sendable {
         }
         guard output >= 0, errors >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         pid = try ProcessSpawn.start(
-            [executable] + arguments, standardOutput: .descriptor(output), standardError: .descriptor(errors)
+            [executable] + arguments, standardOutput: .descriptor(output), standardError: .descriptor(errors),
+            ownGroup: false
         ).get()
     }
 

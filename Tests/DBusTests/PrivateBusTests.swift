@@ -10,7 +10,7 @@ struct PrivateBusTests {
     @Test func theDaemonHoldsNoneOfTheTestProcesssDescriptors() throws {
         var ends: [Int32] = [-1, -1]
         // Without close-on-exec, as Foundation's Pipe makes them.
-        #expect(pipe(&ends) == 0)
+        try #require(pipe(&ends) == 0)
         defer { for end in ends { close(end) } }
         let bus = try PrivateBus()
         defer { bus.stop() }
