@@ -44,7 +44,9 @@ enum ViewConnection {
         let terminator = Array("\r\n\r\n".utf8)
         let deadline = ContinuousClock.now + headLimit
         func timedOut() -> (bytes: [UInt8], end: Int)? {
-            _ = SocketCalls.sendAll(connection, HTTPResponse.text(408, "blemu ui: no whole request within 30 s").bytes)
+            let refusal = HTTPResponse.text(
+                408, "blemu ui: no whole request within \(headLimit.components.seconds) s")
+            _ = SocketCalls.sendAll(connection, refusal.bytes)
             return nil
         }
         while true {
