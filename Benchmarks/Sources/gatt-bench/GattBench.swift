@@ -119,11 +119,18 @@ struct GattBench {
     }
 
     /// Runs `body` with a launcher on a fresh workspace, a private bus and the fake bluetoothd on it; removes
-    /// them all afterwards.
+    /// them all afterwards, the workspace too unless `GATT_BENCH_KEEP` is set (its callgrind dumps and contenders'
+    /// logs are then left for `callgrind_annotate`, and its path is printed).
     static func withRig<T>(_ body: (Launcher) async throws -> T) async throws -> T {
         let workspace = "/tmp/blemu-gatt-\(getpid())"
         mkdir(workspace, 0o700)
-        defer { _ = try? shell("rm -rf '\(workspace)'") }
+        defer {
+            if getenv("GATT_BENCH_KEEP") == nil {
+                _ = try? shell("rm -rf '\(workspace)'")
+            } else {
+                progress("kept \(workspace)")
+            }
+        }
         let (address, bus) = try startBus(workspace: workspace)
         defer { bus.stop() }
         let fake = try await FakeBluetoothd(address: address)
