@@ -40,7 +40,7 @@ extension BlueZBackend {
                         linkSecurity: security, errorDelivery: .throughBlueZ, reply: nil))
             },
             onClosed: { [weak self] in self?.onLoop { $0.writeStreamClosed(id) } })
-        onLoop { $0.sockets.setWrite(socket, for: id) }?.close()
+        onLoop { $0.writeStreams.setWrite(socket, for: id) }?.close()
         call.reply([.unixFD(UnixFD(pair.remote)), .uint16(UInt16(clamping: options.mtu))])
         _ = Glibc.close(pair.remote)
         logger.info("\(id): AcquireWrite by \(options.device), MTU \(options.mtu); writes now stream through a socket")
@@ -50,14 +50,14 @@ extension BlueZBackend {
     /// Closes every write stream (re-registration, power-off, bluetoothd gone, shutdown): bluetoothd acquires
     /// again on the next write.
     func closeWriteStreams(reason: String) {
-        for (id, socket) in sockets.removeWrites() {
+        for (id, socket) in writeStreams.removeWrites() {
             socket.close()
             logger.info("\(id): write stream closed (\(reason))")
         }
     }
 
     private func writeStreamClosed(_ id: String) {
-        guard sockets.removeWrite(id) != nil else { return }
+        guard writeStreams.removeWrite(id) != nil else { return }
         logger.info("\(id): bluetoothd closed the write stream")
         writeAcquiredChanged(id)
     }
@@ -65,7 +65,7 @@ extension BlueZBackend {
     /// Emits `PropertiesChanged` for `WriteAcquired`; failures are logged.
     private func writeAcquiredChanged(_ id: String) {
         guard let path = tree.characteristicPath(id) else { return }
-        let isAcquired = sockets.isWriteAcquired(id)
+        let isAcquired = writeStreams.isWriteAcquired(id)
         do {
             try connection.emitPropertiesChanged(
                 path: path, interface: BlueZName.Interface.gattCharacteristic,

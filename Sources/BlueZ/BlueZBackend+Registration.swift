@@ -22,13 +22,13 @@ extension BlueZBackend {
         } catch {
             for object in objects { connection.unexport(object.path) }
             tree = PublishedTree()
-            publishRoutes()
+            routes.withLock { $0.tree = tree }
             handle(.unwant(.application))
             throw .export("\(error)")
         }
         tree = PublishedTree(services, exported: objects.map(\.path), paths: paths)
         descriptors.reset()
-        publishRoutes()
+        routes.withLock { [tree] in $0.tree = tree }
         handle(services.isEmpty ? .unwant(.application) : .want(.application))
         try await registerApplication()
     }

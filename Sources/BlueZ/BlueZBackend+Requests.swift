@@ -51,9 +51,9 @@ extension BlueZBackend {
             confirm: { [weak self] call, characteristic in self?.confirm(call, characteristic) },
             acquireNotify: { [weak self] call, characteristic in self?.acquireNotify(call, characteristic) },
             acquireWrite: { [weak self] call, characteristic in self?.acquireWrite(call, characteristic) },
-            isNotifying: { [weak self] id in self?.onLoop { $0.notify.isNotifying(id) } ?? false },
-            isNotifyAcquired: { [weak self] id in self?.onLoop { $0.notify.isAcquired(id) } ?? false },
-            isWriteAcquired: { [weak self] id in self?.onLoop { $0.sockets.isWriteAcquired(id) } ?? false },
+            isNotifying: { [weak self] id in self?.routes.withLock { $0.table.isNotifying(id) } ?? false },
+            isNotifyAcquired: { [weak self] id in self?.routes.withLock { $0.table.isAcquired(id) } ?? false },
+            isWriteAcquired: { [weak self] id in self?.onLoop { $0.writeStreams.isWriteAcquired(id) } ?? false },
             readDescriptor: { [weak self] call, path, descriptor in self?.readDescriptor(call, path, descriptor) },
             writeDescriptor: { [weak self] call, path, descriptor in self?.writeDescriptor(call, path, descriptor) })
     }
@@ -131,10 +131,11 @@ extension BlueZBackend {
 
     private func notifyStarted(_ characteristic: Characteristic) {
         // Every enabling CCCD write calls StartNotify (`ccc_write_cb`); only the first one subscribes.
-        let effects = notify.started(characteristic.id, kind: Self.updateKind(characteristic))
-        guard !effects.isEmpty else { return }
+        let kind = Self.updateKind(characteristic)
+        let change = routes.withLock { $0.change { $0.started(characteristic.id, kind: kind) } }
+        guard !change.effects.isEmpty else { return }
         logger.info("\(characteristic.id): StartNotify, updates go to every subscriber through PropertiesChanged")
-        perform(effects, changing: characteristic.id)
+        perform(change, changing: characteristic.id)
     }
 
     private nonisolated func stopNotify(_ call: consuming MethodCall, _ characteristic: Characteristic) {
@@ -145,10 +146,10 @@ extension BlueZBackend {
 
     private func notifyStopped(_ characteristic: Characteristic) {
         // Called only when the last subscriber leaves (`ccc_write_cb`: ntfy_cnt drops to 0).
-        let effects = notify.stopped(characteristic.id)
-        guard !effects.isEmpty else { return }
+        let change = routes.withLock { $0.change { $0.stopped(characteristic.id) } }
+        guard !change.effects.isEmpty else { return }
         logger.info("\(characteristic.id): StopNotify, no subscribers left")
-        perform(effects, changing: characteristic.id)
+        perform(change, changing: characteristic.id)
     }
 
     private nonisolated func confirm(_ call: consuming MethodCall, _ characteristic: Characteristic) {
@@ -173,21 +174,19 @@ extension BlueZBackend {
         let connection = connection
         // The socket's events arrive on the loop thread; its central is looked up when something happens on it: a
         // `*` socket becomes its device's once bluetoothd shows it acquires per device (`NotifyTable`).
-        let (effects, isPerDevice) = onLoop { backend in
-            let token = backend.sockets.addNotify { token in
-                AcquiredSocket.forNotifications(
-                    fd: pair.local, on: connection,
-                    onWritable: { [weak backend] in
-                        backend?.onLoop { $0.notifySocketEvent(token) { .writable($0) } }
-                    },
-                    onConfirm: { [weak backend] in
-                        backend?.onLoop { $0.notifySocketEvent(token) { .confirmed($0) } }
-                    },
-                    onClosed: { [weak backend] in backend?.onLoop { $0.notifySocketClosed(token, id) } })
+        let (change, isPerDevice) = onLoop { backend in
+            let token = backend.routes.withLock { $0.reserveToken() }
+            let socket = AcquiredSocket.forNotifications(
+                fd: pair.local, on: connection,
+                onWritable: { [weak backend] in backend?.onLoop { $0.notifySocketEvent(token) { .writable($0) } } },
+                onConfirm: { [weak backend] in backend?.onLoop { $0.notifySocketEvent(token) { .confirmed($0) } } },
+                onClosed: { [weak backend] in backend?.onLoop { $0.notifySocketClosed(token, id) } })
+            return backend.routes.withLock { routes in
+                let change = routes.change(adding: (token, socket)) {
+                    $0.acquired(id, device: options.device, mtu: options.mtu, kind: kind, token: token)
+                }
+                return (change, routes.table.socketsArePerDevice)
             }
-            let effects = backend.notify.acquired(
-                id, device: options.device, mtu: options.mtu, kind: kind, token: token)
-            return (effects, backend.notify.socketsArePerDevice)
         }
         // Appending the fd duplicates it into the message; our copy of bluetoothd's end is closed right after.
         call.reply([.unixFD(UnixFD(pair.remote)), .uint16(UInt16(clamping: options.mtu))])
@@ -195,36 +194,31 @@ extension BlueZBackend {
         logger.info(
             "\(id): AcquireNotify by \(options.device), MTU \(options.mtu); served as central '\(isPerDevice ? options.device : Central.allSubscribersID)'\(isPerDevice ? "" : " (all subscribers)")"
         )
-        onLoop { $0.perform(effects, changing: id) }
+        onLoop { $0.perform(change, changing: id) }
     }
 
     /// Reports what happened on the socket `token` as its central's event; nothing once the socket is gone.
     private func notifySocketEvent(_ token: Int, _ event: (Central) -> BackendEvent) {
-        guard let central = notify.central(for: token) else { return }
+        guard let central = routes.withLock({ $0.table.central(for: token) }) else { return }
         continuation.yield(event(central))
     }
 
     private func notifySocketClosed(_ token: Int, _ id: String) {
-        let effects = notify.closed(token: token)
-        guard effects.contains(where: { if case .unsubscribed = $0 { true } else { false } }) else {
-            perform(effects, changing: nil)
+        let change = routes.withLock { $0.change { $0.closed(token: token) } }
+        guard change.effects.contains(where: { if case .unsubscribed = $0 { true } else { false } }) else {
+            perform(change, changing: nil)
             return
         }
         logger.info("\(id): bluetoothd closed a notify socket (its subscriber left)")
-        perform(effects, changing: id)
+        perform(change, changing: id)
     }
 
-    /// Carries out the table's effects: forgets the sockets it let go, publishes the routes (before any report, so
-    /// that a manager told `.subscribed` can send at once), reports subscriptions in order, closes the sockets, and
-    /// signals `Notifying` for `changing` (and every characteristic an effect names).
-    func perform(_ effects: [NotifyTable.Effect], changing id: String?) {
-        var closing: [AcquiredSocket] = []
-        for case .close(let token) in effects {
-            if let socket = sockets.removeNotify(token) { closing.append(socket) }
-        }
-        publishRoutes()
+    /// Carries out a change of `routes` made under its lock (so a manager told `.subscribed` can send at once, and
+    /// no route reaches a socket let go): reports subscriptions in order, closes the sockets let go, and signals
+    /// `Notifying` for `changing` (and every characteristic an effect names).
+    func perform(_ change: (effects: [NotifyTable.Effect], closing: [AcquiredSocket]), changing id: String?) {
         var changed: [String] = id.map { [$0] } ?? []
-        for effect in effects {
+        for effect in change.effects {
             switch effect {
             case .close:
                 break
@@ -236,21 +230,16 @@ extension BlueZBackend {
                 continuation.yield(.unsubscribed(central, characteristicID: characteristicID))
             }
         }
-        for socket in closing { socket.close() }
+        for socket in change.closing { socket.close() }
         for characteristicID in changed { notifyingChanged(characteristicID) }
-    }
-
-    /// Replaces the snapshot `send(_:to:)` routes by with the loop's state now.
-    func publishRoutes() {
-        let snapshot = NotifyRoutes(table: notify, sockets: sockets.notify, tree: tree)
-        routes.withLock { $0 = snapshot }
     }
 
     /// Emits `PropertiesChanged` for `Notifying` (and `NotifyAcquired` where exported); failures are logged.
     private func notifyingChanged(_ id: String) {
         guard let path = tree.characteristicPath(id) else { return }
-        var changed: [String: DBusValue] = [BlueZName.Property.notifying: .boolean(notify.isNotifying(id))]
-        if options.useAcquireNotify { changed[BlueZName.Property.notifyAcquired] = .boolean(notify.isAcquired(id)) }
+        let (isNotifying, isAcquired) = routes.withLock { ($0.table.isNotifying(id), $0.table.isAcquired(id)) }
+        var changed: [String: DBusValue] = [BlueZName.Property.notifying: .boolean(isNotifying)]
+        if options.useAcquireNotify { changed[BlueZName.Property.notifyAcquired] = .boolean(isAcquired) }
         do {
             try connection.emitPropertiesChanged(
                 path: path, interface: BlueZName.Interface.gattCharacteristic, changed: changed)
@@ -263,9 +252,9 @@ extension BlueZBackend {
     /// bluetoothd itself went away, what it showed of its notify sockets is forgotten too: the next one may be
     /// another version.
     func forgetSubscriptions(reason: String, bluetoothdChanged: Bool = false) {
-        let effects = notify.removeAll(keepingWhatWasLearned: !bluetoothdChanged)
-        for case .unsubscribed(_, let id) in effects { logger.info("\(id): subscription ended (\(reason))") }
-        perform(effects, changing: nil)
+        let change = routes.withLock { $0.change { $0.removeAll(keepingWhatWasLearned: !bluetoothdChanged) } }
+        for case .unsubscribed(_, let id) in change.effects { logger.info("\(id): subscription ended (\(reason))") }
+        perform(change, changing: nil)
         closeWriteStreams(reason: reason)
     }
 

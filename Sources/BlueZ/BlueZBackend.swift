@@ -21,7 +21,7 @@ import Synchronization
 /// (`BusConnection.unownedExecutor`). bluetoothd's calls, its signals and what happens on the notify and write
 /// sockets (`FileWatch`) all arrive on that thread, so they reach this state with `onLoop` and no lock; the
 /// async work (registering, shutting down) runs there too, between dispatches. The one thing read from another
-/// thread is `routes`, the snapshot `send(_:to:)` reads on the manager's.
+/// thread is `routes`, the subscriptions `send(_:to:)` reads on the manager's, behind a lock of their own.
 public actor BlueZBackend: PeripheralBackend {
     /// bluetoothd, the adapter and what is registered: changed only through `handle(_:)` and `shutDown()`.
     var lifecycle = BlueZLifecycle(adapterPowered: false)
@@ -31,10 +31,8 @@ public actor BlueZBackend: PeripheralBackend {
     /// The GATT application as exported.
     var tree = PublishedTree()
     var advertisement: AdvertisementRegistration?
-    /// Who each subscribed characteristic's updates reach.
-    var notify = NotifyTable()
-    /// Our ends of the `AcquireNotify` sockets (by the token `notify` knows them by) and the `AcquireWrite` ones.
-    var sockets = AcquiredSockets()
+    /// Our ends of the `AcquireWrite` sockets (the notify ones are `routes`').
+    var writeStreams = WriteStreams()
     /// The adapter's devices: connected, about to disconnect, named by requests.
     var devices = DeviceTable()
     /// The descriptors' values, with what centrals wrote.
@@ -62,8 +60,8 @@ public actor BlueZBackend: PeripheralBackend {
     nonisolated let jobs: AsyncStream<RegistrationJob.Queued>.Continuation
     /// The manager's router once it attached (`attach(_:)`): every read and write goes to it.
     nonisolated let router: RouterAttachment
-    /// Where `send(_:to:)` writes each subscription's updates: a copy of `notify`, the notify sockets and the
-    /// characteristics' paths, published by the loop after each change (`publishRoutes`).
+    /// Who is subscribed and where each subscription's updates go: the one record, changed on the loop and read by
+    /// `send(_:to:)` on the manager's thread, both under this lock.
     nonisolated let routes = Mutex(NotifyRoutes())
 
     /// Runs on the D-Bus loop thread: see the type's comment.
@@ -166,8 +164,8 @@ public actor BlueZBackend: PeripheralBackend {
     }
 
     /// Writes one datagram to the characteristic's notify socket, or emits `PropertiesChanged(Value)`; `.failed`
-    /// when nobody subscribed the characteristic. Called on the manager's thread: it reads `routes`, the loop's
-    /// latest snapshot, and writes on a socket or the bus, both of which any thread may do.
+    /// when nobody subscribed the characteristic. Called on the manager's thread: it reads `routes` under its lock
+    /// (released before the write), and writes on a socket or the bus, both of which any thread may do.
     @_spi(Backend) public nonisolated func send(_ update: NotificationQueue.Update, to central: Central) -> SendOutcome
     {
         switch routes.withLock({ $0.route(update.characteristicID, to: central) }) {
@@ -270,9 +268,7 @@ public actor BlueZBackend: PeripheralBackend {
         jobs.finish()
         connection.unexport(paths.advertisement)
         if let previousAlias { await setAlias(previousAlias) }
-        _ = notify.removeAll()
-        let closing = sockets.removeAll()
-        publishRoutes()
+        let closing = routes.withLock { $0.removeAll() } + writeStreams.removeWrites().map(\.socket)
         for socket in closing { socket.close() }
         for subscription in subscriptions { subscription.cancel() }
         subscriptions.removeAll()
