@@ -51,19 +51,23 @@ import Testing
     }
 
     @Test func anInterruptEndsAFollowThatIsWaitingForALine() async throws {
-        let (path, fd) = try listener(answering: #"{"ok":true,"following":true}"#)
+        // The response, then one event line: once the follow hands that line over it is past its response, and
+        // the stream stays silent after it, so the follow is waiting for a line when the interrupt comes.
+        let (path, fd) = try listener(answering: #"{"ok":true,"following":true}"# + "\n" + #"{"event":"first"}"#)
         defer {
             close(fd)
             unlink(path)
         }
         let channel = ControlChannel(path: path)
+        let (lines, arrived) = AsyncStream<String>.makeStream()
         let following = Task {
             do {
-                try await channel.follow(["command": .string("events"), "follow": .bool(true)]) { _ in }
+                try await channel.follow(["command": .string("events"), "follow": .bool(true)]) { arrived.yield($0) }
                 return "ended without a reason"
             } catch { return "\(error)" }
         }
-        try await Task.sleep(for: .milliseconds(300))
+        var iterator = lines.makeAsyncIterator()
+        #expect(await iterator.next() == #"{"event":"first"}"#)
         await channel.interrupt("the view stopped following")
         #expect(await following.value == "\(path): the view stopped following")
     }
