@@ -193,23 +193,34 @@ extension DBusValue {
             return .bytes(
                 Array(UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: Int(count))))
         }
-        let full = dbus_message_iter_get_signature(&iterator)
-        let signature = full.map { String(cString: $0) } ?? "a"
-        dbus_free(full)
-        let element = Signature(unchecked: String(signature.dropFirst()))
+        // A value read from the wire has the wire's type, so a non-empty container's element type is its first
+        // element's signature; only an empty one asks libdbus for the signature (a string it allocates, per call).
         if elementCode == .dictEntry {
-            let types = Signature(unchecked: String(element.rawValue.dropFirst().dropLast())).completeTypes
             var entries: [DictionaryEntry] = []
             while dbus_message_iter_get_arg_type(&sub) == TypeCode.dictEntry.cValue {
                 var pair = DBusMessageIter()
                 dbus_message_iter_recurse(&sub, &pair)
-                let fields = readAll(&pair)
-                if fields.count == 2 { entries.append(DictionaryEntry(fields[0], fields[1])) }
+                if let key = read(from: &pair), dbus_message_iter_next(&pair) != 0, let value = read(from: &pair) {
+                    entries.append(DictionaryEntry(key, value))
+                }
                 guard dbus_message_iter_next(&sub) != 0 else { break }
             }
-            return .dictionary(
-                key: types.first ?? "s", value: types.count > 1 ? types[1] : "v", entries)
+            if let first = entries.first {
+                return .dictionary(key: first.key.signature, value: first.value.signature, entries)
+            }
+            let types = Signature(unchecked: String(elementSignature(&iterator).rawValue.dropFirst().dropLast()))
+                .completeTypes
+            return .dictionary(key: types.first ?? "s", value: types.count > 1 ? types[1] : "v", [])
         }
-        return .array(element: element, readAll(&sub))
+        let items = readAll(&sub)
+        return .array(element: items.first?.signature ?? elementSignature(&iterator), items)
+    }
+
+    /// The element type of the array under `iterator`, from the signature libdbus allocates for it.
+    private static func elementSignature(_ iterator: inout DBusMessageIter) -> Signature {
+        let full = dbus_message_iter_get_signature(&iterator)
+        let signature = full.map { String(cString: $0) } ?? "a"
+        dbus_free(full)
+        return Signature(unchecked: String(signature.dropFirst()))
     }
 }
