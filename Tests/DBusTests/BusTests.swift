@@ -24,6 +24,42 @@ struct BusTests {
         #expect(sum == [.int32(42)])
     }
 
+    @Test func aReplyThatIsNotTheDeclaredOutputsAnswersFailedNamingBoth() async throws {
+        let bus = try PrivateBus()
+        let server = try bus.connect("server")
+        let client = try bus.connect("client")
+        defer {
+            client.close()
+            server.close()
+        }
+        try server.export(
+            "/app",
+            [
+                Interface(
+                    "org.example.Replies",
+                    methods: [
+                        Method("One", outputs: "s") { call in call.reply([.int32(1)]) },
+                        Method("Two", outputs: "su") { call in call.reply([.string("a"), .string("b")]) },
+                        Method("Right", outputs: "su") { call in call.reply([.string("a"), .uint32(2)]) },
+                    ])
+            ])
+        func answer(_ member: String) async -> String {
+            do {
+                let values = try await client.call(
+                    server.uniqueName, path: "/app", interface: "org.example.Replies", member: member)
+                return "\(values)"
+            } catch let error as DBusError {
+                return "\(error.name): \(error.message)"
+            } catch {
+                return "\(error)"
+            }
+        }
+        let failed = "org.freedesktop.DBus.Error.Failed: invalid reply: "
+        #expect(await answer("One") == failed + "\(MarshalError.typeMismatch(expected: "s", actual: "i"))")
+        #expect(await answer("Two") == failed + "\(MarshalError.typeMismatch(expected: "su", actual: "ss"))")
+        #expect(await answer("Right") == "\([DBusValue.string("a"), .uint32(2)])")
+    }
+
     @Test func theHandlerSeesTheCallersUniqueName() async throws {
         let pair = try BusPair(sensorLevel: 0)
         defer { pair.close() }
