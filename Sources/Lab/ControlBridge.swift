@@ -138,7 +138,10 @@ public enum ControlBridge {
                         dial: { () throws(TCPEndpoint.Failure) in try dial.connect() }, patience: .seconds(10)))
             }
         } catch {
+            // Nothing of a start that failed stays: the listeners close, and the socket files made for them go (a
+            // closed socket's file would still be there for the next start to replace, and for `ls` to show).
             for entrance in entrances { if case .listener(let fd) = entrance.source { close(fd) } }
+            for join in joins.prefix(entrances.count) { if case .unix(let path) = join.listen { unlink(path) } }
             throw error
         }
         let splice = try SocketSplice(entrances: entrances, log: log)
