@@ -5,7 +5,8 @@ public struct EventFilter: Hashable, Sendable {
     /// The event log's types (docs/control-and-events.md, "The event log"), offered to agents as the schema's enum.
     public static let types = [
         "state", "connected", "disconnected", "request", "subscribed", "unsubscribed", "notification", "indication",
-        "queue-full", "queue-ready", "fault", "pairing", "restart", "protocol", "handler", "reset", "lines-dropped",
+        "queue-full", "queue-ready", "outbox-full", "fault", "pairing", "restart", "protocol", "handler", "reset",
+        "lines-dropped",
     ]
 
     /// The event's `type`, or nil for any.

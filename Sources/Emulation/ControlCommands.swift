@@ -77,15 +77,15 @@ struct ControlCommands: Sendable {
             let id = try string("id", in: request)
             // A burst in one line: a script (or the benchmark) measures the notification path, not the socket.
             let count = request["count"].map { $0.number ?? -1 } ?? 1
-            guard count == count.rounded(), (1...100_000).contains(count) else {
-                throw .badValue("`count` must be a whole number from 1 to 100000")
+            guard count == count.rounded(), (1...Double(Emulator.outboxCapacity)).contains(count) else {
+                throw .badValue("`count` must be a whole number from 1 to \(Emulator.outboxCapacity)")
             }
             let times = Int(count)
             let central = try request["central"].map { value throws(ControlError) -> String in
                 guard let central = value.string else { throw .badValue("`central` must be a string") }
                 return central
             }
-            for _ in 0..<times { try await emulator.notify(id, to: central) }
+            try await emulator.notify(id, to: central, times: times)
             return describe(id, try await emulator.value(of: id))
         case .centrals:
             let centrals = await emulator.centrals().map {
@@ -157,6 +157,7 @@ struct ControlCommands: Sendable {
                 "writesWithoutResponse": requests.withoutReply,
                 "notificationsQueued": notifications.accepted, "notificationsSent": notifications.sent,
                 "queueFull": notifications.refusedFull, "waiting": counters.waiting,
+                "outboxDropped": counters.outboxDropped,
                 "notificationsDropped": notifications.dropped, "eventLinesLost": counters.eventLinesLost,
                 "notificationsToNobody": notifications.withoutSubscribers,
                 "handlerRequests": counters.handlers.forwarded, "handlerAnswered": counters.handlers.answered,

@@ -32,6 +32,8 @@ public enum EmulationEvent: Hashable, Sendable {
     case queueFull(characteristicID: String)
     /// The notification queue drained: ready to update subscribers again.
     case queueReady
+    /// The outbox, where updates wait for the queue, was full: `dropped` updates of the characteristic went nowhere.
+    case outboxFull(characteristicID: String, dropped: Int)
     /// A deliberate fault fired.
     case fault(String, characteristicID: String?)
     /// The engine re-registered after bluetoothd restarted or the adapter came back.

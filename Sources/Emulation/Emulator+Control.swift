@@ -19,14 +19,15 @@ extension Emulator {
             throw .badValue("\(id) does not take \(value.count) bytes (constant, or longer than its maximum)")
         }
         if characteristic.properties.contains(.notify) || characteristic.properties.contains(.indicate) {
-            await send(.value(characteristic, value))
+            await send(.value(characteristic, value, to: nil, times: 1))
         }
     }
 
-    /// Sends the current value to the subscribers now, or only to the subscribed central `centralID` (Core
-    /// Bluetooth's `onSubscribedCentrals:`). Throws `.unknownCharacteristic`, or `.badValue` when the characteristic
-    /// cannot notify or indicate or `centralID` is not subscribed to it.
-    public func notify(_ id: String, to centralID: String? = nil) async throws(ControlError) {
+    /// Sends the current value to the subscribers now, `times` times, or only to the subscribed central `centralID`
+    /// (Core Bluetooth's `onSubscribedCentrals:`). Throws `.unknownCharacteristic`, `.badValue` when the
+    /// characteristic cannot notify or indicate or `centralID` is not subscribed to it, and `.failed`, queuing none,
+    /// when the outbox has no room for all `times` (updates already wait for a central that does not read).
+    public func notify(_ id: String, to centralID: String? = nil, times: Int = 1) async throws(ControlError) {
         guard let characteristic = characteristics[id] else { throw .unknownCharacteristic(id) }
         guard characteristic.properties.contains(.notify) || characteristic.properties.contains(.indicate) else {
             throw .badValue("\(id) has neither notify nor indicate")
@@ -36,7 +37,12 @@ extension Emulator {
             let subscribed = await manager?.subscribedCentrals(of: characteristic) ?? []
             target = try Self.central(centralID, in: subscribed, isNot: "subscribed to \(id)", listedAs: "subscribed")
         }
-        await send(.value(characteristic, server.store.value(of: characteristic), to: target))
+        guard outbox.fits(times) else {
+            throw .failed(
+                "\(outbox.updates) updates already wait for the notification queue (at most \(outbox.capacity)): "
+                    + "\(times) more do not fit; try again once they have gone (the `queue-ready` event)")
+        }
+        await send(.value(characteristic, server.store.value(of: characteristic), to: target, times: times))
     }
 
     /// The connected centrals and the characteristics each one subscribed to.

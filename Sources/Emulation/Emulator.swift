@@ -26,12 +26,6 @@ public actor Emulator {
     /// The profile being run.
     public nonisolated let profile: PeripheralProfile
 
-    enum Outgoing: Sendable {
-        /// A value for every subscriber, or for one central only.
-        case value(Characteristic, [UInt8], to: Central? = nil)
-        case transfer(Characteristic, Central, TransferChunker)
-    }
-
     let server: ProfileServer
     let engines: SharedBehaviour
     let clock: ElapsedClock
@@ -54,7 +48,14 @@ public actor Emulator {
     private var timer = Timer.disarmed
     /// Tells the timers apart: the one whose sleep ends must still be the armed one to tick.
     private var lastTimerToken = 0
-    var outbox: [Outgoing] = []
+    /// The most updates that wait for the notification queue (Core Bluetooth's "not now") before more are refused
+    /// or dropped: also the most one `notify` command asks for, so such a burst always fits an empty outbox.
+    public static let outboxCapacity = 100_000
+
+    /// Updates the queue said "not now" to, in order, bounded (`Outbox`).
+    var outbox = Outbox(capacity: Emulator.outboxCapacity)
+    /// Updates dropped because the outbox was full (`EmulatorCounters.outboxDropped`).
+    var outboxDropped = 0
     private var pumping = Pump.idle
     /// The manager's last state, to tell a return from `.resetting` (bluetoothd restarted) in the event log.
     private var lastState: PeripheralManagerState?
@@ -189,7 +190,7 @@ public actor Emulator {
                 store(value, for: id)
             case .notify(let id, let value), .indicate(let id, let value):
                 guard let characteristic = store(value, for: id) else { continue }
-                await send(.value(characteristic, value))
+                await send(.value(characteristic, value, to: nil, times: 1))
             case .stopAdvertising:
                 log?.record(.fault("stop-advertising", characteristicID: nil))
                 do { try await manager?.stopAdvertising() } catch {
@@ -244,10 +245,19 @@ public actor Emulator {
         return characteristic
     }
 
-    /// Queues an update behind any that wait, then sends what the notification queue accepts.
-    func send(_ outgoing: Outgoing) async {
-        outbox.append(outgoing)
+    /// Queues an update behind any that wait, then sends what the notification queue accepts. With no room in the
+    /// outbox (a central that stopped reading), the update is dropped, counted and recorded, and false returned.
+    @discardableResult
+    func send(_ entry: Outbox.Entry) async -> Bool {
+        guard outbox.append(entry) else {
+            let id = entry.characteristic.id
+            outboxDropped += entry.updates
+            logger.warning("\(id): \(entry.updates) update(s) dropped, \(outbox.updates) already wait for the queue")
+            log?.record(.outboxFull(characteristicID: id, dropped: entry.updates))
+            return false
+        }
         await pump()
+        return true
     }
 
     /// The outbox's sender. The actor suspends on every `updateValue`, so a second call can arrive while one sends.
@@ -271,20 +281,20 @@ public actor Emulator {
         defer { pumping = .idle }
         repeat {
             pumping = .sending
-            while let first = outbox.first {
+            while let (serial, first) = outbox.first {
                 switch first {
-                case .value(let characteristic, let value, let central):
+                case .value(let characteristic, let value, let central, _):
                     guard await updateValue(value, for: characteristic, to: central, on: manager) else { return }
-                    outbox.removeFirst()
+                    outbox.sentValue(serial)
                 case .transfer(let characteristic, let central, var chunker):
                     while let chunk = chunker.next() {
                         guard await updateValue(chunk, for: characteristic, to: central, on: manager) else {
-                            outbox[0] = .transfer(characteristic, central, chunker)
+                            outbox.transferWaits(serial, at: chunker)
                             return
                         }
                         chunker.markSent()
                     }
-                    outbox.removeFirst()
+                    outbox.transferDone(serial)
                 }
             }
         } while pumping == .sendingAgain

@@ -8,8 +8,11 @@ public struct EmulatorCounters: Hashable, Sendable {
     public var requests = RequestCounts()
     /// The updates the emulator gave the manager and what became of them.
     public var notifications = NotificationCounts()
-    /// Updates (or transfers) waiting in the emulator's outbox now, for the queue to have room.
+    /// Updates waiting in the emulator's outbox now, for the queue to have room (a transfer counts as one).
     public var waiting = 0
+    /// Updates the outbox had no room for, dropped (a schedule's, a rule's or a `set`'s; a `notify` burst that does
+    /// not fit is refused instead, and the client told).
+    public var outboxDropped = 0
     /// Event log lines not written: dropped behind a slow reader or lost to a failed write (`EventLog.lostLines`).
     public var eventLinesLost = 0
     /// Requests handed to handlers over the control socket, and how they were decided.
@@ -23,7 +26,8 @@ extension Emulator {
     /// A snapshot of the counters.
     public func counters() async -> EmulatorCounters {
         var snapshot = EmulatorCounters()
-        snapshot.waiting = outbox.count
+        snapshot.waiting = outbox.updates
+        snapshot.outboxDropped = outboxDropped
         snapshot.eventLinesLost = log?.lostLines ?? 0
         snapshot.handlers = handler.handlers.counts
         if let manager {

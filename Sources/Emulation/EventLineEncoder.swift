@@ -49,6 +49,11 @@ public enum EventLineEncoder {
             ]
         case .queueFull(let id):
             fields += [("type", .string("queue-full")), ("characteristic", .string(id))]
+        case .outboxFull(let id, let dropped):
+            fields += [
+                ("type", .string("outbox-full")), ("characteristic", .string(id)),
+                ("dropped", .integer(Int64(dropped))),
+            ]
         case .queueReady:
             fields.append(("type", .string("queue-ready")))
         case .fault(let description, let id):

@@ -140,7 +140,7 @@ import Testing
             (.waitForEvent, [:], "wait_for_event: `type` is required"),
             (
                 .waitForEvent, ["type": "notifications"],
-                "wait_for_event: `type` must be `state`, `connected`, `disconnected`, `request`, `subscribed`, `unsubscribed`, `notification`, `indication`, `queue-full`, `queue-ready`, `fault`, `pairing`, `restart`, `protocol`, `handler`, `reset`, `lines-dropped`, not `notifications`"
+                "wait_for_event: `type` must be `state`, `connected`, `disconnected`, `request`, `subscribed`, `unsubscribed`, `notification`, `indication`, `queue-full`, `queue-ready`, `outbox-full`, `fault`, `pairing`, `restart`, `protocol`, `handler`, `reset`, `lines-dropped`, not `notifications`"
             ),
             (
                 .waitForEvent, ["type": "reset", "timeout_seconds": 0],

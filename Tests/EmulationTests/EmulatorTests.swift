@@ -151,6 +151,38 @@ import Testing
         #expect(counters.notifications.refusedFull > 0 && counters.notifications.dropped == 0 && counters.waiting == 0)
     }
 
+    /// A central that stops reading holds at most the outbox's capacity of updates: a `notify` burst that does not fit
+    /// is refused whole, with the reason, and an update a value change makes is dropped, counted and recorded.
+    @Test(.timeLimit(.minutes(1))) func aCentralThatStopsReadingHoldsAtMostTheOutboxAndTheRestIsRefusedOrCounted()
+        async throws
+    {
+        let rig = try await Rig(
+            Fixtures.heartRate(schedules: []), configuration: .init(queueCapacity: 1), linkCapacity: 1)
+        await rig.start()
+        let central = VirtualCentral(connectingTo: rig.backend)
+        try await rig.subscribe(central, to: "battery-level")
+        // One burst as large as a `notify` may ask for: accepted, the queue takes what it can, the rest waits.
+        try await rig.emulator.notify("battery-level", times: Emulator.outboxCapacity)
+        let waiting = await rig.emulator.counters().waiting
+        #expect(waiting > Emulator.outboxCapacity - 5 && waiting < Emulator.outboxCapacity, "\(waiting)")
+        // A burst that fits the room left is accepted; one more update is not: refused whole, nothing queued.
+        try await rig.emulator.notify("battery-level", times: Emulator.outboxCapacity - waiting)
+        #expect(await rig.emulator.counters().waiting == Emulator.outboxCapacity)
+        let refusal = await #expect(throws: ControlError.self) { try await rig.emulator.notify("battery-level") }
+        #expect(refusal?.description.contains("1 more do not fit") == true, "\(String(describing: refusal))")
+        #expect(await rig.emulator.counters().waiting == Emulator.outboxCapacity)
+        // A value set meanwhile is stored; its notification has no room and is dropped, counted and recorded.
+        try await rig.emulator.set([50], for: "battery-level")
+        #expect(try await rig.emulator.value(of: "battery-level") == [50])
+        let dropped = await rig.recorder.next { if case .outboxFull = $0 { true } else { false } }
+        guard case .outboxFull("battery-level", 1)? = dropped else {
+            Issue.record("expected one update of battery-level dropped, got \(String(describing: dropped))")
+            return
+        }
+        let counters = await rig.emulator.counters()
+        #expect(counters.outboxDropped == 1 && counters.waiting == Emulator.outboxCapacity)
+    }
+
     /// A `notify` schedule shaped like a transfer used to be turned into one and sent at once, whatever
     /// its interval; now only `action: transfer` streams, and a notify schedule sends one piece per interval.
     @Test(.timeLimit(.minutes(1))) func aNotifyScheduleEndingInEOMKeepsItsInterval() async throws {

@@ -9,8 +9,8 @@ const POINTS = 6000;            // plot points kept per series
 // The counters in the order shown; any other the device sends comes after them.
 const COUNTERS = ["requests", "answered", "unanswered", "responded", "rejected", "expired", "dropped",
   "writesWithoutResponse", "notificationsQueued", "notificationsSent", "notificationsToNobody", "queueFull", "waiting",
-  "notificationsDropped", "eventLinesLost"];
-const WARN = ["expired", "dropped", "notificationsDropped", "eventLinesLost"];
+  "outboxDropped", "notificationsDropped", "eventLinesLost"];
+const WARN = ["expired", "dropped", "outboxDropped", "notificationsDropped", "eventLinesLost"];
 const ERRORS = ["unlikely-error", "read-not-permitted", "write-not-permitted", "insufficient-authentication",
   "insufficient-encryption", "invalid-attribute-value-length", "value-not-allowed", "out-of-range", "0x80"];
 const SIZES = { u8: 1, u16: 2, u24: 3, u32: 4, s8: 1, s16: 2, s24: 3, s32: 4, float32: 4, sfloat: 2, float: 4,
@@ -585,6 +585,7 @@ function eventRow(e) {
       break;
     case "queue-full": case "fault": detail = e.fault || ""; tone = "warn"; break;
     case "queue-ready": break;
+    case "outbox-full": detail = `${e.dropped} update${e.dropped === 1 ? "" : "s"} dropped`; tone = "bad"; break;
     case "pairing":
       detail = `${central} ${e.method}${e.passkey ? " passkey " + e.passkey : ""}: ${e.result}`;
       tone = e.result === "accepted" ? "" : "bad";
