@@ -37,6 +37,7 @@ extension Emulator {
             let subscribed = await manager?.subscribedCentrals(of: characteristic) ?? []
             target = try Self.central(centralID, in: subscribed, isNot: "subscribed to \(id)", listedAs: "subscribed")
         }
+        guard times >= 1 else { throw .badValue("`times` must be at least 1, not \(times)") }
         guard outbox.fits(times) else {
             throw .failed(
                 "\(outbox.updates) updates already wait for the notification queue (at most \(outbox.capacity)): "

@@ -271,7 +271,8 @@ public actor Emulator {
     }
 
     /// Sends waiting updates in order until the queue refuses one; `.readyToUpdateSubscribers` calls it again.
-    /// Re-entrant calls only ask the running sender to go round again.
+    /// Re-entrant calls only ask the running sender to go round again, also after a refusal: a "ready" that arrived
+    /// while the refused update was on its way back would otherwise be lost, and the outbox wait for the next send.
     func pump() async {
         guard let manager else { return }
         guard case .idle = pumping else {
@@ -281,18 +282,21 @@ public actor Emulator {
         defer { pumping = .idle }
         repeat {
             pumping = .sending
-            while let (serial, first) = outbox.first {
+            sending: while let (serial, first) = outbox.first {
                 switch first {
                 case .value(let characteristic, let value, let central, _):
-                    guard await updateValue(value, for: characteristic, to: central, on: manager) else { return }
+                    guard await updateValue(value, for: characteristic, to: central, on: manager) else { break sending }
                     outbox.sentValue(serial)
                 case .transfer(let characteristic, let central, var chunker):
                     while let chunk = chunker.next() {
                         guard await updateValue(chunk, for: characteristic, to: central, on: manager) else {
                             outbox.transferWaits(serial, at: chunker)
-                            return
+                            break sending
                         }
                         chunker.markSent()
+                        // Its central left while the chunk was out, and `.unsubscribed` removed it: the rest goes
+                        // nowhere, and a transfer queued for the central's next subscription must not get it.
+                        guard outbox.first?.serial == serial else { break }
                     }
                     outbox.transferDone(serial)
                 }

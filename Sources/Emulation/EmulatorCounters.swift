@@ -10,8 +10,8 @@ public struct EmulatorCounters: Hashable, Sendable {
     public var notifications = NotificationCounts()
     /// Updates waiting in the emulator's outbox now, for the queue to have room (a transfer counts as one).
     public var waiting = 0
-    /// Updates the outbox had no room for, dropped (a schedule's, a rule's or a `set`'s; a `notify` burst that does
-    /// not fit is refused instead, and the client told).
+    /// Updates the outbox had no room for, dropped (a schedule's, a rule's, a protocol's, a `set`'s, a
+    /// subscription's transfer; a `notify` burst that does not fit is refused instead, and the client told).
     public var outboxDropped = 0
     /// Event log lines not written: dropped behind a slow reader or lost to a failed write (`EventLog.lostLines`).
     public var eventLinesLost = 0

@@ -58,6 +58,26 @@ struct OutboxTests {
         #expect(outbox.first == nil && outbox.updates == 0)
     }
 
+    @Test func aTransferRemovedWhileItsChunkWasOutIsNotTouchedByItsLateReport() throws {
+        var outbox = Outbox(capacity: 10)
+        func add(_ entry: Outbox.Entry) -> Bool { outbox.append(entry) }
+        let chunker = try #require(TransferChunker(bytes: Array("hello".utf8), maximumUpdateLength: 20))
+        var advanced = chunker
+        advanced.markSent()
+        #expect(add(.transfer(text, Central(id: "/dev_A"), chunker)))
+        #expect(add(.transfer(text, Central(id: "/dev_B"), chunker)))
+        let first = try #require(outbox.first).serial
+        outbox.removeAll { if case .transfer(_, Central(id: "/dev_A"), _) = $0 { true } else { false } }
+        // The report of A's transfer finds B's first: it must neither move B's chunker on nor remove it.
+        outbox.transferWaits(first, at: advanced)
+        outbox.transferDone(first)
+        guard case .transfer(_, let central, let left)? = outbox.first?.entry else {
+            Issue.record("B's transfer should still be first: \(String(describing: outbox.first))")
+            return
+        }
+        #expect(central.id == "/dev_B" && left == chunker && outbox.updates == 1)
+    }
+
     @Test func thousandsSentOneByOneKeepTheirOrder() throws {
         var outbox = Outbox(capacity: 5_000)
         func add(_ entry: Outbox.Entry) -> Bool { outbox.append(entry) }
