@@ -129,7 +129,7 @@ public enum ControlBridge {
         _ joins: [Join], log: @escaping @Sendable (String) -> Void
     ) throws(TCPEndpoint.Failure) -> SocketSplice {
         var entrances: [SocketSplice.Entrance] = []
-        do {
+        do throws(TCPEndpoint.Failure) {
             for join in joins {
                 let dial = join.dial
                 entrances.append(
@@ -137,6 +137,12 @@ public enum ControlBridge {
                         name: join.description, source: .listener(try join.listen.listen()),
                         dial: { () throws(TCPEndpoint.Failure) in try dial.connect() }, patience: .seconds(10)))
             }
+            let splice = try SocketSplice(entrances: entrances, log: log)
+            do { try splice.start() } catch {
+                splice.stop()
+                throw error
+            }
+            return splice
         } catch {
             // Nothing of a start that failed stays: the listeners close, and the socket files made for them go (a
             // closed socket's file would still be there for the next start to replace, and for `ls` to show).
@@ -144,8 +150,5 @@ public enum ControlBridge {
             for join in joins.prefix(entrances.count) { if case .unix(let path) = join.listen { unlink(path) } }
             throw error
         }
-        let splice = try SocketSplice(entrances: entrances, log: log)
-        try splice.start()
-        return splice
     }
 }
