@@ -41,6 +41,15 @@ struct BusTests {
                         Method("One", outputs: "s") { call in call.reply([.int32(1)]) },
                         Method("Two", outputs: "su") { call in call.reply([.string("a"), .string("b")]) },
                         Method("Right", outputs: "su") { call in call.reply([.string("a"), .uint32(2)]) },
+                        // Containers: their signatures come from their element types, not from their contents.
+                        Method("Containers", outputs: "a{sv}ayas(is)aai") { call in
+                            call.reply([
+                                .vardict(["k": .bytes([1])]), .bytes([]), .strings([]),
+                                .structure([.int32(1), .string("s")]),
+                                .array(element: "ai", [.array(element: "i", [])]),
+                            ])
+                        },
+                        Method("WrongContainer", outputs: "as") { call in call.reply([.array(element: "i", [])]) },
                     ])
             ])
         func answer(_ member: String) async -> String {
@@ -58,6 +67,8 @@ struct BusTests {
         #expect(await answer("One") == failed + "\(MarshalError.typeMismatch(expected: "s", actual: "i"))")
         #expect(await answer("Two") == failed + "\(MarshalError.typeMismatch(expected: "su", actual: "ss"))")
         #expect(await answer("Right") == "\([DBusValue.string("a"), .uint32(2)])")
+        #expect(!(await answer("Containers")).hasPrefix("org.freedesktop.DBus.Error"))
+        #expect(await answer("WrongContainer") == failed + "\(MarshalError.typeMismatch(expected: "as", actual: "ai"))")
     }
 
     @Test func theHandlerSeesTheCallersUniqueName() async throws {
