@@ -22,13 +22,11 @@ extension BlueZBackend {
         } catch {
             for object in objects { connection.unexport(object.path) }
             tree = PublishedTree()
-            routes.withLock { $0.tree = tree }
             handle(.unwant(.application))
             throw .export("\(error)")
         }
         tree = PublishedTree(services, exported: objects.map(\.path), paths: paths)
         descriptors.reset()
-        routes.withLock { [tree] in $0.tree = tree }
         handle(services.isEmpty ? .unwant(.application) : .want(.application))
         try await registerApplication()
     }

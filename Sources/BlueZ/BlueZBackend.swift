@@ -28,8 +28,10 @@ public actor BlueZBackend: PeripheralBackend {
     /// How many times the adapter's power or presence has been heard of from a signal, so an answer to a question
     /// asked before the latest signal is known to be older than what the machine already has.
     var adapterSignals = 0
-    /// The GATT application as exported.
-    var tree = PublishedTree()
+    /// The GATT application as exported; `routes` gets each new one, for the characteristics' paths `send` needs.
+    var tree = PublishedTree() {
+        didSet { routes.withLock { [tree] in $0.tree = tree } }
+    }
     var advertisement: AdvertisementRegistration?
     /// Our ends of the `AcquireWrite` sockets (the notify ones are `routes`').
     var writeStreams = WriteStreams()

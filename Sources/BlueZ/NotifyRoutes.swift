@@ -19,7 +19,7 @@ struct NotifyRoutes: Sendable {
 
     /// Who each subscribed characteristic's updates reach.
     private(set) var table = NotifyTable()
-    /// The application as exported, for each characteristic's path; replaced whole with the backend's.
+    /// The application as exported, for each characteristic's path; the backend's `tree` sets it on every change.
     var tree = PublishedTree()
     /// Our ends of the notify sockets, by the token `table` knows each by.
     private var sockets: [Int: AcquiredSocket] = [:]
