@@ -246,18 +246,16 @@ public actor Emulator {
     }
 
     /// Queues an update behind any that wait, then sends what the notification queue accepts. With no room in the
-    /// outbox (a central that stopped reading), the update is dropped, counted and recorded, and false returned.
-    @discardableResult
-    func send(_ entry: Outbox.Entry) async -> Bool {
+    /// outbox (a central that stopped reading), the update is dropped, counted and recorded.
+    func send(_ entry: Outbox.Entry) async {
         guard outbox.append(entry) else {
             let id = entry.characteristic.id
             outboxDropped += entry.updates
             logger.warning("\(id): \(entry.updates) update(s) dropped, \(outbox.updates) already wait for the queue")
             log?.record(.outboxFull(characteristicID: id, dropped: entry.updates))
-            return false
+            return
         }
         await pump()
-        return true
     }
 
     /// The outbox's sender. The actor suspends on every `updateValue`, so a second call can arrive while one sends.
