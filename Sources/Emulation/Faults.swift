@@ -34,8 +34,11 @@ public struct Faults: Sendable {
     public init(faults: [Fault]) { self.faults = faults }
 
     /// Counts a request (1-based, per characteristic and overall) and returns the faults whose nth it is.
-    /// Each request fault fires once, on exactly its nth request.
+    /// Each request fault fires once, on exactly its nth request. With no fault at all nothing is counted: every
+    /// request would hash its characteristic twice for no one, and a fault injected later counts from its
+    /// injection anyway.
     public mutating func request(_ operation: AttributeOperation, characteristicID: String) -> RequestFaults {
+        guard !faults.isEmpty else { return RequestFaults() }
         counts[Key(operation: operation, characteristicID: characteristicID), default: 0] += 1
         counts[Key(operation: operation, characteristicID: nil), default: 0] += 1
         var result = RequestFaults()
@@ -54,6 +57,35 @@ public struct Faults: Sendable {
         return result
     }
 
+    /// Counts a batch's requests, one per characteristic id, and returns their faults merged: the first rejection,
+    /// the delays added, every action in order.
+    public mutating func requests(
+        _ operation: AttributeOperation, characteristicIDs: some Sequence<String>
+    ) -> RequestFaults {
+        var merged = RequestFaults()
+        for id in characteristicIDs {
+            let fired = request(operation, characteristicID: id)
+            merged.rejection = merged.rejection ?? fired.rejection
+            if let delay = fired.delay { merged.delay = (merged.delay ?? .zero) + delay }
+            merged.actions += fired.actions
+        }
+        return merged
+    }
+
+    /// `requests(_:characteristicIDs:)`, unless a fault that would fire delays the answer: then nothing is counted
+    /// and nil says the batch must go where it can wait (`BehaviourHandler.handleWrites`, which counts it there).
+    public mutating func requestsUnlessDelayed(
+        _ operation: AttributeOperation, characteristicIDs: some Sequence<String>
+    ) -> RequestFaults? {
+        // With no fault at all nothing can delay: counted in place, no trial copy.
+        guard !faults.isEmpty else { return requests(operation, characteristicIDs: characteristicIDs) }
+        var trial = self
+        let fired = trial.requests(operation, characteristicIDs: characteristicIDs)
+        guard fired.delay == nil else { return nil }
+        self = trial
+        return fired
+    }
+
     /// Adds a request fault at run time (the control socket): its `nth` counts from now, so "reject the 2nd read"
     /// means the second read after this call. A time-triggered fault is armed `after` its delay from `now`.
     public mutating func inject(_ fault: Fault, at now: Duration) {
@@ -68,7 +100,8 @@ public struct Faults: Sendable {
         faults.append(fault)
     }
 
-    /// How many requests of an operation were counted on a characteristic, or on all when `characteristicID` is nil.
+    /// How many requests of an operation were counted on a characteristic, or on all when `characteristicID` is nil,
+    /// since the first fault was known.
     public func count(of operation: AttributeOperation, characteristicID: String? = nil) -> Int {
         counts[Key(operation: operation, characteristicID: characteristicID), default: 0]
     }

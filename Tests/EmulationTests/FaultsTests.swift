@@ -29,6 +29,33 @@ import Testing
         #expect(engine.count(of: .read) == 0)
     }
 
+    @Test func aBatchThatWouldBeDelayedIsNotCountedUntilItGoesWhereItCanWait() {
+        var engine = Faults(faults: [
+            Fault(trigger: .request(.write, characteristicID: "b", nth: 1), effect: .delay(.seconds(1))),
+            Fault(trigger: .request(.write, characteristicID: "a", nth: 2), effect: .reject(.writeNotPermitted)),
+        ])
+        #expect(engine.requestsUnlessDelayed(.write, characteristicIDs: ["a"]) == Faults.RequestFaults())
+        // b's first write would be delayed: nothing of the batch is counted, a's second write included.
+        #expect(engine.requestsUnlessDelayed(.write, characteristicIDs: ["a", "b"]) == nil)
+        #expect(engine.count(of: .write, characteristicID: "a") == 1)
+        #expect(engine.count(of: .write) == 1)
+        // Where it can wait, the same batch is counted once and gets both faults, merged.
+        let merged = engine.requests(.write, characteristicIDs: ["a", "b"])
+        #expect(merged == Faults.RequestFaults(rejection: .writeNotPermitted, delay: .seconds(1)))
+        #expect(engine.count(of: .write) == 3)
+        #expect(engine.requestsUnlessDelayed(.write, characteristicIDs: ["b"]) == Faults.RequestFaults())
+    }
+
+    @Test func aFaultInjectedAfterUnfaultedRequestsCountsFromItsInjection() {
+        var engine = Faults(faults: [])
+        for _ in 1...5 { #expect(engine.request(.read, characteristicID: "a").isEmpty) }
+        engine.inject(
+            Fault(trigger: .request(.read, characteristicID: "a", nth: 2), effect: .reject(.unlikelyError)),
+            at: .zero)
+        let rejections = (1...3).map { _ in engine.request(.read, characteristicID: "a").rejection }
+        #expect(rejections == [nil, .unlikelyError, nil])
+    }
+
     @Test func timedFaultsComeOutOfTicksOnce() {
         var engine = Faults(faults: [
             Fault(trigger: .after(.seconds(600)), effect: .disconnect),
