@@ -27,8 +27,9 @@ struct ObjectTree {
     /// Where a call goes, or the standard error it gets.
     func route(path: ObjectPath, interface: String?, member: String) -> Route {
         let interfaces = objects[path]
-        let isManager = managers.contains(path)
-        let exists = interfaces != nil || isManager
+        // Asked only when needed: a call to one of our own methods finds its object and never hashes the path again.
+        var isManager: Bool { managers.contains(path) }
+        var exists: Bool { interfaces != nil || isManager }
         // Built only when needed: routing runs for every call, and successful calls need no error text.
         var unknownObject: Route { .failure(name: StandardErrorName.unknownObject, text: "no object at \(path)") }
         var unknownMethod: Route {
