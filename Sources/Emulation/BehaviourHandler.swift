@@ -28,7 +28,26 @@ public struct BehaviourHandler: RequestHandler {
     /// The programs answering requests over the control socket, asked after the profile's checks pass.
     let handlers: RequestHandlers
 
-    /// Answers a read: fault, then the server's checks, then the stored value.
+    /// Answers a read here when nothing makes it wait (no delaying fault, no handler answering it), as most reads
+    /// are: no task is made for it. Hands it to `handleRead` otherwise.
+    public func answerAtOnce(_ request: consuming ReadRequest) -> ReadRequest? {
+        let started = ContinuousClock.now
+        let characteristic = request.characteristic
+        guard !handlers.handles(.read, on: characteristic.id),
+            let faults = engines.withLock({
+                $0.faults.requestsUnlessDelayed(.read, characteristicIDs: CollectionOfOne(characteristic.id))
+            })
+        else { return request }
+        if let error = faults.rejection { log?.record(.fault("reject \(error)", characteristicID: characteristic.id)) }
+        let refusal =
+            faults.rejection
+            ?? ProfileServer.error(for: .read, on: characteristic, linkSecurity: request.linkSecurity)
+        let value = refusal == nil ? server.store.value(of: characteristic) : []
+        finishRead(request, refusal: refusal, value: value, verdict: nil, faults: faults, started: started)
+        return nil
+    }
+
+    /// Answers a read: fault, then the server's checks, then the stored value or a handler's.
     public func handleRead(_ request: consuming ReadRequest) async {
         let started = ContinuousClock.now
         // The handler's clock, read only when one is attached: the handler's deadline counts from here.
@@ -36,25 +55,37 @@ public struct BehaviourHandler: RequestHandler {
         let characteristic = request.characteristic
         let faults = engines.withLock { $0.faults.request(.read, characteristicID: characteristic.id) }
         if !faults.isEmpty { await hold(faults, on: characteristic.id) }
-        var answer = EmulationEvent.Answer.success
-        var value: [UInt8] = []
-        if let error = faults.rejection
+        let refusal =
+            faults.rejection
             ?? ProfileServer.error(for: .read, on: characteristic, linkSecurity: request.linkSecurity)
-        {
-            answer = .error(error)
-        } else {
+        var value: [UInt8] = []
+        var verdict: RequestHandlers.Verdict?
+        if refusal == nil {
             value = server.store.value(of: characteristic)
-            // A handler answers with the whole value; the part from the offset is served, as from the store.
-            if handlers.handles(.read, on: characteristic.id),
-                let verdict = await handlers.forward(
+            if handlers.handles(.read, on: characteristic.id) {
+                verdict = await handlers.forward(
                     .read, on: characteristic, central: request.central, value: [], offset: request.offset,
                     arrived: arrived)
-            {
-                switch verdict {
-                case .accept(let handled): value = handled ?? value
-                case .reject(let error): answer = .error(error)
-                case .profile: break
-                }
+            }
+        }
+        finishRead(request, refusal: refusal, value: value, verdict: verdict, faults: faults, started: started)
+    }
+
+    /// The read's one answer: the refusal, else the handler's verdict on the stored `value` (a handler answers
+    /// with the whole value; the part from the offset is served, as from the store). Logged, then sent.
+    private func finishRead(
+        _ request: consuming ReadRequest, refusal: ATTError?, value stored: [UInt8], verdict: RequestHandlers.Verdict?,
+        faults: Faults.RequestFaults, started: ContinuousClock.Instant
+    ) {
+        var answer = EmulationEvent.Answer.success
+        var value = stored
+        if let refusal {
+            answer = .error(refusal)
+        } else {
+            switch verdict {
+            case .accept(let handled)?: value = handled ?? value
+            case .reject(let error)?: answer = .error(error)
+            case .profile?, nil: break
             }
             if answer == .success && request.offset > value.count { answer = .error(.invalidOffset) }
         }
@@ -63,7 +94,7 @@ public struct BehaviourHandler: RequestHandler {
         // code the central receives, which the stack may have to change.
         log?.record(
             .request(
-                operation: .read, central: request.central.id, characteristicID: characteristic.id,
+                operation: .read, central: request.central.id, characteristicID: request.characteristic.id,
                 value: offset <= value.count ? Array(value[offset...]) : [],
                 answer: Self.asReceived(answer, on: .read, through: request.errorDelivery),
                 latency: ContinuousClock.now - started))
@@ -75,83 +106,136 @@ public struct BehaviourHandler: RequestHandler {
         if !faults.actions.isEmpty { followUp.yield(faults.actions) }
     }
 
-    /// Answers a batch of writes: faults (one count per write), the server's checks, the rules (`runRules`) when
-    /// any governs a written characteristic, then the store.
+    /// Answers a batch here when nothing makes it wait (no delaying fault, no handler answering it, no state file
+    /// to reach before the answer). Hands it to `handleWrites` otherwise.
+    public func answerAtOnce(_ requests: consuming WriteRequests) -> WriteRequests? {
+        let started = ContinuousClock.now
+        let writes = requests.requests
+        guard stateStore == nil, handledWrite(writes) == nil,
+            let faults = engines.withLock({
+                $0.faults.requestsUnlessDelayed(.write, characteristicIDs: writes.lazy.map(\.characteristic.id))
+            })
+        else { return requests }
+        if let error = faults.rejection {
+            log?.record(.fault("reject \(error)", characteristicID: writes.first?.characteristic.id))
+        }
+        let (failure, staged) = stage(requests, rejection: faults.rejection)
+        let outcome = conclude(
+            writes, staged: staged, failure: failure, verdict: nil, isAuthorizationOnly: requests.isAuthorizationOnly)
+        finishWrites(requests, outcome, faults: faults, started: started)
+        return nil
+    }
+
+    /// Answers a batch of writes: faults (one count per write), the server's checks, a handler or the rules
+    /// (`runRules`) when one governs a written characteristic, then the store, and the state file when there is one.
     public func handleWrites(_ requests: consuming WriteRequests) async {
         let started = ContinuousClock.now
         // The handler's clock, read only when one is attached: the handler's deadline counts from here.
         let arrived = handlers.isEmpty ? nil : clock.now()
         let writes = requests.requests
-        let faults = engines.withLock { engines in
-            var merged = Faults.RequestFaults()
-            for write in writes {
-                let fired = engines.faults.request(.write, characteristicID: write.characteristic.id)
-                merged.rejection = merged.rejection ?? fired.rejection
-                if let delay = fired.delay { merged.delay = (merged.delay ?? .zero) + delay }
-                merged.actions += fired.actions
-            }
-            return merged
+        let faults = engines.withLock {
+            $0.faults.requests(.write, characteristicIDs: writes.lazy.map(\.characteristic.id))
         }
         if !faults.isEmpty { await hold(faults, on: writes.first?.characteristic.id) }
-        var failure = faults.rejection
-        let linkSecurity = requests.linkSecurity
-        if failure == nil {
-            failure =
-                writes.lazy.compactMap {
-                    ProfileServer.error(for: .write, on: $0.characteristic, linkSecurity: linkSecurity)
-                }.first
-        }
-        var staged: [String: [UInt8]] = [:]
-        let isAuthorizationOnly = requests.isAuthorizationOnly
-        if failure == nil && isAuthorizationOnly {
-            // BlueZ 5.66 asks with no bytes: only the offsets can be judged; the rules see the real value at Execute.
-            failure = requests.authorizationError
-        } else if failure == nil {
-            switch requests.validated(current: server.store.value(of:)) {
-            case .success(let values): staged = values
-            case .failure(let error): failure = error
-            }
-        }
-        var actions: [EmulationAction] = []
-        var rulesMoved = false
+        let (failure, staged) = stage(requests, rejection: faults.rejection)
         var verdict: RequestHandlers.Verdict?
-        if failure == nil && !isAuthorizationOnly, let characteristic = handledWrite(writes) {
+        if failure == nil && !requests.isAuthorizationOnly, let characteristic = handledWrite(writes) {
             verdict = await handlers.forward(
                 .write, on: characteristic, central: requests.central, value: staged[characteristic.id] ?? [],
                 offset: 0, withoutResponse: !requests.expectsResponse, arrived: arrived)
         }
+        let outcome = conclude(
+            writes, staged: staged, failure: failure, verdict: verdict,
+            isAuthorizationOnly: requests.isAuthorizationOnly)
+        // With `--restore-id` the answer waits until what was stored is on disk (the state store's writer does the
+        // waiting; this task is off the bus thread from here), so an acknowledged write survives a crash.
+        if let stateStore, !outcome.stored.isEmpty {
+            await stateStore.recordWrites(Dictionary(outcome.stored, uniquingKeysWith: { _, last in last }))
+        }
+        finishWrites(requests, outcome, faults: faults, started: started)
+    }
+
+    /// A batch's checks before anything decides on it: the fault's rejection, the server's, then the values each
+    /// write would leave (`validated`), or for an authorization-only batch, only its offsets.
+    private func stage(
+        _ requests: borrowing WriteRequests, rejection: ATTError?
+    ) -> (failure: ATTError?, staged: [String: [UInt8]]) {
+        let linkSecurity = requests.linkSecurity
+        var failure =
+            rejection
+            ?? requests.requests.lazy.compactMap {
+                ProfileServer.error(for: .write, on: $0.characteristic, linkSecurity: linkSecurity)
+            }.first
+        guard failure == nil else { return (failure, [:]) }
+        if requests.isAuthorizationOnly {
+            // BlueZ 5.66 asks with no bytes: only the offsets can be judged; the rules see the real value at Execute.
+            failure = requests.authorizationError
+            return (failure, [:])
+        }
+        switch requests.validated(current: server.store.value(of:)) {
+        case .success(let values): return (nil, values)
+        case .failure(let error): return (error, [:])
+        }
+    }
+
+    /// What a batch came to: its failure, the actions left for the emulator, whether the rules' next deadline
+    /// moved, and what was stored (for the state file).
+    private struct WriteOutcome {
+        var failure: ATTError?
+        var actions: [EmulationAction] = []
+        var rulesMoved = false
+        var stored: [(id: String, value: [UInt8])] = []
+    }
+
+    /// Decides a staged batch: a handler's verdict when it had one, else the rules when any governs a written
+    /// characteristic, else the profile's store.
+    private func conclude(
+        _ writes: [WriteRequest], staged: [String: [UInt8]], failure: ATTError?, verdict: RequestHandlers.Verdict?,
+        isAuthorizationOnly: Bool
+    ) -> WriteOutcome {
+        var outcome = WriteOutcome(failure: failure)
         switch verdict {
-        case .accept(let kept)?: await store(kept.map { [writes[0].characteristic.id: $0] } ?? staged, of: writes)
-        case .reject(let error)?: failure = error
+        case .accept(let kept)?:
+            outcome.stored = store(kept.map { [writes[0].characteristic.id: $0] } ?? staged, of: writes)
+        case .reject(let error)?: outcome.failure = error
         case .profile?, nil: break
         }
-        if failure == nil && !isAuthorizationOnly && (verdict == nil || verdict == .profile) {
-            let isRuled = engines.withLock { engines in
-                writes.contains { engines.rules.hasRule(for: $0.characteristic.id) }
-            }
-            if isRuled {
-                (failure, actions, rulesMoved) = await runRules(on: staged, of: writes)
-            } else {
-                // No rule to run: stored as ProfileServer stores, and nothing is left for the emulator to do.
-                await store(staged, of: writes)
-            }
+        guard outcome.failure == nil && !isAuthorizationOnly && (verdict == nil || verdict == .profile) else {
+            return outcome
         }
+        let isRuled = engines.withLock { engines in
+            writes.contains { engines.rules.hasRule(for: $0.characteristic.id) }
+        }
+        if isRuled {
+            outcome = runRules(on: staged, of: writes)
+        } else {
+            // No rule to run: stored as ProfileServer stores, and nothing is left for the emulator to do.
+            outcome.stored = store(staged, of: writes)
+        }
+        return outcome
+    }
+
+    /// The batch's one answer: logged per write, then sent, then the follow-ups handed to the emulator.
+    private func finishWrites(
+        _ requests: consuming WriteRequests, _ outcome: WriteOutcome, faults: Faults.RequestFaults,
+        started: ContinuousClock.Instant
+    ) {
         let central = requests.central.id
         let answer = Self.asReceived(
-            failure.map { .error($0) } ?? .success, on: .write, through: requests.errorDelivery)
+            outcome.failure.map { .error($0) } ?? .success, on: .write, through: requests.errorDelivery)
         let latency = ContinuousClock.now - started
-        for write in writes {
+        for write in requests.requests {
             log?.record(
                 .request(
                     operation: .write, central: central, characteristicID: write.characteristic.id,
                     value: write.value, answer: answer, latency: latency))
         }
-        if let failure { requests.reject(failure) } else { requests.respond() }
+        if let failure = outcome.failure { requests.reject(failure) } else { requests.respond() }
         // Only when there is something to do: each yield wakes the emulator's actor, a thread switch that cost more
         // than the write itself (Benchmarks/README.md). A write whose rule started or ended a ramp moved the rules'
         // next deadline, and the emulator must re-arm its timer even with no action to perform.
-        let followUps = (failure == nil ? actions : []) + faults.actions
-        if !followUps.isEmpty || rulesMoved { followUp.yield(followUps) }
+        let followUps = (outcome.failure == nil ? outcome.actions : []) + faults.actions
+        if !followUps.isEmpty || outcome.rulesMoved { followUp.yield(followUps) }
     }
 
     /// The characteristic whose handler decides this batch: one written characteristic, answered by a handler. A
@@ -166,11 +250,9 @@ public struct BehaviourHandler: RequestHandler {
     }
 
     /// Runs the write rules on the staged values, on a copy of the engines committed only when every write is
-    /// accepted, then stores what they stored. Returns the rejection, the actions left for the emulator, and
-    /// whether the rules' next deadline moved (a ramp started or ended).
-    private func runRules(
-        on staged: [String: [UInt8]], of writes: [WriteRequest]
-    ) async -> (ATTError?, [EmulationAction], Bool) {
+    /// accepted, then stores what they stored. Returns the rejection, the actions left for the emulator, whether
+    /// the rules' next deadline moved (a ramp started or ended), and what was stored.
+    private func runRules(on staged: [String: [UInt8]], of writes: [WriteRequest]) -> WriteOutcome {
         // Written characteristics in the order the central first wrote them, for a predictable action order.
         var order: [String] = []
         for write in writes where !order.contains(write.characteristic.id) { order.append(write.characteristic.id) }
@@ -200,23 +282,24 @@ public struct BehaviourHandler: RequestHandler {
             }
             log?.record(.protocolCase(trace))
         }
-        var actions = decided
+        var outcome = WriteOutcome(failure: failure, actions: decided, rulesMoved: moved)
         if failure == nil {
             var updates: [String: [UInt8]] = [:]
-            for case .update(let id, let value) in actions { updates[id] = value }
-            let stored = await store(updates, of: writes)
+            for case .update(let id, let value) in decided { updates[id] = value }
+            let stored = store(updates, of: writes)
+            outcome.stored = stored
             // What was stored here needs nothing more from the emulator.
-            actions.removeAll { if case .update(let id, _) = $0 { stored.contains(id) } else { false } }
+            outcome.actions.removeAll {
+                if case .update(let id, _) = $0 { stored.contains { $0.id == id } } else { false }
+            }
         }
-        return (failure, actions, moved)
+        return outcome
     }
 
-    /// Stores `values` (by characteristic id) into the written characteristics among them, before the answer, and
-    /// persists what changed: with `--restore-id` the answer waits until the value is on disk (the state store's
-    /// writer does the waiting; this task is off the bus thread from here), so an acknowledged write survives a
-    /// crash. Returns the ids stored; a value for a characteristic not written here is left to the emulator.
-    @discardableResult
-    private func store(_ values: [String: [UInt8]], of writes: [WriteRequest]) async -> [String] {
+    /// Stores `values` (by characteristic id) into the written characteristics among them, before the answer.
+    /// Returns what was stored, for the state file; a value for a characteristic not written here is left to the
+    /// emulator.
+    private func store(_ values: [String: [UInt8]], of writes: [WriteRequest]) -> [(id: String, value: [UInt8])] {
         var stored: [(id: String, value: [UInt8])] = []
         for write in writes {
             let id = write.characteristic.id
@@ -229,10 +312,7 @@ public struct BehaviourHandler: RequestHandler {
         engines.withLock { engines in
             for (id, value) in stored { engines.valueChanged(id, to: value) }
         }
-        if let stateStore {
-            await stateStore.recordWrites(Dictionary(stored, uniquingKeysWith: { _, last in last }))
-        }
-        return stored.map(\.id)
+        return stored
     }
 
     /// `answer` as the central receives it through `delivery`: an error the stack cannot carry becomes the one it

@@ -20,7 +20,22 @@ public struct ProfileServer: RequestHandler {
     }
 
     /// Answers with the stored value, or the error the permissions and link security call for.
-    public func handleRead(_ request: consuming ReadRequest) async {
+    public func handleRead(_ request: consuming ReadRequest) async { answer(request) }
+
+    /// Answers the read here: serving from the store never waits.
+    public func answerAtOnce(_ request: consuming ReadRequest) -> ReadRequest? {
+        answer(request)
+        return nil
+    }
+
+    /// Answers the batch here: storing never waits.
+    public func answerAtOnce(_ requests: consuming WriteRequests) -> WriteRequests? {
+        answer(requests)
+        return nil
+    }
+
+    /// Answers with the stored value, or the error the permissions and link security call for.
+    public func answer(_ request: consuming ReadRequest) {
         if let error = Self.error(for: .read, on: request.characteristic, linkSecurity: request.linkSecurity) {
             logger.debug("read of \(request.characteristic.id) by \(request.central) refused: \(error)")
             request.reject(error)
@@ -30,7 +45,10 @@ public struct ProfileServer: RequestHandler {
     }
 
     /// Stores the whole batch, or nothing and the first error.
-    public func handleWrites(_ requests: consuming WriteRequests) async {
+    public func handleWrites(_ requests: consuming WriteRequests) async { answer(requests) }
+
+    /// Stores the whole batch, or nothing and the first error.
+    public func answer(_ requests: consuming WriteRequests) {
         // Compute one answer, send it once at the end.
         var failure: ATTError? = nil
         for write in requests.requests {

@@ -6,10 +6,12 @@ import Synchronization
 /// is handed the manager's router by `PeripheralBackend.attach(_:)` and calls `read`/`write` on the thread the
 /// request arrived on: there is no other way in, for BlueZ or for `InMemoryBackend`.
 ///
-/// The handler starts at once on the caller's thread (`Task.immediate`) and runs there until it first suspends.
-/// A handler that decides without waiting (`ProfileServer`, `BehaviourHandler` without a delay fault) has answered
-/// before `read`/`write` return: on the D-Bus loop thread the reply goes straight to libdbus, and no deadline timer
-/// is ever armed. Only a request still unanswered when its handler suspends gets the deadline.
+/// The handler's `answerAtOnce` gets the request first, on the caller's thread: one it decides without waiting
+/// (`ProfileServer` always; `BehaviourHandler` without a delaying fault, a handler program or a state file) is
+/// answered before `read`/`write` return, with no task made: on the D-Bus loop thread the reply goes straight to
+/// libdbus, and no deadline timer is ever armed. One it hands back starts the async method at once on the same
+/// thread (`Task.immediate`), which runs there until it first suspends. Only a request still unanswered then gets
+/// the deadline.
 ///
 /// ## The life of a read (BlueZ)
 /// 1. libdbus hands the `ReadValue` call to the loop thread: `ConnectionCore.handleMethodCall` (DBus) finds the object and
@@ -20,9 +22,9 @@ import Synchronization
 ///    the call and sends the bytes or the `BlueZErrorReply` for the ATT error.
 /// 3. `RequestRouter.read(_:)` (here) moves `reply` into a `Responder`, which counts the request in the ledger, finds
 ///    the characteristic (unknown: Invalid Handle, answered by the engine) and starts the handler.
-/// 4. The handler (`ProfileServer.handleRead`, `BehaviourHandler.handleRead`) consumes the `ReadRequest` with
-///    `respond(with:)` or `reject(_:)`; dropping it answers Unlikely Error; `DeadlineQueue` answers a handler that
-///    suspends for longer than the deadline.
+/// 4. The handler (`answerAtOnce`, else `handleRead`, of `ProfileServer` or `BehaviourHandler`) consumes the
+///    `ReadRequest` with `respond(with:)` or `reject(_:)`; dropping it answers Unlikely Error; `DeadlineQueue`
+///    answers a handler that suspends for longer than the deadline.
 /// 5. `Responder.answer(_:by:)` takes the reply out for the first answer, counts it, and sends it:
 ///    `MethodCallReply.send` consumes the `MethodCall` with `reply` or `fail`, and libdbus sends it.
 ///
@@ -88,12 +90,18 @@ import Synchronization
             responder.answer(.failure(.invalidHandle), by: .engine)
             return
         }
-        let handler = handler
-        start(responder) {
-            await handler.handleRead(
-                ReadRequest(
-                    central: central, characteristic: characteristic, offset: offset, linkSecurity: linkSecurity,
-                    errorDelivery: errorDelivery, responder: responder))
+        let request = ReadRequest(
+            central: central, characteristic: characteristic, offset: offset, linkSecurity: linkSecurity,
+            errorDelivery: errorDelivery, responder: responder)
+        switch handler.answerAtOnce(request) {
+        case .none: armUnlessAnswered(responder)
+        case .some(let pending):
+            let handler = handler
+            let handoff = Handoff(pending)
+            start(responder) {
+                guard let request = handoff.take() else { return }
+                await handler.handleRead(request)
+            }
         }
     }
 
@@ -121,24 +129,45 @@ import Synchronization
             responder.answer(.failure(.invalidHandle), by: .engine)
             return
         }
-        let handler = handler
-        start(responder) {
-            await handler.handleWrites(
-                WriteRequests(
-                    central: central, requests: writes, linkSecurity: linkSecurity, expectsResponse: expectsResponse,
-                    isAuthorizationOnly: isAuthorizationOnly, errorDelivery: errorDelivery, responder: responder))
+        let requests = WriteRequests(
+            central: central, requests: writes, linkSecurity: linkSecurity, expectsResponse: expectsResponse,
+            isAuthorizationOnly: isAuthorizationOnly, errorDelivery: errorDelivery, responder: responder)
+        switch handler.answerAtOnce(requests) {
+        case .none: armUnlessAnswered(responder)
+        case .some(let pending):
+            let handler = handler
+            let handoff = Handoff(pending)
+            start(responder) {
+                guard let requests = handoff.take() else { return }
+                await handler.handleWrites(requests)
+            }
         }
     }
 
     /// Runs `body` at once on this thread until it suspends, then arms the deadline if it has not answered yet.
-    /// An answer racing in from the pool is fine: a deadline that finds the request answered does nothing.
     private func start(_ responder: Responder, _ body: sending @escaping () async -> Void) {
         if #available(macOS 26, *) {
             Task.immediate(operation: body)
         } else {
             Task(operation: body)
         }
+        armUnlessAnswered(responder)
+    }
+
+    /// Arms the deadline for a request still unanswered: one its handler suspended on, or kept by `answerAtOnce`
+    /// for later. An answer racing in from elsewhere is fine: a deadline that finds the request answered does nothing.
+    private func armUnlessAnswered(_ responder: Responder) {
         guard !responder.isAnswered else { return }
         deadlines.arm(responder)
     }
+}
+
+/// Carries a request `answerAtOnce` handed back into the task that runs the async handler: an escaping closure
+/// cannot capture a noncopyable value, a class holding it can. Taken exactly once.
+private final class Handoff<Request: ~Copyable & Sendable>: Sendable {
+    private let request: Mutex<Request?>
+
+    init(_ request: consuming Request) { self.request = Mutex(request) }
+
+    func take() -> Request? { request.withLock { $0.take() } }
 }

@@ -75,6 +75,33 @@ import Testing
         #expect(ledger.snapshot.answeredByEngine == 1)
     }
 
+    @Test func aRequestAnsweredAtOnceNeverReachesTheAsyncMethodAndOneHandedBackDoes() async {
+        let handler = Splitting()
+        let router = router(handler)
+        router.read(read("name"))
+        #expect(replies == [.success([1])], "answered before read returned")
+        router.read(read("setting"))
+        await nextArrival()
+        #expect(replies == [.success([1]), .success([2])])
+        #expect(handler.asyncReads.load(ordering: .relaxed) == 1, "only the handed-back read went to handleRead")
+        #expect(ledger.snapshot.responded == 2)
+    }
+
+    @Test func aRequestKeptByAnswerAtOnceGetsTheDeadlineAndALateAnswerIsRefused() async {
+        let handler = Keeping()
+        let router = router(handler)
+        router.read(read("name"))
+        #expect(replies.isEmpty)
+        clock.advance(by: .seconds(10))
+        await nextArrival()
+        #expect(replies == [.failure(.unlikelyError)])
+        #expect(ledger.snapshot.expired == 1)
+        let late = handler.kept.withLock { $0.take() }
+        #expect(late?.respond(with: [3]) == .refused(alreadyAnsweredBy: .deadline))
+        #expect(replies == [.failure(.unlikelyError)])
+        #expect(ledger.snapshot.refusedLate == 1)
+    }
+
     @Test func aHandlerThatSuspendsIsAnsweredByTheDeadlineAndNotBefore() async {
         let (gate, open) = AsyncStream<Void>.makeStream()
         let router = router(Stalling(gate: gate))
@@ -134,6 +161,40 @@ private struct Stalling: RequestHandler {
         for await _ in gate {}
         request.respond(with: [9])
     }
+
+    func handleWrites(_ requests: consuming WriteRequests) async { requests.respond() }
+}
+
+/// Answers reads of `name` in `answerAtOnce` with [1] and hands back the rest, which `handleRead` answers with [2]
+/// and counts.
+private final class Splitting: RequestHandler {
+    let asyncReads = Atomic<Int>(0)
+
+    func answerAtOnce(_ request: consuming ReadRequest) -> ReadRequest? {
+        guard request.characteristic.id == "name" else { return request }
+        request.respond(with: [1])
+        return nil
+    }
+
+    func handleRead(_ request: consuming ReadRequest) async {
+        asyncReads.add(1, ordering: .relaxed)
+        request.respond(with: [2])
+    }
+
+    func handleWrites(_ requests: consuming WriteRequests) async { requests.respond() }
+}
+
+/// Keeps every read `answerAtOnce` gets, unanswered, as a handler that answers later from elsewhere would.
+private final class Keeping: RequestHandler {
+    let kept = Mutex<ReadRequest?>(nil)
+
+    func answerAtOnce(_ request: consuming ReadRequest) -> ReadRequest? {
+        var moved = Optional(request)
+        kept.withLock { $0 = moved.take() }
+        return nil
+    }
+
+    func handleRead(_ request: consuming ReadRequest) async { request.reject(.unlikelyError) }
 
     func handleWrites(_ requests: consuming WriteRequests) async { requests.respond() }
 }

@@ -66,16 +66,22 @@ final class BenchHandler: RequestHandler {
         target.withLock { $0 = (manager, notify) }
     }
 
-    func handleRead(_ request: consuming ReadRequest) async {
+    func handleRead(_ request: consuming ReadRequest) async { _ = answerAtOnce(request) }
+
+    func handleWrites(_ requests: consuming WriteRequests) async { _ = answerAtOnce(requests) }
+
+    /// Every request is answered here, as `ProfileServer` answers: none needs to wait, so none needs a task.
+    func answerAtOnce(_ request: consuming ReadRequest) -> ReadRequest? {
         if request.characteristic.id == "control" {
             let count = UInt32(truncatingIfNeeded: writesWithoutResponse.load(ordering: .relaxed))
             request.respond(with: withUnsafeBytes(of: count.littleEndian) { Array($0) })
         } else {
-            await server.handleRead(request)
+            server.answer(request)
         }
+        return nil
     }
 
-    func handleWrites(_ requests: consuming WriteRequests) async {
+    func answerAtOnce(_ requests: consuming WriteRequests) -> WriteRequests? {
         let received = requests.requests.count { $0.characteristic.id == "wnr" }
         if received > 0 { writesWithoutResponse.add(received, ordering: .relaxed) }
         if let control = requests.requests.first(where: { $0.characteristic.id == "control" }), control.value.count >= 4
@@ -83,9 +89,10 @@ final class BenchHandler: RequestHandler {
             let count = control.value.prefix(4).enumerated().reduce(0) { $0 | Int($1.element) << (8 * $1.offset) }
             requests.respond()
             Task { await self.burst(count) }
-            return
+            return nil
         }
-        await server.handleWrites(requests)
+        server.answer(requests)
+        return nil
     }
 
     /// Sends `count` notifications, waiting for `.readyToUpdateSubscribers` whenever the queue is full: Core
