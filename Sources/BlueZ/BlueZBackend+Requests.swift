@@ -39,7 +39,7 @@ extension BlueZBackend {
     /// Keeps the requesting device's path, so that `disconnect` can find the centrals bluetoothd told us about.
     nonisolated func remember(_ options: RequestOptions) {
         guard options.device.hasPrefix(adapterPath.rawValue + "/") else { return }
-        onLoop { $0.devices.name(options.device) }
+        namedDevices.withLock { _ = $0.insert(options.device) }
     }
 
     nonisolated func handlers() -> GATTApplication.Handlers {

@@ -35,7 +35,7 @@ public actor BlueZBackend: PeripheralBackend {
     var advertisement: AdvertisementRegistration?
     /// Our ends of the `AcquireWrite` sockets (the notify ones are `routes`').
     var writeStreams = WriteStreams()
-    /// The adapter's devices: connected, about to disconnect, named by requests.
+    /// The adapter's devices: connected, about to disconnect.
     var devices = DeviceTable()
     /// The descriptors' values, with what centrals wrote.
     var descriptors = DescriptorValues()
@@ -65,6 +65,11 @@ public actor BlueZBackend: PeripheralBackend {
     /// Who is subscribed and where each subscription's updates go: the one record, changed on the loop and read by
     /// `send(_:to:)` on the manager's thread, both under this lock.
     nonisolated let routes = Mutex(NotifyRoutes())
+    /// Device paths bluetoothd named in requests and subscriptions (the `device` option): the centrals met so far,
+    /// for `disconnect` when bluetoothd's object tree cannot be read. Behind a lock of its own, not the actor's
+    /// isolation: every request adds to it on the loop thread, where checking the executor cost more than the
+    /// insert (Benchmarks/README.md, "Answering without a task").
+    nonisolated let namedDevices = Mutex<Set<String>>([])
 
     /// Runs on the D-Bus loop thread: see the type's comment.
     public nonisolated var unownedExecutor: UnownedSerialExecutor { connection.unownedExecutor }

@@ -45,13 +45,11 @@ import Testing
             line(table.connection(Self.second, isConnected: false)) == "disconnected \(Self.second.rawValue) -")
     }
 
-    @Test func forgettingConnectionsReportsNothingAndKeepsTheNamedDevices() {
+    @Test func forgettingConnectionsReportsNothing() {
         var table = DeviceTable()
         _ = table.connection(Self.first, isConnected: true)
-        table.name(Self.first.rawValue)
         table.forgetConnections()
         #expect(table.connected.isEmpty)
-        #expect(table.named == [Self.first.rawValue])
         // After bluetoothd returns, the same device connecting is news again.
         #expect(line(table.connection(Self.first, isConnected: true)) == "connected \(Self.first.rawValue)")
     }
