@@ -14,13 +14,18 @@ final class StdioChannel: Sendable {
 
     private let input: Int32
     private let output: Int32
-    /// Held while a line is written, so two answers written at once never interleave.
-    private let writing = Mutex(())
+    /// Held while a line is written, so two answers written at once never interleave; true once a write found
+    /// the client no longer reading.
+    private let writing = Mutex(false)
+    /// Called once, on the first write that finds the client no longer reading.
+    private let outputClosed: @Sendable () -> Void
 
-    /// A channel reading `input` and writing `output` (standard input and output for `blemu mcp`).
-    init(input: Int32, output: Int32) {
+    /// A channel reading `input` and writing `output` (standard input and output for `blemu mcp`); `outputClosed`
+    /// is told once when the client stops reading.
+    init(input: Int32, output: Int32, outputClosed: @escaping @Sendable () -> Void = {}) {
         self.input = input
         self.output = output
+        self.outputClosed = outputClosed
     }
 
     /// The lines of `input` until it ends or fails, read on a thread of their own (a blocking read must not hold a
@@ -56,13 +61,16 @@ final class StdioChannel: Sendable {
     /// main), whose answers are then dropped while its requests are still read.
     @discardableResult
     func send(_ line: String) -> Bool {
-        writing.withLock { _ in
+        let (sent, isFirstFailure) = writing.withLock { hasFailed -> (Bool, Bool) in
             do throws(LocalFile.WriteError) {
                 try LocalFile.writeAll(Array((line + "\n").utf8), to: output, waitingWhenFull: true)
-                return true
+                return (true, false)
             } catch {
-                return false
+                defer { hasFailed = true }
+                return (false, !hasFailed)
             }
         }
+        if isFirstFailure { outputClosed() }
+        return sent
     }
 }

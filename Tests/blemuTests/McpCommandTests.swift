@@ -62,9 +62,8 @@ struct McpCommandTests {
         let process = Process()
         process.executableURL = BlemuProcess.executable
         process.arguments = ["mcp", "--control", "/tmp/blemu-mcp-absent-\(UUID().uuidString.prefix(8)).sock"]
-        let (input, output) = (Pipe(), Pipe())
-        (process.standardInput, process.standardOutput, process.standardError) =
-            (input, output, FileHandle.nullDevice)
+        let (input, output, errors) = (Pipe(), Pipe(), Pipe())
+        (process.standardInput, process.standardOutput, process.standardError) = (input, output, errors)
         try process.run()
         let initialize =
             #"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}"#
@@ -75,13 +74,29 @@ struct McpCommandTests {
         try output.fileHandleForReading.close()
         let pings = (2...21).map { #"{"jsonrpc":"2.0","id":\#($0),"method":"ping"}"# }
         input.fileHandleForWriting.write(Data((pings.joined(separator: "\n") + "\n").utf8))
-        try await Task.sleep(for: .seconds(1))
+        // The server says so once, when an answer first meets the closed pipe: then stdin closes.
+        let said = try await blocking {
+            try Self.text(from: errors.fileHandleForReading, until: "the client stopped reading")
+        }
         try input.fileHandleForWriting.close()
         let ended = try await blocking {
             process.waitUntilExit()
             return (process.terminationReason, process.terminationStatus)
         }
         #expect(ended.0 == .exit && ended.1 == 0, "ended by \(ended.0 == .exit ? "exit" : "signal") \(ended.1)")
+        let stderr = said + String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(stderr.components(separatedBy: "the client stopped reading").count == 2, "said once: \(stderr)")
+    }
+
+    /// What `handle` gives until it holds `phrase`; throws when output ends first.
+    static func text(from handle: FileHandle, until phrase: String) throws -> String {
+        var text = ""
+        while !text.contains(phrase) {
+            let chunk = handle.availableData
+            guard !chunk.isEmpty else { throw EndOfOutput(seen: []) }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        return text
     }
 
     /// A line's JSON object.
