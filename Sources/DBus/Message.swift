@@ -97,6 +97,8 @@ final class Message: @unchecked Sendable {
         var iterator = DBusMessageIter()
         guard dbus_message_iter_init(raw, &iterator) != 0 else { return [] }
         var values: [DBusValue] = []
+        // A method call's arguments are few: one allocation, not a growth per argument.
+        values.reserveCapacity(4)
         repeat {
             guard let value = DBusValue.read(from: &iterator) else { break }
             values.append(value)
