@@ -28,21 +28,30 @@ public final class ValueStore: Sendable {
     }
 
     /// Applies a batch of writes all or nothing, under one lock so no other write interleaves: validates every
-    /// write in order against the staged values, then stores them unless `dryRun`. Returns the first error.
+    /// write in order against the values the earlier ones left, then stores them unless `dryRun`. Returns the first
+    /// error.
     public func apply(_ writes: [WriteRequest], dryRun: Bool = false) -> ATTError? {
         values.withLock { values in
-            var staged: [String: [UInt8]] = [:]
+            // One write, nearly every request, needs no staging: a table per request cost more than the store.
+            guard writes.count > 1 else { return writes.first.flatMap { Self.apply($0, to: &values, dryRun: dryRun) } }
+            var staged = values
             for write in writes {
-                let characteristic = write.characteristic
-                if characteristic.value.isCached { return .writeNotPermitted }
-                let current = staged[characteristic.id] ?? values[characteristic.id] ?? characteristic.value.bytes
-                switch write.applied(to: current) {
-                case .success(let value): staged[characteristic.id] = value
-                case .failure(let error): return error
-                }
+                if let error = Self.apply(write, to: &staged, dryRun: false) { return error }
             }
-            if !dryRun { values.merge(staged) { _, new in new } }
+            if !dryRun { values = staged }
             return nil
+        }
+    }
+
+    /// Validates one write against `values` and stores it there unless `dryRun`; returns its error.
+    private static func apply(_ write: WriteRequest, to values: inout [String: [UInt8]], dryRun: Bool) -> ATTError? {
+        let characteristic = write.characteristic
+        if characteristic.value.isCached { return .writeNotPermitted }
+        switch write.applied(to: values[characteristic.id] ?? characteristic.value.bytes) {
+        case .success(let value):
+            if !dryRun { values[characteristic.id] = value }
+            return nil
+        case .failure(let error): return error
         }
     }
 
