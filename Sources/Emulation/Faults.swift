@@ -57,10 +57,10 @@ public struct Faults: Sendable {
         return result
     }
 
-    /// Counts a batch's requests, one per characteristic id, and returns their faults merged: the first rejection,
-    /// the delays added, every action in order.
+    /// Counts a batch's requests, one per write's characteristic id (an id written twice counts twice), and returns
+    /// their faults merged: the first rejection, the delays added, every action in order.
     public mutating func requests(
-        _ operation: AttributeOperation, characteristicIDs: some Sequence<String>
+        _ operation: AttributeOperation, characteristicIDs: some Collection<String>
     ) -> RequestFaults {
         var merged = RequestFaults()
         for id in characteristicIDs {
@@ -75,15 +75,36 @@ public struct Faults: Sendable {
     /// `requests(_:characteristicIDs:)`, unless a fault that would fire delays the answer: then nothing is counted
     /// and nil says the batch must go where it can wait (`BehaviourHandler.handleWrites`, which counts it there).
     public mutating func requestsUnlessDelayed(
-        _ operation: AttributeOperation, characteristicIDs: some Sequence<String>
+        _ operation: AttributeOperation, characteristicIDs: some Collection<String>
     ) -> RequestFaults? {
-        // With no fault at all nothing can delay: counted in place, no trial copy.
-        guard !faults.isEmpty else { return requests(operation, characteristicIDs: characteristicIDs) }
-        var trial = self
-        let fired = trial.requests(operation, characteristicIDs: characteristicIDs)
-        guard fired.delay == nil else { return nil }
-        self = trial
-        return fired
+        guard !wouldDelay(operation, characteristicIDs: characteristicIDs) else { return nil }
+        return requests(operation, characteristicIDs: characteristicIDs)
+    }
+
+    /// Whether a delaying fault would fire on this batch, from the counts it would reach; nothing is counted.
+    private func wouldDelay(_ operation: AttributeOperation, characteristicIDs: some Collection<String>) -> Bool {
+        var delaying: [(key: Key, nth: Int)] = []
+        for fault in faults {
+            guard case .request(let faultOperation, let target, let nth) = fault.trigger, faultOperation == operation,
+                case .delay = fault.effect
+            else { continue }
+            delaying.append((Key(operation: operation, characteristicID: target), nth))
+        }
+        // Most profiles have none: nothing to count ahead.
+        guard !delaying.isEmpty else { return false }
+        var ahead: [Key: Int] = [:]
+        for id in characteristicIDs {
+            for key in [
+                Key(operation: operation, characteristicID: id), Key(operation: operation, characteristicID: nil),
+            ] {
+                ahead[key, default: counts[key, default: 0]] += 1
+            }
+            let reached = delaying.contains { fault in
+                (fault.key.characteristicID == nil || fault.key.characteristicID == id) && ahead[fault.key] == fault.nth
+            }
+            if reached { return true }
+        }
+        return false
     }
 
     /// Adds a request fault at run time (the control socket): its `nth` counts from now, so "reject the 2nd read"

@@ -46,6 +46,18 @@ import Testing
         #expect(engine.requestsUnlessDelayed(.write, characteristicIDs: ["b"]) == Faults.RequestFaults())
     }
 
+    @Test func aBatchWritingOneCharacteristicTwiceIsCountedAheadTwice() {
+        var engine = Faults(faults: [
+            Fault(trigger: .request(.write, characteristicID: nil, nth: 3), effect: .delay(.seconds(1)))
+        ])
+        #expect(engine.requestsUnlessDelayed(.write, characteristicIDs: ["a", "a"]) == Faults.RequestFaults())
+        // The third write overall would be delayed, and it is this batch's second.
+        #expect(engine.requestsUnlessDelayed(.write, characteristicIDs: ["b", "a"]) == nil)
+        #expect(engine.count(of: .write) == 2)
+        #expect(engine.requests(.write, characteristicIDs: ["b", "a"]).delay == .seconds(1))
+        #expect(engine.requestsUnlessDelayed(.write, characteristicIDs: ["a"]) == Faults.RequestFaults())
+    }
+
     @Test func aFaultInjectedAfterUnfaultedRequestsCountsFromItsInjection() {
         var engine = Faults(faults: [])
         for _ in 1...5 { #expect(engine.request(.read, characteristicID: "a").isEmpty) }
