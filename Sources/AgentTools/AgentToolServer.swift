@@ -65,9 +65,10 @@ public struct AgentToolServer: Sendable {
     /// Serves MCP on `input` and `output` (standard input and output for `blemu mcp`) until `input` ends. Each
     /// request is answered by a task of its own, so a call that waits (`wait_for_event`, up to 300 s) holds up
     /// nothing else; when `input` ends the calls still in flight go unanswered (MCP's stdio shutdown: the client
-    /// has gone), so those tasks are not awaited. `outputClosed` is told once when the client stops reading `output`
-    /// (its answers are dropped from then on).
-    public func serve(input: Int32, output: Int32, outputClosed: @escaping @Sendable () -> Void = {}) async {
+    /// has gone), so those tasks are not awaited. `outputClosed` is told once, with the reason, when writing `output`
+    /// first fails (the client stopped reading); answers are dropped from then on.
+    public func serve(input: Int32, output: Int32, outputClosed: @escaping @Sendable (String) -> Void = { _ in }) async
+    {
         let channel = StdioChannel(input: input, output: output, outputClosed: outputClosed)
         let calls = CallTable()
         for await framed in channel.lines() {

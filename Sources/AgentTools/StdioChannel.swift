@@ -17,12 +17,12 @@ final class StdioChannel: Sendable {
     /// Held while a line is written, so two answers written at once never interleave; true once a write found
     /// the client no longer reading.
     private let writing = Mutex(false)
-    /// Called once, on the first write that finds the client no longer reading.
-    private let outputClosed: @Sendable () -> Void
+    /// Called once, with the reason, on the first write that fails (EPIPE: the client no longer reads).
+    private let outputClosed: @Sendable (String) -> Void
 
     /// A channel reading `input` and writing `output` (standard input and output for `blemu mcp`); `outputClosed`
-    /// is told once when the client stops reading.
-    init(input: Int32, output: Int32, outputClosed: @escaping @Sendable () -> Void = {}) {
+    /// is told once, with the reason, when a write first fails.
+    init(input: Int32, output: Int32, outputClosed: @escaping @Sendable (String) -> Void = { _ in }) {
         self.input = input
         self.output = output
         self.outputClosed = outputClosed
@@ -61,16 +61,16 @@ final class StdioChannel: Sendable {
     /// main), whose answers are then dropped while its requests are still read.
     @discardableResult
     func send(_ line: String) -> Bool {
-        let (sent, isFirstFailure) = writing.withLock { hasFailed -> (Bool, Bool) in
+        let firstFailure = writing.withLock { hasFailed -> LocalFile.WriteError?? in
             do throws(LocalFile.WriteError) {
                 try LocalFile.writeAll(Array((line + "\n").utf8), to: output, waitingWhenFull: true)
-                return (true, false)
+                return .none
             } catch {
                 defer { hasFailed = true }
-                return (false, !hasFailed)
+                return .some(hasFailed ? nil : error)
             }
         }
-        if isFirstFailure { outputClosed() }
-        return sent
+        if case .some(let error?) = firstFailure { outputClosed(error.description) }
+        return firstFailure == nil
     }
 }

@@ -52,8 +52,9 @@ struct McpCommand: AsyncParsableCommand {
                 Console.error("blemu mcp: serving anyway; each tool call answers that error until the socket is served")
             }
         }
-        await server.serve(input: STDIN_FILENO, output: STDOUT_FILENO) {
-            Console.error("blemu mcp: the client stopped reading; its answers are dropped until standard input ends")
+        await server.serve(input: STDIN_FILENO, output: STDOUT_FILENO) { reason in
+            Console.error(
+                "blemu mcp: cannot write to standard output (\(reason)); answers are dropped until stdin ends")
         }
         check.cancel()
     }

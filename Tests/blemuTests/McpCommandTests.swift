@@ -76,7 +76,7 @@ struct McpCommandTests {
         input.fileHandleForWriting.write(Data((pings.joined(separator: "\n") + "\n").utf8))
         // The server says so once, when an answer first meets the closed pipe: then stdin closes.
         let said = try await blocking {
-            try Self.text(from: errors.fileHandleForReading, until: "the client stopped reading")
+            try Self.text(from: errors.fileHandleForReading, until: "cannot write to standard output (Broken pipe)")
         }
         try input.fileHandleForWriting.close()
         let ended = try await blocking {
@@ -85,7 +85,7 @@ struct McpCommandTests {
         }
         #expect(ended.0 == .exit && ended.1 == 0, "ended by \(ended.0 == .exit ? "exit" : "signal") \(ended.1)")
         let stderr = said + String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(stderr.components(separatedBy: "the client stopped reading").count == 2, "said once: \(stderr)")
+        #expect(stderr.components(separatedBy: "cannot write to standard output").count == 2, "said once: \(stderr)")
     }
 
     /// What `handle` gives until it holds `phrase`; throws when output ends first.
