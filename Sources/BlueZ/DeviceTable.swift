@@ -1,9 +1,9 @@
 import DBus
 @_spi(Backend) import Peripheral
 
-/// The adapter's devices as bluetoothd shows them: which are connected and why one is about to disconnect. A value with no I/O, as `NotifyTable` and `BlueZLifecycle` are: `BlueZBackend` feeds it
-/// the Device1 signals and sends on the events it returns (DeviceTableTests
-/// drives it with no bus).
+/// The adapter's devices as bluetoothd shows them: which are connected and why one is about to disconnect. A value
+/// with no I/O, as `NotifyTable` and `BlueZLifecycle` are: `BlueZBackend` feeds it the Device1 signals and sends on
+/// the events it returns (DeviceTableTests drives it with no bus).
 struct DeviceTable: Sendable, Equatable {
     /// Devices whose `Connected` is true, each reported once as a central.
     private(set) var connected: Set<ObjectPath> = []
