@@ -7,11 +7,12 @@ import Synchronization
 /// request arrived on: there is no other way in, for BlueZ or for `InMemoryBackend`.
 ///
 /// The handler's `answerAtOnce` gets the request first, on the caller's thread: one it decides without waiting
-/// (`ProfileServer` always; `BehaviourHandler` without a delaying fault, a handler program or a state file) is
-/// answered before `read`/`write` return, with no task made: on the D-Bus loop thread the reply goes straight to
-/// libdbus, and no deadline timer is ever armed. One it hands back starts the async method at once on the same
-/// thread (`Task.immediate`), which runs there until it first suspends. Only a request still unanswered then gets
-/// the deadline.
+/// (`ProfileServer` always; `BehaviourHandler` without a delaying fault, a handler program, or for a write the state
+/// file) is answered before `read`/`write` return, with no task made: on the D-Bus loop thread the reply goes
+/// straight to libdbus, and no deadline timer is ever armed. One it hands back starts the async method at once on
+/// the same thread (`Task.immediate`), which runs there until it first suspends. Only a request still unanswered
+/// then gets the deadline. Reads and writes each spell this out: folded into one generic function taking the two
+/// methods as closures, it cost a read 400 instructions (Benchmarks/README.md, "Answering without a task").
 ///
 /// ## The life of a read (BlueZ)
 /// 1. libdbus hands the `ReadValue` call to the loop thread: `ConnectionCore.handleMethodCall` (DBus) finds the object and
