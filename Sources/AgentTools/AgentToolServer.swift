@@ -66,7 +66,7 @@ public struct AgentToolServer: Sendable {
     /// request is answered by a task of its own, so a call that waits (`wait_for_event`, up to 300 s) holds up
     /// nothing else; when `input` ends the calls still in flight go unanswered (MCP's stdio shutdown: the client
     /// has gone), so those tasks are not awaited. `outputClosed` is told once, with the reason, when writing `output`
-    /// first fails (the client stopped reading); answers are dropped from then on.
+    /// first fails (EPIPE: the client stopped reading); an answer that cannot be written is dropped.
     public func serve(input: Int32, output: Int32, outputClosed: @escaping @Sendable (String) -> Void = { _ in }) async
     {
         let channel = StdioChannel(input: input, output: output, outputClosed: outputClosed)

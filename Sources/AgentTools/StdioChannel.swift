@@ -17,7 +17,7 @@ final class StdioChannel: Sendable {
     /// Held while a line is written, so two answers written at once never interleave; true once a write found
     /// the client no longer reading.
     private let writing = Mutex(false)
-    /// Called once, with the reason, on the first write that fails (EPIPE: the client no longer reads).
+    /// Called once, with the reason, on the first write that fails (EPIPE when the client no longer reads).
     private let outputClosed: @Sendable (String) -> Void
 
     /// A channel reading `input` and writing `output` (standard input and output for `blemu mcp`); `outputClosed`
@@ -57,8 +57,8 @@ final class StdioChannel: Sendable {
     }
 
     /// Writes `line` and its newline, waiting while a non-blocking standard output is full (the client reads slower
-    /// than the answers come); false when the client no longer reads (EPIPE: SIGPIPE is ignored by `blemu mcp`'s
-    /// main), whose answers are then dropped while its requests are still read.
+    /// than the answers come); false when the write fails, as every one does once the client no longer reads (EPIPE:
+    /// SIGPIPE is ignored by `blemu mcp`'s main): its answers are then dropped while its requests are still read.
     @discardableResult
     func send(_ line: String) -> Bool {
         let firstFailure = writing.withLock { hasFailed -> LocalFile.WriteError?? in

@@ -54,7 +54,7 @@ struct McpCommand: AsyncParsableCommand {
         }
         await server.serve(input: STDIN_FILENO, output: STDOUT_FILENO) { reason in
             Console.error(
-                "blemu mcp: cannot write to standard output (\(reason)); answers are dropped until stdin ends")
+                "blemu mcp: cannot write to standard output (\(reason)); answers that cannot be written are dropped")
         }
         check.cancel()
     }

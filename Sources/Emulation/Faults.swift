@@ -57,7 +57,7 @@ public struct Faults: Sendable {
         return result
     }
 
-    /// Counts a batch's requests, one per write's characteristic id (an id written twice counts twice), and returns
+    /// Counts a batch's requests, one per request's characteristic id (an id requested twice counts twice), and returns
     /// their faults merged: the first rejection, the delays added, every action in order.
     public mutating func requests(
         _ operation: AttributeOperation, characteristicIDs: some Collection<String>
@@ -73,7 +73,8 @@ public struct Faults: Sendable {
     }
 
     /// `requests(_:characteristicIDs:)`, unless a fault that would fire delays the answer: then nothing is counted
-    /// and nil says the batch must go where it can wait (`BehaviourHandler.handleWrites`, which counts it there).
+    /// and nil says the batch must go where it can wait (`BehaviourHandler.handleRead` or `handleWrites`, which
+    /// count it there).
     public mutating func requestsUnlessDelayed(
         _ operation: AttributeOperation, characteristicIDs: some Collection<String>
     ) -> RequestFaults? {

@@ -12,7 +12,7 @@ import Synchronization
 /// straight to libdbus, and no deadline timer is ever armed. One it hands back starts the async method at once on
 /// the same thread (`Task.immediate`), which runs there until it first suspends. Only a request still unanswered
 /// then gets the deadline. Reads and writes each spell this out: folded into one generic function taking the two
-/// methods as closures, it cost a read 400 instructions (Benchmarks/README.md, "Answering without a task").
+/// methods as closures, it cost a read 350 instructions and a write 700 (Benchmarks/README.md, "Answering without a task").
 ///
 /// ## The life of a read (BlueZ)
 /// 1. libdbus hands the `ReadValue` call to the loop thread: `ConnectionCore.handleMethodCall` (DBus) finds the object and

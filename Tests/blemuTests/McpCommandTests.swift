@@ -74,10 +74,17 @@ struct McpCommandTests {
         try output.fileHandleForReading.close()
         let pings = (2...21).map { #"{"jsonrpc":"2.0","id":\#($0),"method":"ping"}"# }
         input.fileHandleForWriting.write(Data((pings.joined(separator: "\n") + "\n").utf8))
-        // The server says so once, when an answer first meets the closed pipe: then stdin closes.
+        // The server says so once, when an answer first meets the closed pipe: then stdin closes. A watchdog, not a
+        // wait: a server that never says it is killed, so the read ends and the test fails instead of hanging.
+        let pid = process.processIdentifier
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(30))
+            kill(pid, SIGKILL)
+        }
         let said = try await blocking {
             try Self.text(from: errors.fileHandleForReading, until: "cannot write to standard output (Broken pipe)")
         }
+        watchdog.cancel()
         try input.fileHandleForWriting.close()
         let ended = try await blocking {
             process.waitUntilExit()
