@@ -80,7 +80,15 @@ public enum ProcessSpawn {
         environment.append(nil)
         defer { for pointer in environment { free(pointer) } }
         var pid: pid_t = 0
-        let status = posix_spawn(&pid, arguments[0], &actions, &attributes, &pointers, &environment)
+        var status = posix_spawn(&pid, arguments[0], &actions, &attributes, &pointers, &environment)
+        // ETXTBSY: the program was just written and a child another thread forked an instant ago still holds it open
+        // for writing until its own exec (execve(2)); that passes within microseconds, so a few short retries.
+        var retries = 0
+        while status == ETXTBSY && retries < 50 {
+            retries += 1
+            usleep(1_000)
+            status = posix_spawn(&pid, arguments[0], &actions, &attributes, &pointers, &environment)
+        }
         guard status == 0 else { return .failure(SpawnError(description: String(cString: strerror(status)))) }
         return .success(pid)
     }

@@ -11,8 +11,15 @@ struct BluetoothdVersionTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("blemu-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let path = directory.appendingPathComponent("bluetoothd").path
-        try "#!/bin/sh\n\(body)\n".write(toFile: path, atomically: true, encoding: .utf8)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: path)
+        // Written through a close-on-exec descriptor: one a child of another test inherited would hold the script
+        // open for writing, and running it would fail with ETXTBSY for as long as that child lives.
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o755)
+        guard fd >= 0 else { throw CocoaError(.fileWriteUnknown) }
+        defer { close(fd) }
+        let text = Array("#!/bin/sh\n\(body)\n".utf8)
+        guard text.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == text.count else {
+            throw CocoaError(.fileWriteUnknown)
+        }
         return (path, directory)
     }
 

@@ -27,6 +27,22 @@ import Testing
         #expect(String(decoding: discarded, as: UTF8.self) == "out\n")
     }
 
+    @Test func aProgramHeldOpenForWritingIsRetriedThenRefusedWithTheKernelsReason() throws {
+        let path = NSTemporaryDirectory() + "blemu-busy-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        // Held open for writing the whole time, as a writer that never lets go: ETXTBSY on every try.
+        let writer = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o755)
+        #expect(write(writer, "#!/bin/sh\nexit 0\n", 17) == 17)
+        #expect {
+            try SpawnedProcess.start([path])
+        } throws: {
+            ($0 as? ProcessSpawn.SpawnError)?.description == "Text file busy"
+        }
+        close(writer)
+        // Once nobody writes it, it runs.
+        #expect(try SpawnedProcess.start([path]).wait() == 0)
+    }
+
     @Test func aChildKilledByASignalReportsItAsAShellDoes() throws {
         let (status, _) = try SpawnedProcess.run(["/bin/sh", "-c", "kill -TERM $$"])
         #expect(status == 128 + SIGTERM)
