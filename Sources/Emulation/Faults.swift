@@ -43,10 +43,7 @@ public struct Faults: Sendable {
         counts[Key(operation: operation, characteristicID: nil), default: 0] += 1
         var result = RequestFaults()
         for fault in faults {
-            guard case .request(let faultOperation, let target, let nth) = fault.trigger, faultOperation == operation,
-                target == nil || target == characteristicID,
-                counts[Key(operation: operation, characteristicID: target)] == nth
-            else { continue }
+            guard Self.fires(fault, on: operation, characteristicID, counted: { counts[$0] }) else { continue }
             switch fault.effect {
             case .reject(let error): result.rejection = result.rejection ?? error
             case .delay(let delay): result.delay = (result.delay ?? .zero) + delay
@@ -84,13 +81,7 @@ public struct Faults: Sendable {
 
     /// Whether a delaying fault would fire on this batch, from the counts it would reach; nothing is counted.
     private func wouldDelay(_ operation: AttributeOperation, characteristicIDs: some Collection<String>) -> Bool {
-        var delaying: [(key: Key, nth: Int)] = []
-        for fault in faults {
-            guard case .request(let faultOperation, let target, let nth) = fault.trigger, faultOperation == operation,
-                case .delay = fault.effect
-            else { continue }
-            delaying.append((Key(operation: operation, characteristicID: target), nth))
-        }
+        let delaying = faults.filter { if case .delay = $0.effect { true } else { false } }
         // Most profiles have none: nothing to count ahead.
         guard !delaying.isEmpty else { return false }
         var ahead: [Key: Int] = [:]
@@ -100,12 +91,20 @@ public struct Faults: Sendable {
             ] {
                 ahead[key, default: counts[key, default: 0]] += 1
             }
-            let reached = delaying.contains { fault in
-                (fault.key.characteristicID == nil || fault.key.characteristicID == id) && ahead[fault.key] == fault.nth
-            }
-            if reached { return true }
+            if delaying.contains(where: { Self.fires($0, on: operation, id, counted: { ahead[$0] }) }) { return true }
         }
         return false
+    }
+
+    /// Whether `fault` fires on a request of `operation` on `characteristicID`, given the counts with that request
+    /// in them: a request fault of that operation, on that characteristic or on any, whose nth it is.
+    private static func fires(
+        _ fault: Fault, on operation: AttributeOperation, _ characteristicID: String, counted: (Key) -> Int?
+    ) -> Bool {
+        guard case .request(let faultOperation, let target, let nth) = fault.trigger, faultOperation == operation,
+            target == nil || target == characteristicID
+        else { return false }
+        return counted(Key(operation: operation, characteristicID: target)) == nth
     }
 
     /// Adds a request fault at run time (the control socket): its `nth` counts from now, so "reject the 2nd read"
