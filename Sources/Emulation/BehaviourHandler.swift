@@ -38,10 +38,8 @@ public struct BehaviourHandler: RequestHandler {
                 $0.faults.requestsUnlessDelayed(.read, characteristicIDs: CollectionOfOne(characteristic.id))
             })
         else { return request }
-        if let error = faults.rejection { log?.record(.fault("reject \(error)", characteristicID: characteristic.id)) }
-        let refusal =
-            faults.rejection
-            ?? ProfileServer.error(for: .read, on: characteristic, linkSecurity: request.linkSecurity)
+        recordRejection(faults, on: characteristic.id)
+        let refusal = readRefusal(request, faults: faults)
         let value = refusal == nil ? server.store.value(of: characteristic) : []
         finishRead(request, refusal: refusal, value: value, verdict: nil, faults: faults, started: started)
         return nil
@@ -55,9 +53,7 @@ public struct BehaviourHandler: RequestHandler {
         let characteristic = request.characteristic
         let faults = engines.withLock { $0.faults.request(.read, characteristicID: characteristic.id) }
         if !faults.isEmpty { await hold(faults, on: characteristic.id) }
-        let refusal =
-            faults.rejection
-            ?? ProfileServer.error(for: .read, on: characteristic, linkSecurity: request.linkSecurity)
+        let refusal = readRefusal(request, faults: faults)
         var value: [UInt8] = []
         var verdict: RequestHandlers.Verdict?
         if refusal == nil {
@@ -69,6 +65,12 @@ public struct BehaviourHandler: RequestHandler {
             }
         }
         finishRead(request, refusal: refusal, value: value, verdict: verdict, faults: faults, started: started)
+    }
+
+    /// What a read is refused with before any value is served: the fault's rejection, else the server's checks.
+    private func readRefusal(_ request: borrowing ReadRequest, faults: Faults.RequestFaults) -> ATTError? {
+        faults.rejection
+            ?? ProfileServer.error(for: .read, on: request.characteristic, linkSecurity: request.linkSecurity)
     }
 
     /// The read's one answer: the refusal, else the handler's verdict on the stored `value` (a handler answers
@@ -116,9 +118,7 @@ public struct BehaviourHandler: RequestHandler {
                 $0.faults.requestsUnlessDelayed(.write, characteristicIDs: writes.lazy.map(\.characteristic.id))
             })
         else { return requests }
-        if let error = faults.rejection {
-            log?.record(.fault("reject \(error)", characteristicID: writes.first?.characteristic.id))
-        }
+        recordRejection(faults, on: writes.first?.characteristic.id)
         let (failure, staged) = stage(requests, rejection: faults.rejection)
         let outcome = conclude(
             writes, staged: staged, failure: failure, verdict: nil, isAuthorizationOnly: requests.isAuthorizationOnly)
@@ -325,9 +325,14 @@ public struct BehaviourHandler: RequestHandler {
         return received == asked ? answer : .error(received, asked: asked)
     }
 
+    /// Records a rejecting fault that fired, before the answer it replaces.
+    private func recordRejection(_ faults: Faults.RequestFaults, on id: String?) {
+        if let error = faults.rejection { log?.record(.fault("reject \(error)", characteristicID: id)) }
+    }
+
     /// Waits out a fault's delay, shortened to stay under the request deadline, and logs the faults that fired.
     private func hold(_ faults: Faults.RequestFaults, on id: String?) async {
-        if let error = faults.rejection { log?.record(.fault("reject \(error)", characteristicID: id)) }
+        recordRejection(faults, on: id)
         guard var delay = faults.delay, delay > .zero else { return }
         // A tenth of the deadline is left for the answer to travel; past the deadline the engine answers instead.
         let limit = requestDeadline * 0.9
