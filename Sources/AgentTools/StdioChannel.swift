@@ -61,16 +61,17 @@ final class StdioChannel: Sendable {
     /// SIGPIPE is ignored by `blemu mcp`'s main): its answers are then dropped while its requests are still read.
     @discardableResult
     func send(_ line: String) -> Bool {
-        let firstFailure = writing.withLock { hasFailed -> LocalFile.WriteError?? in
+        // The first failure's reason is told after the lock is let go: `outputClosed` may take its own.
+        let (sent, firstFailure) = writing.withLock { hasFailed -> (Bool, LocalFile.WriteError?) in
             do throws(LocalFile.WriteError) {
                 try LocalFile.writeAll(Array((line + "\n").utf8), to: output, waitingWhenFull: true)
-                return .none
+                return (true, nil)
             } catch {
                 defer { hasFailed = true }
-                return .some(hasFailed ? nil : error)
+                return (false, hasFailed ? nil : error)
             }
         }
-        if case .some(let error?) = firstFailure { outputClosed(error.description) }
-        return firstFailure == nil
+        if let firstFailure { outputClosed(firstFailure.description) }
+        return sent
     }
 }
