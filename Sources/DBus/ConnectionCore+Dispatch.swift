@@ -22,7 +22,7 @@ extension ConnectionCore {
         let route = tree.withLock { $0.route(path: context.path, interface: context.interface, member: context.member) }
         switch route {
         case .method(let method):
-            let arguments = message.arguments()
+            let arguments = method.decoding == .values ? message.arguments() : []
             if !message.hasSignature(method.inputs) {
                 MethodCall(core: self, message: message, context: context, arguments: arguments, outputs: nil).fail(
                     StandardErrorName.invalidArgs,

@@ -31,6 +31,15 @@ public struct Method: Sendable {
         case task(@Sendable (consuming MethodCall) async -> Void)
     }
 
+    /// How a call's arguments reach the handler.
+    public enum Decoding: Sendable {
+        /// Decoded into `MethodCall.arguments` before the handler runs.
+        case values
+        /// Left in the message: `MethodCall.arguments` is empty and the handler reads what it needs with
+        /// `MethodCall.readArguments`, without a `DBusValue` for each (a hot path's few options).
+        case inPlace
+    }
+
     /// The member name, e.g. `ReadValue`.
     public var name: String
     /// The input signature; a call with any other signature is answered `InvalidArgs` before the handler runs.
@@ -39,26 +48,30 @@ public struct Method: Sendable {
     public var outputs: Signature
     /// The code that answers.
     public var handler: Handler
+    /// Whether the arguments are decoded for the handler or read by it in place.
+    public var decoding: Decoding
 
     /// A method answered on the loop thread; `body` must not block.
     public init(
-        _ name: String, inputs: Signature = "", outputs: Signature = "",
+        _ name: String, inputs: Signature = "", outputs: Signature = "", decoding: Decoding = .values,
         immediate body: @escaping @Sendable (consuming MethodCall) -> Void
     ) {
         self.name = name
         self.inputs = inputs
         self.outputs = outputs
+        self.decoding = decoding
         handler = .immediate(body)
     }
 
     /// A method answered from a task; `body` may await before answering (or dropping, which answers `Failed`).
     public init(
-        _ name: String, inputs: Signature = "", outputs: Signature = "",
+        _ name: String, inputs: Signature = "", outputs: Signature = "", decoding: Decoding = .values,
         task body: @escaping @Sendable (consuming MethodCall) async -> Void
     ) {
         self.name = name
         self.inputs = inputs
         self.outputs = outputs
+        self.decoding = decoding
         handler = .task(body)
     }
 

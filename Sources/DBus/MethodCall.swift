@@ -9,7 +9,8 @@ public struct MethodCall: ~Copyable, Sendable {
     let message: Message
     /// Where and from whom; see `CallContext`.
     public let context: CallContext
-    /// The arguments, decoded. Any `UnixFD` among them is a duplicate this handler owns and must close.
+    /// The arguments, decoded (empty for a method declared `decoding: .inPlace`). Any `UnixFD` among them is a
+    /// duplicate this handler owns and must close.
     public let arguments: [DBusValue]
     /// The declared output signature, checked against the reply; nil for built-in methods.
     let outputs: Signature?
@@ -34,6 +35,13 @@ public struct MethodCall: ~Copyable, Sendable {
     public var signature: Signature { message.signature }
     /// False when the caller set the no-reply flag: answering then sends nothing.
     public var expectsReply: Bool { message.expectsReply }
+
+    /// Reads the arguments in place, typed (`ArgumentReader`), for a method declared `decoding: .inPlace`; any
+    /// method may, as often as it likes: each reader starts at the first argument.
+    public func readArguments<R: ~Copyable, E: Error>(_ body: (inout ArgumentReader) throws(E) -> R) throws(E) -> R {
+        var reader = ArgumentReader(message)
+        return try body(&reader)
+    }
 
     /// Answers with `values`. If they do not marshal or do not match the declared output signature, the caller
     /// gets `Failed` instead and the mistake is logged.
