@@ -20,19 +20,39 @@ extension BlueZBackend {
         var offset: Int = 0
         var isPrepareAuthorize = false
 
-        init(_ value: DBusValue?) {
-            // Read straight from the entries: a dictionary built per request costs more than the four looks.
-            guard case .dictionary(key: "s", value: "v", let entries)? = value else { return }
-            for entry in entries {
-                guard case .string(let key) = entry.key, case .variant(let option) = entry.value else { continue }
-                switch (key, option) {
-                case (BlueZName.Option.device, .objectPath(let path)): device = path.rawValue
-                case (BlueZName.Option.mtu, .uint16(let mtu)): self.mtu = Int(mtu)
-                case (BlueZName.Option.offset, .uint16(let offset)): self.offset = Int(offset)
-                case (BlueZName.Option.prepareAuthorize, .boolean(let flag)): isPrepareAuthorize = flag
-                default: break
+        /// Reads the `a{sv}` that is the reader's next argument, in place (`Method.Decoding.inPlace`): a read's
+        /// options as `DBusValue`s cost about 5,000 instructions more
+        /// (Benchmarks/README.md, "Options read in place"). A missing option, or one of another type, keeps its
+        /// default.
+        init(_ reader: inout ArgumentReader) {
+            var options = RequestOptions()
+            _ = reader.vardict { entry in
+                if entry.hasKey(BlueZName.Option.device) {
+                    if let path = entry.objectPath() { options.device = path.rawValue }
+                } else if entry.hasKey(BlueZName.Option.mtu) {
+                    if let mtu = entry.uint16() { options.mtu = Int(mtu) }
+                } else if entry.hasKey(BlueZName.Option.offset) {
+                    if let offset = entry.uint16() { options.offset = Int(offset) }
+                } else if entry.hasKey(BlueZName.Option.prepareAuthorize) {
+                    if let flag = entry.boolean() { options.isPrepareAuthorize = flag }
                 }
             }
+            self = options
+        }
+
+        private init() {}
+    }
+
+    /// The options of a call whose only argument is them (ReadValue, AcquireNotify, AcquireWrite).
+    nonisolated func requestOptions(_ call: borrowing MethodCall) -> RequestOptions {
+        call.readArguments { RequestOptions(&$0) }
+    }
+
+    /// The value and options of a WriteValue call (`aya{sv}`).
+    nonisolated func writeArguments(_ call: borrowing MethodCall) -> (value: [UInt8], options: RequestOptions) {
+        call.readArguments { reader in
+            let value = reader.bytes() ?? []
+            return (value, RequestOptions(&reader))
         }
     }
 
@@ -69,7 +89,7 @@ extension BlueZBackend {
 
     private nonisolated func read(_ call: consuming MethodCall, _ characteristic: Characteristic) {
         guard let call = owner.admit(call) else { return }
-        let options = RequestOptions(call.arguments.first)
+        let options = requestOptions(call)
         remember(options)
         let id = characteristic.id
         // Formatted only when the line is logged (an autoclosure): most runs log requests at no level at all.
@@ -84,8 +104,7 @@ extension BlueZBackend {
 
     private nonisolated func write(_ call: consuming MethodCall, _ characteristic: Characteristic) {
         guard let call = owner.admit(call) else { return }
-        let value = (try? call.arguments.first?.asBytes()) ?? []
-        let options = RequestOptions(call.arguments.dropFirst().first)
+        let (value, options) = writeArguments(call)
         remember(options)
         let id = characteristic.id
         let summary = RequestSummary(
@@ -161,7 +180,7 @@ extension BlueZBackend {
 
     private nonisolated func acquireNotify(_ call: consuming MethodCall, _ characteristic: Characteristic) {
         guard let call = owner.admit(call) else { return }
-        let options = RequestOptions(call.arguments.first)
+        let options = requestOptions(call)
         remember(options)
         let pair: (local: Int32, remote: Int32)
         do { pair = try AcquiredSocket.makePair() } catch {
@@ -264,7 +283,7 @@ extension BlueZBackend {
     private nonisolated func readDescriptor(_ call: consuming MethodCall, _ path: ObjectPath, _ descriptor: Descriptor)
     {
         guard let call = owner.admit(call) else { return }
-        let options = RequestOptions(call.arguments.first)
+        let options = requestOptions(call)
         remember(options)
         let summary = "read descriptor \(path) by \(options.device) offset \(options.offset)"
         switch onLoop({ $0.descriptors.read(descriptor, at: path, offset: options.offset) }) {
@@ -279,8 +298,7 @@ extension BlueZBackend {
     private nonisolated func writeDescriptor(_ call: consuming MethodCall, _ path: ObjectPath, _ descriptor: Descriptor)
     {
         guard let call = owner.admit(call) else { return }
-        let value = (try? call.arguments.first?.asBytes()) ?? []
-        let options = RequestOptions(call.arguments.dropFirst().first)
+        let (value, options) = writeArguments(call)
         remember(options)
         let summary = "write descriptor \(path) by \(options.device) offset \(options.offset) \(Self.hex(value))"
         let error = onLoop {

@@ -117,8 +117,11 @@ struct GATTApplication {
             Property(BlueZName.Property.notifying, signature: "b", get: { .boolean(handlers.isNotifying(id)) }),
         ]
         var methods = [
-            Method("ReadValue", inputs: "a{sv}", outputs: "ay", immediate: { handlers.read($0, characteristic) }),
-            Method("WriteValue", inputs: "aya{sv}", immediate: { handlers.write($0, characteristic) }),
+            Method(
+                "ReadValue", inputs: "a{sv}", outputs: "ay", decoding: .inPlace,
+                immediate: { handlers.read($0, characteristic) }),
+            Method(
+                "WriteValue", inputs: "aya{sv}", decoding: .inPlace, immediate: { handlers.write($0, characteristic) }),
             Method("StartNotify", immediate: { handlers.startNotify($0, characteristic) }),
             Method("StopNotify", immediate: { handlers.stopNotify($0, characteristic) }),
             Method("Confirm", immediate: { handlers.confirm($0, characteristic) }),
@@ -132,7 +135,7 @@ struct GATTApplication {
             )
             methods.append(
                 Method(
-                    "AcquireNotify", inputs: "a{sv}", outputs: "hq",
+                    "AcquireNotify", inputs: "a{sv}", outputs: "hq", decoding: .inPlace,
                     immediate: { handlers.acquireNotify($0, characteristic) }))
         }
         // Likewise `WriteAcquired`: its presence alone makes 5.66 call AcquireWrite (`chrc_write_cb`).
@@ -142,7 +145,7 @@ struct GATTApplication {
                     BlueZName.Property.writeAcquired, signature: "b", get: { .boolean(handlers.isWriteAcquired(id)) }))
             methods.append(
                 Method(
-                    "AcquireWrite", inputs: "a{sv}", outputs: "hq",
+                    "AcquireWrite", inputs: "a{sv}", outputs: "hq", decoding: .inPlace,
                     immediate: { handlers.acquireWrite($0, characteristic) }))
         }
         return Interface(BlueZName.Interface.gattCharacteristic, methods: methods, properties: properties)
@@ -155,9 +158,11 @@ struct GATTApplication {
             BlueZName.Interface.gattDescriptor,
             methods: [
                 Method(
-                    "ReadValue", inputs: "a{sv}", outputs: "ay",
+                    "ReadValue", inputs: "a{sv}", outputs: "ay", decoding: .inPlace,
                     immediate: { handlers.readDescriptor($0, path, descriptor) }),
-                Method("WriteValue", inputs: "aya{sv}", immediate: { handlers.writeDescriptor($0, path, descriptor) }),
+                Method(
+                    "WriteValue", inputs: "aya{sv}", decoding: .inPlace,
+                    immediate: { handlers.writeDescriptor($0, path, descriptor) }),
             ],
             properties: [
                 constant(BlueZName.Property.uuid, .string(descriptor.uuid.fullString)),
