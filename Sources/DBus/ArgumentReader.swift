@@ -12,6 +12,10 @@ public struct ArgumentReader: ~Copyable {
     private let message: Message
     private var iterator = DBusMessageIter()
     private var isAtEnd: Bool
+    /// Whether the argument under the iterator was read and is still to be stepped over: done when something
+    /// after it is asked for, because stepping costs libdbus about 450 instructions and a handler often reads its
+    /// last argument and stops.
+    private var isRead = false
 
     init(_ message: Message) {
         self.message = message
@@ -20,9 +24,12 @@ public struct ArgumentReader: ~Copyable {
 
     /// The type of the next argument, or nil after the last one.
     public var nextType: TypeCode? {
-        guard !isAtEnd else { return nil }
-        var copy = iterator
-        return TypeCode(rawValue: UInt8(truncatingIfNeeded: dbus_message_iter_get_arg_type(&copy)))
+        mutating get {
+            stepOverRead()
+            guard !isAtEnd else { return nil }
+            var copy = iterator
+            return TypeCode(rawValue: UInt8(truncatingIfNeeded: dbus_message_iter_get_arg_type(&copy)))
+        }
     }
 
     /// Reads an `ay` and moves past it; nil, without moving, when the next argument is something else.
@@ -35,12 +42,9 @@ public struct ArgumentReader: ~Copyable {
         var base: UnsafeRawPointer? = nil
         var count: Int32 = 0
         dbus_message_iter_get_fixed_array(&sub, &base, &count)
-        let bytes =
-            if let base, count > 0 {
-                Array(UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: Int(count)))
-            } else { [UInt8]() }
-        skip()
-        return bytes
+        isRead = true
+        guard let base, count > 0 else { return [] }
+        return Array(UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: Int(count)))
     }
 
     /// Reads an `a{sv}`, calling `body` with each entry in order, and moves past it; false, without moving or
@@ -68,13 +72,20 @@ public struct ArgumentReader: ~Copyable {
             }
             guard dbus_message_iter_next(&entries) != 0 else { break }
         }
-        skip()
+        isRead = true
         return true
     }
 
     /// Moves past the next argument, whatever it is.
     public mutating func skip() {
+        stepOverRead()
         guard !isAtEnd else { return }
+        isAtEnd = dbus_message_iter_next(&iterator) == 0
+    }
+
+    private mutating func stepOverRead() {
+        guard isRead else { return }
+        isRead = false
         isAtEnd = dbus_message_iter_next(&iterator) == 0
     }
 }
