@@ -12,9 +12,7 @@ extension ConnectionCore {
 
     func handleMethodCall(_ message: Message) {
         counters.callsReceived.add(1, ordering: .relaxed)
-        let context = CallContext(
-            sender: message.sender, path: message.path ?? .root, interface: message.interface,
-            member: message.member ?? "")
+        let context = callNames.context(of: message)
         logger.trace(
             "← call",
             metadata: metadata(context).merging(

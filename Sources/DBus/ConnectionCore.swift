@@ -23,7 +23,7 @@ import Synchronization
 /// are used from several threads.
 ///
 /// `@unchecked Sendable` invariant: the mutable stored properties without a lock (`pending`, `isDisconnected`,
-/// `watches`, `timeouts`, `files`, `unwatchedEarly`) and `raw` are used only on the loop thread (or before it
+/// `watches`, `timeouts`, `files`, `unwatchedEarly`, `callNames`) and `raw` are used only on the loop thread (or before it
 /// starts, in `init`).
 final class ConnectionCore: @unchecked Sendable {
     let logger: Logger
@@ -52,6 +52,8 @@ final class ConnectionCore: @unchecked Sendable {
     private var files: [UInt64: WatchedFile] = [:]
     /// Watches cancelled on the loop thread before their `.watch` left the inbox: never to be polled.
     private var unwatchedEarly: Set<UInt64> = []
+    /// The last call's names, for the next call to reuse (`handleMethodCall`).
+    var callNames = CallNames()
 
     struct LibdbusTimeout {
         let raw: OpaquePointer

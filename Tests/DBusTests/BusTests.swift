@@ -79,6 +79,18 @@ struct BusTests {
             server.uniqueName, path: "/app/sensor0", interface: sensorInterface, member: "WhoAmI")
         #expect(reply == [.string(client.uniqueName)])
         #expect(client.uniqueName.hasPrefix(":"))
+        // Callers taking turns each see their own name (the server reuses the last caller's string when it is the
+        // same caller: `CallNames`).
+        let second = try pair.bus.connect("second")
+        defer { second.close() }
+        var seen: [DBusValue] = []
+        for caller in [client, client, second, client, second, second] {
+            seen += try await caller.call(
+                server.uniqueName, path: "/app/sensor0", interface: sensorInterface, member: "WhoAmI")
+        }
+        let names = [client, client, second, client, second, second].map { DBusValue.string($0.uniqueName) }
+        #expect(seen == names)
+        #expect(client.uniqueName != second.uniqueName)
     }
 
     @Test func aWellKnownNameCanBeRequestedAndCalled() async throws {
