@@ -45,15 +45,27 @@ struct BlemuProcess {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }
         process.currentDirectoryURL = repositoryRoot
+        // stderr goes to a file, stdout to a pipe read to its end before the wait: with a pipe each, a child that
+        // fills the stderr pipe while the stdout one is being read (a long run's log) would wait forever for us.
+        let errorPath = FileManager.default.temporaryDirectory
+            .appendingPathComponent("blemu-test-stderr-\(UUID().uuidString)").path
+        guard FileManager.default.createFile(atPath: errorPath, contents: nil),
+            let errorFile = FileHandle(forWritingAtPath: errorPath)
+        else { throw CocoaError(.fileWriteUnknown) }
+        defer { try? FileManager.default.removeItem(atPath: errorPath) }
         let out = Pipe()
-        let err = Pipe()
         process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        // Read both pipes to the end before waiting, so a large output cannot block the child.
+        process.standardError = errorFile
+        do {
+            try process.run()
+        } catch {
+            try? errorFile.close()
+            throw error
+        }
+        try? errorFile.close()
         let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
+        let stderr = FileManager.default.contents(atPath: errorPath) ?? Data()
         return Outcome(
             status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
             stderr: String(decoding: stderr, as: UTF8.self))
