@@ -44,7 +44,7 @@ extension BlueZBackend {
     /// those that subscribed through `StartNotify` (which names no device) and never read or wrote. When the tree
     /// cannot be read, the devices named in requests and `AcquireNotify` stand in.
     func devicesToDisconnect() async -> [String] {
-        let known = namedDevices.withLock { $0 }
+        let known = namedDevices.withLock { $0.all }
         do {
             return try await managedObjects().filter { isDevice($0.path) && Self.isConnectedDevice($0.interfaces) }
                 .map(\.path.rawValue).sorted()

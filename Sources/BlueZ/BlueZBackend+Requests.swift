@@ -44,12 +44,12 @@ extension BlueZBackend {
     }
 
     /// The options of a call whose only argument is them (ReadValue, AcquireNotify, AcquireWrite).
-    nonisolated func requestOptions(_ call: borrowing MethodCall) -> RequestOptions {
+    static func requestOptions(_ call: borrowing MethodCall) -> RequestOptions {
         call.readArguments { RequestOptions(&$0) }
     }
 
     /// The value and options of a WriteValue call (`aya{sv}`).
-    nonisolated func writeArguments(_ call: borrowing MethodCall) -> (value: [UInt8], options: RequestOptions) {
+    static func writeArguments(_ call: borrowing MethodCall) -> (value: [UInt8], options: RequestOptions) {
         call.readArguments { reader in
             let value = reader.bytes() ?? []
             return (value, RequestOptions(&reader))
@@ -58,8 +58,12 @@ extension BlueZBackend {
 
     /// Keeps the requesting device's path, so that `disconnect` can find the centrals bluetoothd told us about.
     nonisolated func remember(_ options: RequestOptions) {
-        guard options.device.hasPrefix(adapterPath.rawValue + "/") else { return }
-        namedDevices.withLock { _ = $0.insert(options.device) }
+        namedDevices.withLock { named in
+            guard named.last != options.device else { return }
+            named.last = options.device
+            guard options.device.hasPrefix(adapterPath.rawValue + "/") else { return }
+            named.all.insert(options.device)
+        }
     }
 
     nonisolated func handlers() -> GATTApplication.Handlers {
@@ -89,7 +93,7 @@ extension BlueZBackend {
 
     private nonisolated func read(_ call: consuming MethodCall, _ characteristic: Characteristic) {
         guard let call = owner.admit(call) else { return }
-        let options = requestOptions(call)
+        let options = Self.requestOptions(call)
         remember(options)
         let id = characteristic.id
         // Formatted only when the line is logged (an autoclosure): most runs log requests at no level at all.
@@ -104,7 +108,7 @@ extension BlueZBackend {
 
     private nonisolated func write(_ call: consuming MethodCall, _ characteristic: Characteristic) {
         guard let call = owner.admit(call) else { return }
-        let (value, options) = writeArguments(call)
+        let (value, options) = Self.writeArguments(call)
         remember(options)
         let id = characteristic.id
         let summary = RequestSummary(
@@ -180,7 +184,7 @@ extension BlueZBackend {
 
     private nonisolated func acquireNotify(_ call: consuming MethodCall, _ characteristic: Characteristic) {
         guard let call = owner.admit(call) else { return }
-        let options = requestOptions(call)
+        let options = Self.requestOptions(call)
         remember(options)
         let pair: (local: Int32, remote: Int32)
         do { pair = try AcquiredSocket.makePair() } catch {
@@ -283,7 +287,7 @@ extension BlueZBackend {
     private nonisolated func readDescriptor(_ call: consuming MethodCall, _ path: ObjectPath, _ descriptor: Descriptor)
     {
         guard let call = owner.admit(call) else { return }
-        let options = requestOptions(call)
+        let options = Self.requestOptions(call)
         remember(options)
         let summary = "read descriptor \(path) by \(options.device) offset \(options.offset)"
         switch onLoop({ $0.descriptors.read(descriptor, at: path, offset: options.offset) }) {
@@ -298,7 +302,7 @@ extension BlueZBackend {
     private nonisolated func writeDescriptor(_ call: consuming MethodCall, _ path: ObjectPath, _ descriptor: Descriptor)
     {
         guard let call = owner.admit(call) else { return }
-        let (value, options) = writeArguments(call)
+        let (value, options) = Self.writeArguments(call)
         remember(options)
         let summary = "write descriptor \(path) by \(options.device) offset \(options.offset) \(Self.hex(value))"
         let error = onLoop {
