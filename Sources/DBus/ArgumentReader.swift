@@ -48,7 +48,8 @@ public struct ArgumentReader: ~Copyable {
     }
 
     /// Reads an `a{sv}`, calling `body` with each entry in order, and moves past it; false, without moving or
-    /// calling `body`, when the next argument is something else.
+    /// calling `body`, when the next argument is something else. An error `body` throws ends the reading there, and
+    /// the reader stays on the dictionary.
     public mutating func vardict<E: Error>(_ body: (borrowing VardictEntry) throws(E) -> Void) throws(E) -> Bool {
         guard nextType == .array,
             dbus_message_iter_get_element_type(&iterator) == TypeCode.dictEntry.cValue

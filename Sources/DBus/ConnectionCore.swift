@@ -23,8 +23,8 @@ import Synchronization
 /// are used from several threads.
 ///
 /// `@unchecked Sendable` invariant: the mutable stored properties without a lock (`pending`, `isDisconnected`,
-/// `watches`, `timeouts`, `files`, `unwatchedEarly`, `callNames`) and `raw` are used only on the loop thread (or before it
-/// starts, in `init`).
+/// `watches`, `timeouts`, `files`, `unwatchedEarly`, `callNames`) and `raw` are used only on the loop thread (or
+/// before it starts, in `init`).
 final class ConnectionCore: @unchecked Sendable {
     let logger: Logger
     let uniqueName: String

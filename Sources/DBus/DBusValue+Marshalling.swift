@@ -197,7 +197,8 @@ extension DBusValue {
         // element's signature; only an empty one asks libdbus for the signature (a string it allocates, per call).
         if elementCode == .dictEntry {
             var entries: [DictionaryEntry] = []
-            // Room for a request's options (bluetoothd sends up to five) in one allocation instead of three growths.
+            // Room for a small dictionary (a signal's changed properties, a client's options) in one allocation instead
+            // of three growths.
             entries.reserveCapacity(8)
             while dbus_message_iter_get_arg_type(&sub) == TypeCode.dictEntry.cValue {
                 var pair = DBusMessageIter()

@@ -89,6 +89,25 @@ struct ArgumentReaderTests {
         #expect(reader.nextType == nil)
     }
 
+    @Test func whatFollowsAReadArgumentIsReadOrSkipped() throws {
+        let values: [DBusValue] = [.bytes([1]), options([("mtu", .uint16(23))]), .string("third"), .bytes([4])]
+        var reader = ArgumentReader(try message(values))
+        #expect(reader.bytes() == [1])
+        // `skip` right after a read steps over the read argument, then over the next one.
+        reader.skip()
+        #expect(reader.nextType == .string)
+        var again = ArgumentReader(try message(values))
+        reader.skip()
+        #expect(reader.bytes() == [4])
+        // A dictionary followed by more arguments.
+        #expect(again.bytes() == [1])
+        #expect(readVardict(&again).entries == [Seen(key: "mtu", type: .uint16, uint16: 23)])
+        #expect(again.nextType == .string)
+        again.skip()
+        #expect(again.bytes() == [4])
+        #expect(again.nextType == nil)
+    }
+
     @Test func emptyContainersAndNoArgumentsReadAsEmpty() throws {
         var reader = ArgumentReader(try message([.bytes([]), options([])]))
         #expect(reader.bytes() == [])

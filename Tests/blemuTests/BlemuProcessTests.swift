@@ -2,7 +2,8 @@ import Testing
 
 /// The tests' own runner: a child's stdout and stderr both arrive whole, however much it writes to either first.
 struct BlemuProcessTests {
-    @Test func aChildThatFillsStderrBeforeWritingStdoutIsReadToItsEnd() async throws {
+    // A limit, so that a runner that deadlocks again fails here instead of hanging the run.
+    @Test(.timeLimit(.minutes(1))) func aChildThatFillsStderrBeforeWritingStdoutIsReadToItsEnd() async throws {
         // 1 MiB to stderr is far past a pipe's 64 KiB: read through a pipe while stdout was being read, it stalled the
         // child forever.
         let outcome = try await BlemuProcess.run(
