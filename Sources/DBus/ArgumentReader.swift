@@ -39,12 +39,8 @@ public struct ArgumentReader: ~Copyable {
         else { return nil }
         var sub = DBusMessageIter()
         dbus_message_iter_recurse(&iterator, &sub)
-        var base: UnsafeRawPointer? = nil
-        var count: Int32 = 0
-        dbus_message_iter_get_fixed_array(&sub, &base, &count)
         isRead = true
-        guard let base, count > 0 else { return [] }
-        return Array(UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: Int(count)))
+        return DBusValue.readBytes(&sub)
     }
 
     /// Reads an `a{sv}`, calling `body` with each entry in order, and moves past it; false, without moving or

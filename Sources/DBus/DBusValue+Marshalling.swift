@@ -185,14 +185,7 @@ extension DBusValue {
         let elementCode = TypeCode(rawValue: UInt8(truncatingIfNeeded: dbus_message_iter_get_element_type(&iterator)))
         var sub = DBusMessageIter()
         dbus_message_iter_recurse(&iterator, &sub)
-        if elementCode == .byte {
-            var base: UnsafeRawPointer? = nil
-            var count: Int32 = 0
-            dbus_message_iter_get_fixed_array(&sub, &base, &count)
-            guard let base, count > 0 else { return .bytes([]) }
-            return .bytes(
-                Array(UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: Int(count))))
-        }
+        if elementCode == .byte { return .bytes(readBytes(&sub)) }
         // A value read from the wire has the wire's type, so a non-empty container's element type is its first
         // element's signature; only an empty one asks libdbus for the signature (a string it allocates, per call).
         if elementCode == .dictEntry {
@@ -217,6 +210,15 @@ extension DBusValue {
         }
         let items = readAll(&sub)
         return .array(element: items.first?.signature ?? elementSignature(&iterator), items)
+    }
+
+    /// The bytes of an `ay`, read in one copy through `sub`, the iterator recursed into the array.
+    static func readBytes(_ sub: inout DBusMessageIter) -> [UInt8] {
+        var base: UnsafeRawPointer? = nil
+        var count: Int32 = 0
+        dbus_message_iter_get_fixed_array(&sub, &base, &count)
+        guard let base, count > 0 else { return [] }
+        return Array(UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: Int(count)))
     }
 
     /// The element type of the array under `iterator`, from the signature libdbus allocates for it.
