@@ -47,9 +47,12 @@ public final class ValueStore: Sendable {
     private static func apply(_ write: WriteRequest, to values: inout [String: [UInt8]], dryRun: Bool) -> ATTError? {
         let characteristic = write.characteristic
         if characteristic.value.isCached { return .writeNotPermitted }
-        switch write.applied(to: values[characteristic.id] ?? characteristic.value.bytes) {
+        // A characteristic written before (nearly every write) is hashed once: its index stores the new value.
+        let index = values.index(forKey: characteristic.id)
+        switch write.applied(to: index.map { values.values[$0] } ?? characteristic.value.bytes) {
         case .success(let value):
-            if !dryRun { values[characteristic.id] = value }
+            guard !dryRun else { return nil }
+            if let index { values.values[index] = value } else { values[characteristic.id] = value }
             return nil
         case .failure(let error): return error
         }
