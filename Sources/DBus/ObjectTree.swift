@@ -9,8 +9,27 @@ struct ObjectTree {
         static let peer = "org.freedesktop.DBus.Peer"
     }
 
-    var objects: [ObjectPath: [Interface]] = [:]
-    var managers: Set<ObjectPath> = []
+    /// The exported objects; any change forgets the last route.
+    var objects: [ObjectPath: [Interface]] = [:] { didSet { lastRoute = nil } }
+    /// The ObjectManager roots; any change forgets the last route.
+    var managers: Set<ObjectPath> = [] { didSet { lastRoute = nil } }
+    /// The last call's route, while the tree is unchanged: a stream of calls to one object (a central writing a
+    /// control point, reading one value) routes once. With `CallNames` handing over the last call's own strings,
+    /// checking costs a few instructions; routing hashes the path and compares the interface and method names,
+    /// about 1,300 a write (Benchmarks/README.md, "The last route kept").
+    private var lastRoute: LastRoute?
+
+    /// A route and the names it was found for.
+    private struct LastRoute {
+        let path: ObjectPath
+        let interface: String?
+        let member: String
+        let route: Route
+
+        func isFor(_ path: ObjectPath, _ interface: String?, _ member: String) -> Bool {
+            self.path == path && self.interface == interface && self.member == member
+        }
+    }
 
     enum Route {
         case method(Method)
@@ -24,8 +43,15 @@ struct ObjectTree {
         objects.keys.contains { $0.isDescendant(of: path) } || managers.contains { $0.isDescendant(of: path) }
     }
 
-    /// Where a call goes, or the standard error it gets.
-    func route(path: ObjectPath, interface: String?, member: String) -> Route {
+    /// Where a call goes, or the standard error it gets; the last call's route again when the names are its own.
+    mutating func route(path: ObjectPath, interface: String?, member: String) -> Route {
+        if let lastRoute, lastRoute.isFor(path, interface, member) { return lastRoute.route }
+        let route = findRoute(path: path, interface: interface, member: member)
+        lastRoute = LastRoute(path: path, interface: interface, member: member, route: route)
+        return route
+    }
+
+    private func findRoute(path: ObjectPath, interface: String?, member: String) -> Route {
         let interfaces = objects[path]
         // Asked only when needed: a call to one of our own methods finds its object and never hashes the path again.
         var isManager: Bool { managers.contains(path) }

@@ -174,6 +174,56 @@ struct BusTests {
         #expect(received[1].arguments == [.objectPath("/app/sensor1"), .strings(["org.example.Probe1"])])
     }
 
+    @Test func aRepeatedCallIsRoutedByTheTreeAsItIsNow() async throws {
+        let pair = try BusPair(sensorLevel: 0)
+        defer { pair.close() }
+        let (server, client) = (pair.server, pair.client)
+        func echo(_ path: ObjectPath) async -> String {
+            do {
+                let reply = try await client.call(
+                    server.uniqueName, path: path, interface: sensorInterface, member: "Echo", arguments: [.string("a")]
+                )
+                return try reply[0].asString()
+            } catch let error as DBusError {
+                return error.name
+            } catch {
+                return "\(error)"
+            }
+        }
+        // The same call twice: the second takes the first's route.
+        #expect(await echo("/app/sensor0") == "a")
+        #expect(await echo("/app/sensor0") == "a")
+        // The object gone, the same call finds no object; back with another method, the call reaches that one.
+        server.unexport("/app/sensor0")
+        #expect(await echo("/app/sensor0") == "org.freedesktop.DBus.Error.UnknownObject")
+        try server.export(
+            "/app/sensor0",
+            [
+                Interface(
+                    sensorInterface,
+                    methods: [Method("Echo", inputs: "s", outputs: "s") { call in call.reply([.string("again")]) }])
+            ])
+        #expect(await echo("/app/sensor0") == "again")
+        // The same holds for ObjectManager roots: GetManagedObjects is refused, then answered, then refused again.
+        func managedObjects() async -> String {
+            do {
+                let reply = try await client.call(
+                    server.uniqueName, path: "/app/sensor0", interface: "org.freedesktop.DBus.ObjectManager",
+                    member: "GetManagedObjects")
+                return "\(try reply[0].asEntries().count) objects"
+            } catch let error as DBusError {
+                return error.name
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(await managedObjects() == "org.freedesktop.DBus.Error.UnknownInterface")
+        try server.addObjectManager(at: "/app/sensor0")
+        #expect(await managedObjects() == "0 objects")
+        server.removeObjectManager(at: "/app/sensor0")
+        #expect(await managedObjects() == "org.freedesktop.DBus.Error.UnknownInterface")
+    }
+
     @Test func propertiesCanBeReadWrittenAndAnnounceTheirChanges() async throws {
         let pair = try BusPair()
         defer { pair.close() }
