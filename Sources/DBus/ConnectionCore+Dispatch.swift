@@ -19,7 +19,8 @@ extension ConnectionCore {
                 ["serial": "\(message.serial)", "signature": "\(message.signature)"], uniquingKeysWith: { a, _ in a }))
         let route = tree.withLock { $0.route(path: context.path, interface: context.interface, member: context.member) }
         switch route {
-        case .method(let method):
+        case .method(let routed):
+            let method = routed.method
             let arguments = method.decoding == .values ? message.arguments() : []
             if !message.hasSignature(method.inputs) {
                 MethodCall(core: self, message: message, context: context, arguments: arguments, outputs: nil).fail(

@@ -19,20 +19,35 @@ struct ObjectTree {
     /// about 1,300 a write (Benchmarks/README.md, "The last route kept").
     private var lastRoute: LastRoute?
 
-    /// A route and the names it was found for.
-    private struct LastRoute {
+    /// A route and the names it was found for. A class, as `Route.method`'s payload: a hit costs a retain, not a
+    /// copy of every name, signature and closure in it.
+    private final class LastRoute: Sendable {
         let path: ObjectPath
         let interface: String?
         let member: String
         let route: Route
+
+        init(path: ObjectPath, interface: String?, member: String, route: Route) {
+            self.path = path
+            self.interface = interface
+            self.member = member
+            self.route = route
+        }
 
         func isFor(_ path: ObjectPath, _ interface: String?, _ member: String) -> Bool {
             self.path == path && self.interface == interface && self.member == member
         }
     }
 
-    enum Route {
-        case method(Method)
+    /// The method a call was routed to, boxed once per route found.
+    final class RoutedMethod: Sendable {
+        let method: Method
+
+        init(_ method: Method) { self.method = method }
+    }
+
+    enum Route: Sendable {
+        case method(RoutedMethod)
         case introspect
         case getProperty, getAllProperties, setProperty
         case managedObjects
@@ -87,11 +102,13 @@ struct ObjectTree {
                 return .failure(name: StandardErrorName.unknownInterface, text: "no interface \(name) at \(path)")
             }
             guard let method = found.methods.first(where: { $0.name == member }) else { return unknownMethod }
-            return .method(method)
+            return .method(RoutedMethod(method))
         case nil:
             // No interface named: the first method of that name wins, then the standard ones.
             for candidate in interfaces ?? [] {
-                if let method = candidate.methods.first(where: { $0.name == member }) { return .method(method) }
+                if let method = candidate.methods.first(where: { $0.name == member }) {
+                    return .method(RoutedMethod(method))
+                }
             }
             if member == "Introspect" && (exists || hasDescendants(path)) { return .introspect }
             guard exists else { return unknownObject }
