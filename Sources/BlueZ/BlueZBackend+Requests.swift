@@ -103,7 +103,7 @@ extension BlueZBackend {
                 central: Central(id: options.device, attMTU: options.mtu), characteristicID: id,
                 offset: options.offset, linkSecurity: linkSecurity(characteristic, .read),
                 errorDelivery: .throughBlueZ,
-                reply: MethodCallReply(call: call, operation: .read, summary: summary, logger: logger)))
+                reply: MethodCallReply(call: call, operation: .read, summary: summary, logger: requestLogger)))
     }
 
     private nonisolated func write(_ call: consuming MethodCall, _ characteristic: Characteristic) {
@@ -124,11 +124,11 @@ extension BlueZBackend {
                 errorDelivery: .throughBlueZ, reply: reply)
         }
         if call.expectsReply {
-            deliver(writes(MethodCallReply(call: call, operation: .write, summary: summary, logger: logger)))
+            deliver(writes(MethodCallReply(call: call, operation: .write, summary: summary, logger: requestLogger)))
         } else {
             // Write Without Response (or a Write Request bluetoothd already acknowledged): the no-reply flag is set
             // and no answer may be sent. Consuming the call lets the DBus module count it as answered, sending nothing.
-            logger.debug("\(summary) (no reply expected)")
+            requestLogger?.debug("\(summary) (no reply expected)")
             call.reply()
             deliver(writes(nil))
         }

@@ -55,6 +55,9 @@ public actor BlueZBackend: PeripheralBackend {
     nonisolated let options: BlueZOptions
     nonisolated let paths: ObjectPaths
     nonisolated let logger: Logger
+    /// `logger` when it takes debug lines, else nil: a request's debug lines ask for the level once, here, not per
+    /// line (swift-log's `logLevel` copies the handler; Benchmarks/README.md, "The last route kept").
+    nonisolated let requestLogger: Logger?
     nonisolated let owner: OwnerCheck
     nonisolated let continuation: AsyncStream<BackendEvent>.Continuation
     /// The registration jobs, the user's and the lifecycle's, in the order they were asked for: one task, the
@@ -105,6 +108,7 @@ public actor BlueZBackend: PeripheralBackend {
         self.options = options
         self.paths = ObjectPaths(instance: options.instance)
         self.logger = logger
+        requestLogger = logger.logLevel <= .debug ? logger : nil
         self.owner = OwnerCheck(owner: bluetoothd, logger: logger)
         self.router = RouterAttachment(logger: logger)
         (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)

@@ -13,21 +13,22 @@ struct MethodCallReply: RequestReply, ~Copyable {
     let operation: AttributeOperation
     /// The request, for the debug line that records its answer.
     let summary: RequestSummary
-    let logger: Logger
+    /// Where that line goes; nil when debug lines are not written.
+    let logger: Logger?
 
     /// Sends a read's bytes, a write's empty success, or the D-Bus error bluetoothd turns back into the ATT error.
     mutating func send(_ result: Result<[UInt8], ATTError>) {
         guard let call = call.take() else { return }
         switch result {
         case .success(let bytes) where operation == .read:
-            logger.debug("\(summary) -> \(bytes.count) bytes \(BlueZBackend.hex(bytes))")
+            logger?.debug("\(summary) -> \(bytes.count) bytes \(BlueZBackend.hex(bytes))")
             call.reply([.bytes(bytes)])
         case .success:
-            logger.debug("\(summary) -> ok")
+            logger?.debug("\(summary) -> ok")
             call.reply()
         case .failure(let error):
             let reply = BlueZErrorReply(for: error, operation: operation)
-            logger.debug("\(summary) -> \(error) as \(reply.name)")
+            logger?.debug("\(summary) -> \(error) as \(reply.name)")
             call.fail(reply.name, reply.message)
         }
     }

@@ -110,7 +110,7 @@ public final class BusConnection: Sendable {
         let message = try Message.methodCall(destination: destination, path: path, interface: interface, member: member)
         try message.append(arguments)
         message.setNoReply()
-        core.logger.trace(
+        core.trace(
             "→ call (no reply)", metadata: ["destination": "\(destination)", "path": "\(path)", "member": "\(member)"])
         core.counters.callsSent.add(1, ordering: .relaxed)
         core.send(message)

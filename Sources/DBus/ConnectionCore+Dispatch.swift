@@ -13,7 +13,7 @@ extension ConnectionCore {
     func handleMethodCall(_ message: Message) {
         counters.callsReceived.add(1, ordering: .relaxed)
         let context = callNames.context(of: message)
-        logger.trace(
+        trace(
             "← call",
             metadata: metadata(context).merging(
                 ["serial": "\(message.serial)", "signature": "\(message.signature)"], uniquingKeysWith: { a, _ in a }))
@@ -186,7 +186,7 @@ extension ConnectionCore {
     }
 
     func emit(_ signal: Message) {
-        logger.trace(
+        trace(
             "→ signal",
             metadata: [
                 "path": "\(signal.path?.rawValue ?? "")", "interface": "\(signal.interface ?? "")",
@@ -205,7 +205,7 @@ extension ConnectionCore {
     func answer(_ call: Message, context: CallContext, with values: [DBusValue], outputs: Signature?) {
         counters.callsAnswered.add(1, ordering: .relaxed)
         guard call.expectsReply else {
-            logger.trace("call answered; no reply sent (no-reply flag)", metadata: metadata(context))
+            trace("call answered; no reply sent (no-reply flag)", metadata: metadata(context))
             return
         }
         guard let reply = call.methodReturn() else { return logger.error("out of memory building a reply") }
@@ -227,7 +227,7 @@ extension ConnectionCore {
                 metadata: metadata(context).merging(["error": "\(error)"], uniquingKeysWith: { a, _ in a }))
             return sendError(call, context: context, name: StandardErrorName.failed, text: "invalid reply: \(error)")
         }
-        logger.trace(
+        trace(
             "→ reply",
             metadata: metadata(context).merging(
                 ["reply-serial": "\(call.serial)", "signature": "\(reply.signature)"], uniquingKeysWith: { a, _ in a }))
@@ -240,7 +240,7 @@ extension ConnectionCore {
         counters.callsAnswered.add(1, ordering: .relaxed)
         if dropped { counters.droppedCalls.add(1, ordering: .relaxed) }
         guard call.expectsReply else {
-            logger.trace("call failed; no reply sent (no-reply flag)", metadata: metadata(context))
+            trace("call failed; no reply sent (no-reply flag)", metadata: metadata(context))
             return
         }
         sendError(call, context: context, name: errorName, text: text)
@@ -250,7 +250,7 @@ extension ConnectionCore {
         guard let reply = call.errorReply(name: name, message: text) else {
             return logger.error("out of memory building an error reply")
         }
-        logger.trace(
+        trace(
             "→ error",
             metadata: metadata(context).merging(
                 ["reply-serial": "\(call.serial)", "error": "\(name)", "message": "\(text)"],

@@ -27,6 +27,9 @@ import Synchronization
 /// before it starts, in `init`).
 final class ConnectionCore: @unchecked Sendable {
     let logger: Logger
+    /// Whether `logger` takes trace lines, asked once: swift-log's `logLevel` copies the handler, some 90
+    /// instructions, and every call and answer would ask it (Benchmarks/README.md, "The last route kept").
+    let tracesMessages: Bool
     let uniqueName: String
     let canPassFileDescriptors: Bool
     let tree = Mutex(ObjectTree())
@@ -115,6 +118,7 @@ final class ConnectionCore: @unchecked Sendable {
         uniqueName = dbus_bus_get_unique_name(connection).map { String(cString: $0) } ?? ""
         canPassFileDescriptors = dbus_connection_can_send_type(connection, TypeCode.unixFD.cValue) != 0
         self.logger = logger
+        tracesMessages = logger.logLevel <= .trace
         afterClose = DispatchQueue(label: "blemu.dbus.after-close")
         afterClose.setSpecific(key: Self.afterCloseKey, value: ObjectIdentifier(self))
     }
@@ -397,7 +401,7 @@ final class ConnectionCore: @unchecked Sendable {
             continuation.resume(throwing: DBusError(name: StandardErrorName.disconnected, message: "not sent"))
             return
         }
-        logger.trace(
+        trace(
             "→ call",
             metadata: [
                 "serial": "\(serial)",
@@ -433,6 +437,15 @@ final class ConnectionCore: @unchecked Sendable {
         return Int32(clamping: (deadline - now + 999_999) / 1_000_000)
     }
 
+    /// `logger.trace`, only when `tracesMessages` says the line would be written.
+    func trace(
+        _ message: @autoclosure () -> Logger.Message, metadata: @autoclosure () -> Logger.Metadata? = nil,
+        file: String = #fileID, function: String = #function, line: UInt = #line
+    ) {
+        guard tracesMessages else { return }
+        logger.trace(message(), metadata: metadata(), file: file, function: function, line: line)
+    }
+
     // MARK: Messages from libdbus (loop thread, inside dbus_connection_dispatch)
 
     func handle(_ raw: OpaquePointer) {
@@ -442,12 +455,12 @@ final class ConnectionCore: @unchecked Sendable {
         case MessageType.methodReturn, MessageType.error:
             let serial = dbus_message_get_reply_serial(raw)
             guard let call = pending.answer(serial) else {
-                logger.trace("reply to an unknown or timed-out call", metadata: ["reply-serial": "\(serial)"])
+                trace("reply to an unknown or timed-out call", metadata: ["reply-serial": "\(serial)"])
                 return
             }
             counters.repliesReceived.add(1, ordering: .relaxed)
             let reply = Message(retaining: raw)
-            logger.trace(
+            trace(
                 dbus_message_get_type(raw) == MessageType.error ? "← error" : "← reply",
                 metadata: [
                     "reply-serial": "\(serial)", "sender": "\(reply.sender ?? "")",

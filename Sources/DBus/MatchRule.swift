@@ -97,7 +97,7 @@ extension ConnectionCore {
         let signal = Signal(
             sender: message.sender, path: message.path ?? .root, interface: message.interface ?? "",
             member: message.member ?? "", arguments: message.arguments())
-        logger.trace(
+        trace(
             "← signal",
             metadata: [
                 "sender": "\(signal.sender ?? "")", "path": "\(signal.path)", "interface": "\(signal.interface)",

@@ -48,6 +48,8 @@ import Synchronization
     /// One timer for the deadlines of every request whose handler suspended.
     private let deadlines: DeadlineQueue
     private let logger: Logger
+    /// `logger`'s level, for each request's `Responder`.
+    private let logLevel: Logger.Level
     /// The published characteristics by id, as the manager last set them.
     private let characteristics = Mutex<[String: Characteristic]>([:])
 
@@ -61,6 +63,7 @@ import Synchronization
         self.ledger = ledger
         deadlines = DeadlineQueue(duration: deadline, error: deadlineError, clock: clock)
         self.logger = logger
+        logLevel = logger.logLevel
     }
 
     /// Makes these characteristics requestable (the manager calls it as it publishes).
@@ -86,7 +89,7 @@ import Synchronization
         let errorDelivery = incoming.errorDelivery
         let responder = Responder(
             summary: "read of \(id) by \(central) at offset \(offset)", reply: incoming.reply, ledger: ledger,
-            logger: logger)
+            logger: logger, logLevel: logLevel)
         guard let characteristic = characteristics.withLock({ $0[id] }) else {
             responder.answer(.failure(.invalidHandle), by: .engine)
             return
@@ -116,7 +119,7 @@ import Synchronization
         let expectsResponse = incoming.reply != nil
         let responder = Responder(
             summary: "write of \(incomingWrites.map(\.characteristicID).joined(separator: ", ")) by \(central)",
-            reply: incoming.reply, ledger: ledger, logger: logger)
+            reply: incoming.reply, ledger: ledger, logger: logger, logLevel: logLevel)
         let found = characteristics.withLock { table -> [WriteRequest]? in
             var writes: [WriteRequest] = []
             writes.reserveCapacity(incomingWrites.count)

@@ -26,18 +26,23 @@ package final class Responder: Sendable {
     private let hasReply: Bool
     private let ledger: RequestLedger
     private let logger: Logger
+    /// `logger`'s level, asked once by whoever makes requests: swift-log's `logLevel` copies the handler, and every
+    /// answer would ask it (Benchmarks/README.md, "The last route kept").
+    private let logLevel: Logger.Level
 
-    /// A pending request; `reply` is the stack's way to answer, nil when the stack expects no reply.
+    /// A pending request; `reply` is the stack's way to answer, nil when the stack expects no reply. `logLevel` is
+    /// `logger`'s, when the caller has it at hand.
     package init(
         summary: @autoclosure @escaping @Sendable () -> String, reply: consuming (any RequestReply & ~Copyable)?,
         ledger: RequestLedger,
-        logger: Logger
+        logger: Logger, logLevel: Logger.Level? = nil
     ) {
         self.describe = summary
         hasReply = reply != nil
         state = Mutex(.pending(reply: reply))
         self.ledger = ledger
         self.logger = logger
+        self.logLevel = logLevel ?? logger.logLevel
         ledger.recordRequest()
     }
 
@@ -90,8 +95,9 @@ package final class Responder: Sendable {
         // Sent outside the lock: the stack's reply may take its own locks.
         if var reply = consume reply { reply.send(result) }
         switch (source, result) {
-        case (.handler, .success): logger.trace("answered \(summary)")
-        case (.handler, .failure(let error)): logger.debug("answered \(summary) with \(error)")
+        case (.handler, .success): if logLevel <= .trace { logger.trace("answered \(summary)") }
+        case (.handler, .failure(let error)):
+            if logLevel <= .debug { logger.debug("answered \(summary) with \(error)") }
         case (_, .failure(let error)): logger.warning("\(summary) answered by \(source) with \(error)")
         case (_, .success): logger.debug("\(summary) answered by \(source)")
         }
