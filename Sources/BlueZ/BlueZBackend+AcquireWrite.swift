@@ -15,7 +15,7 @@ extension BlueZBackend {
 
     nonisolated func acquireWrite(_ call: consuming MethodCall, _ characteristic: Characteristic) {
         guard let call = owner.admit(call) else { return }
-        let options = Self.requestOptions(call)
+        let options = requestOptions(call)
         remember(options)
         let pair: (local: Int32, remote: Int32)
         do { pair = try AcquiredSocket.makePair() } catch {

@@ -23,12 +23,12 @@ extension BlueZBackend {
         /// Reads the `a{sv}` that is the reader's next argument, in place (`Method.Decoding.inPlace`): a read's
         /// options as `DBusValue`s cost about 5,000 instructions more
         /// (Benchmarks/README.md, "Options read in place"). A missing option, or one of another type, keeps its
-        /// default.
-        init(_ reader: inout ArgumentReader) {
+        /// default; a device path equal to `lastDevice` is that string itself.
+        init(_ reader: inout ArgumentReader, lastDevice: String = "") {
             var options = RequestOptions()
             _ = reader.vardict { entry in
                 if entry.hasKey(BlueZName.Option.device) {
-                    if let path = entry.objectPath() { options.device = path.rawValue }
+                    if let path = entry.objectPath(reusing: lastDevice) { options.device = path.rawValue }
                 } else if entry.hasKey(BlueZName.Option.mtu) {
                     if let mtu = entry.uint16() { options.mtu = Int(mtu) }
                 } else if entry.hasKey(BlueZName.Option.offset) {
@@ -44,17 +44,23 @@ extension BlueZBackend {
     }
 
     /// The options of a call whose only argument is them (ReadValue, AcquireNotify, AcquireWrite).
-    static func requestOptions(_ call: borrowing MethodCall) -> RequestOptions {
-        call.readArguments { RequestOptions(&$0) }
+    nonisolated func requestOptions(_ call: borrowing MethodCall) -> RequestOptions {
+        let lastDevice = lastDevice
+        return call.readArguments { RequestOptions(&$0, lastDevice: lastDevice) }
     }
 
     /// The value and options of a WriteValue call (`aya{sv}`).
-    static func writeArguments(_ call: borrowing MethodCall) -> (value: [UInt8], options: RequestOptions) {
-        call.readArguments { reader in
+    nonisolated func writeArguments(_ call: borrowing MethodCall) -> (value: [UInt8], options: RequestOptions) {
+        let lastDevice = lastDevice
+        return call.readArguments { reader in
             let value = reader.bytes() ?? []
-            return (value, RequestOptions(&reader))
+            return (value, RequestOptions(&reader, lastDevice: lastDevice))
         }
     }
+
+    /// The device the last request named: the next request's path is that string when it names the same device,
+    /// so it is neither built again nor compared byte by byte in `remember`.
+    private nonisolated var lastDevice: String { namedDevices.withLock { $0.last } }
 
     /// Keeps the requesting device's path, so that `disconnect` can find the centrals bluetoothd told us about.
     nonisolated func remember(_ options: RequestOptions) {
@@ -93,7 +99,7 @@ extension BlueZBackend {
 
     private nonisolated func read(_ call: consuming MethodCall, _ characteristic: Characteristic) {
         guard let call = owner.admit(call) else { return }
-        let options = Self.requestOptions(call)
+        let options = requestOptions(call)
         remember(options)
         let id = characteristic.id
         // Formatted only when the line is logged (an autoclosure): most runs log requests at no level at all.
@@ -108,7 +114,7 @@ extension BlueZBackend {
 
     private nonisolated func write(_ call: consuming MethodCall, _ characteristic: Characteristic) {
         guard let call = owner.admit(call) else { return }
-        let (value, options) = Self.writeArguments(call)
+        let (value, options) = writeArguments(call)
         remember(options)
         let id = characteristic.id
         let summary = RequestSummary(
@@ -184,7 +190,7 @@ extension BlueZBackend {
 
     private nonisolated func acquireNotify(_ call: consuming MethodCall, _ characteristic: Characteristic) {
         guard let call = owner.admit(call) else { return }
-        let options = Self.requestOptions(call)
+        let options = requestOptions(call)
         remember(options)
         let pair: (local: Int32, remote: Int32)
         do { pair = try AcquiredSocket.makePair() } catch {
@@ -287,7 +293,7 @@ extension BlueZBackend {
     private nonisolated func readDescriptor(_ call: consuming MethodCall, _ path: ObjectPath, _ descriptor: Descriptor)
     {
         guard let call = owner.admit(call) else { return }
-        let options = Self.requestOptions(call)
+        let options = requestOptions(call)
         remember(options)
         let summary = "read descriptor \(path) by \(options.device) offset \(options.offset)"
         switch onLoop({ $0.descriptors.read(descriptor, at: path, offset: options.offset) }) {
@@ -302,7 +308,7 @@ extension BlueZBackend {
     private nonisolated func writeDescriptor(_ call: consuming MethodCall, _ path: ObjectPath, _ descriptor: Descriptor)
     {
         guard let call = owner.admit(call) else { return }
-        let (value, options) = Self.writeArguments(call)
+        let (value, options) = writeArguments(call)
         remember(options)
         let summary = "write descriptor \(path) by \(options.device) offset \(options.offset) \(Self.hex(value))"
         let error = onLoop {

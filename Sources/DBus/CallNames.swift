@@ -22,9 +22,19 @@ struct CallNames {
 
     private static func reuse(_ name: UnsafePointer<CChar>?, _ last: inout String?) -> String? {
         guard let name else { return nil }
-        if let last, last.withCString({ strcmp($0, name) == 0 }) { return last }
-        let made = String(cString: name)
+        let made = String(cString: name, reusing: last)
         last = made
         return made
+    }
+}
+
+extension String {
+    /// The string at `cString`, which is `last` itself when the two are equal (compared in place, no copy).
+    init(cString: UnsafePointer<CChar>, reusing last: String?) {
+        if let last, last.withCString({ strcmp($0, cString) == 0 }) {
+            self = last
+        } else {
+            self.init(cString: cString)
+        }
     }
 }

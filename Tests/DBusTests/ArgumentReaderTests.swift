@@ -27,6 +27,11 @@ private struct Seen: Equatable {
     var objectPath: ObjectPath?
 }
 
+/// Where a native string's bytes are: equal for two strings that share their storage.
+private func storage(of string: String) -> UnsafeRawPointer? {
+    string.utf8.withContiguousStorageIfAvailable { UnsafeRawPointer($0.baseAddress) } ?? nil
+}
+
 private func readVardict(_ reader: inout ArgumentReader) -> (found: Bool, entries: [Seen]) {
     var seen: [Seen] = []
     let found = reader.vardict { entry in
@@ -73,6 +78,29 @@ struct ArgumentReaderTests {
         }
         #expect(matches == [true, false, false, false])
         #expect(mtu == .some(nil))
+    }
+
+    @Test func aPathEqualToTheLastIsTheLastStringItself() throws {
+        let last = "/org/bluez/hci0/dev_00_11_22_33_44_55"
+        func path(_ value: DBusValue, reusing last: String?) throws -> String? {
+            var reader = ArgumentReader(try message([options([("device", value)])]))
+            var path: String?
+            _ = reader.vardict { entry in path = entry.objectPath(reusing: last)?.rawValue }
+            return path
+        }
+        // The same path: `last`'s own storage, not a copy of it.
+        let same = try #require(try path(.objectPath(ObjectPath(unchecked: last)), reusing: last))
+        #expect(same == last)
+        #expect(storage(of: same) == storage(of: last))
+        // Another path, one that `last` starts with, or no last at all: a new string of what the message says.
+        let other = try #require(try path(.objectPath("/org/bluez/hci0/dev_66"), reusing: last))
+        #expect(other == "/org/bluez/hci0/dev_66")
+        #expect(
+            try path(.objectPath("/org/bluez/hci0/dev_00_11_22_33_44"), reusing: last)
+                == "/org/bluez/hci0/dev_00_11_22_33_44")
+        #expect(try path(.objectPath(ObjectPath(unchecked: last)), reusing: nil) == last)
+        // Not an object path: nil, whatever the last one was.
+        #expect(try path(.string(last), reusing: last) == nil)
     }
 
     @Test func theWrongShapeIsRefusedWithoutMoving() throws {
