@@ -33,7 +33,9 @@ public final class ValueStore: Sendable {
     public func apply(_ writes: [WriteRequest], dryRun: Bool = false) -> ATTError? {
         values.withLock { values in
             // One write, nearly every request, needs no staging: a table per request cost more than the store.
-            guard writes.count > 1 else { return writes.first.flatMap { Self.apply($0, to: &values, dryRun: dryRun) } }
+            guard writes.count > 1 else {
+                return writes.isEmpty ? nil : Self.apply(writes[0], to: &values, dryRun: dryRun)
+            }
             var staged = values
             for write in writes {
                 if let error = Self.apply(write, to: &staged, dryRun: false) { return error }
@@ -45,14 +47,14 @@ public final class ValueStore: Sendable {
 
     /// Validates one write against `values` and stores it there unless `dryRun`; returns its error.
     private static func apply(_ write: WriteRequest, to values: inout [String: [UInt8]], dryRun: Bool) -> ATTError? {
-        let characteristic = write.characteristic
-        if characteristic.value.isCached { return .writeNotPermitted }
+        // The characteristic is read in place, never copied out: a copy retains each of its fields.
+        if write.characteristic.value.isCached { return .writeNotPermitted }
         // A characteristic written before (nearly every write) is hashed once: its index stores the new value.
-        let index = values.index(forKey: characteristic.id)
-        switch write.applied(to: index.map { values.values[$0] } ?? characteristic.value.bytes) {
+        let index = values.index(forKey: write.characteristic.id)
+        switch write.applied(to: index.map { values.values[$0] } ?? write.characteristic.value.bytes) {
         case .success(let value):
             guard !dryRun else { return nil }
-            if let index { values.values[index] = value } else { values[characteristic.id] = value }
+            if let index { values.values[index] = value } else { values[write.characteristic.id] = value }
             return nil
         case .failure(let error): return error
         }
