@@ -51,7 +51,7 @@ import Synchronization
     /// `logger`'s level, for each request's `Responder`.
     private let logLevel: Logger.Level
     /// The published characteristics by id, as the manager last set them.
-    private let characteristics = Mutex<[String: Characteristic]>([:])
+    private let characteristics = Mutex(CharacteristicTable())
 
     /// A router handing requests to `handler`, counting them in `ledger`, answering `deadlineError` after `deadline`
     /// by `clock`.
@@ -69,14 +69,14 @@ import Synchronization
     /// Makes these characteristics requestable (the manager calls it as it publishes).
     package func publish(_ published: [Characteristic]) {
         characteristics.withLock { table in
-            for characteristic in published { table[characteristic.id] = characteristic }
+            for characteristic in published { table.byID[characteristic.id] = characteristic }
         }
     }
 
     /// Makes these characteristics unknown again: a request for them gets Invalid Handle.
     package func remove(_ ids: [String]) {
         characteristics.withLock { table in
-            for id in ids { table[id] = nil }
+            for id in ids { table.byID[id] = nil }
         }
     }
 
@@ -90,7 +90,7 @@ import Synchronization
         let responder = Responder(
             summary: "read of \(id) by \(central) at offset \(offset)", reply: incoming.reply, ledger: ledger,
             logger: logger, logLevel: logLevel)
-        guard let characteristic = characteristics.withLock({ $0[id] }) else {
+        guard let characteristic = characteristics.withLock({ $0.find(id) }) else {
             responder.answer(.failure(.invalidHandle), by: .engine)
             return
         }
@@ -124,7 +124,7 @@ import Synchronization
             var writes: [WriteRequest] = []
             writes.reserveCapacity(incomingWrites.count)
             for write in incomingWrites {
-                guard let characteristic = table[write.characteristicID] else { return nil }
+                guard let characteristic = table.find(write.characteristicID) else { return nil }
                 writes.append(WriteRequest(characteristic: characteristic, offset: write.offset, value: write.value))
             }
             return writes
@@ -163,6 +163,22 @@ import Synchronization
     private func armUnlessAnswered(_ responder: Responder) {
         guard !responder.isAnswered else { return }
         deadlines.arm(responder)
+    }
+}
+
+/// The published characteristics by id, and the one the last request found: a run of requests to one
+/// characteristic compares its id (the identity check, when the backend hands over the published id itself) where a
+/// lookup hashes it, about 300 instructions (Benchmarks/README.md, "The last route kept").
+private struct CharacteristicTable {
+    /// Every published characteristic; any change forgets `last`.
+    var byID: [String: Characteristic] = [:] { didSet { last = nil } }
+    private var last: Characteristic?
+
+    /// The published characteristic `id`, or nil.
+    mutating func find(_ id: String) -> Characteristic? {
+        if let last, last.id == id { return last }
+        last = byID[id]
+        return last
     }
 }
 

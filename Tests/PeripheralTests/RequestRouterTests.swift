@@ -75,6 +75,24 @@ import Testing
         #expect(ledger.snapshot.answeredByEngine == 1)
     }
 
+    @Test func aRepeatedRequestFindsTheCharacteristicAsPublishedNow() {
+        let router = router(ProfileServer())
+        router.read(read("name"))
+        router.read(read("name"))
+        // Withdrawn after the two reads found it, republished with another value: each read sees the table as it is.
+        router.remove(["name"])
+        router.read(read("name"))
+        let renamed = Characteristic(
+            id: "name", uuid: BluetoothUUID(0x2A00), properties: [.read], value: .cached(Array("other".utf8)))
+        router.publish([renamed])
+        router.read(read("name"))
+        #expect(
+            replies == [
+                .success(Array("blemu".utf8)), .success(Array("blemu".utf8)), .failure(.invalidHandle),
+                .success(Array("other".utf8)),
+            ])
+    }
+
     @Test func aRequestAnsweredAtOnceNeverReachesTheAsyncMethodAndOneHandedBackDoes() async {
         let handler = Splitting()
         let router = router(handler)
