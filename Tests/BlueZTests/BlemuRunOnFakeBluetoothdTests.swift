@@ -442,6 +442,9 @@ struct BlemuRunOnFakeBluetoothdTests: BlemuRunRig {
         await #expect(throws: DBusError.self) {
             _ = try await fake.callApp(agent.owner, agent.path, "org.bluez.Agent1", "RequestPasskey", [device])
         }
+        // The agent reports each step as it answers; the emulator keeps it a moment later, and logs it as it does.
+        let isKept = await FileWait.until(events, contains: #""method":"request-passkey""#)
+        #expect(isKept)
         let answer = try await send(ControlClient(path: control), ["command": "pairing"])
         let pairings = answer["pairings"] as? [[String: Any]] ?? []
         #expect(pairings.count == 2, "\(answer)")  // a keypress update is not a new step
