@@ -1,5 +1,6 @@
 /// The exported objects of one connection and the ObjectManager roots among them. A value type guarded by the
-/// core's `Mutex`: routing takes a copy of what it needs, and no user code runs while the lock is held.
+/// core's `Mutex`: routing takes a copy of what it needs and keeps its last route here, under the same lock, and no
+/// user code runs while the lock is held.
 struct ObjectTree {
     /// Standard interface names (D-Bus Specification, "Standard Interfaces"), spelled only here.
     enum Standard {
@@ -17,29 +18,12 @@ struct ObjectTree {
     /// control point, reading one value) routes once. With `CallNames` handing over the last call's own strings,
     /// checking costs a few instructions; routing hashes the path and compares the interface and method names,
     /// about 1,300 a write (Benchmarks/README.md, "The last route kept").
-    private var lastRoute: LastRoute?
+    private var lastRoute: Route?
+    /// The names `lastRoute` was found for.
+    private var lastNames: (path: ObjectPath, interface: String?, member: String) = (.root, nil, "")
 
-    /// A route and the names it was found for. A class, as `Route.method`'s payload: a hit costs a retain, not a
-    /// copy of every name, signature and closure in it.
-    private final class LastRoute: Sendable {
-        let path: ObjectPath
-        let interface: String?
-        let member: String
-        let route: Route
-
-        init(path: ObjectPath, interface: String?, member: String, route: Route) {
-            self.path = path
-            self.interface = interface
-            self.member = member
-            self.route = route
-        }
-
-        func isFor(_ path: ObjectPath, _ interface: String?, _ member: String) -> Bool {
-            self.path == path && self.interface == interface && self.member == member
-        }
-    }
-
-    /// The method a call was routed to, boxed once per route found.
+    /// The method a call was routed to, boxed once per route found: handing the last route out is then a retain,
+    /// not a copy of the method's name, signatures and closure.
     final class RoutedMethod: Sendable {
         let method: Method
 
@@ -60,9 +44,12 @@ struct ObjectTree {
 
     /// Where a call goes, or the standard error it gets; the last call's route again when the names are its own.
     mutating func route(path: ObjectPath, interface: String?, member: String) -> Route {
-        if let lastRoute, lastRoute.isFor(path, interface, member) { return lastRoute.route }
+        if let lastRoute, lastNames.path == path, lastNames.interface == interface, lastNames.member == member {
+            return lastRoute
+        }
         let route = findRoute(path: path, interface: interface, member: member)
-        lastRoute = LastRoute(path: path, interface: interface, member: member, route: route)
+        lastRoute = route
+        lastNames = (path, interface, member)
         return route
     }
 
