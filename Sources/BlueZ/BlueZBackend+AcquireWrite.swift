@@ -28,11 +28,12 @@ extension BlueZBackend {
         // attributed to no central in particular; the MTU is the first writer's.
         let central = Central(id: Central.allSubscribersID, attMTU: options.mtu)
         let security = linkSecurity(characteristic, .write)
-        let logger = logger
+        let requestLogger = requestLogger
         let socket = AcquiredSocket(
             fd: pair.local, on: connection, datagramLimit: Self.writeDatagramLimit,
             onDatagram: { [weak self] value in
-                logger.debug("write \(id) by \(central.id) offset 0 \(Self.hex(value)) (streamed, no reply expected)")
+                requestLogger?.debug(
+                    "write \(id) by \(central.id) offset 0 \(Self.hex(value)) (streamed, no reply expected)")
                 // The loop thread reads the datagrams one by one, so writes reach the handler in order.
                 self?.deliver(
                     IncomingWrites(

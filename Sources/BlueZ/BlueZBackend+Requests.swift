@@ -298,7 +298,7 @@ extension BlueZBackend {
         let summary = "read descriptor \(path) by \(options.device) offset \(options.offset)"
         switch onLoop({ $0.descriptors.read(descriptor, at: path, offset: options.offset) }) {
         case .success(let bytes):
-            logger.debug("\(summary) -> \(bytes.count) bytes \(Self.hex(bytes))")
+            requestLogger?.debug("\(summary) -> \(bytes.count) bytes \(Self.hex(bytes))")
             call.reply([.bytes(bytes)])
         case .failure(let error):
             answer(call, summary, BlueZErrorReply(for: error, operation: .read))
@@ -316,12 +316,12 @@ extension BlueZBackend {
                 value, to: descriptor, at: path, offset: options.offset, authorizingOnly: options.isPrepareAuthorize)
         }
         if let error { return answer(call, summary, BlueZErrorReply(for: error, operation: .write)) }
-        logger.debug("\(summary) -> ok")
+        requestLogger?.debug("\(summary) -> ok")
         call.reply()
     }
 
     private nonisolated func answer(_ call: consuming MethodCall, _ summary: String, _ reply: BlueZErrorReply) {
-        logger.debug("\(summary) -> \(reply.deliveredError) as \(reply.name)")
+        requestLogger?.debug("\(summary) -> \(reply.deliveredError) as \(reply.name)")
         call.fail(reply.name, reply.message)
     }
 

@@ -55,8 +55,9 @@ public actor BlueZBackend: PeripheralBackend {
     nonisolated let options: BlueZOptions
     nonisolated let paths: ObjectPaths
     nonisolated let logger: Logger
-    /// `logger` when it takes debug lines, else nil: a request's debug lines ask for the level once, here, not per
-    /// line (swift-log's `logLevel` copies the handler; Benchmarks/README.md, "The last route kept").
+    /// `logger` when it takes debug lines, else nil: the debug lines of requests (reads, writes, streamed writes,
+    /// descriptors) ask for the level once, here, not per line (swift-log's `logLevel` copies the handler;
+    /// Benchmarks/README.md, "The last route kept").
     nonisolated let requestLogger: Logger?
     nonisolated let owner: OwnerCheck
     nonisolated let continuation: AsyncStream<BackendEvent>.Continuation
@@ -79,7 +80,8 @@ public actor BlueZBackend: PeripheralBackend {
     public nonisolated var unownedExecutor: UnownedSerialExecutor { connection.unownedExecutor }
 
     /// Connects to `bus`, checks that bluetoothd and `adapter` are there, exports the agent and sets the alias.
-    /// Throws `.unavailable` when the bus, bluetoothd or the adapter is missing (the CLI exits 69).
+    /// Throws `.unavailable` when the bus, bluetoothd or the adapter is missing (the CLI exits 69). `logger`'s level
+    /// is read once, here, for the requests' debug lines.
     public init(
         bus: BusAddress, adapter: String = "hci0", options: BlueZOptions = BlueZOptions(), logger: Logger
     ) async throws(BlueZError) {

@@ -48,7 +48,8 @@ public final class BusConnection: Sendable {
     let core: ConnectionCore
 
     /// Connects, says Hello, and starts dispatching; throws the libdbus error (e.g.
-    /// `org.freedesktop.DBus.Error.FileNotFound`) if the bus cannot be reached or refuses us.
+    /// `org.freedesktop.DBus.Error.FileNotFound`) if the bus cannot be reached or refuses us. `logger`'s level is
+    /// read once, here: a handler whose level changes later keeps the trace lines it had.
     public init(_ bus: BusAddress, logger: Logger) throws(DBusError) {
         core = try ConnectionCore(bus, logger: logger)
         core.start()
