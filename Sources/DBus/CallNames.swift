@@ -27,14 +27,3 @@ struct CallNames {
         return made
     }
 }
-
-extension String {
-    /// The string at `cString`, which is `last` itself when the two are equal (compared in place, no copy).
-    init(cString: UnsafePointer<CChar>, reusing last: String?) {
-        if let last, last.withCString({ strcmp($0, cString) == 0 }) {
-            self = last
-        } else {
-            self.init(cString: cString)
-        }
-    }
-}
