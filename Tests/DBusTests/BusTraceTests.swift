@@ -4,11 +4,26 @@ import Logging
 import Synchronization
 import Testing
 
-/// Keeps the lines a logger writes, for a test to read.
+/// What a `RecordingLogHandler` saw: the lines written (level, message, the file that wrote them) and how many
+/// times its level was asked.
+private final class LogRecord: Sendable {
+    let lines = Mutex<[(text: String, file: String)]>([])
+    let levelReads = Atomic<Int>(0)
+}
+
+/// Keeps the lines a logger writes, and counts each time anyone asks its level.
 private struct RecordingLogHandler: LogHandler {
-    let lines: Mutex<[String]>.Shared
-    var logLevel: Logger.Level
+    let record: LogRecord
+    let level: Logger.Level
     var metadata: Logger.Metadata = [:]
+
+    var logLevel: Logger.Level {
+        get {
+            record.levelReads.add(1, ordering: .relaxed)
+            return level
+        }
+        set {}
+    }
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
@@ -16,27 +31,20 @@ private struct RecordingLogHandler: LogHandler {
     }
 
     func log(event: LogEvent) {
-        lines.value.withLock { $0.append("\(event.level) \(event.message)") }
+        record.lines.withLock { $0.append(("\(event.level) \(event.message)", event.file)) }
     }
 }
 
-extension Mutex {
-    /// A lock a value type can hold and share.
-    final class Shared: Sendable where Value: Sendable {
-        let value: Mutex<Value>
-        init(_ initial: Value) { value = Mutex(initial) }
-    }
-}
-
-/// The connection asks its logger's level once: a logger taking trace lines still gets every call and reply, one
-/// that does not gets none of them.
+/// The connection asks its logger's level once, when it is made: a logger taking trace lines gets every call and
+/// reply, written from where the connection handles them; one that does not is never asked again.
 @Suite(.enabled(if: PrivateBus.isAvailable, "needs the dbus-daemon binary"))
 struct BusTraceTests {
-    private func lines(at level: Logger.Level) async throws -> [String] {
+    /// Two calls answered by a connection logging at `level`: the trace lines, and the level reads the calls made.
+    private func calls(at level: Logger.Level) async throws -> (lines: [(text: String, file: String)], reads: Int) {
         let bus = try PrivateBus()
         defer { bus.stop() }
-        let lines = Mutex<[String]>.Shared([])
-        let logger = Logger(label: "server") { _ in RecordingLogHandler(lines: lines, logLevel: level) }
+        let record = LogRecord()
+        let logger = Logger(label: "server") { _ in RecordingLogHandler(record: record, level: level) }
         let server = try BusConnection(.address(bus.address), logger: logger)
         let client = try bus.connect("client")
         defer {
@@ -55,21 +63,27 @@ struct BusTraceTests {
                         }
                     ])
             ])
+        let before = record.levelReads.load(ordering: .relaxed)
         for _ in 0..<2 {
             _ = try await client.call(
                 server.uniqueName, path: "/echo", interface: "org.example.Echo1", member: "Echo",
                 arguments: [.string("a")])
         }
-        return lines.value.withLock { $0 }.filter { $0.hasPrefix("trace ") }
+        let reads = record.levelReads.load(ordering: .relaxed) - before
+        return (record.lines.withLock { $0 }.filter { $0.text.hasPrefix("trace ") }, reads)
     }
 
-    @Test func aTracingLoggerSeesEachCallAndReply() async throws {
-        let traced = try await lines(at: .trace)
-        #expect(traced.filter { $0 == "trace ← call" }.count == 2)
-        #expect(traced.filter { $0 == "trace → reply" }.count == 2)
+    @Test func aTracingLoggerSeesEachCallAndReplyFromWhereTheyAreHandled() async throws {
+        let traced = try await calls(at: .trace).lines
+        #expect(traced.filter { $0.text == "trace ← call" }.count == 2)
+        #expect(traced.filter { $0.text == "trace → reply" }.count == 2)
+        let callsAndReplies = traced.filter { $0.text == "trace ← call" || $0.text == "trace → reply" }
+        #expect(callsAndReplies.map(\.file).allSatisfy { $0.hasSuffix("ConnectionCore+Dispatch.swift") })
     }
 
-    @Test func aLoggerAboveTraceGetsNoneOfThem() async throws {
-        #expect(try await lines(at: .debug).isEmpty)
+    @Test func aLoggerAboveTraceIsNotAskedItsLevelForEachCall() async throws {
+        let (lines, reads) = try await calls(at: .debug)
+        #expect(lines.isEmpty)
+        #expect(reads == 0)
     }
 }

@@ -18,6 +18,17 @@ import Testing
         #expect(store.snapshot.keys.sorted() == ["log"])
     }
 
+    @Test func writesToTwoCharacteristicsInTurnEachLandInTheirOwn() {
+        let store = ValueStore()
+        for round in UInt8(1)...3 {
+            #expect(store.apply([WriteRequest(characteristic: Fixture.setting, offset: 0, value: [round])]) == nil)
+            #expect(store.apply([WriteRequest(characteristic: Fixture.log, offset: 0, value: [round, round])]) == nil)
+            #expect(store.value(of: Fixture.setting) == [round])
+            #expect(store.value(of: Fixture.log) == [round, round])
+        }
+        #expect(store.snapshot == ["setting": [3], "log": [3, 3]])
+    }
+
     @Test func aDryRunOrARefusedWriteKeepsTheValue() {
         let store = ValueStore()
         let setting = Fixture.setting
