@@ -1,6 +1,6 @@
 /// The exported objects of one connection and the ObjectManager roots among them. A value type guarded by the
-/// core's `Mutex`: routing takes a copy of what it needs and keeps its last route here, under the same lock, and no
-/// user code runs while the lock is held.
+/// core's `Mutex`: routing takes a copy of what it needs and keeps the last method it found here, under the same
+/// lock, and no user code runs while the lock is held.
 struct ObjectTree {
     /// Standard interface names (D-Bus Specification, "Standard Interfaces"), spelled only here.
     enum Standard {
@@ -10,17 +10,20 @@ struct ObjectTree {
         static let peer = "org.freedesktop.DBus.Peer"
     }
 
-    /// The exported objects; any change forgets the last route.
-    var objects: [ObjectPath: [Interface]] = [:] { didSet { lastRoute = nil } }
-    /// The ObjectManager roots; any change forgets the last route.
-    var managers: Set<ObjectPath> = [] { didSet { lastRoute = nil } }
-    /// The last call's route, while the tree is unchanged: a stream of calls to one object (a central writing a
-    /// control point, reading one value) routes once. With `CallNames` handing over the last call's own strings,
-    /// checking costs a few instructions; routing hashes the path and compares the interface and method names,
-    /// about 1,300 a write (Benchmarks/README.md, "The last route kept").
-    private var lastRoute: Route?
-    /// The names `lastRoute` was found for.
-    private var lastNames: (path: ObjectPath, interface: String?, member: String) = (.root, nil, "")
+    /// The exported objects; any change forgets the last method routed to.
+    var objects: [ObjectPath: [Interface]] = [:] { didSet { lastMethod = nil } }
+    /// The ObjectManager roots; any change forgets the last method routed to.
+    var managers: Set<ObjectPath> = [] { didSet { lastMethod = nil } }
+    /// The method the last call was routed to, while the tree is unchanged: a stream of calls to one object (a
+    /// central writing a control point, reading one value) routes once. With `CallNames` handing over the last
+    /// call's own strings, checking costs a few instructions; routing hashes the path and compares the interface
+    /// and method names, about 1,300 a write (Benchmarks/README.md, "The last route kept"). Only a method is kept:
+    /// calls to the standard interfaces, and calls that fail, are rare.
+    private var lastMethod: RoutedMethod?
+    /// The names `lastMethod` was found for.
+    private var lastPath = ObjectPath.root
+    private var lastInterface: String?
+    private var lastMember = ""
 
     /// The method a call was routed to, boxed once per route found: handing the last route out is then a retain,
     /// not a copy of the method's name, signatures and closure.
@@ -42,14 +45,18 @@ struct ObjectTree {
         objects.keys.contains { $0.isDescendant(of: path) } || managers.contains { $0.isDescendant(of: path) }
     }
 
-    /// Where a call goes, or the standard error it gets; the last call's route again when the names are its own.
+    /// Where a call goes, or the standard error it gets; the last call's method again when the names are its own.
     mutating func route(path: ObjectPath, interface: String?, member: String) -> Route {
-        if let lastRoute, lastNames.path == path, lastNames.interface == interface, lastNames.member == member {
-            return lastRoute
+        if let lastMethod, lastPath == path, lastInterface == interface, lastMember == member {
+            return .method(lastMethod)
         }
         let route = findRoute(path: path, interface: interface, member: member)
-        lastRoute = route
-        lastNames = (path, interface, member)
+        if case .method(let method) = route {
+            lastMethod = method
+            lastPath = path
+            lastInterface = interface
+            lastMember = member
+        }
         return route
     }
 
