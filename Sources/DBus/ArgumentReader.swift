@@ -134,8 +134,8 @@ public struct VardictEntry: ~Copyable {
 
     /// The value when it is an `o`, and `last` itself when it names the same path (compared in place: a run of
     /// requests from one device names one path, and a new string of it costs ~650 instructions with its release);
-    /// nil for any other type.
-    public func objectPath(reusing last: String?) -> ObjectPath? {
+    /// nil for any other type. `last` is a path read from a message before, so it holds no NUL byte.
+    package func objectPath(reusing last: String?) -> ObjectPath? {
         basic(.objectPath).map { ObjectPath(unchecked: String(cString: $0.str, reusing: last)) }
     }
 
