@@ -83,13 +83,15 @@ public struct WriteRequests: ~Copyable, Sendable {
     }
 
     /// The value each written characteristic would have after the whole batch, applied in order to `current`
-    /// (keyed by characteristic id); the first failing write's error (Invalid Offset, Invalid Attribute Value
-    /// Length) otherwise, and then nothing should be applied.
+    /// (keyed by characteristic id; `current` is asked only for a write at an offset); the first failing write's
+    /// error (Invalid Offset, Invalid Attribute Value Length) otherwise, and then nothing should be applied.
     public func validated(current: (Characteristic) -> [UInt8]) -> Result<[String: [UInt8]], ATTError> {
         var staged: [String: [UInt8]] = [:]
         for request in requests {
             let id = request.characteristic.id
-            switch request.applied(to: staged[id] ?? current(request.characteristic)) {
+            // A write at offset 0 replaces the whole value: the current one is not read (a lock and a hash).
+            let before = request.offset == 0 ? [] : staged[id] ?? current(request.characteristic)
+            switch request.applied(to: before) {
             case .success(let value): staged[id] = value
             case .failure(let error): return .failure(error)
             }

@@ -159,6 +159,22 @@ import Testing
         batch.respond()
     }
 
+    @Test func onlyAWriteAtAnOffsetAsksForTheCurrentValue() {
+        var asked = 0
+        let current: (Characteristic) -> [UInt8] = { _ in
+            asked += 1
+            return [1, 2, 3, 4]
+        }
+        let whole = writes([WriteRequest(characteristic: characteristic, offset: 0, value: [9])])
+        #expect(whole.validated(current: current) == .success(["name": [9]]))
+        #expect(asked == 0)
+        whole.respond()
+        let part = writes([WriteRequest(characteristic: characteristic, offset: 2, value: [9])])
+        #expect(part.validated(current: current) == .success(["name": [1, 2, 9]]))
+        #expect(asked == 1)
+        part.respond()
+    }
+
     @Test func aBatchWithOneBadWriteIsRejectedAsAWhole() {
         let batch = writes([
             WriteRequest(characteristic: characteristic, offset: 0, value: [1, 2, 3]),
