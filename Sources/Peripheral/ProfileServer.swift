@@ -50,22 +50,26 @@ public struct ProfileServer: RequestHandler {
     /// Stores the whole batch, or nothing and the first error.
     public func answer(_ requests: consuming WriteRequests) {
         // Compute one answer, send it once at the end.
-        var failure: ATTError? = nil
-        for write in requests.requests {
-            if let error = Self.error(for: .write, on: write.characteristic, linkSecurity: requests.linkSecurity) {
-                failure = error
-                break
-            }
-        }
-        if failure == nil {
-            failure = requests.isAuthorizationOnly ? requests.authorizationError : store.apply(requests.requests)
-        }
-        if let failure {
+        if let failure = apply(requests) {
             logger.debug("writes by \(requests.central) refused: \(failure)")
             requests.reject(failure)
         } else {
             requests.respond()
         }
+    }
+
+    /// Checks the batch (permissions, link security, then offsets and lengths) and stores it all or nothing, as
+    /// `answer` does before answering; returns the error to answer with, nil once stored. An authorization-only
+    /// batch is judged by its offsets and stores nothing.
+    public func apply(_ requests: borrowing WriteRequests) -> ATTError? {
+        let writes = requests.requests
+        let linkSecurity = requests.linkSecurity
+        for index in writes.indices {
+            if let error = Self.error(for: .write, on: writes[index].characteristic, linkSecurity: linkSecurity) {
+                return error
+            }
+        }
+        return requests.isAuthorizationOnly ? requests.authorizationError : store.apply(writes)
     }
 
     /// The error a read or write of `characteristic` gets on a link with `linkSecurity`, or nil when allowed.
