@@ -114,15 +114,45 @@ public struct BehaviourHandler: RequestHandler {
         let started = ContinuousClock.now
         let writes = requests.requests
         guard stateStore == nil, handledWrite(writes) == nil,
-            let faults = engines.withLock({
-                $0.faults.requestsUnlessDelayed(.write, characteristicIDs: writes.lazy.map(\.characteristic.id))
+            let (faults, isRuled) = engines.withLock({ engines -> (Faults.RequestFaults, Bool)? in
+                guard
+                    let faults = engines.faults.requestsUnlessDelayed(
+                        .write, characteristicIDs: writes.indices.lazy.map { writes[$0].characteristic.id })
+                else { return nil }
+                return (faults, writes.indices.contains { engines.isGoverned(writes[$0].characteristic.id) })
             })
         else { return requests }
-        recordRejection(faults, on: writes.first?.characteristic.id)
-        let (failure, staged) = stage(requests, rejection: faults.rejection)
-        let outcome = conclude(
-            writes, staged: staged, failure: failure, verdict: nil, isAuthorizationOnly: requests.isAuthorizationOnly)
+        if faults.rejection != nil { recordRejection(faults, on: writes.first?.characteristic.id) }
+        let outcome: WriteOutcome
+        if isRuled {
+            let (failure, staged) = stage(requests, rejection: faults.rejection)
+            outcome = conclude(
+                writes, staged: staged, failure: failure, verdict: nil,
+                isAuthorizationOnly: requests.isAuthorizationOnly)
+        } else {
+            outcome = WriteOutcome(failure: faults.rejection ?? storeAsWritten(requests))
+        }
         finishWrites(requests, outcome, faults: faults, started: started)
+        return nil
+    }
+
+    /// Stores a batch no rule governs as `ProfileServer` does (its checks, then the store's own validation and
+    /// store under one lock, with no staging table), and tells the engines what changed. Returns the error to
+    /// answer with. The state file is not written here: with one, writes go through `handleWrites`.
+    private func storeAsWritten(_ requests: borrowing WriteRequests) -> ATTError? {
+        if let failure = server.apply(requests) { return failure }
+        guard !requests.isAuthorizationOnly else { return nil }
+        let writes = requests.requests
+        // A plain write of one value, nearly every request, is the value the store now holds; after a write at an
+        // offset or a batch, the store is asked for the values it holds (read outside the engines' lock).
+        if writes.count == 1 && writes[0].offset == 0 {
+            engines.withLock { $0.valueChanged(writes[0].characteristic.id, to: writes[0].value) }
+        } else {
+            let changed = writes.map { ($0.characteristic.id, server.store.value(of: $0.characteristic)) }
+            engines.withLock { engines in
+                for (id, value) in changed { engines.valueChanged(id, to: value) }
+            }
+        }
         return nil
     }
 
@@ -224,11 +254,13 @@ public struct BehaviourHandler: RequestHandler {
         let answer = Self.asReceived(
             outcome.failure.map { .error($0) } ?? .success, on: .write, through: requests.errorDelivery)
         let latency = ContinuousClock.now - started
-        for write in requests.requests {
+        let writes = requests.requests
+        // By index, so no write (and its characteristic's fields) is copied out of the batch.
+        for index in writes.indices {
             log?.record(
                 .request(
-                    operation: .write, central: central, characteristicID: write.characteristic.id,
-                    value: write.value, answer: answer, latency: latency))
+                    operation: .write, central: central, characteristicID: writes[index].characteristic.id,
+                    value: writes[index].value, answer: answer, latency: latency))
         }
         if let failure = outcome.failure { requests.reject(failure) } else { requests.respond() }
         // Only when there is something to do: each yield wakes the emulator's actor, a thread switch that cost more
@@ -242,7 +274,8 @@ public struct BehaviourHandler: RequestHandler {
     /// reliable write across several characteristics is one answer the profile gives, handled or not: a handler
     /// answers one characteristic's requests (docs/control-and-events.md, "Handlers").
     private func handledWrite(_ writes: [WriteRequest]) -> Characteristic? {
-        guard let characteristic = writes.first?.characteristic,
+        // No handler attached, as when nothing runs one: nothing to look for (an atomic load).
+        guard !handlers.isEmpty, let characteristic = writes.first?.characteristic,
             writes.allSatisfy({ $0.characteristic.id == characteristic.id }),
             handlers.handles(.write, on: characteristic.id)
         else { return nil }

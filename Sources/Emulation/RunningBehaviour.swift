@@ -7,6 +7,18 @@ struct RunningBehaviour: Sendable {
     var schedules: Schedules
     var rules: WriteRules
     var faults: Faults
+    /// The last characteristic `isGoverned` found no rule or protocol for. Which characteristics are governed is
+    /// fixed by the profile (a reset puts back the same rules), so a repeated write to it is one string comparison
+    /// (the same id's storage each time) instead of a hash.
+    var lastUngoverned: String? = nil
+
+    /// Whether a rule or a protocol answers writes to the characteristic (`WriteRules.hasRule`).
+    mutating func isGoverned(_ characteristicID: String) -> Bool {
+        if characteristicID == lastUngoverned { return false }
+        guard !rules.hasRule(for: characteristicID) else { return true }
+        lastUngoverned = characteristicID
+        return false
+    }
 
     /// The earliest moment any engine needs a tick.
     var nextDeadline: Duration? {

@@ -40,6 +40,53 @@ import Testing
         #expect(try await central.read("set-point") == [0xC4, 0x09])
     }
 
+    @Test func aScheduleComposesOnWhatACentralWrote() async throws {
+        // A writable value whose last field a schedule generates: the other fields are the central's.
+        let setting = Characteristic(
+            id: "setting", uuid: BluetoothUUID(0xFFF1), properties: [.read, .write, .notify],
+            value: .dynamic([0, 0, 0]),
+            layout: ValueLayout(
+                ["mode", "speed", "level"].map { FieldSpec(name: $0, type: .unsigned(bytes: 1)) }))
+        let profile = PeripheralProfile(
+            name: "blemu Setting",
+            services: [Service(id: "settings", uuid: BluetoothUUID(0xFFF0), characteristics: [setting])],
+            behaviour: Behaviour(schedules: [
+                Schedule(
+                    characteristicID: "setting", action: .notify, interval: .seconds(1), start: .launch,
+                    generators: [
+                        FieldGenerator(
+                            field: "level", generator: .counter(start: 1, step: 1, range: 1...9, wraps: true))
+                    ])
+            ]))
+        let rig = try await Rig(profile)
+        await rig.start()
+        let central = VirtualCentral(connectingTo: rig.backend)
+        try await rig.subscribe(central, to: "setting")
+        var updates = central.notifications.makeAsyncIterator()
+        // A whole value, then the rest of it from an offset (a write replaces everything from its offset on): each
+        // tick keeps what the central left.
+        try await central.write([5, 6, 0], to: "setting")
+        rig.clock.advance(by: .seconds(1))
+        #expect(try #require(await updates.next()).bytes == [5, 6, 1])
+        try await central.write([9, 0], to: "setting", offset: 1)
+        rig.clock.advance(by: .seconds(1))
+        #expect(try #require(await updates.next()).bytes == [5, 9, 2])
+    }
+
+    @Test func writesAlternatingBetweenAPlainAndARuledCharacteristicEachGetTheirOwnAnswer() async throws {
+        let rule = WriteRule(
+            characteristicID: "control", actions: [.validate(.allowedValues([[0x01]]), error: ATTError(rawValue: 0x80))]
+        )
+        let rig = try await Rig(Fixtures.thermostat(writeRules: [rule]))
+        await rig.start()
+        let central = VirtualCentral(connectingTo: rig.backend, security: .encrypted)
+        for round in UInt8(2)...4 {
+            try await central.write([round], to: "mode")
+            #expect(try await central.read("mode") == [round])
+            await #expect(throws: ATTError(rawValue: 0x80)) { try await central.write([round], to: "control") }
+        }
+    }
+
     @Test func faultRejectsExactlyTheNthRead() async throws {
         var profile = try bundledProfile("heart-rate")
         profile.behaviour.faults = [
