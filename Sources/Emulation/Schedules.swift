@@ -63,7 +63,12 @@ public struct Schedules: Sendable {
             runs.append(Run(schedule: schedule, composer: composer))
         }
         self.runs = runs
-        values = Dictionary(profile.characteristics.map { ($0.id, $0.value.bytes) }) { first, _ in first }
+        // Only the values a schedule composes into: a write elsewhere, nearly every write, changes nothing here.
+        values = Dictionary(
+            profile.characteristics.lazy.filter { characteristic in
+                runs.contains { $0.schedule.characteristicID == characteristic.id }
+            }.map { ($0.id, $0.value.bytes) }
+        ) { first, _ in first }
     }
 
     /// Starts the schedules: `launch` ones now, `first-subscription` ones if already subscribed.
@@ -144,9 +149,12 @@ public struct Schedules: Sendable {
         }
     }
 
-    /// Tells the engine a value changed elsewhere (a write, a ramp), so generated fields compose on it.
+    /// Tells the engine a value changed elsewhere (a write, a ramp), so generated fields compose on it; a value no
+    /// schedule composes into is not kept.
     public mutating func valueChanged(_ characteristicID: String, to value: [UInt8]) {
-        values[characteristicID] = value
+        // A profile without schedules, the commonest, skips the hash.
+        guard !values.isEmpty, let index = values.index(forKey: characteristicID) else { return }
+        values.values[index] = value
     }
 
     /// Lets the generators of one field of a characteristic go on from `value` (a protocol's `set-field`): a counter
@@ -158,7 +166,8 @@ public struct Schedules: Sendable {
         }
     }
 
-    /// The value the engine last produced or was told about.
+    /// The value the engine last produced or was told about, for a characteristic a schedule composes into; nil
+    /// for any other.
     public func value(of characteristicID: String) -> [UInt8]? { values[characteristicID] }
 
     /// When `tick(at:)` next has something to do; nil when every schedule is paused or not started.

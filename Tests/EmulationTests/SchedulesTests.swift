@@ -55,6 +55,20 @@ import Testing
         #expect(engine.value(of: "battery-level") == [86])
     }
 
+    @Test func onlyAValueAScheduleComposesIntoIsKept() throws {
+        var engine = try Schedules(profile: Fixtures.heartRate())
+        #expect(engine.value(of: "heart-rate-control-point") == nil)
+        engine.valueChanged("heart-rate-control-point", to: [1])
+        #expect(engine.value(of: "heart-rate-control-point") == nil)
+        #expect(engine.value(of: "battery-level") == [87])
+        engine.valueChanged("battery-level", to: [50])
+        #expect(engine.value(of: "battery-level") == [50])
+        // Without schedules nothing is kept, whatever is written.
+        var idle = try Schedules(profile: Fixtures.heartRate(schedules: []))
+        idle.valueChanged("battery-level", to: [50])
+        #expect(idle.value(of: "battery-level") == nil)
+    }
+
     @Test func firstSubscriptionSchedulePausesWhileNobodyIsSubscribed() throws {
         var engine = try Schedules(profile: Fixtures.heartRate())
         engine.start(at: .zero)
