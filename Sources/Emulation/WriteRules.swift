@@ -40,6 +40,8 @@ public struct WriteRules: Sendable {
     private let rules: [String: WriteRule]
     private let rampInterval: Duration
     private var values: [String: [UInt8]]
+    /// Whether any rule `set`s into a field: only then does a value changed elsewhere matter here.
+    private let composesFields: Bool
     private var ramps: [Ramp] = []
     /// The profile's control-point protocols and the device's state they keep.
     public private(set) var protocols: Protocols
@@ -71,6 +73,9 @@ public struct WriteRules: Sendable {
         rules = Dictionary(profile.behaviour.writeRules.map { ($0.characteristicID, $0) }) { first, _ in first }
         self.rampInterval = rampInterval > .zero ? rampInterval : .seconds(1)
         values = characteristics.mapValues(\.value.bytes)
+        composesFields = profile.behaviour.writeRules.contains { rule in
+            rule.actions.contains { if case .set(_, .some, _) = $0 { true } else { false } }
+        }
         protocols = try Protocols(profile: profile)
     }
 
@@ -145,12 +150,14 @@ public struct WriteRules: Sendable {
         return .accept(actions)
     }
 
-    /// Tells the engine a value changed elsewhere (a schedule), so `set` into a field composes on it.
+    /// Tells the engine a value changed elsewhere (a schedule, a plain write), so `set` into a field composes on it.
+    /// Rules that set no field compose on nothing, and are not told: a write would hash its id for no one.
     public mutating func valueChanged(_ characteristicID: String, to value: [UInt8]) {
+        guard composesFields else { return }
         values[characteristicID] = value
     }
 
-    /// The value the engine last stored or was told about.
+    /// The value the engine last stored, or was told about when a rule sets a field.
     public func value(of characteristicID: String) -> [UInt8]? { values[characteristicID] }
 
     /// When the next ramp step is due; nil when no ramp is moving.

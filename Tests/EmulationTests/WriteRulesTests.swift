@@ -60,6 +60,19 @@ import Testing
         #expect(engine.value(of: "temperature") == [0xC4, 0x09])
     }
 
+    @Test func aSetIntoAFieldComposesOnAValueChangedElsewhere() throws {
+        var engine = try WriteRules(profile: Fixtures.thermostat(writeRules: [setPointRule]))
+        engine.valueChanged("temperature", to: [0xD0, 0x07])  // 2000, from a schedule or a central's write
+        _ = engine.write([0xC4, 0x09], to: "set-point", at: .seconds(100))
+        // The ramp starts from 2000, not the declared 2150: one second at 10 centidegrees a second is 2010.
+        #expect(engine.tick(at: .seconds(101)) == [.notify(characteristicID: "temperature", value: [0xDA, 0x07])])
+        // Rules that set no field compose on nothing: they are not told.
+        var plain = try WriteRules(
+            profile: Fixtures.thermostat(writeRules: [WriteRule(characteristicID: "control", actions: [.store])]))
+        plain.valueChanged("mode", to: [3])
+        #expect(plain.value(of: "mode") == [1])
+    }
+
     @Test func newSetPointReplacesTheRampFromWhereItHadGot() throws {
         var engine = try WriteRules(profile: Fixtures.thermostat(writeRules: [setPointRule]))
         _ = engine.write([0xC4, 0x09], to: "set-point", at: .zero)  // toward 2500
