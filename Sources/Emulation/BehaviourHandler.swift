@@ -266,8 +266,11 @@ public struct BehaviourHandler: RequestHandler {
         // Only when there is something to do: each yield wakes the emulator's actor, a thread switch that cost more
         // than the write itself (Benchmarks/README.md). A write whose rule started or ended a ramp moved the rules'
         // next deadline, and the emulator must re-arm its timer even with no action to perform.
-        let followUps = (outcome.failure == nil ? outcome.actions : []) + faults.actions
-        if !followUps.isEmpty || outcome.rulesMoved { followUp.yield(followUps) }
+        let actions = outcome.failure == nil ? outcome.actions : []
+        // Joined only when there is something to join: an empty join still cost an array append.
+        if !actions.isEmpty || !faults.actions.isEmpty || outcome.rulesMoved {
+            followUp.yield(actions + faults.actions)
+        }
     }
 
     /// The characteristic whose handler decides this batch: one written characteristic, answered by a handler. A

@@ -59,6 +59,8 @@ public struct Faults: Sendable {
     public mutating func requests(
         _ operation: AttributeOperation, characteristicIDs: some Collection<String>
     ) -> RequestFaults {
+        // No fault at all, the commonest: nothing to count or merge (an empty merge still cost an array append).
+        guard !faults.isEmpty else { return RequestFaults() }
         var merged = RequestFaults()
         for id in characteristicIDs {
             let fired = request(operation, characteristicID: id)
