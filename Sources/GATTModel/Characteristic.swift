@@ -48,8 +48,11 @@ public struct Characteristic: Hashable, Sendable {
         return permissions
     }
 
+    // Inlinable so a caller reads the fields it needs where the characteristic lies (an array's element), instead
+    // of copying the whole characteristic out to call a getter in another module:
+    // Benchmarks/README.md, "The CLI's writes within 1.3x".
     /// The security each operation really requires, folding in the encryption permissions and properties.
-    public var effectiveSecurity: SecurityRequirements {
+    @inlinable public var effectiveSecurity: SecurityRequirements {
         var result = security
         if permissions.contains(.readEncryptionRequired) { result.require(.encrypted, for: .read) }
         if permissions.contains(.writeEncryptionRequired) { result.require(.encrypted, for: .write) }
