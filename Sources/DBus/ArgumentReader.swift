@@ -128,9 +128,7 @@ public struct VardictEntry: ~Copyable {
     }
 
     /// The value when it is an `o`; nil for any other type.
-    public func objectPath() -> ObjectPath? {
-        basic(.objectPath).map { ObjectPath(unchecked: String(cString: $0.str)) }
-    }
+    public func objectPath() -> ObjectPath? { objectPath(reusing: nil) }
 
     /// The value when it is an `o`, and `last` itself when it names the same path (compared in place: a run of
     /// requests from one device names one path, and a new string of it costs ~650 instructions with its release);
