@@ -1,5 +1,6 @@
 import BlueZTesting
 import DBus
+import Logging
 import Synchronization
 
 /// A small exported tree used by most tests: an ObjectManager at /app with a sensor below it.
@@ -56,9 +57,11 @@ struct BusPair {
     let server: BusConnection
     let client: BusConnection
 
-    init(sensorLevel: Int32? = nil) throws {
-        bus = try PrivateBus()
-        server = try bus.connect("server")
+    /// With `serverLogger`, the server connection logs there instead of the bus's quiet default.
+    init(sensorLevel: Int32? = nil, serverLogger: Logger? = nil) throws {
+        let bus = try PrivateBus()
+        self.bus = bus
+        server = try serverLogger.map { try BusConnection(.address(bus.address), logger: $0) } ?? bus.connect("server")
         client = try bus.connect("client")
         if let sensorLevel { try exportSensor(on: server, state: Level(sensorLevel)) }
     }

@@ -41,32 +41,14 @@ private struct RecordingLogHandler: LogHandler {
 struct BusTraceTests {
     /// Two calls answered by a connection logging at `level`: the trace lines, and the level reads the calls made.
     private func calls(at level: Logger.Level) async throws -> (lines: [(text: String, file: String)], reads: Int) {
-        let bus = try PrivateBus()
-        defer { bus.stop() }
         let record = LogRecord()
         let logger = Logger(label: "server") { _ in RecordingLogHandler(record: record, level: level) }
-        let server = try BusConnection(.address(bus.address), logger: logger)
-        let client = try bus.connect("client")
-        defer {
-            client.close()
-            server.close()
-        }
-        try server.export(
-            "/echo",
-            [
-                Interface(
-                    "org.example.Echo1",
-                    methods: [
-                        Method("Echo", inputs: "s", outputs: "s") { call in
-                            let text = call.arguments[0]
-                            call.reply([text])
-                        }
-                    ])
-            ])
+        let pair = try BusPair(sensorLevel: 0, serverLogger: logger)
+        defer { pair.close() }
         let before = record.levelReads.load(ordering: .relaxed)
         for _ in 0..<2 {
-            _ = try await client.call(
-                server.uniqueName, path: "/echo", interface: "org.example.Echo1", member: "Echo",
+            _ = try await pair.client.call(
+                pair.server.uniqueName, path: "/app/sensor0", interface: sensorInterface, member: "Echo",
                 arguments: [.string("a")])
         }
         let reads = record.levelReads.load(ordering: .relaxed) - before
