@@ -283,15 +283,22 @@ public actor Emulator {
             sending: while let (serial, first) = outbox.first {
                 switch first {
                 case .value(let characteristic, let value, let central, _):
-                    guard await updateValue(value, for: characteristic, to: central, on: manager) else { break sending }
-                    outbox.sentValue(serial)
+                    switch await updateValue(value, for: characteristic, to: central, on: manager) {
+                    case .refused: break sending
+                    case .sent: outbox.sentValue(serial)
+                    case .centralLeft: outbox.centralLeft(serial)
+                    }
                 case .transfer(let characteristic, let central, var chunker):
-                    while let chunk = chunker.next() {
-                        guard await updateValue(chunk, for: characteristic, to: central, on: manager) else {
+                    sendingChunks: while let chunk = chunker.next() {
+                        switch await updateValue(chunk, for: characteristic, to: central, on: manager) {
+                        case .refused:
                             outbox.transferWaits(serial, at: chunker)
                             break sending
+                        case .centralLeft:
+                            outbox.centralLeft(serial)
+                            break sendingChunks
+                        case .sent: chunker.markSent()
                         }
-                        chunker.markSent()
                         // Its central left while the chunk was out, and `.unsubscribed` removed it: the rest goes
                         // nowhere, and a transfer queued for the central's next subscription must not get it.
                         guard outbox.first?.serial == serial else { break }
@@ -302,19 +309,33 @@ public actor Emulator {
         } while pumping == .sendingAgain
     }
 
+    /// What became of one update the pump handed the manager.
+    private enum Delivery {
+        /// Queued for its centrals (or there were none, for an update to every subscriber).
+        case sent
+        /// The queue is full: the update waits in the outbox for `.readyToUpdateSubscribers`.
+        case refused
+        /// It was for one central, which is no longer subscribed: nothing was sent, and nothing more is.
+        case centralLeft
+    }
+
     private func updateValue(
         _ value: [UInt8], for characteristic: Characteristic, to central: Central?, on manager: PeripheralManager
-    ) async -> Bool {
+    ) async -> Delivery {
+        let subscribers = await manager.subscribedCentrals(of: characteristic)
+        // The manager already dropped the central, and its `.unsubscribed` may still wait behind the event the pump
+        // runs for: a transfer would otherwise go on to nobody while the log counted its chunks as sent.
+        if let central, !subscribers.contains(central) { return .centralLeft }
         guard await manager.updateValue(value, for: characteristic, onSubscribedCentrals: central.map { [$0] }) else {
             log?.record(.queueFull(characteristicID: characteristic.id))
-            return false
+            return .refused
         }
-        let subscribers = await manager.subscribedCentrals(of: characteristic).count
         log?.record(
             .notification(
                 characteristicID: characteristic.id, value: value,
-                isIndication: !characteristic.properties.contains(.notify), centrals: central == nil ? subscribers : 1))
-        return true
+                isIndication: !characteristic.properties.contains(.notify),
+                centrals: central == nil ? subscribers.count : 1))
+        return .sent
     }
 
     // MARK: Manager events

@@ -90,6 +90,13 @@ struct Outbox: Sendable {
         popFirst()
     }
 
+    /// Entry `serial` is for one central, which is no longer subscribed: the rest of it goes nowhere, and it leaves.
+    mutating func centralLeft(_ serial: Int) {
+        guard let first, first.serial == serial else { return }
+        updates -= first.entry.updates
+        popFirst()
+    }
+
     /// Removes every entry `matches` names, keeping the others in order.
     mutating func removeAll(where matches: (Entry) -> Bool) {
         let kept = entries[head...].filter { !matches($0.entry) }

@@ -198,6 +198,42 @@ import Testing
         #expect(counters.notifications.refusedFull > 0 && counters.notifications.dropped == 0 && counters.waiting == 0)
     }
 
+    /// A central that unsubscribes while a transfer waits on a full queue gets none of the rest: the transfer leaves
+    /// the outbox, and its next subscription is sent the whole text again from the start.
+    @Test(.timeLimit(.minutes(1))) func aTransferStopsWhenItsCentralUnsubscribesAndStartsOverOnTheNext() async throws {
+        let rig = try await Rig(
+            try bundledProfile("transfer"), configuration: .init(queueCapacity: 1), linkCapacity: 1)
+        await rig.start()
+        let central = VirtualCentral(connectingTo: rig.backend)
+        try central.subscribe(to: "transfer-text")
+        _ = await rig.recorder.next { if case .queueFull = $0 { true } else { false } }
+        #expect(await rig.emulator.counters().waiting == 1)
+        central.unsubscribe(from: "transfer-text")
+        _ = await rig.recorder.next { if case .unsubscribed = $0 { true } else { false } }
+        #expect(await rig.emulator.counters().waiting == 0)
+        try central.subscribe(to: "transfer-text")
+        // What the link held before the unsubscription may still arrive first; the text follows whole, once.
+        var chunks: [[UInt8]] = []
+        for await update in central.notifications {
+            chunks.append(update.bytes)
+            if update.bytes == Array("EOM".utf8) { break }
+        }
+        let start = try #require(chunks.lastIndex(of: Array("Hello from blemu! Th".utf8)))
+        #expect(start <= 2, "\(chunks.count) chunks, the second transfer from \(start)")
+        // Sent, as the event log says: the first transfer's chunks before the unsubscription, none after it.
+        let eom = Array("EOM".utf8)
+        _ = await rig.recorder.next { if case .notification("transfer-text", eom, _, _) = $0 { true } else { false } }
+        let sent = rig.recorder.records.filter {
+            if case .notification("transfer-text", _, _, _) = $0.event { true } else { false }
+        }
+        #expect(sent.count <= chunks.count - start + 2, "\(sent.count) chunks sent")
+        let text = String(decoding: chunks[start...].dropLast().flatMap { $0 }, as: UTF8.self)
+        #expect(
+            text
+                == "Hello from blemu! This text travels in 20-byte chunks, the way Apple's BTLE Transfer sample sends it."
+        )
+    }
+
     /// A central that stops reading holds at most the outbox's capacity of updates: a `notify` burst that does not fit
     /// is refused whole, with the reason, and an update a value change makes is dropped, counted and recorded.
     @Test(.timeLimit(.minutes(1))) func aCentralThatStopsReadingHoldsAtMostTheOutboxAndTheRestIsRefusedOrCounted()
