@@ -69,15 +69,17 @@ public enum CharacteristicValue: Hashable, Sendable {
     /// A value served at run time, starting from these bytes.
     case dynamic([UInt8])
 
+    // Inlinable for the reason `Characteristic.effectiveSecurity` is.
     /// The bytes, constant or initial.
-    public var bytes: [UInt8] {
+    @inlinable public var bytes: [UInt8] {
         switch self {
         case .cached(let bytes), .dynamic(let bytes): bytes
         }
     }
 
+    // Inlinable for the reason `Characteristic.effectiveSecurity` is.
     /// Whether the value is constant.
-    public var isCached: Bool {
+    @inlinable public var isCached: Bool {
         if case .cached = self { return true }
         return false
     }

@@ -20,10 +20,15 @@ public struct WriteRequest: Hashable, Sendable {
     /// is past the end of `current`, and Invalid Attribute Value Length (0x0D) when the result would be longer than
     /// the characteristic's `maximumLength` (Core Spec Vol 3, Part F, 3.4.5.1 and 3.4.6.1).
     public func applied(to current: [UInt8]) -> Result<[UInt8], ATTError> {
+        Self.applied(value, at: offset, maximumLength: characteristic.maximumLength, to: current)
+    }
+
+    /// `applied(to:)` from the write's parts, for a caller that reads them where the write lies.
+    static func applied(
+        _ value: [UInt8], at offset: Int, maximumLength: Int, to current: [UInt8]
+    ) -> Result<[UInt8], ATTError> {
         guard offset >= 0, offset <= current.count else { return .failure(.invalidOffset) }
-        guard offset + value.count <= characteristic.maximumLength else {
-            return .failure(.invalidAttributeValueLength)
-        }
+        guard offset + value.count <= maximumLength else { return .failure(.invalidAttributeValueLength) }
         // A plain write (offset 0) is the value itself: no copy.
         return .success(offset == 0 ? value : Array(current[..<offset]) + value)
     }
