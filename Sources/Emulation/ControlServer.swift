@@ -1,5 +1,4 @@
 import ControlProtocol
-import Dispatch
 import GATTModel
 import LocalIO
 import Logging
@@ -18,9 +17,10 @@ import Darwin
 /// every event as the event log writes it, until the client closes the connection (`stream`). `{"command":"handle"}`
 /// turns it into a handler's: request lines out, answer lines in (`handle`, `RequestHandlers`).
 ///
-/// Blocking POSIX calls run on their own threads (one accepting, one per connection), never on Swift's cooperative
-/// pool, whose few threads (two on a two-core machine) the emulator needs; each line's answer is computed on the
-/// emulator's actor while the connection thread waits for it.
+/// The blocking `accept` runs on a thread of its own, never on Swift's cooperative pool, whose few threads (two on a
+/// two-core machine) the emulator needs. Each connection is a task: its socket is non-blocking, and it waits for
+/// bytes or room on the `ReadinessLoop` (one thread polling every connection), then awaits each line's answer from
+/// the emulator's actor, so no thread blocks on a connection or waits for an answer.
 public final class ControlServer: Sendable {
     /// The socket's path.
     public let path: String
@@ -29,6 +29,8 @@ public final class ControlServer: Sendable {
     /// The listening socket (-1 when stopped), whether a thread accepts on it, and the open connections, so `stop()`
     /// can end them all.
     private let sockets = Mutex<(listener: Int32, accepting: Bool, connections: Set<Int32>)>((-1, false, []))
+    /// Where the connections wait for their sockets, from `start()` to `stop()`.
+    private let readiness = Mutex<ReadinessLoop?>(nil)
     /// How many connections are served at once; one more is answered with an error line and closed.
     public let maximumConnections: Int
     /// How long a connection may stay silent between requests before it is closed.
@@ -66,7 +68,15 @@ public final class ControlServer: Sendable {
         let fd: Int32
         if claimed >= 0 { fd = claimed } else { fd = try bindAndListen() }
         sockets.withLock { $0.accepting = true }
-        do { try DetachedThread.start { [self] in acceptLoop(fd) } } catch {
+        do {
+            let loop = try ReadinessLoop()
+            readiness.withLock { $0 = loop }
+            do { try DetachedThread.start { [self] in acceptLoop(fd, loop) } } catch {
+                loop.stop()
+                throw error
+            }
+        } catch {
+            readiness.withLock { $0 = nil }
             sockets.withLock { $0 = (-1, false, $0.connections) }
             SocketCalls.close(fd)
             unlink(path)
@@ -122,14 +132,19 @@ public final class ControlServer: Sendable {
             defer { sockets = (-1, false, []) }
             return sockets
         }
-        // shutdown wakes the threads blocked in accept and read; each closes its own descriptor. A path claimed and
-        // never served has no accepting thread to close its listener.
+        // shutdown wakes the thread blocked in accept, and each connection's task (its socket reads an end of file);
+        // each closes its own descriptor. Stopping the loop ends any wait left. A path claimed and never served has
+        // no accepting thread to close its listener.
         if listener >= 0 {
             shutdown(listener, Int32(SHUT_RDWR))
             unlink(path)
             if !accepting { SocketCalls.close(listener) }
         }
         for connection in connections { shutdown(connection, Int32(SHUT_RDWR)) }
+        readiness.withLock { loop in
+            loop?.stop()
+            loop = nil
+        }
     }
 
     /// Whether something accepts connections at `address` now.
@@ -140,7 +155,7 @@ public final class ControlServer: Sendable {
         return SocketCalls.connect(probe, to: address)
     }
 
-    private func acceptLoop(_ listener: Int32) {
+    private func acceptLoop(_ listener: Int32, _ loop: ReadinessLoop) {
         while true {
             let connection = accept(listener, nil, nil)
             // Close-on-exec as the listener (accept4 is not in Glibc's Swift overlay).
@@ -176,14 +191,9 @@ public final class ControlServer: Sendable {
             case .admitted:
                 break
             }
-            // A silent client is closed after `idleTimeout`: read() then fails with EAGAIN.
-            SocketCalls.setTimeout(.receive, of: connection, to: idleTimeout)
-            do { try DetachedThread.start { [self] in serve(connection) } } catch {
-                // At the thread limit: said, like a full server, and the device keeps running.
-                _ = reply(#"{"error":"\#(error)","ok":false}"# + "\n", to: connection)
-                sockets.withLock { _ = $0.connections.remove(connection) }
-                SocketCalls.close(connection)
-            }
+            // Non-blocking from here: the connection's task waits on the loop, never in a call.
+            _ = fcntl(connection, F_SETFL, fcntl(connection, F_GETFL) | O_NONBLOCK)
+            Task { await serve(Connection(descriptor: connection, loop: loop, idleTimeout: idleTimeout)) }
         }
         SocketCalls.close(listener)
     }
@@ -195,75 +205,64 @@ public final class ControlServer: Sendable {
     /// bound.
     public static let maximumLineLength = ControlCommand.maximumLineLength
 
-    private func serve(_ connection: Int32) {
+    private func serve(_ connection: Connection) async {
         var framer = LineFramer(maximumLength: Self.maximumLineLength)
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        reading: while true {
-            let count = buffer.withUnsafeMutableBytes { read(connection, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { break }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        // A silent client is closed after `idleTimeout`.
+        reading: while let count = await connection.read(into: &buffer, idle: true) {
             for line in framer.append(buffer[..<count]) {
                 let response: String
                 switch line {
                 case .line(let text):
                     let request = ControlCommands.request(in: text)
                     if let feed = commands.feedToFollow(request) {
-                        stream(feed, to: connection)
+                        await stream(feed, to: connection)
                         break reading
                     }
                     if let request, request["command"]?.string == ControlCommand.handle.rawValue {
-                        handle(request, on: connection, framer: framer)
+                        await handle(request, on: connection, framer: framer)
                         break reading
                     }
-                    response = answer(request)
+                    response = await commands.respond(to: request)
                 case .tooLong:
                     response =
                         #"{"error":"request line longer than \#(Self.maximumLineLength) bytes, ignored","ok":false}"#
                 }
-                guard reply(response + "\n", to: connection) else { break reading }
+                guard await connection.write(response + "\n") else { break reading }
             }
         }
-        sockets.withLock { _ = $0.connections.remove(connection) }
-        SocketCalls.close(connection)
+        sockets.withLock { _ = $0.connections.remove(connection.descriptor) }
+        SocketCalls.close(connection.descriptor)
     }
 
     /// Streams every event recorded from now on to `connection`, one event-log line each, until the client closes
-    /// it (or `stop()` shuts it down). The connection's thread sleeps in `poll` on the socket and the follower's pipe:
-    /// an event wakes it, and what the client sends is read and ignored, so its end of file ends the stream. A client
+    /// it (or `stop()` shuts it down). The connection waits on the loop for its socket and the follower's pipe: an
+    /// event wakes it, and what the client sends is read and ignored, so its end of file ends the stream. A client
     /// that reads too slowly loses events past the follower's backlog, told by a `lines-dropped` line.
-    private func stream(_ feed: EventFeed, to connection: Int32) {
+    private func stream(_ feed: EventFeed, to connection: Connection) async {
         let follower: EventFollower
         do { follower = try feed.follow() } catch {
-            _ = reply(#"{"error":"cannot follow the events: \#(error)","ok":false}"# + "\n", to: connection)
+            _ = await connection.write(#"{"error":"cannot follow the events: \#(error)","ok":false}"# + "\n")
             return
         }
         defer { feed.unfollow(follower) }
-        guard reply(#"{"following":true,"ok":true}"# + "\n", to: connection) else { return }
-        var watched = [
-            pollfd(fd: connection, events: Int16(POLLIN), revents: 0),
-            pollfd(fd: follower.wakeDescriptor, events: Int16(POLLIN), revents: 0),
-        ]
+        guard await connection.write(#"{"following":true,"ok":true}"# + "\n") else { return }
         var scratch = [UInt8](repeating: 0, count: 4096)
         while true {
-            watched[0].revents = 0
-            watched[1].revents = 0
-            let ready = poll(&watched, nfds_t(watched.count), -1)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                return
-            }
-            if watched[0].revents != 0 {
-                let count = scratch.withUnsafeMutableBytes { read(connection, $0.baseAddress, $0.count) }
+            let outcome = await connection.loop.wait(
+                for: .readable, on: [connection.descriptor, follower.wakeDescriptor])
+            guard case .ready(let descriptor) = outcome else { return }
+            if descriptor == connection.descriptor {
+                let count = scratch.withUnsafeMutableBytes { read(connection.descriptor, $0.baseAddress, $0.count) }
                 if count == 0 || (count < 0 && errno != EINTR && errno != EAGAIN) { return }
-            }
-            if watched[1].revents != 0 {
+            } else {
                 let (records, dropped) = follower.take()
                 var text = ""
                 if dropped > 0 {
                     text += EventLineEncoder.encode(EventRecord(time: .now, event: .linesDropped(dropped))) + "\n"
                 }
                 for record in records { text += EventLineEncoder.encode(record) + "\n" }
-                guard text.isEmpty || reply(text, to: connection) else { return }
+                if !text.isEmpty, !(await connection.write(text)) { return }
             }
         }
     }
@@ -272,14 +271,14 @@ public final class ControlServer: Sendable {
     /// either side closes. Every line out is sent whole or not at all, without waiting (`HandlerLine`): a handler
     /// that stops reading loses its connection, and its requests get the fallback at once, instead of the request
     /// path waiting on it. A silent handler is not closed: it may have nothing to answer for hours.
-    private func handle(_ request: [String: JSONValue], on connection: Int32, framer: consuming LineFramer) {
+    private func handle(_ request: [String: JSONValue], on connection: Connection, framer: consuming LineFramer) async {
         let claim: RequestHandlers.Claim
         do { claim = try commands.claim(from: request) } catch {
-            _ = reply(#"{"error":\#(JSONValue.string(error.description).text),"ok":false}"# + "\n", to: connection)
+            _ = await connection.write(#"{"error":\#(JSONValue.string(error.description).text),"ok":false}"# + "\n")
             return
         }
         let handlers = commands.emulator.requestHandlers
-        let line = HandlerLine(connection)
+        let line = HandlerLine(connection.descriptor)
         // The claim's line goes first: a request for the new handler waits on the line's lock until it has gone.
         let attached = line.holding { send -> Int? in
             switch handlers.attach(claim, send: line.send) {
@@ -298,11 +297,8 @@ public final class ControlServer: Sendable {
             if let attached { handlers.detach(attached) }
         }
         guard let number = attached else { return }
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(connection, $0.baseAddress, $0.count) }
-            if count < 0 && (errno == EINTR || errno == EAGAIN) { continue }
-            guard count > 0 else { return }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while let count = await connection.read(into: &buffer, idle: false) {
             for answer in framer.append(buffer[..<count]) {
                 let complaint: String?
                 switch answer {
@@ -313,20 +309,6 @@ public final class ControlServer: Sendable {
                 if let complaint, !line.send(complaint + "\n") { return }
             }
         }
-    }
-
-    /// Computes the response on the cooperative pool while this (non-pool) thread waits for it.
-    private func answer(_ request: [String: JSONValue]?) -> String {
-        let box = ResponseBox()
-        let done = DispatchSemaphore(value: 0)
-        let commands = commands
-        Task {
-            let response = await commands.respond(to: request)
-            box.response.withLock { $0 = response }
-            done.signal()
-        }
-        done.wait()
-        return box.response.withLock { $0 } ?? #"{"error":"no response","ok":false}"#
     }
 
     /// Writes the whole response; MSG_NOSIGNAL, so a client that hung up costs an error, not a SIGPIPE.
@@ -377,7 +359,47 @@ private final class HandlerLine: Sendable {
     }
 }
 
-/// Carries one response from the emulator's task back to the waiting connection thread.
-private final class ResponseBox: Sendable {
-    let response = Mutex<String?>(nil)
+/// A connection's non-blocking socket and the loop it waits on: reads that wait for bytes (at most `idleTimeout`
+/// when the client owes a request) and writes that wait for room (at most `idleTimeout`: a client that stops
+/// reading its answers is closed, not waited on for ever).
+private struct Connection: Sendable {
+    let descriptor: Int32
+    let loop: ReadinessLoop
+    let idleTimeout: Duration
+
+    /// Reads what has arrived into `buffer`, waiting for it on the loop; the count, or nil at the end of the file,
+    /// an error, the idle timeout (when `idle`) or the loop's stop.
+    func read(into buffer: inout [UInt8], idle: Bool) async -> Int? {
+        let deadline = idle ? ContinuousClock.now + idleTimeout : nil
+        while true {
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            if count > 0 { return count }
+            if count == 0 { return nil }
+            if errno == EINTR { continue }
+            guard errno == EAGAIN || errno == EWOULDBLOCK,
+                case .ready = await loop.wait(for: .readable, on: [descriptor], until: deadline)
+            else { return nil }
+        }
+    }
+
+    /// Writes all of `text`, waiting on the loop for room; MSG_NOSIGNAL, so a client that hung up costs an error,
+    /// not a SIGPIPE. False when it could not all go.
+    func write(_ text: String) async -> Bool {
+        let bytes = Array(text.utf8)
+        var sent = 0
+        while sent < bytes.count {
+            let count = bytes.withUnsafeBytes {
+                send(descriptor, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+            }
+            if count > 0 {
+                sent += count
+                continue
+            }
+            if count < 0 && errno == EINTR { continue }
+            guard count < 0, errno == EAGAIN || errno == EWOULDBLOCK,
+                case .ready = await loop.wait(for: .writable, on: [descriptor], until: .now + idleTimeout)
+            else { return false }
+        }
+        return true
+    }
 }

@@ -264,6 +264,42 @@ func controlledHeartRate() async throws -> (rig: Rig, server: ControlServer, cli
         #expect(ControlClient.isOK(answer))
     }
 
+    /// A client that sends requests and never reads the answers fills its socket; the server waits for room at most
+    /// the idle timeout, then closes the connection, instead of a thread blocking in a write for ever. The slot
+    /// serves the next client.
+    @Test func aClientThatNeverReadsItsAnswersIsClosedAfterTheIdleTimeout() async throws {
+        let rig = try await Rig(try bundledProfile("heart-rate"))
+        let server = ControlServer(
+            path: try temporaryDirectory() + "/deaf.sock", emulator: rig.emulator, maximumConnections: 1,
+            idleTimeout: .milliseconds(300))
+        try server.start()
+        defer { server.stop() }
+        let deaf = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(deaf) }
+        #expect(SocketCalls.unixAddress(server.path).map { SocketCalls.connect(deaf, to: $0) } == true)
+        _ = fcntl(deaf, F_SETFL, fcntl(deaf, F_GETFL) | O_NONBLOCK)
+        let request = Array(#"{"command":"counters"}"#.utf8) + [0x0A]
+        // Requests until the sockets are full both ways: the server, unable to answer, stops reading.
+        let hungUp = try await offPool { () -> Bool in
+            var pending = 0
+            while true {
+                let count = request.withUnsafeBytes { send(deaf, $0.baseAddress! + pending, $0.count - pending, 0) }
+                if count > 0 {
+                    pending = (pending + count) % request.count
+                    continue
+                }
+                guard count < 0, errno == EAGAIN else { return false }
+                // Full: wait (5 s at most) for the server to hang up, without reading a byte.
+                var watched = pollfd(fd: deaf, events: Int16(POLLOUT), revents: 0)
+                guard poll(&watched, 1, 5_000) == 1 else { return false }
+                if watched.revents & Int16(POLLHUP) != 0 { return true }
+            }
+        }
+        #expect(hungUp)
+        let answer = try await offPool { try ControlClient(path: server.path).send(["command": "counters"]) }
+        #expect(ControlClient.isOK(answer))
+    }
+
     @Test func aSecondServerDoesNotTakeThePathFromALiveOneButReplacesAStaleOne() async throws {
         let rig = try await Rig(try bundledProfile("heart-rate"))
         let path = try temporaryDirectory() + "/twice.sock"
