@@ -175,14 +175,21 @@ import Testing
         #expect(counts.requests == 2 && counts.answered == 2 && counts.refusedLate == 0)
     }
 
-    @Test func transferTextArrivesChunkedEndingInEOMWithNothingLostWhenTheQueueFills() async throws {
+    /// The transfer profile on a queue and link of one update, subscribed by a central that reads nothing until the
+    /// emulator has been told "full": the transfer waits in the outbox, part sent.
+    private func transferWaitingOnAFullQueue() async throws -> (Rig, VirtualCentral) {
         let rig = try await Rig(
             try bundledProfile("transfer"), configuration: .init(queueCapacity: 1), linkCapacity: 1)
         await rig.start()
         let central = VirtualCentral(connectingTo: rig.backend)
         try central.subscribe(to: "transfer-text")
-        // The central reads nothing until the emulator has been told "full", so the retry path must run.
         _ = await rig.recorder.next { if case .queueFull = $0 { true } else { false } }
+        return (rig, central)
+    }
+
+    @Test func transferTextArrivesChunkedEndingInEOMWithNothingLostWhenTheQueueFills() async throws {
+        // The retry path must run: the transfer waits on a full queue first.
+        let (rig, central) = try await transferWaitingOnAFullQueue()
         var chunks: [[UInt8]] = []
         for await update in central.notifications {
             chunks.append(update.bytes)
@@ -201,12 +208,7 @@ import Testing
     /// A central that unsubscribes while a transfer waits on a full queue gets none of the rest: the transfer leaves
     /// the outbox, and its next subscription is sent the whole text again from the start.
     @Test(.timeLimit(.minutes(1))) func aTransferStopsWhenItsCentralUnsubscribesAndStartsOverOnTheNext() async throws {
-        let rig = try await Rig(
-            try bundledProfile("transfer"), configuration: .init(queueCapacity: 1), linkCapacity: 1)
-        await rig.start()
-        let central = VirtualCentral(connectingTo: rig.backend)
-        try central.subscribe(to: "transfer-text")
-        _ = await rig.recorder.next { if case .queueFull = $0 { true } else { false } }
+        let (rig, central) = try await transferWaitingOnAFullQueue()
         #expect(await rig.emulator.counters().waiting == 1)
         central.unsubscribe(from: "transfer-text")
         _ = await rig.recorder.next { if case .unsubscribed = $0 { true } else { false } }
