@@ -128,7 +128,9 @@ package final class ReadinessLoop: Sendable {
             }
             var polled = watched
             let count = poll(&polled, nfds_t(polled.count), Self.timeout(until: deadline))
-            if count < 0 && errno != EINTR { break }
+            // A failure other than a signal (ENOMEM) reports nothing about the descriptors: this round's waiters
+            // end as if stopped (a connection closes), and the loop goes on for later waits.
+            let failed = count < 0 && errno != EINTR
             if polled[0].revents != 0 {
                 while scratch.withUnsafeMutableBytes({ read(wakeReader, $0.baseAddress, $0.count) }) > 0 {}
             }
@@ -141,16 +143,18 @@ package final class ReadinessLoop: Sendable {
                 }
                 let now = ContinuousClock.now
                 for (id, waiter) in state.waiters
-                where state.isStopped || (waiter.deadline.map { $0 <= now } ?? false) {
+                where state.isStopped || failed || (waiter.deadline.map { $0 <= now } ?? false) {
                     state.waiters[id] = nil
-                    resumed.append((waiter.continuation, state.isStopped ? .stopped : .timedOut))
+                    resumed.append((waiter.continuation, state.isStopped || failed ? .stopped : .timedOut))
                 }
                 return (resumed, state.isStopped)
             }
             for (continuation, outcome) in resumed { continuation.resume(returning: outcome) }
             if isStopped { break }
+            // A failure that repeats must not spin: the next round waits a moment, as `accept` does at EMFILE.
+            if failed { usleep(10_000) }
         }
-        // Stopped, or poll failed: whoever still waits is told, and a later wait finds `isStopped`.
+        // Stopped: whoever still waits is told, and a later wait finds `isStopped`.
         let left = state.withLock { state -> [CheckedContinuation<Outcome, Never>] in
             state.isStopped = true
             state.isClosed = true
@@ -167,6 +171,8 @@ package final class ReadinessLoop: Sendable {
         guard let deadline else { return -1 }
         let left = ContinuousClock.now.duration(to: deadline)
         guard left > .zero else { return 0 }
+        // Past `Int32.max` milliseconds (24 days) the loop wakes early and looks again: no overflow.
+        guard left < .milliseconds(Int32.max) else { return Int32.max }
         let (seconds, attoseconds) = left.components
         let milliseconds = seconds * 1_000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
         return Int32(clamping: milliseconds)
