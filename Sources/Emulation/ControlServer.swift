@@ -33,11 +33,12 @@ public final class ControlServer: Sendable {
     private let readiness = Mutex<ReadinessLoop?>(nil)
     /// How many connections are served at once; one more is answered with an error line and closed.
     public let maximumConnections: Int
-    /// How long a connection may stay silent between requests before it is closed.
+    /// How long a connection may stay silent between requests, or leave an answer unread, before it is closed;
+    /// zero or less, or over a year, is no limit.
     public let idleTimeout: Duration
 
     /// Connections served at once by default: far more than scripts and tests open, few enough that idle clients
-    /// cannot use up the process's descriptors (1,024 by default) or threads.
+    /// cannot use up the process's descriptors (1,024 by default).
     public static let defaultMaximumConnections = 64
     /// A silent connection is closed after this long by default: a test harness that keeps one open between steps
     /// sends a request well within it, and one that died never holds a slot for long.
@@ -128,19 +129,20 @@ public final class ControlServer: Sendable {
 
     /// Stops accepting, ends every connection and removes the socket file.
     public func stop() {
-        let (listener, accepting, connections) = sockets.withLock { sockets in
-            defer { sockets = (-1, false, []) }
-            return sockets
-        }
         // shutdown wakes the thread blocked in accept, and each connection's task (its socket reads an end of file);
-        // each closes its own descriptor. Stopping the loop ends any wait left. A path claimed and never served has
-        // no accepting thread to close its listener.
+        // each closes its own descriptor, under this lock, so none is shut down here after its number was reused.
+        // Stopping the loop ends any wait left. A path claimed and never served has no accepting thread to close
+        // its listener.
+        let (listener, accepting) = sockets.withLock { sockets in
+            defer { sockets = (-1, false, []) }
+            for connection in sockets.connections { shutdown(connection, Int32(SHUT_RDWR)) }
+            return (sockets.listener, sockets.accepting)
+        }
         if listener >= 0 {
             shutdown(listener, Int32(SHUT_RDWR))
             unlink(path)
             if !accepting { SocketCalls.close(listener) }
         }
-        for connection in connections { shutdown(connection, Int32(SHUT_RDWR)) }
         readiness.withLock { loop in
             loop?.stop()
             loop = nil
@@ -231,14 +233,18 @@ public final class ControlServer: Sendable {
                 guard await connection.write(response + "\n") else { break reading }
             }
         }
-        sockets.withLock { _ = $0.connections.remove(connection.descriptor) }
-        SocketCalls.close(connection.descriptor)
+        // Closed under the lock `stop()` shuts connections down in: it never reaches a number reused meanwhile.
+        sockets.withLock { sockets in
+            sockets.connections.remove(connection.descriptor)
+            SocketCalls.close(connection.descriptor)
+        }
     }
 
     /// Streams every event recorded from now on to `connection`, one event-log line each, until the client closes
     /// it (or `stop()` shuts it down). The connection waits on the loop for its socket and the follower's pipe: an
     /// event wakes it, and what the client sends is read and ignored, so its end of file ends the stream. A client
-    /// that reads too slowly loses events past the follower's backlog, told by a `lines-dropped` line.
+    /// that reads too slowly loses events past the follower's backlog, told by a `lines-dropped` line; one that
+    /// stops reading is waited for as long as it takes (a paused pager), not closed.
     private func stream(_ feed: EventFeed, to connection: Connection) async {
         let follower: EventFollower
         do { follower = try feed.follow() } catch {
@@ -251,19 +257,18 @@ public final class ControlServer: Sendable {
         while true {
             let outcome = await connection.loop.wait(
                 for: .readable, on: [connection.descriptor, follower.wakeDescriptor])
-            guard case .ready(let descriptor) = outcome else { return }
-            if descriptor == connection.descriptor {
-                let count = scratch.withUnsafeMutableBytes { read(connection.descriptor, $0.baseAddress, $0.count) }
-                if count == 0 || (count < 0 && errno != EINTR && errno != EAGAIN) { return }
-            } else {
-                let (records, dropped) = follower.take()
-                var text = ""
-                if dropped > 0 {
-                    text += EventLineEncoder.encode(EventRecord(time: .now, event: .linesDropped(dropped))) + "\n"
-                }
-                for record in records { text += EventLineEncoder.encode(record) + "\n" }
-                if !text.isEmpty, !(await connection.write(text)) { return }
+            guard case .ready = outcome else { return }
+            // Both, whichever woke the wait: a client that keeps sending must not starve the events. Nothing to read
+            // is EAGAIN (the socket is non-blocking).
+            let count = scratch.withUnsafeMutableBytes { read(connection.descriptor, $0.baseAddress, $0.count) }
+            if count == 0 || (count < 0 && errno != EINTR && errno != EAGAIN) { return }
+            let (records, dropped) = follower.take()
+            var text = ""
+            if dropped > 0 {
+                text += EventLineEncoder.encode(EventRecord(time: .now, event: .linesDropped(dropped))) + "\n"
             }
+            for record in records { text += EventLineEncoder.encode(record) + "\n" }
+            if !text.isEmpty, !(await connection.write(text, patiently: true)) { return }
         }
     }
 
@@ -317,7 +322,7 @@ public final class ControlServer: Sendable {
 
 /// Sends lines to a handler's connection, one at a time, each whole or not at all and never waiting: when the socket
 /// has no room for the whole line (the handler stopped reading), the connection is shut down, which ends the
-/// handler's thread and gives its requests the fallback.
+/// handler's connection task and gives its requests the fallback.
 private final class HandlerLine: Sendable {
     private let connection: Mutex<Int32>
 
@@ -350,7 +355,7 @@ private final class HandlerLine: Sendable {
         } while result < 0 && errno == EINTR
         guard result == bytes.count else {
             // Part of a line would garble the stream; none means the handler is not reading. Either way it is
-            // done: the reading thread sees the shutdown and detaches it.
+            // done: the connection's reading task sees the shutdown and detaches it.
             shutdown(fd, Int32(SHUT_RDWR))
             fd = -1
             return false
@@ -360,8 +365,8 @@ private final class HandlerLine: Sendable {
 }
 
 /// A connection's non-blocking socket and the loop it waits on: reads that wait for bytes (at most `idleTimeout`
-/// when the client owes a request) and writes that wait for room (at most `idleTimeout`: a client that stops
-/// reading its answers is closed, not waited on for ever).
+/// when the client owes a request) and writes that wait for room (at most `idleTimeout`, unless patient: a client
+/// that stops reading its answers is closed, not waited on for ever).
 private struct Connection: Sendable {
     let descriptor: Int32
     let loop: ReadinessLoop
@@ -370,7 +375,7 @@ private struct Connection: Sendable {
     /// Reads what has arrived into `buffer`, waiting for it on the loop; the count, or nil at the end of the file,
     /// an error, the idle timeout (when `idle`) or the loop's stop.
     func read(into buffer: inout [UInt8], idle: Bool) async -> Int? {
-        let deadline = idle ? ContinuousClock.now + idleTimeout : nil
+        let deadline = idle ? idleDeadline : nil
         while true {
             let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
             if count > 0 { return count }
@@ -382,9 +387,15 @@ private struct Connection: Sendable {
         }
     }
 
-    /// Writes all of `text`, waiting on the loop for room; MSG_NOSIGNAL, so a client that hung up costs an error,
-    /// not a SIGPIPE. False when it could not all go.
-    func write(_ text: String) async -> Bool {
+    /// The moment an idle wait that starts now ends; nil for no limit (`ControlServer.idleTimeout`).
+    private var idleDeadline: ContinuousClock.Instant? {
+        guard idleTimeout > .zero, idleTimeout <= .seconds(366 * 86_400) else { return nil }
+        return .now + idleTimeout
+    }
+
+    /// Writes all of `text`, waiting on the loop for room (at most `idleTimeout` each time unless `patiently`);
+    /// MSG_NOSIGNAL, so a client that hung up costs an error, not a SIGPIPE. False when it could not all go.
+    func write(_ text: String, patiently: Bool = false) async -> Bool {
         let bytes = Array(text.utf8)
         var sent = 0
         while sent < bytes.count {
@@ -397,7 +408,7 @@ private struct Connection: Sendable {
             }
             if count < 0 && errno == EINTR { continue }
             guard count < 0, errno == EAGAIN || errno == EWOULDBLOCK,
-                case .ready = await loop.wait(for: .writable, on: [descriptor], until: .now + idleTimeout)
+                case .ready = await loop.wait(for: .writable, on: [descriptor], until: patiently ? nil : idleDeadline)
             else { return false }
         }
         return true

@@ -325,7 +325,8 @@ public actor Emulator {
         let subscribers = await manager.subscribedCentrals(of: characteristic)
         // The manager already dropped the central, and its `.unsubscribed` may still wait behind the event the pump
         // runs for: a transfer would otherwise go on to nobody while the log counted its chunks as sent.
-        if let central, !subscribers.contains(central) { return .centralLeft }
+        // By id, as the manager addresses centrals: the central's MTU may have changed since the update was queued.
+        if let central, !subscribers.contains(where: { $0.id == central.id }) { return .centralLeft }
         guard await manager.updateValue(value, for: characteristic, onSubscribedCentrals: central.map { [$0] }) else {
             log?.record(.queueFull(characteristicID: characteristic.id))
             return .refused
