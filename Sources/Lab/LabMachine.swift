@@ -363,7 +363,7 @@ public struct LabMachine: Sendable {
                             done.resume()
                         }
                     } catch {
-                        process.signal(SIGKILL)
+                        process.signalGroup(SIGKILL)
                         done.resume()
                     }
                 }

@@ -113,12 +113,23 @@ public final class SpawnedProcess: Sendable {
         }
     }
 
-    /// SIGTERM, then up to `grace` for the child to exit, then SIGKILL; returns once it is reaped, with its status.
+    /// Sends `number` to the child's whole process group, unless the child has been reaped: every child starts as
+    /// the leader of a group of its own (`ProcessSpawn.start`), so this reaches what it started too. While the
+    /// leader is unreaped its group's id cannot name anyone else's.
+    public func signalGroup(_ number: Int32) {
+        reaped.withLock { status in
+            if status == nil { _ = kill(-pid, number) }
+        }
+    }
+
+    /// SIGTERM to the child, then up to `grace` for it to exit, then SIGKILL to its whole group, so nothing it
+    /// started outlives it (a `timeout` cannot pass a SIGKILL on to its qemu); returns once the child is reaped,
+    /// with its status.
     @discardableResult
     public func stop(grace: Duration) -> Int32 {
         signal(SIGTERM)
         if let status = wait(within: grace) { return status }
-        signal(SIGKILL)
+        signalGroup(SIGKILL)
         return wait()
     }
 

@@ -104,6 +104,28 @@ import Testing
         #expect(child.wait() == 128 + SIGKILL)
     }
 
+    @Test func stopKillsWhatTheChildStartedWhenItOutlastsTheGrace() throws {
+        var ends: [Int32] = [-1, -1]
+        #expect(pipe(&ends) == 0)
+        defer { close(ends[0]) }
+        // The child and the sleep it starts both ignore SIGTERM and both hold the pipe's write end: the pipe reads
+        // its end of file only once both are gone.
+        let child = try SpawnedProcess.start(
+            ["/bin/sh", "-c", "trap '' TERM; sleep 600 & echo; wait"], standardOutput: .descriptor(ends[1]))
+        close(ends[1])
+        // Its line says the trap is set and the sleep started.
+        var byte: UInt8 = 0
+        #expect(read(ends[0], &byte, 1) == 1)
+        #expect(child.stop(grace: .milliseconds(100)) == 128 + SIGKILL)
+        var watched = pollfd(fd: ends[0], events: Int16(POLLIN), revents: 0)
+        // At most 10 s for the end of file; with the sleep still alive it never comes (and a read would block).
+        guard poll(&watched, 1, 10_000) == 1 else {
+            Issue.record("the child's sleep outlived it, holding the pipe")
+            return
+        }
+        #expect(read(ends[0], &byte, 1) == 0)
+    }
+
     @Test func aChildThatEndsOnTermIsStoppedWithoutTheKill() throws {
         let child = try SpawnedProcess.start(["/bin/sleep", "60"])
         #expect(child.stop(grace: .seconds(30)) == 128 + SIGTERM)
