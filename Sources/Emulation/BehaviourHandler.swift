@@ -190,12 +190,7 @@ public struct BehaviourHandler: RequestHandler {
     private func stage(
         _ requests: borrowing WriteRequests, rejection: ATTError?
     ) -> (failure: ATTError?, staged: [String: [UInt8]]) {
-        let linkSecurity = requests.linkSecurity
-        var failure =
-            rejection
-            ?? requests.requests.lazy.compactMap {
-                ProfileServer.error(for: .write, on: $0.characteristic, linkSecurity: linkSecurity)
-            }.first
+        var failure = rejection ?? ProfileServer.refusal(of: requests)
         guard failure == nil else { return (failure, [:]) }
         if requests.isAuthorizationOnly {
             // BlueZ 5.66 asks with no bytes: only the offsets can be judged; the rules see the real value at Execute.

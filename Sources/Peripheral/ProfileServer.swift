@@ -62,14 +62,21 @@ public struct ProfileServer: RequestHandler {
     /// `answer` does before answering; returns the error to answer with, nil once stored. An authorization-only
     /// batch is judged by its offsets and stores nothing.
     public func apply(_ requests: borrowing WriteRequests) -> ATTError? {
+        if let refusal = Self.refusal(of: requests) { return refusal }
+        return requests.isAuthorizationOnly ? requests.authorizationError : store.apply(requests.requests)
+    }
+
+    /// The error the first write of the batch gets from its characteristic's permissions or the link's security
+    /// (`error(for:on:linkSecurity:)`), or nil when every write may go ahead.
+    public static func refusal(of requests: borrowing WriteRequests) -> ATTError? {
         let writes = requests.requests
         let linkSecurity = requests.linkSecurity
         for index in writes.indices {
-            if let error = Self.error(for: .write, on: writes[index].characteristic, linkSecurity: linkSecurity) {
+            if let error = error(for: .write, on: writes[index].characteristic, linkSecurity: linkSecurity) {
                 return error
             }
         }
-        return requests.isAuthorizationOnly ? requests.authorizationError : store.apply(writes)
+        return nil
     }
 
     /// The error a read or write of `characteristic` gets on a link with `linkSecurity`, or nil when allowed.
