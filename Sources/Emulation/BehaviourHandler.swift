@@ -229,7 +229,7 @@ public struct BehaviourHandler: RequestHandler {
             return outcome
         }
         let isRuled = engines.withLock { engines in
-            writes.contains { engines.rules.hasRule(for: $0.characteristic.id) }
+            writes.indices.contains { engines.isGoverned(writes[$0].characteristic.id) }
         }
         if isRuled {
             outcome = runRules(on: staged, of: writes)
@@ -272,12 +272,11 @@ public struct BehaviourHandler: RequestHandler {
     /// reliable write across several characteristics is one answer the profile gives, handled or not: a handler
     /// answers one characteristic's requests (docs/control-and-events.md, "Handlers").
     private func handledWrite(_ writes: [WriteRequest]) -> Characteristic? {
-        // No handler attached, as when nothing runs one: nothing to look for (an atomic load).
-        guard !handlers.isEmpty, let characteristic = writes.first?.characteristic,
-            writes.allSatisfy({ $0.characteristic.id == characteristic.id }),
-            handlers.handles(.write, on: characteristic.id)
+        // The handlers asked first: with none attached that is an atomic load, and nothing is copied out of the batch.
+        guard let id = writes.first?.characteristic.id, handlers.handles(.write, on: id),
+            writes.allSatisfy({ $0.characteristic.id == id })
         else { return nil }
-        return characteristic
+        return writes[0].characteristic
     }
 
     /// Runs the write rules on the staged values, on a copy of the engines committed only when every write is
