@@ -363,7 +363,7 @@ public struct LabMachine: Sendable {
                             done.resume()
                         }
                     } catch {
-                        process.signalGroup(SIGKILL)
+                        process.signal(SIGKILL, group: true)
                         done.resume()
                     }
                 }

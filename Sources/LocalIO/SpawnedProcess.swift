@@ -81,10 +81,12 @@ public final class SpawnedProcess: Sendable {
         return reapIfExited() ?? 127
     }
 
-    /// Sends `number` to the child alone (not its process group), unless it has been reaped.
-    public func signal(_ number: Int32) {
+    /// Sends `number` to the child alone, or with `group` to its whole process group, unless the child has been
+    /// reaped. Every child starts as the leader of a group of its own (`ProcessSpawn.start`), so the group is what
+    /// it started too; while the leader is unreaped, its group's id cannot name anyone else's.
+    public func signal(_ number: Int32, group: Bool = false) {
         reaped.withLock { status in
-            if status == nil { _ = kill(pid, number) }
+            if status == nil { _ = kill(group ? -pid : pid, number) }
         }
     }
 
@@ -113,15 +115,6 @@ public final class SpawnedProcess: Sendable {
         }
     }
 
-    /// Sends `number` to the child's whole process group, unless the child has been reaped: every child starts as
-    /// the leader of a group of its own (`ProcessSpawn.start`), so this reaches what it started too. While the
-    /// leader is unreaped its group's id cannot name anyone else's.
-    public func signalGroup(_ number: Int32) {
-        reaped.withLock { status in
-            if status == nil { _ = kill(-pid, number) }
-        }
-    }
-
     /// SIGTERM to the child, then up to `grace` for it to exit, then SIGKILL to its whole group, so nothing it
     /// started outlives it (a `timeout` cannot pass a SIGKILL on to its qemu); returns once the child is reaped,
     /// with its status.
@@ -129,7 +122,7 @@ public final class SpawnedProcess: Sendable {
     public func stop(grace: Duration) -> Int32 {
         signal(SIGTERM)
         if let status = wait(within: grace) { return status }
-        signalGroup(SIGKILL)
+        signal(SIGKILL, group: true)
         return wait()
     }
 
