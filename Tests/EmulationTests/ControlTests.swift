@@ -31,6 +31,17 @@ func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async thro
     }
 }
 
+/// A raw client socket connected to `server` (the descriptor, or -1 when it cannot connect), for tests that do
+/// what `ControlClient` never does: stay silent, or never read.
+func connected(to server: ControlServer) -> Int32 {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0, SocketCalls.unixAddress(server.path).map({ SocketCalls.connect(fd, to: $0) }) == true else {
+        if fd >= 0 { close(fd) }
+        return -1
+    }
+    return fd
+}
+
 func object(_ line: String) -> [String: Any] {
     (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]) ?? [:]
 }
@@ -232,11 +243,6 @@ func controlledHeartRate() async throws -> (rig: Rig, server: ControlServer, cli
             idleTimeout: .milliseconds(500))
         try server.start()
         defer { server.stop() }
-        func connected() -> Int32 {
-            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-            _ = SocketCalls.unixAddress(server.path).map { SocketCalls.connect(fd, to: $0) }
-            return fd
-        }
         /// Everything the server sends until it closes, and whether it closed (end of file) rather than 5 s passing.
         @Sendable func untilClosed(_ fd: Int32) -> (text: String, closed: Bool) {
             var timeout = timeval(tv_sec: 5, tv_usec: 0)
@@ -251,9 +257,9 @@ func controlledHeartRate() async throws -> (rig: Rig, server: ControlServer, cli
         }
         // One accept loop takes connections in the order they were made (a listening socket's queue is FIFO) and
         // admits each before the next accept: the third is past the cap however soon it comes.
-        let idle = [connected(), connected()]
+        let idle = [connected(to: server), connected(to: server)]
         defer { idle.forEach { close($0) } }
-        let third = connected()
+        let third = connected(to: server)
         let refusal = try await offPool { untilClosed(third).text }
         close(third)
         #expect(refusal.contains("too many control connections (2 open)") && refusal.contains(#""ok":false"#))
@@ -274,9 +280,9 @@ func controlledHeartRate() async throws -> (rig: Rig, server: ControlServer, cli
             idleTimeout: .milliseconds(300))
         try server.start()
         defer { server.stop() }
-        let deaf = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        let deaf = connected(to: server)
         defer { close(deaf) }
-        #expect(SocketCalls.unixAddress(server.path).map { SocketCalls.connect(deaf, to: $0) } == true)
+        #expect(deaf >= 0)
         _ = fcntl(deaf, F_SETFL, fcntl(deaf, F_GETFL) | O_NONBLOCK)
         let request = Array(#"{"command":"counters"}"#.utf8) + [0x0A]
         // Requests until the sockets are full both ways: the server, unable to answer, stops reading.
